@@ -1,0 +1,3 @@
+module github.com/redmux/redmux
+
+go 1.24

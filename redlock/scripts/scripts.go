@@ -1,0 +1,53 @@
+// Package scripts holds the exact Lua texts of the lock scripts that redlock
+// runs on every node, with their SHA1 digests.
+//
+// The texts are part of the wire contract: fakeserver recognises a script by
+// the SHA1 of its exact text and executes it natively, so any change to a text
+// here changes its SHA and must be mirrored by the fake server's native
+// implementation (fakeserver tests check that every script in All is known).
+//
+// This package has no dependencies beyond the standard library so that both
+// the client side (redlock, mux) and the fake server can import it.
+package scripts
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// Script is a Lua script with its precomputed SHA1 (lower-case hex, as Redis
+// prints it in SCRIPT LOAD replies and expects in EVALSHA).
+type Script struct {
+	// Name is a short identifier used in logs and errors.
+	Name string
+	// Text is the exact Lua source sent with EVAL and SCRIPT LOAD.
+	Text string
+	// SHA is the lower-case hex SHA1 of Text.
+	SHA string
+}
+
+func newScript(name, text string) Script {
+	sum := sha1.Sum([]byte(text))
+	return Script{Name: name, Text: text, SHA: hex.EncodeToString(sum[:])}
+}
+
+// Release deletes KEYS[1] only if its value equals ARGV[1] (compare-and-delete).
+// Replies 1 if the key was deleted, 0 otherwise.
+var Release = newScript("release", `if redis.call("get",KEYS[1]) == ARGV[1] then
+    return redis.call("del",KEYS[1])
+else
+    return 0
+end`)
+
+// Extend sets the TTL of KEYS[1] to ARGV[2] milliseconds only if its value
+// equals ARGV[1] (compare-and-pexpire). Replies 1 if the TTL was set, 0
+// otherwise.
+var Extend = newScript("extend", `if redis.call("get",KEYS[1]) == ARGV[1] then
+    return redis.call("pexpire",KEYS[1],ARGV[2])
+else
+    return 0
+end`)
+
+// All lists every script redlock uses, in the order they are loaded on a new
+// connection.
+var All = []Script{Release, Extend}
