@@ -1,0 +1,54 @@
+# redmux — see README.md. Every target works on a fresh machine with Go.
+GO      ?= go
+PKGS    := ./...
+FUZZTIME ?= 30s
+
+.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real safety tidy-check clean
+
+## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
+run:
+	$(GO) run ./cmd/redmux-bench
+
+## test: gofmt check, go vet, and every test with the race detector
+test: fmt-check vet
+	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
+
+## test-short: the quick subset (-short), for iterating
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## tidy-check: go.mod/go.sum are tidy (no diff)
+tidy-check:
+	@cp go.mod /tmp/redmux.go.mod.bak; cp go.sum /tmp/redmux.go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! diff -q go.mod /tmp/redmux.go.mod.bak >/dev/null || ! diff -q go.sum /tmp/redmux.go.sum.bak >/dev/null; then \
+		echo "go.mod/go.sum not tidy:"; git --no-pager diff -- go.mod go.sum; \
+		cp /tmp/redmux.go.mod.bak go.mod; cp /tmp/redmux.go.sum.bak go.sum; exit 1; fi
+
+## lint: gofmt, vet, tidy check, cross-platform builds of the portable fallback
+lint: fmt-check vet tidy-check
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) build ./...
+
+## bench-micro: Go micro-benchmarks with allocation counts
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./resp ./mux ./redlock
+
+## fuzz: each fuzz target for FUZZTIME (default 30s)
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf results/latest
