@@ -1,0 +1,237 @@
+package fakeserver
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// adminHelp is the reply of FAKE HELP (see docs/FAKESERVER.md).
+var adminHelp = []string{
+	"FAKE <subcommand> [<arg> ...]. Fault injection for the redmux fake Redis node:",
+	"LATENCY <fixed> [<jitter>]",
+	"    Delay every reply by fixed plus uniform [0,jitter). Durations: 10ms, 1.5s, or a number of milliseconds.",
+	"DOWN [<duration>]",
+	"    Refuse new connections and drop open ones (this one too); come back up after duration if given.",
+	"BLACKHOLE [<duration>]",
+	"    Accept and read but execute and answer nothing (FAKE excepted); heal after duration if given.",
+	"HEAL",
+	"    End a blackhole; held requests are then executed and answered in order.",
+	"RESTART [LOSE|KEEP] [<delay>]",
+	"    Drop all connections, optionally wipe data and scripts (LOSE), stay unreachable for delay, accept again.",
+	"CLOCK <offset> [<driftrate>]",
+	"    Node clock = real + offset + driftrate*elapsed; used for expiry. Offset may be negative (-2s).",
+	"FAILNEXT <k> <error text ...>",
+	"    Replace the next k replies with -<error text>; those commands are not executed.",
+	"MALFORM <k>",
+	"    Replace the next k replies with malformed bytes (invalid type byte '?'); not executed.",
+	"CLEAR",
+	"    Remove latency, blackhole, injected errors, malformed replies and clock skew.",
+	"HELP",
+	"    Print this help.",
+}
+
+// parseDur accepts a Go duration ("10ms", "-2s") or a plain integer number
+// of milliseconds.
+func parseDur(b []byte) (time.Duration, bool) {
+	if v, ok := parseInt(b); ok {
+		return time.Duration(v) * time.Millisecond, true
+	}
+	d, err := time.ParseDuration(string(b))
+	return d, err == nil
+}
+
+func cmdFake(n *Node, c cmdCtx) {
+	sub := strings.ToUpper(string(c.args[1]))
+	a := c.args[2:]
+	bad := func(msg string) { c.err("ERR FAKE " + sub + ": " + msg) }
+	durArg := func(i int, what string) (time.Duration, bool) {
+		d, ok := parseDur(a[i])
+		if !ok {
+			bad("invalid " + what + " '" + trunc(a[i], 64) + "' (want e.g. 10ms, 2s or milliseconds)")
+		}
+		return d, ok
+	}
+	switch sub {
+	case "HELP":
+		c.rc.WriteArray(len(adminHelp))
+		for _, l := range adminHelp {
+			c.rc.WriteString(l)
+		}
+	case "LATENCY":
+		if len(a) < 1 || len(a) > 2 {
+			bad("usage: FAKE LATENCY <fixed> [<jitter>]")
+			return
+		}
+		fixed, ok := durArg(0, "duration")
+		if !ok {
+			return
+		}
+		var jitter time.Duration
+		if len(a) == 2 {
+			if jitter, ok = durArg(1, "jitter"); !ok {
+				return
+			}
+		}
+		if fixed < 0 || jitter < 0 {
+			bad("durations must not be negative")
+			return
+		}
+		n.SetLatency(fixed, jitter)
+		c.ok()
+	case "DOWN":
+		if len(a) > 1 {
+			bad("usage: FAKE DOWN [<duration>]")
+			return
+		}
+		var d time.Duration
+		if len(a) == 1 {
+			var ok bool
+			if d, ok = durArg(0, "duration"); !ok {
+				return
+			}
+		}
+		c.ok()
+		n.afterReply(c, func() {
+			n.Down()
+			if d > 0 && n.sleep(d) {
+				n.Up()
+			}
+		})
+	case "BLACKHOLE":
+		if len(a) > 1 {
+			bad("usage: FAKE BLACKHOLE [<duration>]")
+			return
+		}
+		var d time.Duration
+		if len(a) == 1 {
+			var ok bool
+			if d, ok = durArg(0, "duration"); !ok {
+				return
+			}
+		}
+		n.Blackhole()
+		if d > 0 {
+			n.goBG(func() {
+				if n.sleep(d) {
+					n.Heal()
+				}
+			})
+		}
+		c.ok()
+	case "HEAL":
+		if len(a) != 0 {
+			bad("takes no arguments")
+			return
+		}
+		n.Heal()
+		c.ok()
+	case "RESTART":
+		lose := false
+		var delay time.Duration
+		for i, x := range a {
+			switch {
+			case eqFold(x, "lose"):
+				lose = true
+			case eqFold(x, "keep"):
+				lose = false
+			default:
+				d, ok := durArg(i, "delay")
+				if !ok {
+					return
+				}
+				delay = d
+			}
+		}
+		if len(a) > 2 {
+			bad("usage: FAKE RESTART [LOSE|KEEP] [<delay>]")
+			return
+		}
+		c.ok()
+		n.afterReply(c, func() { _ = n.Restart(lose, delay) })
+	case "CLOCK":
+		if len(a) < 1 || len(a) > 2 {
+			bad("usage: FAKE CLOCK <offset> [<driftrate>]")
+			return
+		}
+		off, ok := durArg(0, "offset")
+		if !ok {
+			return
+		}
+		var drift float64
+		if len(a) == 2 {
+			var err error
+			drift, err = strconv.ParseFloat(string(a[1]), 64)
+			if err != nil || drift <= -1 || drift > 1000 {
+				bad("invalid drift rate '" + trunc(a[1], 64) + "' (a float > -1, e.g. 0.01)")
+				return
+			}
+		}
+		n.SetClock(off, drift)
+		c.ok()
+	case "FAILNEXT":
+		if len(a) < 2 {
+			bad("usage: FAKE FAILNEXT <k> <error text>")
+			return
+		}
+		k, ok := parseInt(a[0])
+		if !ok || k < 0 {
+			bad("invalid count '" + trunc(a[0], 64) + "'")
+			return
+		}
+		parts := make([]string, len(a)-1)
+		for i, x := range a[1:] {
+			parts[i] = string(x)
+		}
+		n.FailNext(int(k), strings.Join(parts, " "))
+		c.ok()
+	case "MALFORM":
+		if len(a) != 1 {
+			bad("usage: FAKE MALFORM <k>")
+			return
+		}
+		k, ok := parseInt(a[0])
+		if !ok || k < 0 {
+			bad("invalid count '" + trunc(a[0], 64) + "'")
+			return
+		}
+		n.MalformNext(int(k))
+		c.ok()
+	case "CLEAR":
+		if len(a) != 0 {
+			bad("takes no arguments")
+			return
+		}
+		n.ClearFaults()
+		c.ok()
+	default:
+		c.err("ERR unknown FAKE subcommand '" + trunc(c.args[1], 64) + "'. Try FAKE HELP.")
+	}
+}
+
+// afterReply flushes the replies written so far on this connection, then
+// runs f in the background once they have left (f drops this connection).
+func (n *Node) afterReply(c cmdCtx, f func()) {
+	if w := redcon.BaseWriter(c.rc); w != nil {
+		_ = w.Flush()
+	}
+	fc := c.fc
+	n.goBG(func() {
+		fc.waitDrained(2 * time.Second)
+		f()
+	})
+}
+
+// sleep waits d; false if the node was closed meanwhile.
+func (n *Node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-n.closeCh:
+		return false
+	}
+}

@@ -1,0 +1,285 @@
+package fakeserver
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const readChunk = 16 << 10
+
+// errProtocolClose is returned to redcon's reader after a protocol error
+// reply has been queued: redcon then closes the connection.
+var errProtocolClose = errors.New("fakeserver: connection closed after a protocol error")
+
+// fconn wraps each accepted connection. Its Read side hands redcon only
+// validated bytes, shaped so that redcon's read buffer stays bounded: one
+// Read returns whole requests, or bytes of a single request. Its Write side
+// applies the node's reply latency in FIFO order, with one writer goroutine
+// per connection (started only when latency is in use).
+type fconn struct {
+	net.Conn
+	node *Node
+
+	// client state, touched only by the connection's redcon goroutine
+	id      int64
+	name    string
+	proto   int
+	db      int
+	authed  bool
+	user    string
+	created time.Time
+
+	// read side (redcon goroutine only)
+	rbuf     []byte
+	r, v, w  int
+	complete bool
+	val      validator
+	perr     error
+	lastRead atomic.Int64 // unix nanos of the last socket read
+
+	// write side
+	wmu      sync.Mutex
+	queue    []delayed
+	lastDue  time.Time
+	writerOn bool
+	wake     chan struct{}
+	done     chan struct{} // closed when the connection is closing
+	kill     chan struct{} // closed when the connection is dropped
+	closed   bool          // no more replies accepted
+	killed   bool          // socket closed, delayed replies discarded
+	doneOnce sync.Once
+	killOnce sync.Once
+}
+
+type delayed struct {
+	due time.Time
+	b   []byte
+}
+
+func newFconn(c net.Conn, n *Node) *fconn {
+	return &fconn{
+		Conn:    c,
+		node:    n,
+		proto:   2,
+		rbuf:    make([]byte, readChunk),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		kill:    make(chan struct{}),
+		created: time.Now(),
+	}
+}
+
+// Read implements io.Reader for redcon with pre-validation.
+func (c *fconn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for {
+		if c.perr != nil {
+			if n > 0 {
+				return n, nil
+			}
+			c.queueReply([]byte("-ERR " + c.perr.Error() + "\r\n"))
+			return 0, errProtocolClose
+		}
+		if c.r < c.v && (c.complete || c.val.header) {
+			if c.complete {
+				if c.val.empty {
+					c.r = c.v
+				} else {
+					k := copy(p[n:], c.rbuf[c.r:c.v])
+					c.r += k
+					n += k
+					if n == len(p) && c.r < c.v {
+						return n, nil
+					}
+				}
+				c.complete = false
+				c.val.empty = false
+				c.val.header = false
+				continue
+			}
+			// a request in progress: hand it out alone
+			if n > 0 {
+				return n, nil
+			}
+			k := copy(p, c.rbuf[c.r:c.v])
+			c.r += k
+			return k, nil
+		}
+		if c.v < c.w && !c.complete {
+			k, done, err := c.val.step(c.rbuf[c.v:c.w])
+			c.v += k
+			if err != nil {
+				c.perr = err
+				continue
+			}
+			c.complete = done
+			continue
+		}
+		if n > 0 {
+			return n, nil
+		}
+		// need more bytes from the socket
+		if c.r > 0 {
+			copy(c.rbuf, c.rbuf[c.r:c.w])
+			c.v -= c.r
+			c.w -= c.r
+			c.r = 0
+		}
+		if c.w == len(c.rbuf) {
+			// only possible with a request header still incomplete in a
+			// full buffer, which the validator's limits rule out
+			c.perr = protoError("request header too long")
+			continue
+		}
+		k, err := c.Conn.Read(c.rbuf[c.w:])
+		if k > 0 {
+			c.w += k
+			c.lastRead.Store(time.Now().UnixNano())
+		}
+		if err != nil && k == 0 {
+			return 0, err
+		}
+	}
+}
+
+// Write is called by redcon's Flush with a batch of replies.
+func (c *fconn) Write(b []byte) (int, error) {
+	return len(b), c.queueReply(b)
+}
+
+func (c *fconn) queueReply(b []byte) error {
+	fixed, jitter := c.node.latency()
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return net.ErrClosed
+	}
+	if fixed == 0 && jitter == 0 && len(c.queue) == 0 && !c.writerOn {
+		c.wmu.Unlock()
+		_, err := c.Conn.Write(b)
+		return err
+	}
+	d := fixed
+	if jitter > 0 {
+		d += randDuration(jitter)
+	}
+	due := time.Unix(0, c.lastRead.Load()).Add(d)
+	if due.Before(c.lastDue) {
+		due = c.lastDue
+	}
+	c.lastDue = due
+	c.queue = append(c.queue, delayed{due: due, b: append([]byte(nil), b...)})
+	start := !c.writerOn
+	c.writerOn = true
+	c.wmu.Unlock()
+	if start {
+		c.node.connWG.Add(1)
+		go c.writer()
+	} else {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// writer writes delayed replies at their due time, in order.
+func (c *fconn) writer() {
+	defer c.node.connWG.Done()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		c.wmu.Lock()
+		if c.killed {
+			c.writerOn = false
+			c.wmu.Unlock()
+			return
+		}
+		if len(c.queue) == 0 {
+			if c.closed { // Close asked to drain; drained now
+				c.writerOn = false
+				c.wmu.Unlock()
+				c.closeNow()
+				return
+			}
+			c.wmu.Unlock()
+			select {
+			case <-c.wake:
+			case <-c.done:
+			case <-c.kill:
+			}
+			continue
+		}
+		it := c.queue[0]
+		c.wmu.Unlock()
+		if wait := time.Until(it.due); wait > 0 {
+			t.Reset(wait)
+			select {
+			case <-t.C:
+			case <-c.kill:
+				continue
+			}
+		}
+		if _, err := c.Conn.Write(it.b); err != nil {
+			c.closeNow()
+			continue
+		}
+		c.wmu.Lock()
+		if len(c.queue) > 0 {
+			c.queue[0] = delayed{}
+			c.queue = c.queue[1:]
+		}
+		c.wmu.Unlock()
+	}
+}
+
+// Close is called by redcon when the connection ends (QUIT, protocol error,
+// read error). Replies still waiting for their latency are delivered first.
+func (c *fconn) Close() error {
+	c.wmu.Lock()
+	if c.closed {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.closed = true
+	if c.writerOn && len(c.queue) > 0 {
+		c.wmu.Unlock()
+		c.doneOnce.Do(func() { close(c.done) })
+		return nil
+	}
+	c.wmu.Unlock()
+	return c.closeNow()
+}
+
+// closeNow drops the connection at once, discarding delayed replies.
+func (c *fconn) closeNow() error {
+	c.wmu.Lock()
+	c.closed = true
+	c.killed = true
+	c.queue = nil
+	c.wmu.Unlock()
+	c.doneOnce.Do(func() { close(c.done) })
+	c.killOnce.Do(func() { close(c.kill) })
+	return c.Conn.Close()
+}
+
+// waitDrained waits until no delayed reply is pending, up to d.
+func (c *fconn) waitDrained(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		c.wmu.Lock()
+		empty := len(c.queue) == 0
+		c.wmu.Unlock()
+		if empty {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

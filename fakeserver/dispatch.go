@@ -1,0 +1,314 @@
+package fakeserver
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+)
+
+// cmdCtx is what a command implementation sees. It is passed by value so
+// dispatch does not allocate.
+type cmdCtx struct {
+	rc   redcon.Conn
+	fc   *fconn
+	args [][]byte
+	idx  int
+}
+
+type cmdDef struct {
+	name   string
+	arity  int
+	flags  []string
+	first  int
+	last   int
+	step   int
+	noAuth bool
+	admin  bool
+	fn     func(n *Node, c cmdCtx)
+}
+
+type cmdCounter struct {
+	calls, failed, rejected atomic.Int64
+}
+
+var (
+	commandTable []cmdDef
+	commandIndex map[string]int
+)
+
+func init() {
+	commandTable = []cmdDef{
+		{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, fn: cmdPing},
+		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdAuth},
+		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
+		{name: "client", arity: -2, flags: []string{"sentinel"}, fn: cmdClient},
+		{name: "command", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdCommand},
+		{name: "info", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdInfo},
+		{name: "config", arity: -2, fn: cmdConfig},
+		{name: "quit", arity: -1, flags: []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdQuit},
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, fn: cmdSet},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
+		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, fn: cmdDel},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
+		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
+		{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, fn: cmdPexpire},
+		{name: "expire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, fn: cmdExpire},
+		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdPttl},
+		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
+		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
+		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
+		{name: "flushall", arity: -1, flags: []string{"write"}, fn: cmdFlushAll},
+		{name: "flushdb", arity: -1, flags: []string{"write"}, fn: cmdFlushDB},
+		{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
+		{name: "eval", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEval},
+		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
+		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, admin: true, fn: cmdFake},
+	}
+	commandIndex = make(map[string]int, len(commandTable))
+	for i, d := range commandTable {
+		commandIndex[d.name] = i
+	}
+}
+
+// lookupCmd finds a command by name, case-insensitively, without
+// allocating. It returns -1 for unknown names.
+func lookupCmd(name []byte) int {
+	var buf [16]byte
+	if len(name) > len(buf) {
+		return -1
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	if i, ok := commandIndex[string(buf[:len(name)])]; ok {
+		return i
+	}
+	return -1
+}
+
+var malformedReply = []byte("?fakeserver-malformed-reply\r\n")
+
+// handle runs one command on the connection's redcon goroutine.
+func (n *Node) handle(rc redcon.Conn, cmd redcon.Command) {
+	fc, _ := rc.Context().(*fconn)
+	if fc == nil || len(cmd.Args) == 0 {
+		rc.WriteError("ERR fake server: connection without state")
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			rc.WriteError("ERR fake server internal error")
+			_ = rc.Close()
+		}
+	}()
+	n.stats.commands.Add(1)
+	idx := lookupCmd(cmd.Args[0])
+	if idx >= 0 && commandTable[idx].admin && n.cfg.DisableAdmin {
+		idx = -1
+	}
+	if idx < 0 || !commandTable[idx].admin {
+		// a blackhole holds every non-admin request until Heal
+		for g := n.hole.Load(); g != nil; g = n.hole.Load() {
+			select {
+			case <-g.ch:
+			case <-fc.done:
+				return
+			}
+		}
+		if takeOne(&n.failN) {
+			rc.WriteError(*n.failText.Load())
+			return
+		}
+		if takeOne(&n.malformN) {
+			rc.WriteRaw(malformedReply)
+			return
+		}
+	}
+	if idx < 0 {
+		rc.WriteError(unknownCommandText(cmd.Args))
+		return
+	}
+	def := &commandTable[idx]
+	st := &n.cmdStats[idx]
+	st.calls.Add(1)
+	if !arityOK(def.arity, len(cmd.Args)) {
+		st.rejected.Add(1)
+		rc.WriteError("ERR wrong number of arguments for '" + def.name + "' command")
+		return
+	}
+	if !fc.authed && !def.noAuth {
+		st.rejected.Add(1)
+		rc.WriteError("NOAUTH Authentication required.")
+		return
+	}
+	def.fn(n, cmdCtx{rc: rc, fc: fc, args: cmd.Args, idx: idx})
+}
+
+func arityOK(arity, argc int) bool {
+	if arity >= 0 {
+		return argc == arity
+	}
+	return argc >= -arity
+}
+
+func unknownCommandText(args [][]byte) string {
+	s := "ERR unknown command '" + trunc(args[0], 128) + "', with args beginning with: "
+	var a []byte
+	for _, x := range args[1:] {
+		if len(a) >= 128 {
+			break
+		}
+		a = append(a, '\'')
+		a = append(a, trunc(x, 128-len(a))...)
+		a = append(a, '\'', ' ')
+	}
+	return s + string(a)
+}
+
+func trunc(b []byte, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// reply helpers
+
+func (c cmdCtx) err(msg string) {
+	c.fc.node.cmdStats[c.idx].failed.Add(1)
+	c.rc.WriteError(msg)
+}
+
+func (c cmdCtx) ok() { c.rc.WriteString("OK") }
+
+func (c cmdCtx) null() {
+	if c.fc.proto == 3 {
+		c.rc.WriteRaw(resp3Null)
+		return
+	}
+	c.rc.WriteNull()
+}
+
+var resp3Null = []byte("_\r\n")
+
+// nullArray is Redis's null for an array-typed reply (COMMAND INFO of an
+// unknown command).
+func (c cmdCtx) nullArray() {
+	if c.fc.proto == 3 {
+		c.rc.WriteRaw(resp3Null)
+		return
+	}
+	c.rc.WriteRaw([]byte("*-1\r\n"))
+}
+
+// mapHeader writes a map of n pairs: "%n" in RESP3, an array of 2n in RESP2.
+func (c cmdCtx) mapHeader(n int) {
+	if c.fc.proto == 3 {
+		c.rc.WriteRaw(strconv.AppendInt([]byte{'%'}, int64(n), 10))
+		c.rc.WriteRaw(crlf)
+		return
+	}
+	c.rc.WriteArray(2 * n)
+}
+
+var crlf = []byte("\r\n")
+
+// verbatim writes a text reply: a RESP3 verbatim string ("=len\r\ntxt:...")
+// or a RESP2 bulk string, as Redis does for INFO and CLIENT INFO.
+func (c cmdCtx) verbatim(s string) {
+	if c.fc.proto != 3 {
+		c.rc.WriteBulkString(s)
+		return
+	}
+	b := make([]byte, 0, len(s)+24)
+	b = append(b, '=')
+	b = strconv.AppendInt(b, int64(len(s)+4), 10)
+	b = append(b, "\r\ntxt:"...)
+	b = append(b, s...)
+	b = append(b, crlf...)
+	c.rc.WriteRaw(b)
+}
+
+func (c cmdCtx) syntaxErr() { c.err("ERR syntax error") }
+
+func (c cmdCtx) notInt() { c.err("ERR value is not an integer or out of range") }
+
+func (c cmdCtx) subArity(sub string) {
+	c.err("ERR wrong number of arguments for '" + c.fc.node.nameOf(c.idx) + "|" + sub + "' command")
+}
+
+func (c cmdCtx) unknownSub(cmdUpper string) {
+	c.err("ERR unknown subcommand '" + trunc(c.args[1], 128) + "'. Try " + cmdUpper + " HELP.")
+}
+
+func (n *Node) nameOf(idx int) string { return commandTable[idx].name }
+
+// parseInt parses a canonical base-10 int64 as Redis's string2ll does: no
+// sign other than a leading '-', no leading zeros, no spaces.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if len(b) == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<63)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// eqFold reports whether b equals the lower-case ASCII word s, ignoring case.
+func eqFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,455 @@
+package fakeserver
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// Errors returned by the Go API.
+var (
+	// ErrClosed is returned by operations on a closed node.
+	ErrClosed = errors.New("fakeserver: node closed")
+	// ErrRebind is returned (wrapped) when a node cannot listen on its
+	// address again after Down/Restart (another process took the port).
+	ErrRebind = errors.New("fakeserver: cannot listen on the node's address again")
+)
+
+// Config configures a node. The zero value is a working node on a free
+// loopback port with no password and the FAKE admin command enabled.
+type Config struct {
+	// Addr is the listen address; default "127.0.0.1:0" (a free port).
+	Addr string
+	// Password, if set, makes AUTH required (requirepass semantics: it is
+	// the password of the user "default").
+	Password string
+	// Users are optional ACL-style users mapped to their passwords, for
+	// "AUTH user pass" and "HELLO 3 AUTH user pass".
+	Users map[string]string
+	// DisableAdmin turns the FAKE admin command off (it is then an unknown
+	// command, as on a real Redis).
+	DisableAdmin bool
+	// SweepInterval is the active expiry sweep period; default 100ms.
+	SweepInterval time.Duration
+}
+
+// NodeStats are counters of one node since it started (they survive
+// Down/Up/Restart).
+type NodeStats struct {
+	Commands    int64 // commands received (including rejected ones)
+	Accepted    int64 // connections accepted
+	CurrentConn int64 // connections open now
+	Restarts    int64 // completed Restart calls
+	Expired     int64 // keys removed by expiry (lazy and active)
+}
+
+// Node is one fake Redis server. All methods are safe for concurrent use.
+type Node struct {
+	cfg  Config
+	addr string
+	base time.Time // monotonic base of the node clock
+	id   atomic.Int64
+
+	// keyspace and clock, guarded by mu
+	mu       sync.Mutex
+	dbs      [numDBs]map[string]entry
+	scripts  map[string]bool // loaded script SHAs
+	clockOff int64           // ns
+	drift    float64
+	driftAt  int64 // monotonic ns since base when SetClock was called
+
+	// faults
+	latFixed  atomic.Int64
+	latJitter atomic.Int64
+	hole      atomic.Pointer[gate]
+	failN     atomic.Int64
+	failText  atomic.Pointer[string]
+	malformN  atomic.Int64
+	faultMu   sync.Mutex
+
+	// lifecycle
+	ctl       sync.Mutex // serializes Down/Up/Restart/Close
+	ln        net.Listener
+	serveDone chan struct{}
+	connMu    sync.Mutex
+	conns     map[*fconn]struct{}
+	connWG    sync.WaitGroup
+	bgMu      sync.Mutex
+	bgWG      sync.WaitGroup
+	closed    atomic.Bool
+	closeCh   chan struct{}
+
+	stats struct {
+		commands, accepted, current, restarts, expired atomic.Int64
+	}
+	cmdStats []cmdCounter
+}
+
+type gate struct{ ch chan struct{} }
+
+// StartNode starts a node and returns once it accepts connections.
+func StartNode(cfg Config) (*Node, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 100 * time.Millisecond
+	}
+	n := &Node{
+		cfg:      cfg,
+		base:     time.Now(),
+		scripts:  make(map[string]bool),
+		conns:    make(map[*fconn]struct{}),
+		closeCh:  make(chan struct{}),
+		cmdStats: make([]cmdCounter, len(commandTable)),
+	}
+	for i := range n.dbs {
+		n.dbs[i] = make(map[string]entry)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakeserver: listen %s: %w", cfg.Addr, err)
+	}
+	n.addr = ln.Addr().String()
+	n.serve(ln)
+	n.goBG(n.sweeper)
+	return n, nil
+}
+
+// Addr returns the node's "host:port"; it is stable across Down, Up and
+// Restart.
+func (n *Node) Addr() string { return n.addr }
+
+// serve starts a redcon server on ln. Callers hold ctl (or own n).
+func (n *Node) serve(ln net.Listener) {
+	n.ln = ln
+	done := make(chan struct{})
+	n.serveDone = done
+	wl := &listener{Listener: ln, node: n}
+	go func() {
+		defer close(done)
+		_ = redcon.Serve(wl, n.handle, n.accept, n.closedConn)
+	}()
+}
+
+type listener struct {
+	net.Listener
+	node *Node
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return newFconn(c, l.node), nil
+}
+
+func (n *Node) accept(rc redcon.Conn) bool {
+	fc, ok := rc.NetConn().(*fconn)
+	if !ok || n.closed.Load() {
+		return false
+	}
+	fc.id = n.id.Add(1)
+	fc.authed = n.cfg.Password == ""
+	fc.user = "default"
+	rc.SetContext(fc)
+	n.connMu.Lock()
+	n.conns[fc] = struct{}{}
+	n.connMu.Unlock()
+	n.connWG.Add(1)
+	n.stats.accepted.Add(1)
+	n.stats.current.Add(1)
+	return true
+}
+
+func (n *Node) closedConn(rc redcon.Conn, _ error) {
+	if fc, ok := rc.Context().(*fconn); ok {
+		n.connMu.Lock()
+		delete(n.conns, fc)
+		n.connMu.Unlock()
+		n.stats.current.Add(-1)
+		n.connWG.Done()
+	}
+}
+
+// goBG runs f in a goroutine that Close waits for; it does nothing once the
+// node is closed.
+func (n *Node) goBG(f func()) {
+	n.bgMu.Lock()
+	defer n.bgMu.Unlock()
+	if n.closed.Load() {
+		return
+	}
+	n.bgWG.Add(1)
+	go func() {
+		defer n.bgWG.Done()
+		f()
+	}()
+}
+
+// Close closes the listener and every connection and waits until every
+// goroutine the node started has exited.
+func (n *Node) Close() error {
+	n.bgMu.Lock()
+	if n.closed.Swap(true) {
+		n.bgMu.Unlock()
+		return nil
+	}
+	close(n.closeCh)
+	n.bgMu.Unlock()
+	n.Heal()
+	n.bgWG.Wait()
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	n.downLocked()
+	return nil
+}
+
+// Down closes the listener (new connections are refused) and drops every
+// open connection. It returns once they are all gone.
+func (n *Node) Down() {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	n.downLocked()
+}
+
+func (n *Node) downLocked() {
+	if n.ln == nil {
+		return
+	}
+	_ = n.ln.Close()
+	<-n.serveDone
+	n.ln = nil
+	n.connMu.Lock()
+	list := make([]*fconn, 0, len(n.conns))
+	for fc := range n.conns {
+		list = append(list, fc)
+	}
+	n.connMu.Unlock()
+	for _, fc := range list {
+		_ = fc.closeNow()
+	}
+	n.connWG.Wait()
+}
+
+// Up starts accepting connections again after Down, on the same address.
+// If the address cannot be bound again within 2s (another process took the
+// port) the node stays down; Restart reports that as an error.
+func (n *Node) Up() { _ = n.up() }
+
+func (n *Node) up() error {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	if n.ln != nil {
+		return nil
+	}
+	var err error
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		var ln net.Listener
+		ln, err = net.Listen("tcp", n.addr)
+		if err == nil {
+			n.serve(ln)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w %s: %v", ErrRebind, n.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// IsDown reports whether the node is refusing connections.
+func (n *Node) IsDown() bool {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	return n.ln == nil
+}
+
+// Restart drops every connection, wipes the keyspace and the script cache
+// if loseData, stays unreachable (connections refused) for delay, then
+// accepts again on the same address. It returns when the node is back.
+func (n *Node) Restart(loseData bool, delay time.Duration) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	n.Down()
+	if loseData {
+		n.wipe()
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-n.closeCh:
+			t.Stop()
+			return ErrClosed
+		}
+	}
+	if err := n.up(); err != nil {
+		return err
+	}
+	n.stats.restarts.Add(1)
+	return nil
+}
+
+func (n *Node) wipe() {
+	n.mu.Lock()
+	for i := range n.dbs {
+		n.dbs[i] = make(map[string]entry)
+	}
+	n.scripts = make(map[string]bool)
+	n.mu.Unlock()
+}
+
+// SetLatency adds fixed plus a uniform random [0,jitter) delay before each
+// batch of replies, measured from when the request was read. Replies on one
+// connection stay in order; other connections are not slowed.
+func (n *Node) SetLatency(fixed, jitter time.Duration) {
+	if fixed < 0 {
+		fixed = 0
+	}
+	if jitter < 0 {
+		jitter = 0
+	}
+	n.latFixed.Store(int64(fixed))
+	n.latJitter.Store(int64(jitter))
+}
+
+func (n *Node) latency() (time.Duration, time.Duration) {
+	return time.Duration(n.latFixed.Load()), time.Duration(n.latJitter.Load())
+}
+
+func randDuration(max time.Duration) time.Duration {
+	return time.Duration(rand.Int64N(int64(max)))
+}
+
+// Blackhole makes the node a partition: it keeps accepting connections and
+// reading requests but executes and answers nothing (FAKE admin commands
+// excepted) until Heal.
+func (n *Node) Blackhole() {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if n.hole.Load() == nil {
+		n.hole.Store(&gate{ch: make(chan struct{})})
+	}
+}
+
+// Heal ends a blackhole. Requests held during it are then executed and
+// answered in order, as TCP delivers them after a partition heals, except
+// on connections the client closed meanwhile (those requests are dropped,
+// never executed).
+func (n *Node) Heal() {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if g := n.hole.Load(); g != nil {
+		n.hole.Store(nil)
+		close(g.ch)
+	}
+}
+
+// SetClock skews the node's clock, used for every expiry decision:
+// node time = real time + offset + driftRate*(time elapsed since this call).
+// Each call replaces the previous setting (the clock may jump).
+func (n *Node) SetClock(offset time.Duration, driftRate float64) {
+	n.mu.Lock()
+	n.clockOff = int64(offset)
+	n.drift = driftRate
+	n.driftAt = int64(time.Since(n.base))
+	n.mu.Unlock()
+}
+
+// FailNext replaces the replies of the next k commands with "-"+errText;
+// those commands are not executed. FAKE commands are never failed.
+func (n *Node) FailNext(k int, errText string) {
+	n.failText.Store(&errText)
+	n.failN.Store(int64(k))
+}
+
+// MalformNext replaces the replies of the next k commands with bytes that
+// start with an invalid RESP type byte ("?"); those commands are not
+// executed. FAKE commands are never malformed.
+func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
+
+// ClearFaults removes latency, blackhole, injected errors and malformed
+// replies, and resets the clock to real time. It does not bring a down node
+// up (use Up).
+func (n *Node) ClearFaults() {
+	n.SetLatency(0, 0)
+	n.Heal()
+	n.failN.Store(0)
+	n.malformN.Store(0)
+	n.SetClock(0, 0)
+}
+
+func takeOne(a *atomic.Int64) bool {
+	for {
+		v := a.Load()
+		if v <= 0 {
+			return false
+		}
+		if a.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+// Get returns a copy of the value of key in database 0, honouring expiry.
+func (n *Node) Get(key string) ([]byte, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.lookup(0, key, n.nowLocked())
+	if !ok {
+		return nil, false
+	}
+	return append([]byte(nil), e.val...), true
+}
+
+// PTTL returns the remaining time to live of key in database 0 on the
+// node's clock. Sentinels as Redis's PTTL: -2 (nanoseconds) when the key
+// does not exist, -1 when it has no expiry.
+func (n *Node) PTTL(key string) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.nowLocked()
+	e, ok := n.lookup(0, key, now)
+	if !ok {
+		return -2
+	}
+	if e.exp == 0 {
+		return -1
+	}
+	d := time.Duration(e.exp)*time.Millisecond - time.Duration(now)
+	if d < 0 {
+		d = 0
+	}
+	return d
+}
+
+// DBSize returns the number of keys in database 0 (expired keys not yet
+// swept are not counted).
+func (n *Node) DBSize() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dbsizeLocked(0)
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() NodeStats {
+	return NodeStats{
+		Commands:    n.stats.commands.Load(),
+		Accepted:    n.stats.accepted.Load(),
+		CurrentConn: n.stats.current.Load(),
+		Restarts:    n.stats.restarts.Load(),
+		Expired:     n.stats.expired.Load(),
+	}
+}

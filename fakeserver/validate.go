@@ -1,0 +1,184 @@
+package fakeserver
+
+import "bytes"
+
+// Limits on what one client may send. They keep a node's memory bounded no
+// matter what a client writes: a request over a limit gets a protocol error
+// reply and the connection is closed, as Redis does.
+const (
+	// MaxBulkLen is the largest bulk string accepted in a request (Redis
+	// allows 512 MiB; the fake keeps memory small).
+	MaxBulkLen = 1 << 20
+	// MaxRequestBytes is the largest total size of one multibulk request.
+	MaxRequestBytes = 4 << 20
+	// MaxArgs is the largest argument count of one request (as Redis).
+	MaxArgs = 1024 * 1024
+	// MaxInlineLen is the longest inline (telnet-style) request line (as Redis).
+	MaxInlineLen = 64 * 1024
+	maxNumDigits = 19
+)
+
+// validator states.
+const (
+	vsStart = iota
+	vsInline
+	vsCount
+	vsCountLF
+	vsDollar
+	vsBulkLen
+	vsBulkLenLF
+	vsBulkData
+	vsBulkCR
+	vsBulkLF
+)
+
+// validator checks a client's byte stream, one request at a time, before
+// redcon's reader sees it. redcon's reader panics or grows without bound on
+// some inputs (negative or huge lengths); everything that passes this
+// validator is well formed and within the limits above.
+type validator struct {
+	st       int
+	num      int64
+	neg      bool
+	digits   int
+	args     int64 // remaining bulk arguments in the current request
+	bulk     int64 // remaining bytes of the current bulk payload
+	size     int64 // bytes of the current request so far
+	header   bool  // multibulk header complete: bytes may be handed out
+	empty    bool  // the completed request is "*0" or "*-N" (ignored, as Redis does)
+	inlineSz int
+}
+
+func (v *validator) reset() { *v = validator{} }
+
+// protoError is a client protocol violation; its text follows Redis's
+// "Protocol error: ..." replies.
+type protoError string
+
+func (e protoError) Error() string { return "Protocol error: " + string(e) }
+
+// step scans b from the validator's current state. It returns the number of
+// bytes consumed and done=true when a request ended exactly there; with
+// done=false all of b was consumed and the request is still incomplete.
+func (v *validator) step(b []byte) (n int, done bool, err error) {
+	for n < len(b) {
+		c := b[n]
+		switch v.st {
+		case vsStart:
+			v.size = 0
+			if c == '*' {
+				v.st = vsCount
+				v.num, v.neg, v.digits = 0, false, 0
+				n++
+				continue
+			}
+			v.st = vsInline
+			v.header = true
+			v.inlineSz = 0
+		case vsInline:
+			i := bytes.IndexByte(b[n:], '\n')
+			if i < 0 {
+				v.inlineSz += len(b) - n
+				if v.inlineSz > MaxInlineLen {
+					return n, false, protoError("too big inline request")
+				}
+				return len(b), false, nil
+			}
+			v.inlineSz += i
+			if v.inlineSz > MaxInlineLen {
+				return n, false, protoError("too big inline request")
+			}
+			n += i + 1
+			v.st = vsStart
+			return n, true, nil
+		case vsCount, vsBulkLen:
+			n++
+			switch {
+			case c >= '0' && c <= '9':
+				v.digits++
+				if v.digits > maxNumDigits {
+					return n, false, v.lenErr()
+				}
+				v.num = v.num*10 + int64(c-'0')
+			case c == '-' && v.digits == 0 && !v.neg:
+				v.neg = true
+			case c == '\r' && v.digits > 0:
+				v.st++ // vsCountLF or vsBulkLenLF
+			default:
+				return n, false, v.lenErr()
+			}
+		case vsCountLF:
+			n++
+			if c != '\n' {
+				return n, false, protoError("invalid multibulk length")
+			}
+			if v.neg || v.num == 0 {
+				v.st = vsStart
+				v.empty = true
+				return n, true, nil
+			}
+			if v.num > MaxArgs {
+				return n, false, protoError("invalid multibulk length")
+			}
+			v.args = v.num
+			v.header = true
+			v.st = vsDollar
+		case vsDollar:
+			n++
+			if c != '$' {
+				return n, false, protoError("expected '$', got '" + string(rune(c)) + "'")
+			}
+			v.st = vsBulkLen
+			v.num, v.neg, v.digits = 0, false, 0
+		case vsBulkLenLF:
+			n++
+			if c != '\n' || v.neg || v.num > MaxBulkLen {
+				return n, false, protoError("invalid bulk length")
+			}
+			v.size += v.num + 16
+			if v.size > MaxRequestBytes {
+				return n, false, protoError("request larger than the fake server's limit")
+			}
+			v.bulk = v.num
+			v.st = vsBulkData
+			if v.bulk == 0 {
+				v.st = vsBulkCR
+			}
+		case vsBulkData:
+			k := int64(len(b) - n)
+			if k > v.bulk {
+				k = v.bulk
+			}
+			n += int(k)
+			v.bulk -= k
+			if v.bulk == 0 {
+				v.st = vsBulkCR
+			}
+		case vsBulkCR:
+			n++
+			if c != '\r' {
+				return n, false, protoError("invalid bulk length")
+			}
+			v.st = vsBulkLF
+		case vsBulkLF:
+			n++
+			if c != '\n' {
+				return n, false, protoError("invalid bulk length")
+			}
+			v.args--
+			if v.args == 0 {
+				v.st = vsStart
+				return n, true, nil
+			}
+			v.st = vsDollar
+		}
+	}
+	return n, false, nil
+}
+
+func (v *validator) lenErr() error {
+	if v.st == vsCount {
+		return protoError("invalid multibulk length")
+	}
+	return protoError("invalid bulk length")
+}
