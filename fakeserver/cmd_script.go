@@ -31,7 +31,7 @@ func scriptErr(c cmdCtx, msg string, sha string, line string) {
 	c.err(msg + " script: " + sha + ", on @user_script:" + line + ".")
 }
 
-const luaArgErr = "ERR Lua redis() command arguments must be strings or integers"
+const luaArgErr = "ERR Lua redis lib command arguments must be strings or integers"
 
 // runRelease: if redis.call("get",KEYS[1]) == ARGV[1] then return
 // redis.call("del",KEYS[1]) else return 0 end
@@ -203,6 +203,10 @@ func cmdEval(n *Node, c cmdCtx) {
 }
 
 func cmdEvalSHA(n *Node, c cmdCtx) {
+	if len(c.args[1]) != 40 { // checked before numkeys, as Redis does
+		c.err("NOSCRIPT No matching script. Please use EVAL.")
+		return
+	}
 	keys, argv, ok := evalKeys(c)
 	if !ok {
 		return

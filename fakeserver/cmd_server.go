@@ -142,7 +142,7 @@ func cmdHello(n *Node, c cmdCtx) {
 		c.fc.authed, c.fc.user = true, string(user)
 	}
 	if !c.fc.authed {
-		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
 	if hasName {

@@ -164,8 +164,9 @@ func unknownCommandText(args [][]byte) string {
 		if len(a) >= 128 {
 			break
 		}
+		lim := 128 - len(a)
 		a = append(a, '\'')
-		a = append(a, trunc(x, 128-len(a))...)
+		a = append(a, trunc(x, lim)...)
 		a = append(a, '\'', ' ')
 	}
 	return s + string(a)
