@@ -157,3 +157,5 @@ func eqReply(t testing.TB, what, got, want string) {
 }
 
 func hasPrefix(s, p string) bool { return strings.HasPrefix(s, p) }
+
+func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
