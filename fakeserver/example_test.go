@@ -1,0 +1,101 @@
+package fakeserver_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+)
+
+func ExampleStartNode() {
+	n, err := fakeserver.StartNode(fakeserver.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer n.Close()
+	c, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "*6\r\n$3\r\nSET\r\n$4\r\nlock\r\n$3\r\ntok\r\n$2\r\nNX\r\n$2\r\nPX\r\n$4\r\n5000\r\n")
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	fmt.Printf("%q\n", line)
+	v, _ := n.Get("lock")
+	fmt.Println(string(v), n.PTTL("lock") > 4*time.Second)
+	// Output:
+	// "+OK\r\n"
+	// tok true
+}
+
+func ExampleStartCluster() {
+	cl, err := fakeserver.StartCluster(3, fakeserver.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	fmt.Println(len(cl.Addrs()))
+	// Output: 3
+}
+
+func ExampleNode_Blackhole() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	r := bufio.NewReader(c)
+	n.Blackhole()
+	fmt.Fprint(c, "PING\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err := r.ReadString('\n')
+	fmt.Println("answered during blackhole:", err == nil)
+	n.Heal()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	line, _ := r.ReadString('\n')
+	fmt.Printf("after heal: %q\n", line)
+	// Output:
+	// answered during blackhole: false
+	// after heal: "+PONG\r\n"
+}
+
+func ExampleNode_Restart() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	fmt.Fprint(c, "SET k v\r\n")
+	_, _ = bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	_ = n.Restart(true, 50*time.Millisecond) // lose data, away for 50ms
+	_, ok := n.Get("k")
+	fmt.Println("key survived:", ok, "restarts:", n.Stats().Restarts)
+	// Output: key survived: false restarts: 1
+}
+
+func ExampleNode_SetClock() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	fmt.Fprint(c, "SET k v PX 10000\r\n")
+	_, _ = bufio.NewReader(c).ReadString('\n')
+	n.SetClock(time.Minute, 0) // the node's clock jumps a minute ahead
+	_, ok := n.Get("k")
+	fmt.Println("alive:", ok, "pttl:", n.PTTL("k"))
+	// Output: alive: false pttl: -2ns
+}
+
+func ExampleNode_FailNext() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	r := bufio.NewReader(c)
+	n.FailNext(1, "ERR injected failure")
+	fmt.Fprint(c, "PING\r\nPING\r\n")
+	a, _ := r.ReadString('\n')
+	b, _ := r.ReadString('\n')
+	fmt.Printf("%q %q\n", a, b)
+	// Output: "-ERR injected failure\r\n" "+PONG\r\n"
+}
