@@ -143,19 +143,30 @@ func (l *limits) parse(b []byte, off, depth int, r *Reply) (int, error) {
 }
 
 // line returns the content of the line starting at b[from:] and the offset
-// past its CRLF. max bounds the content length.
+// past its CRLF. max bounds the content length. A line that cannot end
+// within max bytes is an error as soon as its byte max+1 (or the CR at max
+// not followed by LF) has arrived; the decision depends only on the bytes
+// present, so more bytes never change it.
 func line(b []byte, from, max int) (content []byte, next int, err error) {
 	rest := b[from:]
-	limit := len(rest)
-	if limit > max+2 {
-		limit = max + 2
+	window := rest
+	if len(window) > max+1 {
+		window = window[:max+1]
 	}
-	i := bytes.IndexByte(rest[:limit], '\n')
+	i := bytes.IndexByte(window, '\n')
 	if i < 0 {
-		if len(rest) >= max+2 {
+		// The only end still possible is a CR at max and an LF at max+1.
+		switch {
+		case len(rest) <= max:
+			return nil, 0, ErrIncomplete
+		case rest[max] != '\r':
+			return nil, 0, protoErr(from, "line longer than the limit of "+itoa(int64(max))+" bytes")
+		case len(rest) == max+1:
+			return nil, 0, ErrIncomplete
+		case rest[max+1] != '\n':
 			return nil, 0, protoErr(from, "line longer than the limit of "+itoa(int64(max))+" bytes")
 		}
-		return nil, 0, ErrIncomplete
+		return rest[:max:max], from + max + 2, nil
 	}
 	if i == 0 || rest[i-1] != '\r' {
 		return nil, 0, protoErr(from+i, "line feed not preceded by carriage return")
@@ -219,11 +230,12 @@ func (l *limits) bulk(b []byte, off int, r *Reply) (int, error) {
 	if n > l.maxBulk {
 		return 0, protoErr(off+1, TypeName(t)+" length "+itoa(n)+" exceeds the limit of "+itoa(l.maxBulk))
 	}
-	end := int64(next) + n
-	if int64(len(b)) < end+2 {
+	// Compare against what is left rather than computing next+n+2, which
+	// could overflow with a Parser whose MaxBulkLen is near MaxInt64.
+	if n > int64(len(b)-next-2) {
 		return 0, ErrIncomplete
 	}
-	e := int(end)
+	e := next + int(n)
 	if b[e] != '\r' || b[e+1] != '\n' {
 		return 0, protoErr(e, TypeName(t)+" payload not followed by CRLF")
 	}
