@@ -1,0 +1,27 @@
+// Command fakeredis runs a cluster of fake Redis nodes (package fakeserver)
+// with optional faults applied at start:
+//
+//	fakeredis -nodes 5 -port 7000 [-host 127.0.0.1] [-password ...] [-latency 10ms,0,0,0,50ms] ...
+//
+// It prints one "ready <addr>" line per node once every node accepts
+// connections, runs until SIGINT or SIGTERM, then shuts down cleanly. Faults
+// can also be changed at run time with the FAKE admin command (see
+// docs/FAKESERVER.md).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "fakeredis:", err)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+)
+
+// options are the parsed command line.
+type options struct {
+	nodes    int
+	host     string
+	port     int
+	password string
+	noAdmin  bool
+	sweep    time.Duration
+
+	latency, jitter, clockOffset []time.Duration
+	drift                        []float64
+	failNext, malform            []int
+	failText                     string
+	down, blackhole              map[int]bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("fakeredis", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &options{}
+	var lat, jit, off, drift, fail, malform, down, hole string
+	fs.IntVar(&o.nodes, "nodes", 5, "number of nodes")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "listen host")
+	fs.IntVar(&o.port, "port", 7000, "port of the first node; nodes use port, port+1, ...; 0 picks free ports")
+	fs.StringVar(&o.password, "password", "", "requirepass for every node (never printed)")
+	fs.BoolVar(&o.noAdmin, "no-admin", false, "disable the FAKE admin command")
+	fs.DurationVar(&o.sweep, "sweep", 100*time.Millisecond, "active expiry sweep interval")
+	perNode := " (one value for all nodes, or a comma-separated value per node)"
+	fs.StringVar(&lat, "latency", "", "fixed reply latency, e.g. 10ms"+perNode)
+	fs.StringVar(&jit, "jitter", "", "extra uniform random latency in [0,jitter)"+perNode)
+	fs.StringVar(&off, "clock-offset", "", "node clock offset, e.g. -2s"+perNode)
+	fs.StringVar(&drift, "clock-drift", "", "node clock drift rate, e.g. 0.01"+perNode)
+	fs.StringVar(&fail, "fail-next", "", "number of replies replaced by -fail-text"+perNode)
+	fs.StringVar(&o.failText, "fail-text", "ERR fakeredis injected failure", "error text for -fail-next")
+	fs.StringVar(&malform, "malform-next", "", "number of replies replaced by malformed bytes"+perNode)
+	fs.StringVar(&down, "down", "", "comma-separated node indexes (0-based) that start down")
+	fs.StringVar(&hole, "blackhole", "", "comma-separated node indexes (0-based) that start blackholed")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.nodes < 1 || o.nodes > 1000 {
+		return nil, fmt.Errorf("-nodes %d: want 1..1000", o.nodes)
+	}
+	if o.port < 0 || o.port+o.nodes-1 > 65535 {
+		return nil, fmt.Errorf("-port %d: nodes would not fit below 65536", o.port)
+	}
+	var err error
+	if o.latency, err = durList("latency", lat, o.nodes); err != nil {
+		return nil, err
+	}
+	if o.jitter, err = durList("jitter", jit, o.nodes); err != nil {
+		return nil, err
+	}
+	if o.clockOffset, err = durList("clock-offset", off, o.nodes); err != nil {
+		return nil, err
+	}
+	if o.drift, err = list("clock-drift", drift, o.nodes, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+		return nil, err
+	}
+	if o.failNext, err = list("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
+		return nil, err
+	}
+	if o.malform, err = list("malform-next", malform, o.nodes, strconv.Atoi); err != nil {
+		return nil, err
+	}
+	if o.down, err = indexSet("down", down, o.nodes); err != nil {
+		return nil, err
+	}
+	if o.blackhole, err = indexSet("blackhole", hole, o.nodes); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// list parses "" (zero for all), "v" (v for all) or "v0,v1,..." (one per node).
+func list[T any](name, s string, n int, parse func(string) (T, error)) ([]T, error) {
+	out := make([]T, n)
+	if s == "" {
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 1 && len(parts) != n {
+		return nil, fmt.Errorf("-%s: %d values for %d nodes (give one, or one per node)", name, len(parts), n)
+	}
+	for i := range out {
+		p := strings.TrimSpace(parts[0])
+		if len(parts) == n {
+			p = strings.TrimSpace(parts[i])
+		}
+		if p == "" {
+			continue
+		}
+		v, err := parse(p)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: bad value %q: %v", name, p, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func durList(name, s string, n int) ([]time.Duration, error) {
+	return list(name, s, n, time.ParseDuration)
+}
+
+func indexSet(name, s string, n int) (map[int]bool, error) {
+	out := map[int]bool{}
+	if s == "" {
+		return out, nil
+	}
+	for _, p := range strings.Split(s, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || i < 0 || i >= n {
+			return nil, fmt.Errorf("-%s: bad node index %q (want 0..%d)", name, p, n-1)
+		}
+		out[i] = true
+	}
+	return out, nil
+}
+
+// run starts the nodes, applies the start-up faults, prints the ready
+// lines and serves until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	cfg := fakeserver.Config{
+		Addr:          net.JoinHostPort(o.host, strconv.Itoa(o.port)),
+		Password:      o.password,
+		DisableAdmin:  o.noAdmin,
+		SweepInterval: o.sweep,
+	}
+	cl, err := fakeserver.StartCluster(o.nodes, cfg)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for i, n := range cl.Nodes {
+		n.SetLatency(o.latency[i], o.jitter[i])
+		if o.clockOffset[i] != 0 || o.drift[i] != 0 {
+			n.SetClock(o.clockOffset[i], o.drift[i])
+		}
+		if o.failNext[i] > 0 {
+			n.FailNext(o.failNext[i], o.failText)
+		}
+		if o.malform[i] > 0 {
+			n.MalformNext(o.malform[i])
+		}
+		if o.blackhole[i] {
+			n.Blackhole()
+		}
+	}
+	for i, n := range cl.Nodes {
+		fmt.Fprintf(stdout, "ready %s\n", n.Addr())
+		if o.down[i] {
+			n.Down()
+		}
+	}
+	<-ctx.Done()
+	return cl.Close()
+}

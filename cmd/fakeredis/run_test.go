@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-nodes", "3", "-port", "0", "-password", "hunter2",
+			"-latency", "0,30ms,0", "-blackhole", "2", "-fail-next", "0,0,0"}, pw, io.Discard)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var addrs []string
+	for len(addrs) < 3 && sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "hunter2") {
+			t.Errorf("password printed: %q", line)
+		}
+		addr, ok := strings.CutPrefix(line, "ready ")
+		if !ok {
+			t.Fatalf("unexpected line %q", line)
+		}
+		addrs = append(addrs, addr)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if len(addrs) != 3 {
+		t.Fatalf("got %d ready lines", len(addrs))
+	}
+	ask := func(addr, req string, wait time.Duration) (string, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(wait))
+		if _, err := c.Write([]byte(req)); err != nil {
+			return "", err
+		}
+		r := bufio.NewReader(c)
+		var out string
+		for i := 0; i < strings.Count(req, "\n"); i++ {
+			l, err := r.ReadString('\n')
+			out += l
+			if err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	}
+	if r, err := ask(addrs[0], "PING\r\n", 2*time.Second); err != nil || r != "-NOAUTH Authentication required.\r\n" {
+		t.Errorf("node 0 without auth: %q %v", r, err)
+	}
+	start := time.Now()
+	if r, err := ask(addrs[1], "AUTH hunter2\r\nPING\r\n", 2*time.Second); err != nil || r != "+OK\r\n+PONG\r\n" {
+		t.Errorf("node 1: %q %v", r, err)
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Errorf("node 1 latency flag not applied: %v", d)
+	}
+	if r, err := ask(addrs[2], "AUTH hunter2\r\n", 200*time.Millisecond); err == nil {
+		t.Errorf("blackholed node 2 answered %q", r)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepting after shutdown", a)
+		}
+	}
+}
+
+func TestRunFixedPortsAndDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-nodes", "2", "-port", itoa(port), "-down", "1"}, pw, io.Discard)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for len(lines) < 2 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	want := []string{"ready 127.0.0.1:" + itoa(port), "ready 127.0.0.1:" + itoa(port+1)}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Fatalf("lines %q, want %q", lines, want)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(want[1], "ready "), time.Second); err == nil {
+		c.Close()
+		t.Error("node 1 started with -down accepts connections")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nodes", "0"},
+		{"-nodes", "3", "-latency", "1ms,2ms"},
+		{"-latency", "fast"},
+		{"-down", "9"},
+		{"-port", "65535", "-nodes", "2"},
+		{"-bogus"},
+		{"extra"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
