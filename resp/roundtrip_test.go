@@ -27,7 +27,10 @@ func TestEncodeRoundTrip(t *testing.T) {
 		{"set", AppendBool(AppendSetHeader(nil, 1), true), "~1\r\n#t\r\n", []any{true}, nil},
 		{"push", AppendBulkString(AppendPushHeader(nil, 1), "message"), ">1\r\n$7\r\nmessage\r\n", []any{"message"}, nil},
 		{"attribute", AppendNull(AppendInt(AppendSimpleString(AppendAttributeHeader(nil, 1), "ttl"), 3)), "|1\r\n+ttl\r\n:3\r\n_\r\n", nil,
-			func(t *testing.T, r Reply) { mustEq(t, string(r.Attr), "|1\r\n+ttl\r\n:3\r\n"); mustEq(t, r.Type, TypeNull) }},
+			func(t *testing.T, r Reply) {
+				mustEq(t, string(r.Attr), "|1\r\n+ttl\r\n:3\r\n")
+				mustEq(t, r.Type, TypeNull)
+			}},
 		{"bulk", AppendBulk(nil, value), "$21\r\n" + string(value) + "\r\n", string(value), nil},
 		{"bulk empty", AppendBulk(nil, nil), "$0\r\n\r\n", "", nil},
 		{"bulk string", AppendBulkString(nil, "héllo"), "$6\r\nhéllo\r\n", "héllo", nil},
