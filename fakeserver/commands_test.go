@@ -196,3 +196,12 @@ func TestSelectFlushInfoCommand(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 }
+
+func TestDefaultUserPasswordFromUsers(t *testing.T) {
+	n := startNode(t, Config{Users: map[string]string{"default": "dpw"}})
+	c := dial(t, n.Addr())
+	eqReply(t, "noauth", c.do("PING"), errReply("NOAUTH Authentication required."))
+	eqReply(t, "wrong", c.do("AUTH", "x"), errReply(wrongPass))
+	eqReply(t, "auth", c.do("AUTH", "dpw"), okReply)
+	eqReply(t, "ping", c.do("PING"), pongReply)
+}

@@ -157,7 +157,8 @@ func (n *Node) accept(rc redcon.Conn) bool {
 		return false
 	}
 	fc.id = n.id.Add(1)
-	fc.authed = n.cfg.Password == ""
+	_, defaultHasPass := n.cfg.Users["default"]
+	fc.authed = n.cfg.Password == "" && !defaultHasPass
 	fc.user = "default"
 	rc.SetContext(fc)
 	n.connMu.Lock()
