@@ -214,7 +214,7 @@ func cmdFake(n *Node, c cmdCtx) {
 // afterReply flushes the replies written so far on this connection, then
 // runs f in the background once they have left (f drops this connection).
 func (n *Node) afterReply(c cmdCtx, f func()) {
-	if w := redcon.BaseWriter(c.rc); w != nil {
+	if w := redcon.BaseWriter(c.fc.out.Conn); w != nil {
 		_ = w.Flush()
 	}
 	fc := c.fc

@@ -2,6 +2,8 @@ package fakeserver
 
 import (
 	"errors"
+
+	"github.com/tidwall/redcon"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -41,17 +43,21 @@ type fconn struct {
 	lastRead atomic.Int64 // unix nanos of the last socket read
 
 	// write side
-	wmu      sync.Mutex
-	queue    []delayed
-	lastDue  time.Time
-	writerOn bool
-	wake     chan struct{}
-	done     chan struct{} // closed when the connection is closing
-	kill     chan struct{} // closed when the connection is dropped
-	closed   bool          // no more replies accepted
-	killed   bool          // socket closed, delayed replies discarded
-	doneOnce sync.Once
-	killOnce sync.Once
+	out        *outConn // counts reply bytes written by handlers
+	outPending int      // reply bytes buffered in redcon since the last flush (redcon goroutine only)
+	wmu        sync.Mutex
+	wcond      *sync.Cond // signalled when queued bytes drop or the conn dies
+	queued     int        // bytes waiting in queue
+	queue      []delayed
+	lastDue    time.Time
+	writerOn   bool
+	wake       chan struct{}
+	done       chan struct{} // closed when the connection is closing
+	kill       chan struct{} // closed when the connection is dropped
+	closed     bool          // no more replies accepted
+	killed     bool          // socket closed, delayed replies discarded
+	doneOnce   sync.Once
+	killOnce   sync.Once
 }
 
 type delayed struct {
@@ -60,7 +66,7 @@ type delayed struct {
 }
 
 func newFconn(c net.Conn, n *Node) *fconn {
-	return &fconn{
+	fc := &fconn{
 		Conn:    c,
 		node:    n,
 		proto:   2,
@@ -70,6 +76,64 @@ func newFconn(c net.Conn, n *Node) *fconn {
 		kill:    make(chan struct{}),
 		created: time.Now(),
 	}
+	fc.wcond = sync.NewCond(&fc.wmu)
+	return fc
+}
+
+// Output bounds: a handler flushes redcon's reply buffer once it holds
+// flushAfter bytes (so a pipeline of large replies to a client that does not
+// read blocks on the socket instead of growing memory), and the latency
+// queue holds at most maxQueued bytes before the handler waits for it.
+const (
+	flushAfter = 256 << 10
+	maxQueued  = 4 << 20
+)
+
+// outConn is the redcon.Conn handlers write to; it counts the bytes of
+// the replies so dispatch can flush large batches early.
+type outConn struct {
+	redcon.Conn
+	fc *fconn
+}
+
+func (o *outConn) WriteBulk(b []byte) {
+	o.fc.outPending += len(b) + 16
+	o.Conn.WriteBulk(b)
+}
+
+func (o *outConn) WriteBulkString(s string) {
+	o.fc.outPending += len(s) + 16
+	o.Conn.WriteBulkString(s)
+}
+
+func (o *outConn) WriteString(s string) {
+	o.fc.outPending += len(s) + 3
+	o.Conn.WriteString(s)
+}
+
+func (o *outConn) WriteError(s string) {
+	o.fc.outPending += len(s) + 3
+	o.Conn.WriteError(s)
+}
+
+func (o *outConn) WriteRaw(b []byte) {
+	o.fc.outPending += len(b)
+	o.Conn.WriteRaw(b)
+}
+
+func (o *outConn) WriteInt(v int) {
+	o.fc.outPending += 8
+	o.Conn.WriteInt(v)
+}
+
+func (o *outConn) WriteInt64(v int64) {
+	o.fc.outPending += 8
+	o.Conn.WriteInt64(v)
+}
+
+func (o *outConn) WriteArray(n int) {
+	o.fc.outPending += 8
+	o.Conn.WriteArray(n)
 }
 
 // Read implements io.Reader for redcon with pre-validation.
@@ -154,8 +218,12 @@ func (c *fconn) Write(b []byte) (int, error) {
 }
 
 func (c *fconn) queueReply(b []byte) error {
+	c.outPending = 0
 	fixed, jitter := c.node.latency()
 	c.wmu.Lock()
+	for c.queued > maxQueued && !c.killed {
+		c.wcond.Wait()
+	}
 	if c.closed {
 		c.wmu.Unlock()
 		return net.ErrClosed
@@ -175,6 +243,7 @@ func (c *fconn) queueReply(b []byte) error {
 	}
 	c.lastDue = due
 	c.queue = append(c.queue, delayed{due: due, b: append([]byte(nil), b...)})
+	c.queued += len(b)
 	start := !c.writerOn
 	c.writerOn = true
 	c.wmu.Unlock()
@@ -233,9 +302,11 @@ func (c *fconn) writer() {
 		}
 		c.wmu.Lock()
 		if len(c.queue) > 0 {
+			c.queued -= len(c.queue[0].b)
 			c.queue[0] = delayed{}
 			c.queue = c.queue[1:]
 		}
+		c.wcond.Broadcast()
 		c.wmu.Unlock()
 	}
 }
@@ -264,6 +335,8 @@ func (c *fconn) closeNow() error {
 	c.closed = true
 	c.killed = true
 	c.queue = nil
+	c.queued = 0
+	c.wcond.Broadcast()
 	c.wmu.Unlock()
 	c.doneOnce.Do(func() { close(c.done) })
 	c.killOnce.Do(func() { close(c.kill) })

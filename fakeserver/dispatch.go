@@ -107,8 +107,20 @@ func (n *Node) handle(rc redcon.Conn, cmd redcon.Command) {
 			_ = rc.Close()
 		}
 	}()
+	n.dispatch(fc, cmd.Args)
+	if fc.outPending > flushAfter {
+		// Large replies: send them now (blocking on a client that does not
+		// read) rather than buffer a whole pipeline's worth of them.
+		if w := redcon.BaseWriter(rc); w != nil {
+			_ = w.Flush()
+		}
+	}
+}
+
+func (n *Node) dispatch(fc *fconn, args [][]byte) {
+	out := fc.out
 	n.stats.commands.Add(1)
-	idx := lookupCmd(cmd.Args[0])
+	idx := lookupCmd(args[0])
 	if idx >= 0 && commandTable[idx].admin && n.cfg.DisableAdmin {
 		idx = -1
 	}
@@ -122,32 +134,32 @@ func (n *Node) handle(rc redcon.Conn, cmd redcon.Command) {
 			}
 		}
 		if takeOne(&n.failN) {
-			rc.WriteError(*n.failText.Load())
+			out.WriteError(*n.failText.Load())
 			return
 		}
 		if takeOne(&n.malformN) {
-			rc.WriteRaw(malformedReply)
+			out.WriteRaw(malformedReply)
 			return
 		}
 	}
 	if idx < 0 {
-		rc.WriteError(unknownCommandText(cmd.Args))
+		out.WriteError(unknownCommandText(args))
 		return
 	}
 	def := &commandTable[idx]
 	st := &n.cmdStats[idx]
 	st.calls.Add(1)
-	if !arityOK(def.arity, len(cmd.Args)) {
+	if !arityOK(def.arity, len(args)) {
 		st.rejected.Add(1)
-		rc.WriteError("ERR wrong number of arguments for '" + def.name + "' command")
+		out.WriteError("ERR wrong number of arguments for '" + def.name + "' command")
 		return
 	}
 	if !fc.authed && !def.noAuth {
 		st.rejected.Add(1)
-		rc.WriteError("NOAUTH Authentication required.")
+		out.WriteError("NOAUTH Authentication required.")
 		return
 	}
-	def.fn(n, cmdCtx{rc: rc, fc: fc, args: cmd.Args, idx: idx})
+	def.fn(n, cmdCtx{rc: out, fc: fc, args: args, idx: idx})
 }
 
 func arityOK(arity, argc int) bool {

@@ -229,3 +229,37 @@ func FuzzGuardedReader(f *testing.F) {
 		readAllGuarded(in, seed) // must not panic or hang
 	})
 }
+
+// TestNonReadingClientBounded pipelines requests whose replies are large
+// and never reads them: the node must block on the socket instead of
+// buffering hundreds of MB, with and without latency, and keep serving
+// others.
+func TestNonReadingClientBounded(t *testing.T) {
+	for _, lat := range []time.Duration{0, time.Millisecond} {
+		n := startNode(t, Config{})
+		n.SetLatency(lat, 0)
+		good := dial(t, n.Addr())
+		big := strings.Repeat("v", MaxBulkLen)
+		eqReply(t, "set big", good.do("SET", "big", big), okReply)
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapInuse
+		hog := dial(t, n.Addr())
+		req := enc("GET", "big")
+		var batch []byte
+		for i := 0; i < 300; i++ { // 300 MB of replies
+			batch = append(batch, req...)
+		}
+		batch = append(batch, bytes.Repeat([]byte("x\r\n"), 200000)...) // 10 MB of error replies
+		go func() { _, _ = hog.c.Write(batch) }()
+		time.Sleep(500 * time.Millisecond)
+		eqReply(t, "others served", good.do("PING"), pongReply)
+		runtime.ReadMemStats(&ms)
+		if growth := int64(ms.HeapInuse) - int64(before); growth > 48<<20 {
+			t.Errorf("latency %v: heap grew %d MB for a client that does not read", lat, growth>>20)
+		}
+		_ = hog.c.Close()
+		_ = n.Close()
+	}
+}

@@ -160,6 +160,7 @@ func (n *Node) accept(rc redcon.Conn) bool {
 	_, defaultHasPass := n.cfg.Users["default"]
 	fc.authed = n.cfg.Password == "" && !defaultHasPass
 	fc.user = "default"
+	fc.out = &outConn{Conn: rc, fc: fc}
 	rc.SetContext(fc)
 	n.connMu.Lock()
 	n.conns[fc] = struct{}{}
