@@ -66,6 +66,20 @@ func checkParse(t *testing.T, p *Parser, b []byte) {
 		if _, nk, err := p.Parse(b[: n-1 : n-1]); err != ErrIncomplete || nk != 0 {
 			t.Fatalf("prefix n-1: n=%d err=%v", nk, err)
 		}
+		// The fast path of Parse agrees with the general one that Iter
+		// uses for the same frame inside an array.
+		if p.MaxDepth == 0 {
+			wrapped := append([]byte("*1\r\n"), b[:n]...)
+			w, wn, err := p.Parse(wrapped)
+			if err != nil || wn != len(wrapped) {
+				t.Fatalf("frame inside an array: n=%d err=%v", wn, err)
+			}
+			c, ok := w.Elem(0)
+			if !ok || c.Type != r.Type || c.Null != r.Null || c.N != r.N || !bytes.Equal(c.Data, r.Data) ||
+				(c.Data == nil) != (r.Data == nil) || !bytes.Equal(c.Raw, r.Raw) || !bytes.Equal(c.Attr, r.Attr) {
+				t.Fatalf("Parse and Iter disagree:\n%+v\n%+v", r, c)
+			}
+		}
 		walk(t, r, 0)
 		_ = r.String()
 		_, _ = r.Float()

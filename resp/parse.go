@@ -63,19 +63,113 @@ func Parse(b []byte) (Reply, int, error) {
 // raw bytes and the reply is the frame that follows them.
 func (p *Parser) Parse(b []byte) (Reply, int, error) {
 	l := p.limits()
-	var r Reply
-	n, err := l.parse(b, 0, 0, &r)
+	if len(b) == 0 {
+		return Reply{}, 0, ErrIncomplete
+	}
+	if t, data, n, end, ok := l.fast(b); ok {
+		return Reply{Type: t, Null: isNull(t, n), Data: data, N: n, Raw: b[:end:end]}, end, nil
+	}
+	off := 0
+	if b[0] == TypeAttribute {
+		var err error
+		if off, err = l.attrs(b, 0, 0); err != nil {
+			return Reply{}, 0, err
+		}
+	}
+	t, data, n, end, err := l.one(b, off, 0)
 	if err != nil {
 		return Reply{}, 0, err
 	}
-	return r, n, nil
+	// One composite literal straight into the result: building the Reply
+	// through a pointer and copying it out costs more than the parse of a
+	// short frame.
+	var attr []byte
+	if off > 0 {
+		attr = b[:off:off]
+	}
+	return Reply{Type: t, Null: isNull(t, n), Data: data, N: n, Raw: b[off:end:end], Attr: attr}, end, nil
+}
+
+// fast parses the short frames of the lock path (+OK, -ERR..., :1, $-1,
+// small bulks) in one pass. It answers only when the frame is complete and
+// well formed, exactly as the general path would; anything else (longer,
+// incomplete or invalid input) returns ok == false for the general path.
+// Only the null bulk has n == -1. The results travel in registers: a Reply
+// returned through memory and copied again costs more than this parse.
+func (l *limits) fast(b []byte) (t byte, data []byte, n int64, end int, ok bool) {
+	if len(b) < 4 {
+		return 0, nil, 0, 0, false
+	}
+	switch t = b[0]; t {
+	case TypeSimpleString, TypeError:
+		end := len(b) - 1
+		if end > 33 {
+			end = 33
+		}
+		for i := 1; i < end; i++ {
+			if c := b[i]; c == '\r' || c == '\n' {
+				if c == '\r' && b[i+1] == '\n' && i-1 <= l.line {
+					return t, b[1:i:i], 0, i + 2, true
+				}
+				return 0, nil, 0, 0, false
+			}
+		}
+	case TypeInteger:
+		i, neg := 1, false
+		if b[1] == '-' {
+			i, neg = 2, true
+		}
+		start := i
+		var v int64
+		// At most 18 digits: no overflow possible.
+		for ; i < len(b) && i-start < 18 && b[i] >= '0' && b[i] <= '9'; i++ {
+			v = v*10 + int64(b[i]-'0')
+		}
+		if i == start || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
+			return 0, nil, 0, 0, false
+		}
+		if neg {
+			v = -v
+		}
+		return t, b[1:i:i], v, i + 2, true
+	case TypeBulkString:
+		if b[1] == '-' {
+			if b[2] == '1' && b[3] == '\r' && len(b) > 4 && b[4] == '\n' {
+				return t, nil, -1, 5, true
+			}
+			return 0, nil, 0, 0, false
+		}
+		i := 1
+		// At most 9 digits: no overflow, and the header is short.
+		for ; i < len(b) && i < 10 && b[i] >= '0' && b[i] <= '9'; i++ {
+			n = n*10 + int64(b[i]-'0')
+		}
+		if i == 1 || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' || n > l.maxBulk {
+			return 0, nil, 0, 0, false
+		}
+		next := i + 2
+		if n > int64(len(b)-next-2) {
+			return 0, nil, 0, 0, false
+		}
+		e := next + int(n)
+		if b[e] != '\r' || b[e+1] != '\n' {
+			return 0, nil, 0, 0, false
+		}
+		return t, b[next:e:e], n, e + 2, true
+	}
+	return 0, nil, 0, 0, false
+}
+
+// isNull tells the null replies from their type and N: $-1, *-1 and _.
+func isNull(t byte, n int64) bool {
+	return t == TypeNull || (n == -1 && (t == TypeBulkString || t == TypeArray))
 }
 
 // Skip returns the size of the first complete frame in b without building a
 // Reply; errors as for Parse.
 func (p *Parser) Skip(b []byte) (int, error) {
 	l := p.limits()
-	n, err := l.parse(b, 0, 0, nil)
+	n, err := l.skip(b, 0, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -86,60 +180,72 @@ func (p *Parser) Skip(b []byte) (int, error) {
 // and 19 digits fit in 20 bytes.
 const maxHeaderLen = 21
 
-// parse parses one frame at b[off:], filling r (if non-nil), and returns the
-// offset just past it.
-func (l *limits) parse(b []byte, off, depth int, r *Reply) (int, error) {
-	start := off
+// skip parses one frame at b[off:], leading attributes included, and
+// returns the offset just past it.
+func (l *limits) skip(b []byte, off, depth int) (int, error) {
 	if off >= len(b) {
 		return 0, ErrIncomplete
 	}
-	// Attributes ahead of the reply.
-	for b[off] == TypeAttribute {
-		end, err := l.aggregate(b, off, depth, TypeAttribute, nil)
+	if b[off] == TypeAttribute {
+		var err error
+		if off, err = l.attrs(b, off, depth); err != nil {
+			return 0, err
+		}
+	}
+	_, _, _, end, err := l.one(b, off, depth)
+	return end, err
+}
+
+// attrs skips the attributes starting at b[off:] and returns the offset of
+// the frame they annotate.
+func (l *limits) attrs(b []byte, off, depth int) (int, error) {
+	for {
+		if off >= len(b) {
+			return 0, ErrIncomplete
+		}
+		if b[off] != TypeAttribute {
+			return off, nil
+		}
+		_, end, err := l.aggregate(b, off, depth, TypeAttribute)
 		if err != nil {
 			return 0, err
 		}
 		off = end
-		if off >= len(b) {
-			return 0, ErrIncomplete
-		}
 	}
-	t := b[off]
-	if r != nil {
-		*r = Reply{Type: t}
-		if off > start {
-			r.Attr = b[start:off:off]
-		}
+}
+
+// one parses the frame at b[off:], which is not an attribute, and returns
+// its fields (as Reply documents them) and the offset just past it. The
+// results travel in registers.
+func (l *limits) one(b []byte, off, depth int) (t byte, data []byte, n int64, end int, err error) {
+	if off >= len(b) {
+		return 0, nil, 0, 0, ErrIncomplete
 	}
-	var end int
-	var err error
+	t = b[off]
 	switch t {
 	case TypeSimpleString, TypeError:
-		end, err = l.simple(b, off, r)
+		data, end, err = l.simple(b, off)
 	case TypeInteger:
-		end, err = l.integer(b, off, r)
+		data, n, end, err = integer(b, off)
 	case TypeBulkString, TypeBulkError, TypeVerbatim:
-		end, err = l.bulk(b, off, r)
+		data, n, end, err = l.bulk(b, off)
 	case TypeArray, TypeMap, TypeSet, TypePush:
-		end, err = l.aggregate(b, off, depth, t, r)
+		n, end, err = l.aggregate(b, off, depth, t)
 	case TypeNull:
-		end, err = l.null(b, off, r)
+		end, err = null(b, off)
 	case TypeBoolean:
-		end, err = l.boolean(b, off, r)
+		data, n, end, err = boolean(b, off)
 	case TypeDouble:
-		end, err = l.double(b, off, r)
+		data, end, err = l.double(b, off)
 	case TypeBigNumber:
-		end, err = l.bignum(b, off, r)
+		data, end, err = l.bignum(b, off)
 	default:
-		return 0, protoErr(off, "unknown type byte "+quoteByte(t))
+		err = protoErr(off, "unknown type byte "+quoteByte(t))
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, 0, 0, err
 	}
-	if r != nil {
-		r.Raw = b[off:end:end]
-	}
-	return end, nil
+	return t, data, n, end, nil
 }
 
 // line returns the content of the line starting at b[from:] and the offset
@@ -148,6 +254,26 @@ func (l *limits) parse(b []byte, off, depth int, r *Reply) (int, error) {
 // not followed by LF) has arrived; the decision depends only on the bytes
 // present, so more bytes never change it.
 func line(b []byte, from, max int) (content []byte, next int, err error) {
+	// Fast path for the short lines of the hot path: the first CR or LF
+	// within 32 bytes is a CRLF. Anything else (long, incomplete or
+	// malformed lines) takes the slow path, which has the full rules.
+	end := from + 32
+	if end > len(b)-1 {
+		end = len(b) - 1
+	}
+	for i := from; i < end; i++ {
+		if c := b[i]; c == '\r' || c == '\n' {
+			if c == '\r' && b[i+1] == '\n' && i-from <= max {
+				return b[from:i:i], i + 2, nil
+			}
+			break
+		}
+	}
+	return lineSlow(b, from, max)
+}
+
+// lineSlow is line for anything but a short, well-formed line.
+func lineSlow(b []byte, from, max int) (content []byte, next int, err error) {
 	rest := b[from:]
 	window := rest
 	if len(window) > max+1 {
@@ -174,132 +300,112 @@ func line(b []byte, from, max int) (content []byte, next int, err error) {
 	return rest[: i-1 : i-1], from + i + 1, nil
 }
 
-func (l *limits) simple(b []byte, off int, r *Reply) (int, error) {
+func (l *limits) simple(b []byte, off int) ([]byte, int, error) {
 	c, next, err := line(b, off+1, l.line)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if bytes.IndexByte(c, '\r') >= 0 {
-		return 0, protoErr(off+1, "carriage return inside a "+TypeName(b[off]))
+		return nil, 0, protoErr(off+1, "carriage return inside a "+TypeName(b[off]))
 	}
-	if r != nil {
-		r.Data = c
-	}
-	return next, nil
+	return c, next, nil
 }
 
-func (l *limits) integer(b []byte, off int, r *Reply) (int, error) {
+func integer(b []byte, off int) ([]byte, int64, int, error) {
 	c, next, err := line(b, off+1, maxHeaderLen)
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
 	v, ok := parseInt(c)
 	if !ok {
-		return 0, protoErr(off+1, "invalid integer "+quote(c))
+		return nil, 0, 0, protoErr(off+1, "invalid integer "+quote(c))
 	}
-	if r != nil {
-		r.N = v
-		r.Data = c
-	}
-	return next, nil
+	return c, v, next, nil
 }
 
-func (l *limits) bulk(b []byte, off int, r *Reply) (int, error) {
+func (l *limits) bulk(b []byte, off int) ([]byte, int64, int, error) {
 	t := b[off]
 	c, next, err := line(b, off+1, maxHeaderLen)
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
 	if len(c) == 1 && c[0] == '?' {
-		return 0, protoErr(off+1, "streamed "+TypeName(t)+" is not supported")
+		return nil, 0, 0, protoErr(off+1, "streamed "+TypeName(t)+" is not supported")
 	}
 	n, ok := parseInt(c)
 	if !ok {
-		return 0, protoErr(off+1, "invalid "+TypeName(t)+" length "+quote(c))
+		return nil, 0, 0, protoErr(off+1, "invalid "+TypeName(t)+" length "+quote(c))
 	}
 	if n < 0 {
 		if n == -1 && t == TypeBulkString {
-			if r != nil {
-				r.Null = true
-				r.N = -1
-			}
-			return next, nil
+			return nil, -1, next, nil
 		}
-		return 0, protoErr(off+1, "negative "+TypeName(t)+" length "+quote(c))
+		return nil, 0, 0, protoErr(off+1, "negative "+TypeName(t)+" length "+quote(c))
 	}
 	if n > l.maxBulk {
-		return 0, protoErr(off+1, TypeName(t)+" length "+itoa(n)+" exceeds the limit of "+itoa(l.maxBulk))
+		return nil, 0, 0, protoErr(off+1, TypeName(t)+" length "+itoa(n)+" exceeds the limit of "+itoa(l.maxBulk))
 	}
 	// Compare against what is left rather than computing next+n+2, which
 	// could overflow with a Parser whose MaxBulkLen is near MaxInt64.
 	if n > int64(len(b)-next-2) {
-		return 0, ErrIncomplete
+		return nil, 0, 0, ErrIncomplete
 	}
 	e := next + int(n)
 	if b[e] != '\r' || b[e+1] != '\n' {
-		return 0, protoErr(e, TypeName(t)+" payload not followed by CRLF")
+		return nil, 0, 0, protoErr(e, TypeName(t)+" payload not followed by CRLF")
 	}
 	if t == TypeVerbatim && (n < 4 || b[next+3] != ':') {
-		return 0, protoErr(next, "verbatim string without a 3-byte format and ':'")
+		return nil, 0, 0, protoErr(next, "verbatim string without a 3-byte format and ':'")
 	}
-	if r != nil {
-		r.Data = b[next:e:e]
-		r.N = n
-	}
-	return e + 2, nil
+	return b[next:e:e], n, e + 2, nil
 }
 
-func (l *limits) aggregate(b []byte, off, depth int, t byte, r *Reply) (int, error) {
+// aggregate validates an aggregate and its children and returns its
+// declared count (pairs for maps and attributes; -1 for the null array).
+func (l *limits) aggregate(b []byte, off, depth int, t byte) (int64, int, error) {
 	if depth >= l.depth {
-		return 0, protoErr(off, "aggregates nested deeper than the limit of "+itoa(int64(l.depth)))
+		return 0, 0, protoErr(off, "aggregates nested deeper than the limit of "+itoa(int64(l.depth)))
 	}
 	c, next, err := line(b, off+1, maxHeaderLen)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(c) == 1 && c[0] == '?' {
-		return 0, protoErr(off+1, "streamed "+TypeName(t)+" is not supported")
+		return 0, 0, protoErr(off+1, "streamed "+TypeName(t)+" is not supported")
 	}
 	n, ok := parseInt(c)
 	if !ok {
-		return 0, protoErr(off+1, "invalid "+TypeName(t)+" length "+quote(c))
+		return 0, 0, protoErr(off+1, "invalid "+TypeName(t)+" length "+quote(c))
 	}
 	if n < 0 {
 		if n == -1 && t == TypeArray {
-			if r != nil {
-				r.Null = true
-				r.N = -1
-			}
-			return next, nil
+			return -1, next, nil
 		}
-		return 0, protoErr(off+1, "negative "+TypeName(t)+" length "+quote(c))
+		return 0, 0, protoErr(off+1, "negative "+TypeName(t)+" length "+quote(c))
 	}
 	if n > l.agg {
-		return 0, protoErr(off+1, TypeName(t)+" length "+itoa(n)+" exceeds the limit of "+itoa(l.agg))
+		return 0, 0, protoErr(off+1, TypeName(t)+" length "+itoa(n)+" exceeds the limit of "+itoa(l.agg))
 	}
 	elems := n
 	if t == TypeMap || t == TypeAttribute {
 		elems = 2 * n
 	}
-	if r != nil {
-		r.N = n
-	}
 	pos := next
 	for i := int64(0); i < elems; i++ {
-		// Every element takes at least 3 bytes: fail fast on a huge count
-		// whose elements cannot all be present yet.
+		// Fail fast, without recursing, when the next element has not
+		// started to arrive.
 		if pos >= len(b) {
-			return 0, ErrIncomplete
+			return 0, 0, ErrIncomplete
 		}
-		pos, err = l.parse(b, pos, depth+1, nil)
+		pos, err = l.skip(b, pos, depth+1)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return pos, nil
+	return n, pos, nil
 }
 
-func (l *limits) null(b []byte, off int, r *Reply) (int, error) {
+func null(b []byte, off int) (int, error) {
 	c, next, err := line(b, off+1, maxHeaderLen)
 	if err != nil {
 		return 0, err
@@ -307,59 +413,47 @@ func (l *limits) null(b []byte, off int, r *Reply) (int, error) {
 	if len(c) != 0 {
 		return 0, protoErr(off+1, "null with content "+quote(c))
 	}
-	if r != nil {
-		r.Null = true
-	}
 	return next, nil
 }
 
-func (l *limits) boolean(b []byte, off int, r *Reply) (int, error) {
+func boolean(b []byte, off int) ([]byte, int64, int, error) {
 	c, next, err := line(b, off+1, maxHeaderLen)
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
 	if len(c) != 1 || (c[0] != 't' && c[0] != 'f') {
-		return 0, protoErr(off+1, "invalid boolean "+quote(c))
+		return nil, 0, 0, protoErr(off+1, "invalid boolean "+quote(c))
 	}
-	if r != nil {
-		r.Data = c
-		if c[0] == 't' {
-			r.N = 1
-		}
+	if c[0] == 't' {
+		return c, 1, next, nil
 	}
-	return next, nil
+	return c, 0, next, nil
 }
 
-func (l *limits) double(b []byte, off int, r *Reply) (int, error) {
+func (l *limits) double(b []byte, off int) ([]byte, int, error) {
 	c, next, err := line(b, off+1, l.line)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	if !validDouble(c) {
-		return 0, protoErr(off+1, "invalid double "+quote(c))
+		return nil, 0, protoErr(off+1, "invalid double "+quote(c))
 	}
-	if r != nil {
-		r.Data = c
-	}
-	return next, nil
+	return c, next, nil
 }
 
-func (l *limits) bignum(b []byte, off int, r *Reply) (int, error) {
+func (l *limits) bignum(b []byte, off int) ([]byte, int, error) {
 	c, next, err := line(b, off+1, l.line)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	d := c
 	if len(d) > 0 && (d[0] == '-' || d[0] == '+') {
 		d = d[1:]
 	}
 	if len(d) == 0 || !allDigits(d) {
-		return 0, protoErr(off+1, "invalid big number "+quote(c))
+		return nil, 0, protoErr(off+1, "invalid big number "+quote(c))
 	}
-	if r != nil {
-		r.Data = c
-	}
-	return next, nil
+	return c, next, nil
 }
 
 // parseInt parses an optionally signed decimal int64, rejecting empty input,

@@ -49,6 +49,10 @@ var validCases = []validCase{
 	// Integers.
 	{name: "int one", in: ":1\r\n", typ: ':', data: "1", n: 1, value: int64(1)},
 	{name: "int zero", in: ":0\r\n", typ: ':', data: "0", n: 0, value: int64(0)},
+	{name: "int minus one is not nil", in: ":-1\r\n", typ: ':', data: "-1", n: -1, value: int64(-1),
+		check: func(t *testing.T, r Reply) { mustTrue(t, !r.IsNil(), "!IsNil") }},
+	{name: "int 18 digits", in: ":-999999999999999999\r\n", typ: ':', data: "-999999999999999999", n: -999999999999999999, value: int64(-999999999999999999)},
+	{name: "int 19 digits", in: ":1000000000000000000\r\n", typ: ':', data: "1000000000000000000", n: 1000000000000000000, value: int64(1000000000000000000)},
 	{name: "int negative", in: ":-42\r\n", typ: ':', data: "-42", n: -42, value: int64(-42)},
 	{name: "int plus sign", in: ":+7\r\n", typ: ':', data: "+7", n: 7, value: int64(7)},
 	{name: "int minus zero", in: ":-0\r\n", typ: ':', data: "-0", n: 0, value: int64(0)},
@@ -69,6 +73,10 @@ var validCases = []validCase{
 			mustTrue(t, r.IsNil(), "IsNil")
 			mustTrue(t, !r.Equal(nil), "null is not Equal")
 		}},
+	{name: "bulk 9-digit length header", in: "$000000003\r\nabc\r\n", typ: '$', data: "abc", n: 3, value: "abc"},
+	{name: "bulk 10-digit length header", in: "$0000000003\r\nabc\r\n", typ: '$', data: "abc", n: 3, value: "abc"},
+	{name: "bulk long simple", in: "+" + strings.Repeat("s", 40) + "\r\n", typ: '+', data: strings.Repeat("s", 40), value: strings.Repeat("s", 40)},
+	{name: "simple 32 bytes", in: "+" + strings.Repeat("s", 32) + "\r\n", typ: '+', data: strings.Repeat("s", 32), value: strings.Repeat("s", 32)},
 	{name: "bulk with CRLF inside", in: "$4\r\na\r\nb\r\n", typ: '$', data: "a\r\nb", n: 4, value: "a\r\nb"},
 	{name: "bulk binary", in: "$3\r\n\x00\xff\n\r\n", typ: '$', data: "\x00\xff\n", n: 3, value: "\x00\xff\n"},
 	{name: "bulk OK is not IsOK", in: "$2\r\nOK\r\n", typ: '$', data: "OK", n: 2, value: "OK",
@@ -251,6 +259,9 @@ func TestParseValid(t *testing.T) {
 			if r.N != tc.n && r.Type != TypeDouble && r.Type != TypeBigNumber && r.Type != TypeNull &&
 				r.Type != TypeSimpleString && r.Type != TypeError {
 				t.Errorf("N = %d, want %d", r.N, tc.n)
+			}
+			if (r.Attr == nil) != (tc.attr == "") {
+				t.Errorf("Attr = %#v, want nil exactly when there is no attribute", r.Attr)
 			}
 			if string(r.Attr) != tc.attr {
 				t.Errorf("Attr = %q, want %q", r.Attr, tc.attr)

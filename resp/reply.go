@@ -209,10 +209,19 @@ func (it *Iter) Next(c *Reply) bool {
 	// The frame was validated when its parent was parsed, with limits at
 	// least as wide as these, so this cannot fail; guard anyway.
 	l := limits{maxBulk: math.MaxInt64, agg: math.MaxInt64, depth: math.MaxInt32, line: math.MaxInt32}
-	end, err := l.parse(it.b, it.off, 0, c)
+	off, err := l.attrs(it.b, it.off, 0)
 	if err != nil {
 		it.left = 0
 		return false
+	}
+	t, data, n, end, err := l.one(it.b, off, 0)
+	if err != nil {
+		it.left = 0
+		return false
+	}
+	*c = Reply{Type: t, Null: isNull(t, n), Data: data, N: n, Raw: it.b[off:end:end]}
+	if off > it.off {
+		c.Attr = it.b[it.off:off:off]
 	}
 	it.off = end
 	it.left--
