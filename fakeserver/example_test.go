@@ -99,3 +99,52 @@ func ExampleNode_FailNext() {
 	fmt.Printf("%q %q\n", a, b)
 	// Output: "-ERR injected failure\r\n" "+PONG\r\n"
 }
+
+func ExampleNode_SetLatency() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	n.SetLatency(50*time.Millisecond, 0)
+	start := time.Now()
+	fmt.Fprint(c, "PING\r\n")
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	fmt.Printf("%q delayed: %v\n", line, time.Since(start) >= 50*time.Millisecond)
+	// Output: "+PONG\r\n" delayed: true
+}
+
+func ExampleNode_Down() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	n.Down()
+	_, err := net.DialTimeout("tcp", n.Addr(), time.Second)
+	fmt.Println("refused while down:", err != nil)
+	n.Up()
+	c, err := net.DialTimeout("tcp", n.Addr(), time.Second)
+	fmt.Println("accepted after up:", err == nil)
+	if err == nil {
+		c.Close()
+	}
+	// Output:
+	// refused while down: true
+	// accepted after up: true
+}
+
+// The FAKE admin command drives the same faults over RESP, e.g. from
+// redis-cli: redis-cli -p PORT fake latency 10ms 2ms.
+func Example_adminCommand() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for _, cmd := range []string{"FAKE FAILNEXT 1 ERR injected", "GET k", "FAKE BOGUS"} {
+		fmt.Fprint(c, cmd+"\r\n")
+		line, _ := r.ReadString('\n')
+		fmt.Printf("%s -> %q\n", cmd, line)
+	}
+	// Output:
+	// FAKE FAILNEXT 1 ERR injected -> "+OK\r\n"
+	// GET k -> "-ERR injected\r\n"
+	// FAKE BOGUS -> "-ERR unknown FAKE subcommand 'BOGUS'. Try FAKE HELP.\r\n"
+}
