@@ -285,8 +285,10 @@ func TestAdminCommand(t *testing.T) {
 	if _, err := c.tryRead(2 * time.Second); err == nil {
 		t.Error("admin connection survived FAKE DOWN")
 	}
+	// Wait on the node itself: while it is down its port is free, and on a
+	// busy machine another process may briefly hold it.
 	deadline := time.Now().Add(3 * time.Second)
-	for dialErr(n.Addr()) != nil && time.Now().Before(deadline) {
+	for n.IsDown() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c = dial(t, n.Addr())
@@ -297,7 +299,7 @@ func TestAdminCommand(t *testing.T) {
 		t.Error("admin connection survived FAKE RESTART")
 	}
 	deadline = time.Now().Add(3 * time.Second)
-	for (dialErr(n.Addr()) != nil || n.Stats().Restarts == 0) && time.Now().Before(deadline) {
+	for (n.IsDown() || n.Stats().Restarts == 0) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c = dial(t, n.Addr())
