@@ -205,7 +205,7 @@ func cmdClient(n *Node, c cmdCtx) {
 			c.subArity("info")
 			return
 		}
-		c.verbatim(n.clientLine(c.fc))
+		c.verbatim(n.clientLine(c.fc, "client|info"))
 	case eqFold(sub, "list"):
 		n.connMu.Lock()
 		list := make([]*fconn, 0, len(n.conns))
@@ -217,7 +217,7 @@ func cmdClient(n *Node, c cmdCtx) {
 		var b strings.Builder
 		for _, fc := range list {
 			if fc == c.fc {
-				b.WriteString(n.clientLine(fc))
+				b.WriteString(n.clientLine(fc, "client|list"))
 			} else {
 				b.WriteString(n.clientLineOther(fc))
 			}
@@ -228,14 +228,14 @@ func cmdClient(n *Node, c cmdCtx) {
 	}
 }
 
-func (n *Node) clientLine(fc *fconn) string {
+func (n *Node) clientLine(fc *fconn, cmd string) string {
 	return "id=" + strconv.FormatInt(fc.id, 10) +
 		" addr=" + fc.RemoteAddr().String() +
 		" laddr=" + fc.LocalAddr().String() +
 		" fd=0 name=" + fc.name +
 		" age=" + strconv.FormatInt(int64(time.Since(fc.created)/time.Second), 10) +
 		" idle=0 flags=N db=" + strconv.Itoa(fc.db) +
-		" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=client|info user=" + fc.user +
+		" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + cmd + " user=" + fc.user +
 		" redir=-1 resp=" + strconv.Itoa(fc.proto) + "\n"
 }
 
@@ -350,17 +350,17 @@ func writeCommandInfo(c cmdCtx, d *cmdDef) {
 	c.rc.WriteArray(10)
 	c.rc.WriteBulkString(d.name)
 	c.rc.WriteInt(d.arity)
-	c.rc.WriteArray(len(d.flags))
+	c.setHeader(len(d.flags))
 	for _, f := range d.flags {
 		c.rc.WriteString(f)
 	}
 	c.rc.WriteInt(d.first)
 	c.rc.WriteInt(d.last)
 	c.rc.WriteInt(d.step)
-	c.rc.WriteArray(0) // ACL categories
-	c.rc.WriteArray(0) // tips
-	c.rc.WriteArray(0) // key specs
-	c.rc.WriteArray(0) // subcommands
+	c.setHeader(0) // ACL categories
+	c.setHeader(0) // tips
+	c.setHeader(0) // key specs
+	c.setHeader(0) // subcommands
 }
 
 func cmdInfo(n *Node, c cmdCtx) {

@@ -188,6 +188,11 @@ func TestSelectFlushInfoCommand(t *testing.T) {
 		t.Errorf("COMMAND = %.40q", all)
 	}
 	eqReply(t, "docs", c.do("COMMAND", "DOCS"), "*0\r\n")
+	c.do("HELLO", "3")
+	if r3 := c.do("COMMAND", "INFO", "get"); !hasPrefix(r3, "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~0\r\n") {
+		t.Errorf("RESP3 command info = %q", r3)
+	}
+	eqReply(t, "docs resp3", c.do("COMMAND", "DOCS"), "%0\r\n")
 	if l := c.do("COMMAND", "LIST"); !strings.Contains(l, bulk("evalsha")) {
 		t.Errorf("command list = %q", l)
 	}

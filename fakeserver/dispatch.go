@@ -235,6 +235,16 @@ func (c cmdCtx) mapHeader(n int) {
 
 var crlf = []byte("\r\n")
 
+// setHeader writes a set of n elements: "~n" in RESP3, an array in RESP2.
+func (c cmdCtx) setHeader(n int) {
+	if c.fc.proto == 3 {
+		c.rc.WriteRaw(strconv.AppendInt([]byte{'~'}, int64(n), 10))
+		c.rc.WriteRaw(crlf)
+		return
+	}
+	c.rc.WriteArray(n)
+}
+
 // verbatim writes a text reply: a RESP3 verbatim string ("=len\r\ntxt:...")
 // or a RESP2 bulk string, as Redis does for INFO and CLIENT INFO.
 func (c cmdCtx) verbatim(s string) {

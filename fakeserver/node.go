@@ -347,9 +347,10 @@ func (n *Node) Blackhole() {
 }
 
 // Heal ends a blackhole. Requests held during it are then executed and
-// answered in order, as TCP delivers them after a partition heals, except
-// on connections the client closed meanwhile (those requests are dropped,
-// never executed).
+// answered in order, as TCP delivers them after a partition heals; this
+// includes requests from clients that closed their socket meanwhile (the
+// server sees the close only after the data). Requests on connections
+// dropped by Down, Restart or Close are lost, never executed.
 func (n *Node) Heal() {
 	n.faultMu.Lock()
 	defer n.faultMu.Unlock()
