@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses of Main.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // the run failed: unreachable node, wrong password, I/O error
+	ExitUsage   = 2 // bad command line
+)
+
+// Main is the redmux-bench command: args without the program name. It
+// returns the exit status. Errors are one line on stderr, never a stack
+// trace; the password never appears in any output.
+func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (code int) {
+	password := ""
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintln(stderr, "redmux-bench: internal error:", redact(fmt.Sprint(r), password))
+			code = ExitFailure
+		}
+	}()
+	if len(args) > 0 && args[0] == "merge" {
+		return mergeMain(args[1:], stdout, stderr)
+	}
+	cfg, err := ParseArgs(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		Usage(stdout)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
+		return ExitUsage
+	}
+	password = cfg.Password
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
+		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(redact(err.Error(), password)))
+		return ExitFailure
+	}
+	if cfg.Out != "" && !cfg.Quiet {
+		fmt.Fprintf(stdout, "report: %s\n", strings.TrimSuffix(cfg.Out, "/")+"/"+FileReport)
+	}
+	_ = rep
+	return ExitOK
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func mergeMain(files []string, stdout, stderr io.Writer) int {
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "redmux-bench: merge needs at least one interval log file (redmux-bench merge FILE...)")
+		return ExitUsage
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, "-") {
+			fmt.Fprintf(stderr, "redmux-bench: merge takes no flags, got %q (redmux-bench merge FILE...)\n", f)
+			return ExitUsage
+		}
+	}
+	merged, n, err := MergeFiles(files)
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: merge: %s\n", oneLine(err.Error()))
+		return ExitFailure
+	}
+	WriteMergeSummary(stdout, merged, len(files), n)
+	return ExitOK
+}

@@ -1,0 +1,313 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EnvPassword is the environment variable read for the password when
+// -password is not given.
+const EnvPassword = "REDMUX_PASSWORD"
+
+// DefaultOut is the report directory of a run without -out (relative to the
+// working directory; `make run` runs from the repository root).
+const DefaultOut = "results/latest"
+
+// ErrUsage matches every *UsageError.
+var ErrUsage = errors.New("bench: usage error")
+
+// UsageError is bad command-line input (exit status 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string        { return e.Msg }
+func (e *UsageError) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// Fault is one injected fault of the embedded cluster (-fault).
+type Fault struct {
+	Kind   string        // "slow", "down" or "blackhole"
+	Node   int           // node index, 0-based
+	Fixed  time.Duration // slow: added reply latency
+	Jitter time.Duration // slow: extra uniform [0, Jitter)
+}
+
+func (f Fault) String() string {
+	s := f.Kind + ":" + strconv.Itoa(f.Node)
+	if f.Kind == "slow" {
+		s += ":" + f.Fixed.String()
+		if f.Jitter > 0 {
+			s += ":" + f.Jitter.String()
+		}
+	}
+	return s
+}
+
+// ParseFault parses "slow:<node>:<latency>[:<jitter>]", "down:<node>" or
+// "blackhole:<node>" (node indexes are 0-based).
+func ParseFault(s string) (Fault, error) {
+	p := strings.Split(s, ":")
+	bad := func(why string) (Fault, error) {
+		return Fault{}, fmt.Errorf("bad -fault %q: %s (want slow:<node>:<latency>[:<jitter>], down:<node> or blackhole:<node>)", s, why)
+	}
+	if len(p) < 2 {
+		return bad("missing node")
+	}
+	f := Fault{Kind: p[0]}
+	n, err := strconv.Atoi(p[1])
+	if err != nil || n < 0 {
+		return bad("node must be an index >= 0")
+	}
+	f.Node = n
+	switch f.Kind {
+	case "down", "blackhole":
+		if len(p) != 2 {
+			return bad("too many fields")
+		}
+	case "slow":
+		if len(p) < 3 || len(p) > 4 {
+			return bad("slow needs a latency")
+		}
+		if f.Fixed, err = time.ParseDuration(p[2]); err != nil || f.Fixed < 0 {
+			return bad("bad latency")
+		}
+		if len(p) == 4 {
+			if f.Jitter, err = time.ParseDuration(p[3]); err != nil || f.Jitter < 0 {
+				return bad("bad jitter")
+			}
+		}
+	default:
+		return bad("unknown kind " + strconv.Quote(f.Kind))
+	}
+	return f, nil
+}
+
+// Config is a parsed command line.
+type Config struct {
+	Nodes        []string      // -nodes: real masters (no embedded cluster)
+	Fake         int           // -fake: embedded cluster size
+	RealLocal    int           // -real-local: start this many local redis-servers
+	Strategies   []string      // -strategy
+	Workers      int           // -c
+	Duration     time.Duration // -d
+	Ops          int64         // -n
+	Warmup       time.Duration // -warmup
+	Keys         int           // -keys
+	TTL          time.Duration // -ttl
+	Timeout      time.Duration // -timeout (per node)
+	Rate         float64       // -rate
+	Workload     string        // -workload
+	User         string        // -user
+	Password     string        // -password or REDMUX_PASSWORD; never printed
+	DB           int           // -db
+	JSON         string        // -json
+	Hlog         string        // -hlog
+	Out          string        // -out ("" = no report directory)
+	Latency      time.Duration // -latency (embedded cluster)
+	Faults       []Fault       // -fault (embedded cluster)
+	InProcess    bool          // -inprocess: embedded cluster in this process
+	CapacityRate float64       // -capacity-rate
+	Quiet        bool          // -quiet
+	Title        string        // -title (report heading)
+
+	// Command is the command line as given, with the password replaced.
+	Command string
+}
+
+type faultList []Fault
+
+func (l *faultList) String() string { return fmt.Sprint(*l) }
+func (l *faultList) Set(s string) error {
+	f, err := ParseFault(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, f)
+	return nil
+}
+
+func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(nodes, "nodes", "", "comma-separated `host:port` list of real Redis masters (no embedded cluster)")
+	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
+	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
+	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
+	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
+	fs.DurationVar(&c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
+	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
+	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
+	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 1 with -workload contended)")
+	fs.DurationVar(&c.TTL, "ttl", 10*time.Second, "lock time to live")
+	fs.DurationVar(&c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
+	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
+	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended")
+	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
+	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
+	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
+	fs.StringVar(&c.JSON, "json", "", "write the summary as JSON to `FILE`")
+	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
+	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
+	fs.DurationVar(&c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
+	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node> (nodes 0-based)")
+	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
+	fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "extra target lock rate (ops/s) for the capacity section")
+	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
+	fs.StringVar(&c.Title, "title", "", "report title")
+	return fs
+}
+
+// Usage writes the flag documentation.
+func Usage(w io.Writer) {
+	var c Config
+	var f faultList
+	var a, b string
+	fs := newFlagSet(&c, &f, &a, &b)
+	fs.SetOutput(w)
+	fmt.Fprintf(w, `redmux-bench: Redlock acquire/release latency and throughput, strategies side by side.
+
+Usage:
+  redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
+  redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
+
+Flags:
+`)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, `
+Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error.
+`)
+}
+
+// ParseArgs parses the command line (without the program name). getenv
+// supplies REDMUX_PASSWORD. Bad input gives a *UsageError; -h gives
+// flag.ErrHelp.
+func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	var faults faultList
+	var nodes, strategy string
+	fs := newFlagSet(c, &faults, &nodes, &strategy)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, flag.ErrHelp
+		}
+		return nil, &UsageError{Msg: redact(err.Error(), c.Password)}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.Faults = faults
+	if c.Password == "" && getenv != nil {
+		c.Password = getenv(EnvPassword)
+	}
+	c.Command = commandLine(args)
+
+	if nodes != "" {
+		for _, a := range strings.Split(nodes, ",") {
+			a = strings.TrimSpace(a)
+			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return nil, usagef("bad -nodes address %q: want host:port", a)
+			}
+			c.Nodes = append(c.Nodes, a)
+		}
+	}
+	external := len(c.Nodes) > 0 || c.RealLocal > 0
+	switch {
+	case len(c.Nodes) > 0 && c.RealLocal > 0:
+		return nil, usagef("-nodes and -real-local are exclusive")
+	case external && set["fake"]:
+		return nil, usagef("-fake is for the embedded cluster; it cannot be combined with -nodes or -real-local")
+	case external && (len(c.Faults) > 0 || c.Latency != 0 || c.InProcess):
+		return nil, usagef("-fault, -latency and -inprocess apply to the embedded cluster only")
+	case c.Fake < 1 || c.Fake > 64:
+		return nil, usagef("-fake must be 1..64, got %d", c.Fake)
+	case c.RealLocal < 0 || c.RealLocal > 64:
+		return nil, usagef("-real-local must be 1..64, got %d", c.RealLocal)
+	case len(c.Nodes) > 64:
+		return nil, usagef("at most 64 nodes, got %d", len(c.Nodes))
+	case c.Workers < 1 || c.Workers > 100000:
+		return nil, usagef("-c must be 1..100000, got %d", c.Workers)
+	case set["d"] && set["n"]:
+		return nil, usagef("-d and -n are exclusive")
+	case set["n"] && c.Ops <= 0:
+		return nil, usagef("-n must be positive, got %d", c.Ops)
+	case !set["n"] && c.Duration <= 0:
+		return nil, usagef("-d must be positive, got %v", c.Duration)
+	case c.Warmup < 0:
+		return nil, usagef("-warmup must not be negative")
+	case c.Keys < 1 || c.Keys > 10_000_000:
+		return nil, usagef("-keys must be 1..10000000, got %d", c.Keys)
+	case c.TTL < time.Millisecond:
+		return nil, usagef("-ttl must be at least 1ms, got %v", c.TTL)
+	case c.Timeout <= 0:
+		return nil, usagef("-timeout must be positive, got %v", c.Timeout)
+	case c.Rate < 0:
+		return nil, usagef("-rate must not be negative")
+	case c.Latency < 0:
+		return nil, usagef("-latency must not be negative")
+	case c.DB < 0:
+		return nil, usagef("-db must not be negative")
+	case c.CapacityRate < 0:
+		return nil, usagef("-capacity-rate must not be negative")
+	}
+	switch c.Workload {
+	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease:
+	case WorkloadContended:
+		if !set["keys"] {
+			c.Keys = 1
+		}
+	default:
+		return nil, usagef("unknown -workload %q (want acquire-release, acquire-extend-release or contended)", c.Workload)
+	}
+	if set["n"] {
+		c.Duration = 0
+	}
+	for _, f := range c.Faults {
+		if f.Node >= c.Fake {
+			return nil, usagef("-fault %s: node %d does not exist (the cluster has nodes 0..%d)", f, f.Node, c.Fake-1)
+		}
+	}
+	for _, s := range strings.Split(strategy, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "all":
+			c.Strategies = append(c.Strategies, AllStrategies...)
+		case StrategySeq, StrategyFanout, StrategyMux:
+			c.Strategies = append(c.Strategies, s)
+		default:
+			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
+		}
+	}
+	return c, nil
+}
+
+// commandLine renders args as a shell command, with any password replaced.
+func commandLine(args []string) string {
+	out := []string{"redmux-bench"}
+	hide := false
+	for _, a := range args {
+		switch {
+		case hide:
+			a, hide = "***", false
+		case a == "-password" || a == "--password":
+			hide = true
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			a = a[:strings.IndexByte(a, '=')+1] + "***"
+		}
+		out = append(out, shellQuote(a))
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// Errors of the plain-connection strategies (seq, fanout) and the preflight
+// check. Match with errors.Is.
+var (
+	// ErrAuth: a node refused AUTH (wrong user or password). The password is
+	// never part of the message.
+	ErrAuth = errors.New("bench: authentication failed")
+	// ErrServerReply: a node answered with an error reply.
+	ErrServerReply = errors.New("bench: server error reply")
+	// ErrNoQuorum: so many nodes failed that a quorum was out of reach.
+	ErrNoQuorum = errors.New("bench: quorum out of reach (node failures)")
+	// ErrValidity: a quorum was reached but the lock's validity had already
+	// run out (the acquire took longer than ttl minus drift).
+	ErrValidity = errors.New("bench: lock acquired too late, validity expired")
+	// ErrReplyTooBig: a reply larger than the plain connection's buffer cap.
+	ErrReplyTooBig = errors.New("bench: reply too large")
+)
+
+const maxReadBuf = 1 << 20
+
+// connOpts are the connection settings shared by every plain connection.
+type connOpts struct {
+	user, password string
+	db             int
+	dialTimeout    time.Duration
+	timeout        time.Duration // per node, per command
+}
+
+// plainConn is one blocking net.Conn to one node, as a naive client holds
+// it: a command is written, then its reply is read, with a deadline. After
+// any transport or protocol error the connection is closed and redialled on
+// next use (on the caller's path, as naive clients do).
+type plainConn struct {
+	addr string
+	opt  *connOpts
+	c    net.Conn
+	wbuf []byte
+	rbuf []byte
+	r, w int
+	p    resp.Parser
+}
+
+func newPlainConn(addr string, opt *connOpts) *plainConn {
+	return &plainConn{addr: addr, opt: opt, wbuf: make([]byte, 0, 512), rbuf: make([]byte, 4096)}
+}
+
+func (pc *plainConn) close() {
+	if pc.c != nil {
+		_ = pc.c.Close()
+		pc.c = nil
+	}
+	pc.r, pc.w = 0, 0
+}
+
+// connect dials and runs the set-up pipeline: AUTH, SELECT, SCRIPT LOAD of
+// every lock script. Replies are read within the per-node timeout (at least
+// the dial timeout for the first connection of a run).
+func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) error {
+	pc.close()
+	d := net.Dialer{Timeout: pc.opt.dialTimeout}
+	c, err := d.DialContext(ctx, "tcp", pc.addr)
+	if err != nil {
+		return err
+	}
+	pc.c = c
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	b := pc.wbuf[:0]
+	n := 0
+	if pc.opt.password != "" {
+		if pc.opt.user != "" {
+			b = resp.AppendCommand(b, "AUTH", pc.opt.user, pc.opt.password)
+		} else {
+			b = resp.AppendCommand(b, "AUTH", pc.opt.password)
+		}
+		n++
+	}
+	if pc.opt.db > 0 {
+		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(pc.opt.db))
+		n++
+	}
+	for _, s := range scripts.All {
+		b = resp.AppendCommand(b, "SCRIPT", "LOAD", s.Text)
+		n++
+	}
+	pc.wbuf = b
+	if err := pc.c.SetDeadline(time.Now().Add(setupTimeout)); err != nil {
+		pc.close()
+		return err
+	}
+	if _, err := pc.c.Write(b); err != nil {
+		pc.close()
+		return err
+	}
+	for i := 0; i < n; i++ {
+		r, err := pc.readReply()
+		if err != nil {
+			pc.close()
+			return err
+		}
+		if r.IsError() {
+			text := string(r.ErrorText())
+			pc.close()
+			if i == 0 && pc.opt.password != "" {
+				return fmt.Errorf("%w: %s", ErrAuth, redact(text, pc.opt.password))
+			}
+			return fmt.Errorf("%w: %s", ErrServerReply, redact(text, pc.opt.password))
+		}
+	}
+	return nil
+}
+
+// redact removes the password from a server's text, should it ever echo it.
+func redact(s, password string) string {
+	if password == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, password, "***")
+}
+
+// do writes cmd and reads its reply within the per-node timeout, dialling
+// first if the connection is closed. The reply is valid until the next call.
+func (pc *plainConn) do(ctx context.Context, cmd []byte) (resp.Reply, error) {
+	if pc.c == nil {
+		if err := pc.connect(ctx, pc.opt.timeout); err != nil {
+			return resp.Reply{}, err
+		}
+	}
+	deadline := time.Now().Add(pc.opt.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := pc.c.SetDeadline(deadline); err != nil {
+		pc.close()
+		return resp.Reply{}, err
+	}
+	if _, err := pc.c.Write(cmd); err != nil {
+		pc.close()
+		return resp.Reply{}, err
+	}
+	r, err := pc.readReply()
+	if err != nil {
+		pc.close()
+		return resp.Reply{}, err
+	}
+	return r, nil
+}
+
+// readReply parses one reply from the read buffer, reading more as needed.
+func (pc *plainConn) readReply() (resp.Reply, error) {
+	for {
+		if pc.w > pc.r {
+			r, n, err := pc.p.Parse(pc.rbuf[pc.r:pc.w])
+			if err == nil {
+				pc.r += n
+				if pc.r == pc.w {
+					pc.r, pc.w = 0, 0
+				}
+				return r, nil
+			}
+			if err != resp.ErrIncomplete {
+				return resp.Reply{}, err
+			}
+		}
+		if pc.r > 0 {
+			pc.w = copy(pc.rbuf, pc.rbuf[pc.r:pc.w])
+			pc.r = 0
+		}
+		if pc.w == len(pc.rbuf) {
+			if len(pc.rbuf) >= maxReadBuf {
+				return resp.Reply{}, ErrReplyTooBig
+			}
+			nb := make([]byte, 2*len(pc.rbuf))
+			copy(nb, pc.rbuf[:pc.w])
+			pc.rbuf = nb
+		}
+		n, err := pc.c.Read(pc.rbuf[pc.w:])
+		pc.w += n
+		if err != nil && n == 0 {
+			if err == io.EOF {
+				return resp.Reply{}, io.ErrUnexpectedEOF
+			}
+			return resp.Reply{}, err
+		}
+	}
+}
+
+// Error kinds counted in reports.
+const (
+	KindTimeout   = "timeout"   // no reply within the per-node timeout / deadline
+	KindConn      = "conn"      // dial failure, reset, EOF, node down
+	KindServer    = "server"    // an error reply
+	KindProtocol  = "protocol"  // a malformed reply
+	KindNoQuorum  = "no_quorum" // quorum out of reach because of node failures
+	KindValidity  = "validity"  // quorum reached too late
+	KindAuth      = "auth"      // AUTH refused
+	KindCancelled = "cancelled" // the run ended while the operation was in flight
+	KindOther     = "other"
+)
+
+// classify names the kind of an error for the report.
+func classify(err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrNoQuorum):
+		return KindNoQuorum
+	case errors.Is(err, ErrValidity):
+		return KindValidity
+	case errors.Is(err, ErrAuth):
+		return KindAuth
+	case errors.Is(err, ErrServerReply):
+		return KindServer
+	case errors.Is(err, resp.ErrProtocol), errors.Is(err, ErrReplyTooBig):
+		return KindProtocol
+	case errors.Is(err, context.Canceled):
+		return KindCancelled
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return KindTimeout
+	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return KindConn
+	}
+	if k := classifyExtra(err); k != "" {
+		return k
+	}
+	return KindOther
+}
+
+// classifyExtra is extended by the mux strategy to name its errors.
+var classifyExtra = func(error) string { return "" }

@@ -1,0 +1,53 @@
+// Package bench is the Redlock benchmark behind cmd/redmux-bench: a workload
+// runner, the strategies it compares, HDR histograms, and the report writers
+// (terminal table, JSON, HdrHistogram interval log, SVG percentile plot,
+// Markdown report with a capacity section).
+//
+// # Strategies
+//
+// Every strategy runs the same Redlock decision logic (quorum N/2+1,
+// validity = ttl - elapsed - (ttl*0.01 + 2ms), release on ALL nodes after a
+// failed acquire, compare-and-delete release and compare-and-pexpire extend
+// by EVALSHA with an EVAL fallback on NOSCRIPT, scripts loaded with SCRIPT
+// LOAD at connection set-up), so that only the transport differs:
+//
+//   - seq: one plain blocking connection per node; for each node in turn,
+//     write the command and read its reply (the naive loop: the sum of N
+//     round trips).
+//   - fanout: a goroutine per node per operation, each on its own plain
+//     connection, waiting for all of them (as common Go clients do).
+//   - mux: package redlock on the multiplexed mux client (all nodes written
+//     before any reply is read; decided at quorum).
+//
+// # Measuring
+//
+// Closed loop (-c workers as fast as they go) or open loop (-rate: operation
+// i is due at start + i/rate and its latency is measured from that intended
+// start, so a stall is charged to every operation scheduled during it and
+// coordinated omission is not hidden). Latencies are recorded in nanoseconds
+// in HdrHistograms covering 1us..60s with 3 significant digits (values below
+// 1ms have a resolution of 512ns; values outside the range are clamped to
+// it). Allocations per operation come from runtime.MemStats deltas and client
+// CPU per operation from getrusage, over the measured window.
+//
+// By default the embedded fake cluster runs in a child process (the same
+// executable, re-run; see ChildMain) so that its CPU time and allocations
+// are not counted as the client's; its CPU, like that of local
+// redis-servers, is read from /proc as the server cost. Against real Redis,
+// INFO commandstats is read before and after each strategy.
+//
+// # Using it
+//
+// Main is the whole command line; Run runs a parsed Config. A program that
+// may start the embedded cluster must call ChildMain first in main (and in
+// TestMain for tests):
+//
+//	func main() {
+//		bench.ChildMain()
+//		os.Exit(bench.Main(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+//	}
+//
+// Interval logs from several load-generator machines merge into one summary
+// with MergeFiles (redmux-bench merge FILE...). The password (-password or
+// REDMUX_PASSWORD) never appears in any output, error or file.
+package bench

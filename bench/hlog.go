@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// ErrBadHlog is returned (wrapped) for an interval log that cannot be read.
+var ErrBadHlog = errors.New("bench: bad HdrHistogram interval log")
+
+// HlogWriter writes an HdrHistogram interval log (format version 1.3, as the
+// Java HdrHistogram and hdrhistogram-go write and read): a header with the
+// start and base times, then one line per tagged interval histogram with
+// timestamps relative to the base time. Values are nanoseconds.
+type HlogWriter struct {
+	w    io.Writer
+	lw   *hdr.HistogramLogWriter
+	err  error
+	base int64 // ms since epoch, a whole second
+}
+
+// NewHlogWriter writes the log header to w. start is the run's start time;
+// comments (one per line, without '#') are written first.
+func NewHlogWriter(w io.Writer, start time.Time, comments ...string) *HlogWriter {
+	startMs := start.UnixMilli()
+	h := &HlogWriter{w: w, lw: hdr.NewHistogramLogWriter(w), base: startMs / 1000 * 1000}
+	for _, c := range comments {
+		h.keep(h.lw.OutputComment(strings.ReplaceAll(c, "\n", " ")))
+	}
+	h.keep(h.lw.OutputLogFormatVersion())
+	h.keep(h.lw.OutputStartTime(startMs))
+	h.keep(h.lw.OutputBaseTime(h.base))
+	h.lw.SetBaseTime(h.base)
+	h.keep(h.lw.OutputLegend())
+	return h
+}
+
+func (h *HlogWriter) keep(err error) {
+	if h.err == nil && err != nil {
+		h.err = err
+	}
+}
+
+// Write logs one interval histogram with the given tag (no commas, spaces or
+// line breaks) covering [from, to).
+func (h *HlogWriter) Write(tag string, hist *hdr.Histogram, from, to time.Time) error {
+	if h.err != nil {
+		return h.err
+	}
+	hist.SetTag(tag)
+	hist.SetStartTimeMs(from.UnixMilli())
+	hist.SetEndTimeMs(to.UnixMilli())
+	h.keep(h.lw.OutputIntervalHistogram(hist))
+	hist.SetTag("")
+	return h.err
+}
+
+// Err returns the first write error.
+func (h *HlogWriter) Err() error { return h.err }
+
+// ReadHlog reads every interval histogram of an interval log, in order; each
+// keeps its tag and absolute start/end times (ms since epoch).
+func ReadHlog(r io.Reader) ([]*hdr.Histogram, error) {
+	lr := hdr.NewHistogramLogReader(r)
+	var out []*hdr.Histogram
+	for {
+		h, err := lr.NextIntervalHistogram()
+		if err != nil {
+			return out, fmt.Errorf("%w: interval %d: %v", ErrBadHlog, len(out)+1, err)
+		}
+		if h == nil {
+			return out, nil
+		}
+		out = append(out, h)
+	}
+}
+
+// MergeTagged merges histograms by tag (untagged ones under ""), into new
+// histograms with the bench geometry. It returns the merged histograms and
+// how many recorded values fell outside the geometry and were dropped.
+func MergeTagged(hists []*hdr.Histogram) (map[string]*hdr.Histogram, int64) {
+	out := map[string]*hdr.Histogram{}
+	var dropped int64
+	for _, h := range hists {
+		m := out[h.Tag()]
+		if m == nil {
+			m = NewHistogram()
+			m.SetTag(h.Tag())
+			out[h.Tag()] = m
+		}
+		dropped += m.Merge(h)
+	}
+	return out, dropped
+}
+
+// MergeFiles reads interval logs (from several load-generator machines, say)
+// and merges their histograms by tag.
+func MergeFiles(paths []string) (map[string]*hdr.Histogram, int, error) {
+	var all []*hdr.Histogram
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		hs, err := ReadHlog(f)
+		f.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", p, err)
+		}
+		if len(hs) == 0 {
+			return nil, 0, fmt.Errorf("%s: %w: no interval histograms", p, ErrBadHlog)
+		}
+		all = append(all, hs...)
+	}
+	m, dropped := MergeTagged(all)
+	if dropped > 0 {
+		return m, len(all), fmt.Errorf("%w: %d values outside 1us..60s were dropped", ErrBadHlog, dropped)
+	}
+	return m, len(all), nil
+}
+
+// WriteMergeSummary prints one row per tag of merged histograms: count and
+// percentiles in microseconds.
+func WriteMergeSummary(w io.Writer, merged map[string]*hdr.Histogram, files, intervals int) {
+	tags := make([]string, 0, len(merged))
+	for t := range merged {
+		tags = append(tags, t)
+	}
+	sort.Strings(tags)
+	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)\n", intervals, files)
+	tw := newTable("tag", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max")
+	for _, t := range tags {
+		l := Summarize(merged[t])
+		name := t
+		if name == "" {
+			name = "(untagged)"
+		}
+		tw.row(name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999), f1(l.MaxUs))
+	}
+	tw.write(w)
+}

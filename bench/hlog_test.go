@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stretchr/testify/require"
+)
+
+func randomHist(r *rand.Rand, n int, all *hdr.Histogram) *hdr.Histogram {
+	h := NewHistogram()
+	for i := 0; i < n; i++ {
+		// log-uniform from 1us to ~10s
+		v := time.Duration(float64(time.Microsecond) * pow10(r.Float64()*7))
+		record(h, v)
+		if all != nil {
+			record(all, v)
+		}
+	}
+	return h
+}
+
+func pow10(x float64) float64 {
+	out := 1.0
+	for x >= 1 {
+		out *= 10
+		x--
+	}
+	return out * (1 + x*9) // monotone, good enough for spread
+}
+
+func TestHlogRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	start := time.UnixMilli(1_700_000_000_123)
+	var buf bytes.Buffer
+	hw := NewHlogWriter(&buf, start, "test log", "second comment")
+	var want []*hdr.Histogram
+	tags := []string{"seq.acquire", "seq.release", "mux.acquire_release"}
+	for i := 0; i < 6; i++ {
+		h := randomHist(r, 500+i*100, nil)
+		from := start.Add(time.Duration(i) * time.Second)
+		require.NoError(t, hw.Write(tags[i%3], h, from, from.Add(time.Second)))
+		want = append(want, h)
+	}
+	require.NoError(t, hw.Err())
+	text := buf.String()
+	require.Contains(t, text, "#[Histogram log format version 1.3]")
+	require.Contains(t, text, "#[StartTime: 1700000000")
+	require.Contains(t, text, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")
+	require.Contains(t, text, "Tag=seq.acquire,0.123000,1.000000,")
+
+	got, err := ReadHlog(strings.NewReader(text))
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.True(t, want[i].Equals(got[i]), "interval %d differs after the round trip", i)
+		require.Equal(t, tags[i%3], got[i].Tag())
+		from := start.Add(time.Duration(i) * time.Second)
+		require.Equal(t, from.UnixMilli(), got[i].StartTimeMs())
+		require.Equal(t, from.Add(time.Second).UnixMilli(), got[i].EndTimeMs())
+		require.Equal(t, want[i].ValueAtQuantile(99.9), got[i].ValueAtQuantile(99.9))
+	}
+}
+
+func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dir := t.TempDir()
+	all := map[string]*hdr.Histogram{"fanout.acquire": NewHistogram(), "fanout.release": NewHistogram()}
+	var files []string
+	for m := 0; m < 2; m++ { // two load-generator machines
+		var buf bytes.Buffer
+		start := time.UnixMilli(1_700_000_000_000 + int64(m)*7)
+		hw := NewHlogWriter(&buf, start)
+		for i := 0; i < 4; i++ {
+			for tag, a := range all {
+				from := start.Add(time.Duration(i) * time.Second)
+				require.NoError(t, hw.Write(tag, randomHist(r, 300+m*50, a), from, from.Add(time.Second)))
+			}
+		}
+		p := filepath.Join(dir, "m"+string(rune('0'+m))+".hlog")
+		require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
+		files = append(files, p)
+	}
+	merged, n, err := MergeFiles(files)
+	require.NoError(t, err)
+	require.Equal(t, 16, n)
+	require.Len(t, merged, 2)
+	for tag, a := range all {
+		require.True(t, a.Equals(merged[tag]), "%s: merged logs differ from the histogram of all values", tag)
+	}
+
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main(append([]string{"merge"}, files...), &out, &errb, noEnv))
+	require.Empty(t, errb.String())
+	require.Contains(t, out.String(), "merged 16 interval histograms from 2 files")
+	require.Contains(t, out.String(), "fanout.acquire")
+	p99 := Summarize(all["fanout.release"]).P99Us
+	require.Contains(t, out.String(), f1(p99))
+}
+
+func TestReadHlogBadInput(t *testing.T) {
+	_, err := ReadHlog(strings.NewReader("0.1,1.0,2.0,HISTFAAAAnotbase64!!\n"))
+	require.ErrorIs(t, err, ErrBadHlog)
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "empty.hlog")
+	require.NoError(t, os.WriteFile(p, []byte("#just a comment\n"), 0o644))
+	_, _, err = MergeFiles([]string{p})
+	require.ErrorIs(t, err, ErrBadHlog)
+}
+
+func TestRecordClampsAndSummarize(t *testing.T) {
+	h := NewHistogram()
+	record(h, 10*time.Nanosecond) // below 1us: counted at the floor
+	record(h, 2*time.Minute)      // above 60s: counted at the ceiling
+	record(h, 500*time.Microsecond)
+	require.Equal(t, int64(3), h.TotalCount())
+	l := Summarize(h)
+	require.InDelta(t, 1.0, l.MinUs, 0.5) // 1us floor, 512ns resolution there
+	require.InDelta(t, 500, l.P50Us, 1)
+	require.InDelta(t, 60e6, l.MaxUs, 60e6*0.001)
+	require.Equal(t, Latency{}, Summarize(NewHistogram()))
+}

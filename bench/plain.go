@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"context"
+	crand "crypto/rand"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// Strategy names.
+const (
+	StrategySeq    = "seq"
+	StrategyFanout = "fanout"
+	StrategyMux    = "mux"
+)
+
+// AllStrategies lists the strategies in report order.
+var AllStrategies = []string{StrategySeq, StrategyFanout, StrategyMux}
+
+// Worker is one benchmark worker's lock client. A worker holds at most one
+// lock at a time: Extend and Release act on the lock of the last successful
+// Acquire. Workers are used by one goroutine.
+type Worker interface {
+	// Acquire tries once (no retry) to take the lock on key. It reports
+	// false with a nil error when the lock is held by someone else.
+	Acquire(ctx context.Context, key string) (bool, error)
+	// Extend resets the held lock's TTL; false when a quorum did not agree
+	// within the remaining validity.
+	Extend(ctx context.Context) (bool, error)
+	// Release releases the held lock on every node.
+	Release(ctx context.Context) error
+	// NodeErrors returns per-node error counts by kind (called after the
+	// run, once the worker is idle).
+	NodeErrors() map[string]int64
+	Close() error
+}
+
+// Strategy makes workers that share whatever the strategy shares (nothing
+// for seq and fanout, one client for mux).
+type Strategy interface {
+	Name() string
+	NewWorker(ctx context.Context) (Worker, error)
+	Close() error
+}
+
+// LockParams are the Redlock parameters every strategy uses, so that the
+// comparison is fair.
+type LockParams struct {
+	TTL         time.Duration // lock time to live
+	Timeout     time.Duration // per-node timeout
+	DialTimeout time.Duration
+	DriftFactor float64       // validity = ttl - elapsed - (ttl*DriftFactor + DriftFixed)
+	DriftFixed  time.Duration //
+	User        string
+	Password    string
+	DB          int
+}
+
+func (p LockParams) drift() time.Duration {
+	return time.Duration(float64(p.TTL)*p.DriftFactor) + p.DriftFixed
+}
+
+// plainStrategy is seq or fanout: plain blocking connections, one per node
+// per worker, and the Redlock decision logic below.
+type plainStrategy struct {
+	name     string
+	parallel bool
+	addrs    []string
+	params   LockParams
+	opt      connOpts
+}
+
+// newPlainStrategy returns the seq (parallel=false) or fanout strategy.
+func newPlainStrategy(name string, parallel bool, addrs []string, p LockParams) *plainStrategy {
+	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, opt: connOpts{
+		user: p.User, password: p.Password, db: p.DB, dialTimeout: p.DialTimeout, timeout: p.Timeout,
+	}}
+}
+
+func (s *plainStrategy) Name() string { return s.name }
+func (s *plainStrategy) Close() error { return nil }
+
+// NewWorker dials one connection per node. A node that cannot be reached is
+// left closed and redialled on use (its failures count in the results), so
+// a fault scenario with a down node still runs.
+func (s *plainStrategy) NewWorker(ctx context.Context) (Worker, error) {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return nil, err
+	}
+	n := len(s.addrs)
+	w := &plainWorker{
+		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: n/2 + 1,
+		rng: rand.NewChaCha8(seed), conns: make([]*plainConn, n), res: make([]nodeRes, n),
+		cmds: make([][]byte, n), nodeErrs: map[string]int64{},
+	}
+	for i, a := range s.addrs {
+		w.conns[i] = newPlainConn(a, &s.opt)
+		w.cmds[i] = make([]byte, 0, 256)
+		if err := w.conns[i].connect(ctx, s.opt.dialTimeout); err != nil {
+			w.nodeErrs[classify(err)]++
+		}
+	}
+	return w, nil
+}
+
+type nodeRes struct {
+	ok  bool
+	err error
+}
+
+// plainWorker implements Redlock over plain connections. seq visits the
+// nodes one after the other; fanout starts a goroutine per node per
+// operation and waits for all of them (as common Go clients do).
+type plainWorker struct {
+	parallel bool
+	params   LockParams
+	drift    time.Duration
+	quorum   int
+	rng      *rand.ChaCha8
+	conns    []*plainConn
+	res      []nodeRes
+	cmds     [][]byte
+	wg       sync.WaitGroup
+	nodeErrs map[string]int64
+
+	key        string
+	value      [20]byte
+	held       bool
+	validUntil time.Time
+}
+
+type check func(resp.Reply) bool
+
+func isOK(r resp.Reply) bool { return r.IsOK() }
+func isOne(r resp.Reply) bool {
+	v, ok := r.Int()
+	return ok && v == 1
+}
+
+// run sends w.cmds[i] to node i (sequentially or with a goroutine per node)
+// and fills w.res. A NOSCRIPT reply is answered by resending the command as
+// EVAL with the script's text (fallback), as the mux client does.
+func (w *plainWorker) run(ctx context.Context, ok check, script *scripts.Script, ttlArg int64) (succ, fail int) {
+	one := func(i int) {
+		r, err := w.conns[i].do(ctx, w.cmds[i])
+		if err == nil && script != nil && r.HasErrorPrefix("NOSCRIPT") {
+			var b []byte
+			if ttlArg > 0 {
+				b = resp.AppendEvalInt(nil, script.Text, w.key, w.value[:], ttlArg)
+			} else {
+				b = resp.AppendEval(nil, script.Text, w.key, w.value[:])
+			}
+			r, err = w.conns[i].do(ctx, b)
+		}
+		switch {
+		case err != nil:
+			w.res[i] = nodeRes{err: err}
+		case r.IsError():
+			w.res[i] = nodeRes{err: fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())}
+		default:
+			w.res[i] = nodeRes{ok: ok(r)}
+		}
+	}
+	if w.parallel {
+		w.wg.Add(len(w.conns))
+		for i := range w.conns {
+			go func(i int) {
+				defer w.wg.Done()
+				one(i)
+			}(i)
+		}
+		w.wg.Wait()
+	} else {
+		for i := range w.conns {
+			one(i)
+		}
+	}
+	for i := range w.res {
+		if w.res[i].err != nil {
+			w.nodeErrs[classify(w.res[i].err)]++
+			fail++
+		} else if w.res[i].ok {
+			succ++
+		}
+	}
+	return succ, fail
+}
+
+// Acquire: SET key value NX PX ttl on every node; acquired when a quorum
+// said OK and validity = ttl - elapsed - drift is still positive. Otherwise
+// the lock is released on ALL nodes before returning.
+func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
+	w.key = key
+	w.held = false
+	w.rng.Read(w.value[:])
+	ttlMs := w.params.TTL.Milliseconds()
+	for i := range w.cmds {
+		w.cmds[i] = resp.AppendSetNXPX(w.cmds[i][:0], key, w.value[:], ttlMs)
+	}
+	t1 := time.Now()
+	succ, fail := w.run(ctx, isOK, nil, 0)
+	validity := w.params.TTL - time.Since(t1) - w.drift
+	if succ >= w.quorum && validity > 0 {
+		w.held = true
+		w.validUntil = t1.Add(w.params.TTL - w.drift)
+		return true, nil
+	}
+	w.releaseAll(ctx)
+	switch {
+	case succ >= w.quorum:
+		return false, ErrValidity
+	case fail > len(w.conns)-w.quorum:
+		return false, ErrNoQuorum
+	}
+	return false, nil
+}
+
+// Extend: compare-and-pexpire on every node; extended when a quorum agreed
+// before the current validity ran out.
+func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
+	if !w.held {
+		return false, nil
+	}
+	ttlMs := w.params.TTL.Milliseconds()
+	for i := range w.cmds {
+		w.cmds[i] = resp.AppendEvalSHAInt(w.cmds[i][:0], scripts.Extend.SHA, w.key, w.value[:], ttlMs)
+	}
+	t1 := time.Now()
+	succ, fail := w.run(ctx, isOne, &scripts.Extend, ttlMs)
+	now := time.Now()
+	if succ >= w.quorum && now.Before(w.validUntil) && w.params.TTL-now.Sub(t1)-w.drift > 0 {
+		w.validUntil = t1.Add(w.params.TTL - w.drift)
+		return true, nil
+	}
+	if fail > len(w.conns)-w.quorum {
+		return false, ErrNoQuorum
+	}
+	return false, nil
+}
+
+// Release runs compare-and-delete on every node. It fails only when so many
+// nodes failed that the lock may still be held by a quorum.
+func (w *plainWorker) Release(ctx context.Context) error {
+	w.held = false
+	if fail := w.releaseAll(ctx); fail > len(w.conns)-w.quorum {
+		return ErrNoQuorum
+	}
+	return nil
+}
+
+func (w *plainWorker) releaseAll(ctx context.Context) int {
+	for i := range w.cmds {
+		w.cmds[i] = resp.AppendEvalSHA(w.cmds[i][:0], scripts.Release.SHA, w.key, w.value[:])
+	}
+	_, fail := w.run(ctx, isOne, &scripts.Release, 0)
+	return fail
+}
+
+func (w *plainWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
+
+func (w *plainWorker) Close() error {
+	for _, c := range w.conns {
+		c.close()
+	}
+	return nil
+}

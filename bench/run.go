@@ -1,0 +1,336 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// Report is the whole run's outcome: the -json object and what report.md
+// is written from.
+type Report struct {
+	Strategies []*StrategyResult `json:"strategies"`
+	Config     ReportConfig      `json:"config"`
+	Env        Env               `json:"env"`
+	Skipped    map[string]string `json:"skipped,omitempty"` // strategy -> why it did not run
+
+	hlog []byte
+}
+
+// ReportConfig is the run's configuration as written in reports (never the
+// password, only whether one was set).
+type ReportConfig struct {
+	Title       string   `json:"title,omitempty"`
+	Command     string   `json:"command"`
+	Target      string   `json:"target"`
+	TargetKind  string   `json:"target_kind"` // embedded, real-local, nodes
+	Nodes       []string `json:"nodes"`
+	Strategies  []string `json:"strategies"`
+	Workers     int      `json:"workers"`
+	DurationS   float64  `json:"duration_s,omitempty"`
+	Ops         int64    `json:"ops,omitempty"`
+	WarmupS     float64  `json:"warmup_s"`
+	Keys        int      `json:"keys"`
+	TTLMs       int64    `json:"ttl_ms"`
+	TimeoutMs   float64  `json:"node_timeout_ms"`
+	Rate        float64  `json:"rate,omitempty"`
+	Loop        string   `json:"loop"` // closed or open
+	Workload    string   `json:"workload"`
+	User        string   `json:"user,omitempty"`
+	PasswordSet bool     `json:"password_set"`
+	DB          int      `json:"db,omitempty"`
+	LatencyMs   float64  `json:"latency_ms,omitempty"`
+	Faults      []string `json:"faults,omitempty"`
+	DriftFactor float64  `json:"drift_factor"`
+	DriftMs     float64  `json:"drift_fixed_ms"`
+	// CapacityRate is the extra target rate of the capacity section.
+	CapacityRate float64 `json:"capacity_rate,omitempty"`
+}
+
+// Env describes the machine and build.
+type Env struct {
+	Time       string `json:"time"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	CPU        string `json:"cpu,omitempty"`
+	NumCPU     int    `json:"num_cpu"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Revision   string `json:"revision,omitempty"`
+	Server     string `json:"server,omitempty"`
+	ServerCPU  string `json:"server_cpu_source"`
+}
+
+// Options are the non-flag inputs of Run.
+type Options struct {
+	Stdout io.Writer // table; nil = discard
+	Stderr io.Writer // progress line (only when it is a terminal and not Quiet)
+	// Terminal overrides terminal detection of Stderr (tests).
+	Terminal *bool
+}
+
+// Run executes a parsed configuration: sets up the target, runs each
+// strategy, prints the table and writes the requested files. Errors are run
+// failures (exit status 1).
+func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	params := LockParams{
+		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
+		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
+		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
+	}
+	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
+
+	var t *target
+	var err error
+	switch {
+	case len(cfg.Nodes) > 0:
+		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
+	case cfg.RealLocal > 0:
+		t, err = startRealLocal(cfg.RealLocal, cfg.Password)
+	default:
+		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
+	}
+	if err != nil {
+		return nil, redactErr(err, cfg.Password)
+	}
+	defer t.close()
+
+	if err := preflight(ctx, t.addrs, opt); err != nil {
+		return nil, redactErr(err, cfg.Password)
+	}
+	rep := &Report{Config: reportConfig(cfg, t, params), Env: environment()}
+	rep.Env.Server = serverInfo(ctx, t.addrs[0], opt)
+	switch {
+	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
+		rep.Env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
+	case len(t.pids) > 0:
+		rep.Env.ServerCPU = "/proc/<pid>/stat of the server processes"
+	default:
+		rep.Env.ServerCPU = "INFO commandstats only"
+	}
+	if t.admin {
+		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.Faults); err != nil {
+			return nil, redactErr(err, cfg.Password)
+		}
+	}
+
+	var hbuf bytes.Buffer
+	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command)
+	var prefix [6]byte
+	_, _ = rand.Read(prefix[:])
+	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
+
+	progress := progressFunc(cfg, o)
+	for _, name := range cfg.Strategies {
+		s, err := newStrategy(name, t.addrs, params, cfg.Workers)
+		if errors.Is(err, ErrStrategyUnavailable) && len(cfg.Strategies) > 1 {
+			if rep.Skipped == nil {
+				rep.Skipped = map[string]string{}
+			}
+			rep.Skipped[name] = err.Error()
+			fmt.Fprintf(o.Stderr, "redmux-bench: skipping %s: %v\n", name, err)
+			continue
+		}
+		if err != nil {
+			return nil, redactErr(fmt.Errorf("%s: %w", name, err), cfg.Password)
+		}
+		var before, after serverSnap
+		res, err := runStrategy(ctx, s, RunConfig{
+			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
+			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Prefix: keyPrefix,
+			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
+			AfterMeasure:  func() { after = serverSnapshot(ctx, t, opt) },
+		}, hw, progress)
+		_ = s.Close()
+		if progress != nil {
+			fmt.Fprint(o.Stderr, "\r\033[K")
+		}
+		if err != nil {
+			return nil, redactErr(err, cfg.Password)
+		}
+		res.Server = serverCost(before, after, res.Ops, len(t.addrs))
+		rep.Strategies = append(rep.Strategies, res)
+	}
+	if len(rep.Strategies) == 0 {
+		return nil, errors.New("no strategy could run")
+	}
+	rep.hlog = hbuf.Bytes()
+	if !cfg.Quiet {
+		WriteTable(o.Stdout, rep)
+	}
+	if err := writeOutputs(cfg, rep); err != nil {
+		return rep, redactErr(err, cfg.Password)
+	}
+	return rep, nil
+}
+
+func newStrategy(name string, addrs []string, p LockParams, workers int) (Strategy, error) {
+	switch name {
+	case StrategySeq:
+		return newPlainStrategy(name, false, addrs, p), nil
+	case StrategyFanout:
+		return newPlainStrategy(name, true, addrs, p), nil
+	case StrategyMux:
+		return newMuxStrategy(addrs, p, workers)
+	}
+	return nil, fmt.Errorf("unknown strategy %q", name)
+}
+
+// redactErr makes sure no error text carries the password.
+func redactErr(err error, password string) error {
+	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return errors.New(redact(err.Error(), password))
+}
+
+func progressFunc(cfg *Config, o Options) func(Progress) {
+	if cfg.Quiet {
+		return nil
+	}
+	term := false
+	if o.Terminal != nil {
+		term = *o.Terminal
+	} else if f, ok := o.Stderr.(*os.File); ok {
+		term = isTerminal(f)
+	}
+	if !term {
+		return nil
+	}
+	return func(p Progress) {
+		fmt.Fprintf(o.Stderr, "\r\033[K%-6s %5.1fs  %9.0f ops/s  %8d ops  %5d errors  p99 %s",
+			p.Strategy, p.Elapsed.Seconds(), p.OpsPerS, p.Ops, p.Errors, fmtUs(p.P99Us))
+	}
+}
+
+func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
+	rc := ReportConfig{
+		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
+		Workers: cfg.Workers, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
+		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
+		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
+		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
+	}
+	if cfg.Rate > 0 {
+		rc.Loop = "open"
+	}
+	for _, f := range cfg.Faults {
+		rc.Faults = append(rc.Faults, f.String())
+	}
+	return rc
+}
+
+func environment() Env {
+	e := Env{
+		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				e.Revision = s.Value[:12]
+			}
+		}
+	}
+	return e
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// serverSnap is the servers' counters at one instant.
+type serverSnap struct {
+	stats []map[string]cmdStat // per node; nil entry when unreadable
+	cpuNs int64
+	cpuOK bool
+}
+
+func serverSnapshot(ctx context.Context, t *target, opt *connOpts) serverSnap {
+	var s serverSnap
+	for _, a := range t.addrs {
+		st, err := commandStats(ctx, a, opt)
+		if err != nil {
+			st = nil
+		}
+		s.stats = append(s.stats, st)
+	}
+	if len(t.pids) > 0 && !(t.kind == "embedded" && t.pids[0] == os.Getpid()) {
+		s.cpuOK = true
+		for _, pid := range t.pids {
+			ns, ok := pidCPU(pid)
+			s.cpuNs += ns
+			s.cpuOK = s.cpuOK && ok
+		}
+	}
+	return s
+}
+
+// ServerCost is the server side of one strategy's run.
+type ServerCost struct {
+	// SetUsecPerCall and EvalshaUsecPerCall are INFO commandstats
+	// usec/calls over the run, over every node that answered INFO (command
+	// execution only: no network I/O, no parsing).
+	SetUsecPerCall     float64 `json:"set_usec_per_call"`
+	EvalshaUsecPerCall float64 `json:"evalsha_usec_per_call"`
+	SetCalls           int64   `json:"set_calls"`
+	EvalshaCalls       int64   `json:"evalsha_calls"`
+	// NodesReporting is how many nodes answered INFO before and after.
+	NodesReporting int `json:"nodes_reporting"`
+	// CPUUsPerOpPerNode is the server processes' whole CPU time (syscalls
+	// included) per lock operation, per node; 0 when unknown.
+	CPUUsPerOpPerNode float64 `json:"cpu_us_per_op_per_node,omitempty"`
+}
+
+func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
+	c := &ServerCost{}
+	var setUs, evUs int64
+	for i := range after.stats {
+		if i >= len(before.stats) || before.stats[i] == nil || after.stats[i] == nil {
+			continue
+		}
+		c.NodesReporting++
+		b, a := before.stats[i], after.stats[i]
+		c.SetCalls += a["set"].Calls - b["set"].Calls
+		setUs += a["set"].Usec - b["set"].Usec
+		c.EvalshaCalls += a["evalsha"].Calls - b["evalsha"].Calls
+		evUs += a["evalsha"].Usec - b["evalsha"].Usec
+	}
+	if c.SetCalls > 0 {
+		c.SetUsecPerCall = float64(setUs) / float64(c.SetCalls)
+	}
+	if c.EvalshaCalls > 0 {
+		c.EvalshaUsecPerCall = float64(evUs) / float64(c.EvalshaCalls)
+	}
+	if before.cpuOK && after.cpuOK && ops > 0 && nodes > 0 {
+		c.CPUUsPerOpPerNode = float64(after.cpuNs-before.cpuNs) / 1e3 / float64(ops) / float64(nodes)
+	}
+	if c.NodesReporting == 0 && c.CPUUsPerOpPerNode == 0 {
+		return nil
+	}
+	return c
+}

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// PlotSeries is one line of a percentile plot.
+type PlotSeries struct {
+	Name string
+	Hist *hdr.Histogram // nanoseconds
+}
+
+var plotColors = map[string]string{StrategySeq: "#d62728", StrategyFanout: "#1f77b4", StrategyMux: "#2ca02c"}
+var plotSpare = []string{"#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
+
+// WritePlot writes the percentile-distribution plot of one metric of every
+// strategy in rep as an SVG document.
+func WritePlot(w io.Writer, rep *Report, metric string) error {
+	var series []PlotSeries
+	for _, s := range rep.Strategies {
+		if s.hists[0] == nil {
+			continue
+		}
+		for i, m := range Metrics {
+			if m == metric {
+				series = append(series, PlotSeries{Name: s.Name, Hist: s.hists[i]})
+			}
+		}
+	}
+	what := map[string]string{MetricAcquire: "Acquire", MetricRelease: "Release", MetricAcquireRelease: "Acquire+release"}[metric]
+	sub := rep.Config.Target
+	if len(rep.Config.Faults) > 0 {
+		sub += "; faults " + strings.Join(rep.Config.Faults, ", ")
+	}
+	if rep.Config.LatencyMs > 0 {
+		sub += fmt.Sprintf("; +%gms reply latency", rep.Config.LatencyMs)
+	}
+	return WritePercentilePlot(w, what+" latency by percentile", sub, series)
+}
+
+// percentile axis: x = log10(1/(1-p)).
+func xOf(p float64) float64 { return -math.Log10(1 - p) }
+
+// WritePercentilePlot draws latency (log y) against percentile (x on a
+// log scale of 1/(1-p), so 90%, 99%, 99.9%, ... are equally spaced), one
+// line per series, in the style of HdrHistogram's plotter.
+func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSeries) error {
+	const (
+		W, H                  = 860, 520
+		left, right, top, bot = 80, 190, 62, 70
+	)
+	pw, ph := float64(W-left-right), float64(H-top-bot)
+
+	// Axis ranges.
+	maxCount := int64(0)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		if s.Hist.TotalCount() == 0 {
+			continue
+		}
+		maxCount = max(maxCount, s.Hist.TotalCount())
+		lo = math.Min(lo, float64(s.Hist.Min()))
+		hi = math.Max(hi, float64(s.Hist.Max()))
+	}
+	xMax := 2.0
+	if maxCount > 0 {
+		xMax = math.Min(6, math.Max(2, math.Ceil(math.Log10(float64(maxCount)))))
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 1e3, 1e6
+	}
+	lo = math.Max(lo, 1e3)
+	yLo := math.Floor(math.Log10(lo))
+	yHi := math.Ceil(math.Log10(math.Max(hi, lo*1.01)))
+	if yHi-yLo < 1 {
+		yHi = yLo + 1
+	}
+	px := func(x float64) float64 { return float64(left) + x/xMax*pw }
+	py := func(ns float64) float64 {
+		v := math.Log10(math.Max(ns, 1))
+		return float64(top) + ph - (v-yLo)/(yHi-yLo)*ph
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", W, H, W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", W, H)
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
+	fmt.Fprintf(&b, `<text x="%d" y="44" font-size="11" fill="#555">%s</text>`+"\n", left, html.EscapeString(subtitle))
+
+	// Grid and y labels (decades, with 2x and 5x minor lines).
+	for d := yLo; d <= yHi; d++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, d)
+			if math.Log10(v) > yHi+1e-9 {
+				break
+			}
+			y := py(v)
+			if m == 1 {
+				fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#cccccc"/>`+"\n", left, y, px(xMax), y)
+				fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, y+4, durLabel(v))
+			} else {
+				fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eeeeee"/>`+"\n", left, y, px(xMax), y)
+				fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" font-size="10" fill="#888">%s</text>`+"\n", left-8, y+3, durLabel(v))
+			}
+		}
+	}
+	// x grid and labels.
+	for x := 0.0; x <= xMax+1e-9; x++ {
+		X := px(x)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#cccccc"/>`+"\n", X, top, X, float64(top)+ph)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", X, float64(top)+ph+18, pctLabel(x))
+	}
+	// Axes and labels.
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">percentile (log scale of 1/(1-p))</text>`+"\n", float64(left)+pw/2, H-22)
+	fmt.Fprintf(&b, `<text transform="translate(20 %.1f) rotate(-90)" text-anchor="middle">latency (log scale)</text>`+"\n", float64(top)+ph/2)
+
+	// Lines.
+	const steps = 240
+	for i, s := range series {
+		color := plotColors[s.Name]
+		if color == "" {
+			color = plotSpare[i%len(plotSpare)]
+		}
+		ly := float64(top) + 18 + float64(i)*40
+		lx := float64(W-right) + 16
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+26, ly, color)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", lx+32, ly+4, html.EscapeString(s.Name))
+		h := s.Hist
+		if h.TotalCount() == 0 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">no data</text>`+"\n", lx+32, ly+18)
+			continue
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+18,
+			fmtUs(us(h.ValueAtQuantile(50))), fmtUs(us(h.ValueAtQuantile(99))))
+		// The last meaningful percentile is 1 - 1/count; beyond it the line
+		// stays at max.
+		xEnd := math.Min(xMax, math.Log10(float64(h.TotalCount())))
+		var pts []string
+		for k := 0; k <= steps; k++ {
+			x := xEnd * float64(k) / steps
+			p := 1 - math.Pow(10, -x)
+			v := float64(h.ValueAtQuantile(p * 100))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(x), py(v)))
+		}
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xEnd), py(float64(h.Max()))), fmt.Sprintf("%.1f,%.1f", px(xMax), py(float64(h.Max()))))
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func pctLabel(x float64) string {
+	if x == 0 {
+		return "0%"
+	}
+	p := 100 * (1 - math.Pow(10, -x))
+	s := fmt.Sprintf("%.*f", max(int(x)-1, 0), p)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s + "%"
+}
+
+func durLabel(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%gs", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%gms", ns/1e6)
+	}
+	return fmt.Sprintf("%gus", ns/1e3)
+}

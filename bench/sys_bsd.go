@@ -1,0 +1,13 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package bench
+
+import (
+	"syscall"
+)
+
+const ioctlGetTermios = syscall.TIOCGETA
+
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+func pidCPU(int) (int64, bool) { return 0, false }

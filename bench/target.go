@@ -1,0 +1,298 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/resp"
+)
+
+// ErrNodeUnreachable is returned (wrapped) when the preflight check cannot
+// reach a node or set up a connection to it.
+var ErrNodeUnreachable = errors.New("bench: node unreachable")
+
+// Environment variables of the embedded-cluster child process.
+const (
+	envChild         = "REDMUX_BENCH_FAKE_CLUSTER"
+	envChildPassword = "REDMUX_BENCH_FAKE_PASSWORD"
+)
+
+var childCapable atomic.Bool
+
+// ChildMain must be called first thing in main (and in TestMain of tests
+// that run benchmarks): when this process was started as the embedded
+// cluster's child, it serves the cluster until its stdin closes and exits;
+// otherwise it returns at once and enables the child-process cluster.
+//
+// Running the embedded cluster in a child process keeps the server's CPU
+// time and allocations out of the client's per-operation figures.
+func ChildMain() {
+	v := os.Getenv(envChild)
+	if v == "" {
+		childCapable.Store(true)
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		fmt.Fprintf(os.Stderr, "redmux-bench child: bad %s=%q\n", envChild, v)
+		os.Exit(1)
+	}
+	c, err := fakeserver.StartCluster(n, fakeserver.Config{Password: os.Getenv(envChildPassword)})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redmux-bench child: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("ADDRS %s\n", strings.Join(c.Addrs(), ","))
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin or dies
+	_ = c.Close()
+	os.Exit(0)
+}
+
+// target is the set of nodes under test and how to tear it down.
+type target struct {
+	addrs []string
+	desc  string
+	kind  string // "embedded", "real-local", "nodes"
+	pids  []int  // processes whose CPU is the servers' (empty: unknown)
+	admin bool   // nodes accept FAKE admin commands
+	close func()
+}
+
+// startEmbedded starts an n-node fake cluster, in a child process when
+// possible (see ChildMain), else in this process.
+func startEmbedded(n int, password string, inProcess bool) (*target, error) {
+	if !inProcess && childCapable.Load() {
+		t, err := startChild(n, password)
+		if err == nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("starting the embedded cluster's process: %w", err)
+	}
+	c, err := fakeserver.StartCluster(n, fakeserver.Config{Password: password})
+	if err != nil {
+		return nil, err
+	}
+	return &target{
+		addrs: c.Addrs(), kind: "embedded", admin: true,
+		desc: fmt.Sprintf("embedded fake cluster, %d nodes, in the benchmark's process", n),
+		pids: []int{os.Getpid()}, close: func() { _ = c.Close() },
+	}, nil
+}
+
+func startChild(n int, password string) (*target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(n), envChildPassword+"="+password)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childSysProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	stop := func() {
+		_ = stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- l
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(done)
+	}()
+	var l string
+	select {
+	case l = <-line:
+	case <-time.After(10 * time.Second):
+		stop()
+		return nil, errors.New("embedded cluster did not start within 10s")
+	}
+	addrs, ok := strings.CutPrefix(strings.TrimSpace(l), "ADDRS ")
+	if !ok {
+		stop()
+		return nil, errors.New("embedded cluster process exited at start")
+	}
+	return &target{
+		addrs: strings.Split(addrs, ","), kind: "embedded", admin: true,
+		desc: fmt.Sprintf("embedded fake cluster, %d nodes, in a child process (pid %d)", n, cmd.Process.Pid),
+		pids: []int{cmd.Process.Pid}, close: stop,
+	}, nil
+}
+
+// startRealLocal starts n local redis-server processes (stopped by pid in
+// close).
+func startRealLocal(n int, password string) (*target, error) {
+	list, err := realredis.StartN(n, realredis.Options{Password: password})
+	if err != nil {
+		return nil, err
+	}
+	t := &target{addrs: realredis.Addrs(list), kind: "real-local", close: func() { realredis.StopAll(list) }}
+	for _, s := range list {
+		t.pids = append(t.pids, s.Pid())
+	}
+	t.desc = fmt.Sprintf("%d local redis-server processes (started and stopped by redmux-bench)", n)
+	return t, nil
+}
+
+// command sends one command on a fresh set-up connection (replies awaited up
+// to the dial timeout) and returns a copy of its reply's string value.
+func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([]byte, error) {
+	o := *opt
+	o.timeout = opt.dialTimeout
+	pc := newPlainConn(addr, &o)
+	if err := pc.connect(ctx, o.dialTimeout); err != nil {
+		return nil, err
+	}
+	defer pc.close()
+	r, err := pc.do(ctx, resp.AppendCommand(nil, args...))
+	if err != nil {
+		return nil, err
+	}
+	if r.IsError() {
+		return nil, fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())
+	}
+	return append([]byte(nil), r.Data...), nil
+}
+
+// preflight connects to every node (AUTH, SELECT, SCRIPT LOAD, PING).
+func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
+	for _, a := range addrs {
+		if _, err := command(ctx, a, opt, "PING"); err != nil {
+			if errors.Is(err, ErrAuth) {
+				return fmt.Errorf("node %s: %w", a, err)
+			}
+			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, a, redact(err.Error(), opt.password))
+		}
+	}
+	return nil
+}
+
+// applyFaults sets -latency on every embedded node, then each -fault, with
+// the FAKE admin command.
+func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Duration, faults []Fault) error {
+	if latency > 0 {
+		for _, a := range t.addrs {
+			if _, err := command(ctx, a, opt, "FAKE", "LATENCY", latency.String()); err != nil {
+				return fmt.Errorf("setting latency on %s: %w", a, err)
+			}
+		}
+	}
+	for _, f := range faults {
+		a := t.addrs[f.Node]
+		var err error
+		switch f.Kind {
+		case "slow":
+			_, err = command(ctx, a, opt, "FAKE", "LATENCY", f.Fixed.String(), f.Jitter.String())
+		case "blackhole":
+			_, err = command(ctx, a, opt, "FAKE", "BLACKHOLE")
+		case "down":
+			// The node drops this connection too: no reply is expected.
+			_, _ = command(ctx, a, opt, "FAKE", "DOWN")
+			if _, perr := command(ctx, a, opt, "PING"); perr == nil {
+				err = errors.New("node still answers")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("fault %s on %s: %w", f, a, err)
+		}
+	}
+	return nil
+}
+
+// cmdStat is one command's INFO commandstats counters.
+type cmdStat struct {
+	Calls int64
+	Usec  int64
+}
+
+// commandStats reads INFO commandstats from addr.
+func commandStats(ctx context.Context, addr string, opt *connOpts) (map[string]cmdStat, error) {
+	b, err := command(ctx, addr, opt, "INFO", "commandstats")
+	if err != nil {
+		return nil, err
+	}
+	return parseCommandStats(string(b)), nil
+}
+
+// parseCommandStats parses "cmdstat_set:calls=1,usec=2,usec_per_call=2.00,..."
+// lines; others are ignored.
+func parseCommandStats(s string) map[string]cmdStat {
+	out := map[string]cmdStat{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var st cmdStat
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "calls":
+				st.Calls = n
+			case "usec":
+				st.Usec = n
+			}
+		}
+		out[strings.ToLower(strings.TrimPrefix(name, "cmdstat_"))] = st
+	}
+	return out
+}
+
+// serverInfo returns "redis_version" (and whether it is the fake server)
+// from INFO server of addr.
+func serverInfo(ctx context.Context, addr string, opt *connOpts) string {
+	b, err := command(ctx, addr, opt, "INFO", "server")
+	if err != nil {
+		return ""
+	}
+	var ver, fake string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "redis_version":
+			ver = v
+		case "fake_server":
+			fake = v
+		}
+	}
+	if fake != "" {
+		return fake + " (redis_version " + ver + ")"
+	}
+	if ver != "" {
+		return "redis " + ver
+	}
+	return ""
+}
