@@ -410,3 +410,42 @@ func TestConcurrentClientsAndFaults(t *testing.T) {
 		t.Error("no commands ran")
 	}
 }
+
+func TestBlackholeHeldRequestsFate(t *testing.T) {
+	n := startNode(t, Config{})
+	n.Blackhole()
+	a := dial(t, n.Addr())
+	a.send("SET", "closed-client", "1")
+	time.Sleep(50 * time.Millisecond)
+	_ = a.c.Close() // the client gives up during the partition
+	b := dial(t, n.Addr())
+	b.send("SET", "dropped", "1")
+	time.Sleep(50 * time.Millisecond)
+	n.Down() // connections dropped during the blackhole lose their requests
+	n.Heal()
+	n.Up()
+	time.Sleep(200 * time.Millisecond) // give a wrongly released request time to run
+	if _, ok := n.Get("closed-client"); ok {
+		t.Error("request of a connection dropped by Down was executed")
+	}
+	if _, ok := n.Get("dropped"); ok {
+		t.Error("request of a connection dropped by Down was executed")
+	}
+
+	n.Blackhole()
+	c := dial(t, n.Addr())
+	c.send("SET", "late", "1")
+	time.Sleep(50 * time.Millisecond)
+	_ = c.c.Close()
+	n.Heal()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, ok := n.Get("late"); ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := n.Get("late"); !ok {
+		t.Error("request held in the blackhole was not executed after Heal (client had closed)")
+	}
+}
