@@ -397,6 +397,10 @@ func (l *limits) aggregate(b []byte, off, depth int, t byte) (int64, int, error)
 		if pos >= len(b) {
 			return 0, 0, ErrIncomplete
 		}
+		if _, _, _, end, ok := l.fast(b[pos:]); ok {
+			pos += end
+			continue
+		}
 		pos, err = l.skip(b, pos, depth+1)
 		if err != nil {
 			return 0, 0, err

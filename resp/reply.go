@@ -209,6 +209,15 @@ func (it *Iter) Next(c *Reply) bool {
 	// The frame was validated when its parent was parsed, with limits at
 	// least as wide as these, so this cannot fail; guard anyway.
 	l := limits{maxBulk: math.MaxInt64, agg: math.MaxInt64, depth: math.MaxInt32, line: math.MaxInt32}
+	if it.off < len(it.b) {
+		rest := it.b[it.off:]
+		if t, data, n, end, ok := l.fast(rest); ok {
+			c.set(t, data, n, rest[:end:end], nil)
+			it.off += end
+			it.left--
+			return true
+		}
+	}
 	off, err := l.attrs(it.b, it.off, 0)
 	if err != nil {
 		it.left = 0
@@ -219,13 +228,26 @@ func (it *Iter) Next(c *Reply) bool {
 		it.left = 0
 		return false
 	}
-	*c = Reply{Type: t, Null: isNull(t, n), Data: data, N: n, Raw: it.b[off:end:end]}
+	var attr []byte
 	if off > it.off {
-		c.Attr = it.b[it.off:off:off]
+		attr = it.b[it.off:off:off]
 	}
+	c.set(t, data, n, it.b[off:end:end], attr)
 	it.off = end
 	it.left--
 	return true
+}
+
+// set stores a frame's fields one by one: a composite literal assigned
+// through the pointer is built in a temporary and block-copied, which
+// stalls on the just-written temporary and costs more than the parse.
+func (c *Reply) set(t byte, data []byte, n int64, raw, attr []byte) {
+	c.Type = t
+	c.Null = isNull(t, n)
+	c.Data = data
+	c.N = n
+	c.Raw = raw
+	c.Attr = attr
 }
 
 // Remaining returns how many child frames are left.
