@@ -147,38 +147,18 @@ func isOne(r resp.Reply) bool {
 // and fills w.res. A NOSCRIPT reply is answered by resending the command as
 // EVAL with the script's text (fallback), as the mux client does.
 func (w *plainWorker) run(ctx context.Context, ok check, script *scripts.Script, ttlArg int64) (succ, fail int) {
-	one := func(i int) {
-		r, err := w.conns[i].do(ctx, w.cmds[i])
-		if err == nil && script != nil && r.HasErrorPrefix("NOSCRIPT") {
-			var b []byte
-			if ttlArg > 0 {
-				b = resp.AppendEvalInt(nil, script.Text, w.key, w.value[:], ttlArg)
-			} else {
-				b = resp.AppendEval(nil, script.Text, w.key, w.value[:])
-			}
-			r, err = w.conns[i].do(ctx, b)
-		}
-		switch {
-		case err != nil:
-			w.res[i] = nodeRes{err: err}
-		case r.IsError():
-			w.res[i] = nodeRes{err: fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())}
-		default:
-			w.res[i] = nodeRes{ok: ok(r)}
-		}
-	}
 	if w.parallel {
 		w.wg.Add(len(w.conns))
 		for i := range w.conns {
 			go func(i int) {
 				defer w.wg.Done()
-				one(i)
+				w.one(ctx, i, ok, script, ttlArg)
 			}(i)
 		}
 		w.wg.Wait()
 	} else {
 		for i := range w.conns {
-			one(i)
+			w.one(ctx, i, ok, script, ttlArg)
 		}
 	}
 	for i := range w.res {
@@ -190,6 +170,28 @@ func (w *plainWorker) run(ctx context.Context, ok check, script *scripts.Script,
 		}
 	}
 	return succ, fail
+}
+
+// one runs node i's command and stores its result in w.res[i].
+func (w *plainWorker) one(ctx context.Context, i int, ok check, script *scripts.Script, ttlArg int64) {
+	r, err := w.conns[i].do(ctx, w.cmds[i])
+	if err == nil && script != nil && r.HasErrorPrefix("NOSCRIPT") {
+		var b []byte
+		if ttlArg > 0 {
+			b = resp.AppendEvalInt(nil, script.Text, w.key, w.value[:], ttlArg)
+		} else {
+			b = resp.AppendEval(nil, script.Text, w.key, w.value[:])
+		}
+		r, err = w.conns[i].do(ctx, b)
+	}
+	switch {
+	case err != nil:
+		w.res[i] = nodeRes{err: err}
+	case r.IsError():
+		w.res[i] = nodeRes{err: fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())}
+	default:
+		w.res[i] = nodeRes{ok: ok(r)}
+	}
 }
 
 // Acquire: SET key value NX PX ttl on every node; acquired when a quorum
