@@ -263,3 +263,65 @@ func TestNonReadingClientBounded(t *testing.T) {
 		_ = n.Close()
 	}
 }
+
+// genConn generates an endless pipeline of one request, in random-sized
+// reads, up to left bytes.
+type genConn struct {
+	net.Conn
+	unit []byte
+	off  int
+	left int
+	rnd  *rand.Rand
+}
+
+func (g *genConn) Read(p []byte) (int, error) {
+	if g.left <= 0 {
+		return 0, io.EOF
+	}
+	k := 1 + g.rnd.IntN(len(p))
+	for n := 0; n < k; {
+		c := copy(p[n:k], g.unit[g.off:])
+		n += c
+		g.off = (g.off + c) % len(g.unit)
+	}
+	g.left -= k
+	return k, nil
+}
+func (g *genConn) Write(p []byte) (int, error) { return len(p), nil }
+func (g *genConn) Close() error                { return nil }
+
+// TestGuardBoundsRedconBuffer streams 8 MB of small pipelined requests in
+// random-sized reads. redcon's reader alone lets its buffer (and the batch
+// of commands it returns) grow with the stream; behind fconn each batch
+// stays within a few tens of KB, and the stream arrives intact.
+func TestGuardBoundsRedconBuffer(t *testing.T) {
+	unit := enc("SET", "key:000001", strings.Repeat("x", 40))
+	const total = 8 << 20
+	maxBatch := func(r io.Reader) (batch, cmds int) {
+		rd := redcon.NewReader(r)
+		for {
+			c, err := rd.ReadCommands()
+			if err != nil {
+				return batch, cmds
+			}
+			for _, cmd := range c {
+				if string(cmd.Raw) != string(unit) {
+					t.Fatalf("corrupt command %q", cmd.Raw)
+				}
+			}
+			cmds += len(c)
+			batch = max(batch, len(c))
+		}
+	}
+	rawBatch, _ := maxBatch(&genConn{unit: unit, left: total, rnd: rand.New(rand.NewPCG(1, 1))})
+	g := &genConn{unit: unit, left: total, rnd: rand.New(rand.NewPCG(1, 1))}
+	guardBatch, cmds := maxBatch(newFconn(g, &Node{}))
+	t.Logf("largest batch: redcon alone %d commands (%d KB), guarded %d (%d KB)",
+		rawBatch, rawBatch*len(unit)>>10, guardBatch, guardBatch*len(unit)>>10)
+	if guardBatch*len(unit) > 64<<10 {
+		t.Errorf("guarded batch of %d commands (%d KB): redcon's buffer is growing", guardBatch, guardBatch*len(unit)>>10)
+	}
+	if want := (total - g.left) / len(unit); cmds < want-1 || cmds > want {
+		t.Errorf("guarded reader delivered %d commands, want %d", cmds, want)
+	}
+}
