@@ -346,7 +346,7 @@ func (c *fconn) closeNow() error {
 // waitDrained waits until no delayed reply is pending, up to d.
 func (c *fconn) waitDrained(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && !c.node.closed.Load() {
 		c.wmu.Lock()
 		empty := len(c.queue) == 0
 		c.wmu.Unlock()
