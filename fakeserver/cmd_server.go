@@ -306,11 +306,24 @@ func globMatch(pat, s string) bool {
 	return s != "" && s[0] == pat[0] && globMatch(pat[1:], s[1:])
 }
 
+// visibleCommands lists the command table minus FAKE when it is disabled.
+func (n *Node) visibleCommands() []*cmdDef {
+	out := make([]*cmdDef, 0, len(commandTable))
+	for i := range commandTable {
+		if commandTable[i].admin && n.cfg.DisableAdmin {
+			continue
+		}
+		out = append(out, &commandTable[i])
+	}
+	return out
+}
+
 func cmdCommand(n *Node, c cmdCtx) {
 	if len(c.args) == 1 {
-		c.rc.WriteArray(len(commandTable))
-		for i := range commandTable {
-			writeCommandInfo(c, &commandTable[i])
+		list := n.visibleCommands()
+		c.rc.WriteArray(len(list))
+		for _, d := range list {
+			writeCommandInfo(c, d)
 		}
 		return
 	}
@@ -321,7 +334,7 @@ func cmdCommand(n *Node, c cmdCtx) {
 			c.subArity("count")
 			return
 		}
-		c.rc.WriteInt(len(commandTable))
+		c.rc.WriteInt(len(n.visibleCommands()))
 	case eqFold(sub, "info"):
 		c.rc.WriteArray(len(c.args) - 2)
 		for _, name := range c.args[2:] {
@@ -333,9 +346,10 @@ func cmdCommand(n *Node, c cmdCtx) {
 			writeCommandInfo(c, &commandTable[i])
 		}
 	case eqFold(sub, "list"):
-		c.rc.WriteArray(len(commandTable))
-		for i := range commandTable {
-			c.rc.WriteBulkString(commandTable[i].name)
+		list := n.visibleCommands()
+		c.rc.WriteArray(len(list))
+		for _, d := range list {
+			c.rc.WriteBulkString(d.name)
 		}
 	case eqFold(sub, "docs"):
 		// No documentation: redis-cli then falls back to its built-in hints.

@@ -2,12 +2,12 @@ package fakeserver
 
 import (
 	"errors"
-
-	"github.com/tidwall/redcon"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidwall/redcon"
 )
 
 const readChunk = 16 << 10

@@ -311,6 +311,7 @@ func TestAdminDisabled(t *testing.T) {
 	c := dial(t, n.Addr())
 	eqReply(t, "fake", c.do("FAKE", "DOWN"), errReply("ERR unknown command 'FAKE', with args beginning with: 'DOWN' "))
 	eqReply(t, "command info", c.do("COMMAND", "INFO", "fake"), "*1\r\n*-1\r\n")
+	eqReply(t, "command count", c.do("COMMAND", "COUNT"), integer(int64(len(commandTable)-1)))
 	eqReply(t, "still up", c.do("PING"), pongReply)
 }
 
