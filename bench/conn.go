@@ -211,6 +211,7 @@ const (
 	KindValidity  = "validity"  // quorum reached too late
 	KindAuth      = "auth"      // AUTH refused
 	KindCancelled = "cancelled" // the run ended while the operation was in flight
+	KindFailed    = "failed"    // a node failed; the client does not say how (mux acquire)
 	KindOther     = "other"
 )
 
@@ -237,11 +238,8 @@ func classify(err error) string {
 	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return KindConn
 	}
-	if k := classifyExtra(err); k != "" {
+	if k := classifyMux(err); k != "" {
 		return k
 	}
 	return KindOther
 }
-
-// classifyExtra is extended by the mux strategy to name its errors.
-var classifyExtra = func(error) string { return "" }

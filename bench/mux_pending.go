@@ -1,10 +1,13 @@
+//go:build !redmux_mux
+
 package bench
 
-import "errors"
+import "fmt"
 
-// ErrStrategyUnavailable: the strategy cannot run in this build.
-var ErrStrategyUnavailable = errors.New("bench: strategy unavailable")
+// Stand-ins while package mux has no implementation (see muxstrategy.go).
 
-func newMuxStrategy(addrs []string, p LockParams, workers int) (Strategy, error) {
-	return nil, ErrStrategyUnavailable
+func classifyMux(error) string { return "" }
+
+func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
+	return nil, fmt.Errorf("%w: package mux is not implemented yet", ErrStrategyUnavailable)
 }

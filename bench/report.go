@@ -251,6 +251,11 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	ct.row("nodes", fmt.Sprintf("%d (%s)", len(c.Nodes), strings.Join(c.Nodes, ", ")))
 	ct.row("strategies", strings.Join(c.Strategies, ", "))
 	ct.row("workers (-c)", fmt.Sprint(c.Workers))
+	if c.MuxLanes > 0 {
+		ct.row("mux lanes (-lanes)", fmt.Sprint(c.MuxLanes))
+	} else {
+		ct.row("mux lanes", "mux default (2*GOMAXPROCS)")
+	}
 	if c.Ops > 0 {
 		ct.row("operations per strategy (-n)", fmt.Sprint(c.Ops))
 	} else {
@@ -303,6 +308,15 @@ func (s *StrategyResult) metric(m string) Latency {
 	return s.AcquireRelease
 }
 
+// usecCell shows "n/a" when a server counts calls but not their time (the
+// fake server reports usec=0).
+func usecCell(v float64, calls int64) string {
+	if v == 0 && calls > 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
 func writeServerSection(w io.Writer, rep *Report) {
 	any := false
 	for _, s := range rep.Strategies {
@@ -326,8 +340,8 @@ func writeServerSection(w io.Writer, rep *Report) {
 		if c.CPUUsPerOpPerNode > 0 {
 			cpu = fmt.Sprintf("%.2f", c.CPUUsPerOpPerNode)
 		}
-		t.row(s.Name, fmt.Sprint(c.SetCalls), fmt.Sprintf("%.2f", c.SetUsecPerCall), fmt.Sprint(c.EvalshaCalls),
-			fmt.Sprintf("%.2f", c.EvalshaUsecPerCall), cpu, fmt.Sprint(c.NodesReporting))
+		t.row(s.Name, fmt.Sprint(c.SetCalls), usecCell(c.SetUsecPerCall, c.SetCalls), fmt.Sprint(c.EvalshaCalls),
+			usecCell(c.EvalshaUsecPerCall, c.EvalshaCalls), cpu, fmt.Sprint(c.NodesReporting))
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)

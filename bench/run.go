@@ -36,6 +36,7 @@ type ReportConfig struct {
 	Nodes       []string `json:"nodes"`
 	Strategies  []string `json:"strategies"`
 	Workers     int      `json:"workers"`
+	MuxLanes    int      `json:"mux_lanes,omitempty"` // 0: mux's default
 	DurationS   float64  `json:"duration_s,omitempty"`
 	Ops         int64    `json:"ops,omitempty"`
 	WarmupS     float64  `json:"warmup_s"`
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 
 	progress := progressFunc(cfg, o)
 	for _, name := range cfg.Strategies {
-		s, err := newStrategy(name, t.addrs, params, cfg.Workers)
+		s, err := newStrategy(name, t.addrs, params, cfg.Lanes)
 		if errors.Is(err, ErrStrategyUnavailable) && len(cfg.Strategies) > 1 {
 			if rep.Skipped == nil {
 				rep.Skipped = map[string]string{}
@@ -179,14 +180,14 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func newStrategy(name string, addrs []string, p LockParams, workers int) (Strategy, error) {
+func newStrategy(name string, addrs []string, p LockParams, lanes int) (Strategy, error) {
 	switch name {
 	case StrategySeq:
 		return newPlainStrategy(name, false, addrs, p), nil
 	case StrategyFanout:
 		return newPlainStrategy(name, true, addrs, p), nil
 	case StrategyMux:
-		return newMuxStrategy(addrs, p, workers)
+		return newMuxStrategy(addrs, p, lanes)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
@@ -221,7 +222,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	rc := ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
-		Workers: cfg.Workers, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
+		Workers: cfg.Workers, MuxLanes: cfg.Lanes, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,

@@ -1,0 +1,138 @@
+//go:build redmux_mux
+
+// Remove this build tag (and delete mux_pending.go) once package mux
+// implements mux.New: then the mux strategy builds by default.
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
+)
+
+// muxStrategy is redmux: package redlock on one shared mux client (lanes of
+// non-blocking connections, every node written before any reply is read,
+// decisions at quorum).
+type muxStrategy struct {
+	c      *redlock.Client
+	n      int
+	quorum int
+	params LockParams
+}
+
+func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
+	c, err := redlock.New(addrs,
+		redlock.WithTTL(p.TTL),
+		redlock.WithNodeTimeout(p.Timeout),
+		redlock.WithDriftFactor(p.DriftFactor),
+		redlock.WithFixedDrift(p.DriftFixed),
+		redlock.WithMaxExtensions(math.MaxInt),
+		redlock.WithMuxConfig(mux.Config{
+			Lanes: lanes, DialTimeout: p.DialTimeout, Username: p.User, Password: p.Password, DB: p.DB,
+			ClientName: "redmux-bench",
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &muxStrategy{c: c, n: c.N(), quorum: c.Quorum(), params: p}, nil
+}
+
+func (s *muxStrategy) Name() string { return StrategyMux }
+func (s *muxStrategy) Close() error { return s.c.Close() }
+
+func (s *muxStrategy) NewWorker(context.Context) (Worker, error) {
+	return &muxWorker{s: s, nodeErrs: map[string]int64{}}, nil
+}
+
+type muxWorker struct {
+	s        *muxStrategy
+	lock     redlock.Lock
+	nodeErrs map[string]int64
+}
+
+// Acquire is TryAcquire: one attempt, no retry (as seq and fanout).
+func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
+	l, err := w.s.c.TryAcquire(ctx, key)
+	if err == nil {
+		w.lock = l
+		return true, nil
+	}
+	var nae *redlock.NotAcquiredError
+	if !errors.As(err, &nae) {
+		return false, err
+	}
+	if nae.Failed > 0 {
+		w.nodeErrs[KindFailed] += int64(nae.Failed)
+	}
+	switch {
+	case nae.TooShort:
+		return false, ErrValidity
+	case nae.Err != nil:
+		return false, nae.Err
+	case nae.Failed > w.s.n-w.s.quorum:
+		return false, ErrNoQuorum
+	}
+	return false, nil
+}
+
+func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
+	err := w.lock.Extend(ctx, w.s.params.TTL)
+	var ee *redlock.ExtendError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ee):
+		if ee.Failed > 0 {
+			w.nodeErrs[KindFailed] += int64(ee.Failed)
+		}
+		if ee.Failed > w.s.n-w.s.quorum {
+			return false, ErrNoQuorum
+		}
+		return false, nil
+	}
+	return false, err
+}
+
+func (w *muxWorker) Release(ctx context.Context) error {
+	err := w.lock.Release(ctx)
+	var re *redlock.ReleaseError
+	if errors.As(err, &re) {
+		for _, e := range re.Errs {
+			w.nodeErrs[classify(e)]++
+		}
+		if len(re.Failed) > w.s.n-w.s.quorum {
+			return ErrNoQuorum
+		}
+		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrLockLost) {
+			return nil
+		}
+	}
+	return err
+}
+
+func (w *muxWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
+func (w *muxWorker) Close() error                 { return nil }
+
+// classifyMux names mux and redlock errors.
+func classifyMux(err error) string {
+	switch {
+	case errors.Is(err, mux.ErrTimeout):
+		return KindTimeout
+	case errors.Is(err, mux.ErrNodeDown), errors.Is(err, mux.ErrConnBroken), errors.Is(err, mux.ErrNotSent):
+		return KindConn
+	case errors.Is(err, mux.ErrServer):
+		return KindServer
+	case errors.Is(err, mux.ErrProtocol):
+		return KindProtocol
+	case errors.Is(err, redlock.ErrValidityTooShort):
+		return KindValidity
+	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrLockExpired):
+		return "lock_lost"
+	}
+	return ""
+}
