@@ -36,8 +36,9 @@
 //
 // Aggregates are validated whole but not materialised: walk them with
 // Reply.Iter, which re-reads the already validated bytes without allocating.
-// RESP3 attributes ahead of a reply are folded into Reply.Attr; push frames
-// come back as replies of TypePush for the caller to route.
+// RESP3 attributes ahead of a reply are folded into Reply.Attr (read them
+// with Reply.Attribute); push frames come back as replies of TypePush for
+// the caller to route.
 //
 // The helpers IsOK, IsNil, Int, ErrorPrefix and HasErrorPrefix answer the
 // questions of the lock path (was it +OK, nil, :1, NOSCRIPT?) without

@@ -81,6 +81,12 @@ func checkParse(t *testing.T, p *Parser, b []byte) {
 			}
 		}
 		walk(t, r, 0)
+		if a, ok := r.Attribute(); ok {
+			walk(t, a, 0)
+			_ = a.Value()
+		} else if len(r.Attr) > 0 {
+			t.Fatalf("Attr %q but no Attribute", r.Attr)
+		}
 		_ = r.String()
 		_, _ = r.Float()
 		_, _ = r.Int()

@@ -164,12 +164,27 @@ var validCases = []validCase{
 				t.Errorf("attribute alone parsed as complete (n=%d, %v)", n, a)
 			}
 			mustTrue(t, errors.Is(err, ErrIncomplete), "attribute alone is incomplete")
+			at, ok := r.Attribute()
+			mustTrue(t, ok, "Attribute")
+			mustEq(t, at.Type, TypeAttribute)
+			mustEq(t, at.Len(), 2)
+			want := []KV{{"key-popularity", []KV{{"a", 0.1923}, {"b", 0.0012}}}}
+			if v := at.Value(); !valueEqual(v, want) {
+				t.Errorf("Attribute().Value() = %#v", v)
+			}
 			mustEq(t, string(r.Raw), "*2\r\n:2039123\r\n:9543892\r\n")
 		}},
 	{name: "attribute before scalar", in: "|1\r\n+ttl\r\n:3\r\n+OK\r\n", typ: '+', data: "OK", value: "OK",
 		attr: "|1\r\n+ttl\r\n:3\r\n", check: func(t *testing.T, r Reply) { mustTrue(t, r.IsOK(), "IsOK after attribute") }},
 	{name: "two attributes", in: "|1\r\n+a\r\n:1\r\n|0\r\n:5\r\n", typ: ':', data: "5", n: 5, value: int64(5),
-		attr: "|1\r\n+a\r\n:1\r\n|0\r\n"},
+		attr: "|1\r\n+a\r\n:1\r\n|0\r\n",
+		check: func(t *testing.T, r Reply) {
+			at, ok := r.Attribute()
+			mustTrue(t, ok && valueEqual(at.Value(), []KV{{"a", int64(1)}}), "first Attribute")
+			if _, ok := (Reply{}).Attribute(); ok {
+				t.Errorf("Attribute of a reply without one")
+			}
+		}},
 	{name: "attribute nested in array", in: "*2\r\n|1\r\n+ttl\r\n:3\r\n+val\r\n:5\r\n", typ: '*', n: 2,
 		value: []any{"val", int64(5)},
 		check: func(t *testing.T, r Reply) {

@@ -272,9 +272,10 @@ func TestRealRedis(t *testing.T) {
 	if len(r.Attr) == 0 {
 		t.Errorf("DEBUG attrib: no attribute: %q", r.Raw)
 	} else {
-		a, _, err := resp.Parse(append(append([]byte(nil), r.Attr...), "_\r\n"...))
-		if err != nil || len(a.Attr) == 0 {
-			t.Errorf("attribute bytes %q: %v", r.Attr, err)
+		a, ok := r.Attribute()
+		want := []resp.KV{{Key: "key-popularity", Value: []any{"key:123", int64(90)}}}
+		if !ok || !sameValue(a.Value(), want) {
+			t.Errorf("attribute %q: %#v", r.Attr, a.Value())
 		}
 		t.Logf("DEBUG PROTOCOL attrib: attribute %q before %q", r.Attr, r.Raw)
 	}

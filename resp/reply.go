@@ -30,7 +30,7 @@ type Reply struct {
 	// excluded.
 	Raw []byte
 	// Attr holds the raw bytes of RESP3 attributes that preceded the frame,
-	// if any. Parse them with Parse to read them.
+	// if any (nil otherwise). Read them with Attribute.
 	Attr []byte
 }
 
@@ -166,6 +166,22 @@ func (r Reply) Len() int {
 		return int(2 * r.N)
 	}
 	return int(r.N)
+}
+
+// Attribute returns the first RESP3 attribute that preceded r, as a Reply
+// of TypeAttribute whose Iter walks its keys and values (Value gives them as
+// []KV), and false if r had none. (Parse folds an attribute into the frame
+// it annotates, so parsing Attr on its own reports ErrIncomplete.)
+func (r Reply) Attribute() (Reply, bool) {
+	if len(r.Attr) == 0 || r.Attr[0] != TypeAttribute {
+		return Reply{}, false
+	}
+	l := limits{maxBulk: math.MaxInt64, agg: math.MaxInt64, depth: math.MaxInt32, line: math.MaxInt32}
+	n, end, err := l.aggregate(r.Attr, 0, 0, TypeAttribute)
+	if err != nil {
+		return Reply{}, false
+	}
+	return Reply{Type: TypeAttribute, N: n, Raw: r.Attr[:end:end]}, true
 }
 
 // Iter returns an iterator over an aggregate's child frames (keys and values
