@@ -142,7 +142,7 @@ func startChild(n int, password string) (*target, error) {
 	}
 	return &target{
 		addrs: strings.Split(addrs, ","), kind: "embedded", admin: true,
-		desc: fmt.Sprintf("embedded fake cluster, %d nodes, in a child process (pid %d)", n, cmd.Process.Pid),
+		desc: fmt.Sprintf("embedded fake cluster, %d nodes, in a child process", n),
 		pids: []int{cmd.Process.Pid}, close: stop,
 	}, nil
 }
