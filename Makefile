@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real safety tidy-check clean
+.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -50,5 +50,16 @@ fuzz:
 		done; \
 	done
 
+## bench-real: the benchmark against 5 local redis-server processes it starts and stops itself (~30 s)
+bench-real:
+	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/latest-real
+
+## baselines: rewrite the committed reports under results/ (~2 min; run on a quiet machine)
+baselines:
+	$(GO) run ./cmd/redmux-bench -out results/fake-5 -title "Embedded 5-node fake cluster (make run)"
+	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/real-5 -title "5 local redis-server processes (make bench-real)"
+	$(GO) run ./cmd/redmux-bench -latency 1ms -out results/fake-5-latency-1ms -title "Embedded 5-node fake cluster, 1ms reply latency on every node"
+	$(GO) run ./cmd/redmux-bench -fault slow:1:10ms -out results/fake-5-slow-node -title "Embedded 5-node fake cluster, node 1 slow (10ms)"
+
 clean:
-	rm -rf results/latest
+	rm -rf results/latest results/latest-real
