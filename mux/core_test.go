@@ -1,0 +1,281 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// The core suite runs against any N nodes (real redis-servers or fake
+// ones): lock commands, several commands per node, server errors, NOSCRIPT
+// fallback, concurrency and large batches with partial writes.
+
+func testAllReplies(t *testing.T, c *Client) {
+	key := uniqueKey("all")
+	b := c.NewBatch()
+	val := []byte("v1-0123456789abcdef")
+	b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+	out, err := c.Do(context.Background(), b, Policy{Success: isOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Successes != c.N() || out.Failures != 0 || out.Pending != 0 {
+		t.Fatalf("SET NX: %+v", out)
+	}
+	for i := 0; i < c.N(); i++ {
+		r, err := b.Last(i)
+		if err != nil || !r.IsOK() {
+			t.Fatalf("node %d: %v %v", i, r, err)
+		}
+	}
+	// Second SET NX: every node refuses (nil), so every node "fails" the
+	// predicate but has no error.
+	b.Reset()
+	b.Broadcast(resp.AppendSetNXPX(nil, key, []byte("other"), 10000))
+	out, err = c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Successes != 0 || !out.Decided {
+		t.Fatalf("second SET NX: %+v", out)
+	}
+	// Release with EVALSHA.
+	b.Reset()
+	b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+	out, err = c.Do(context.Background(), b, Policy{Success: isOne})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Successes+out.Pending < c.N()-out.Pending && out.Successes == 0 {
+		t.Fatalf("release: %+v", out)
+	}
+	for i := 0; i < c.N(); i++ {
+		if r, err := b.Last(i); err == nil {
+			if v, ok := r.Int(); !ok || v != 1 {
+				t.Fatalf("release node %d: %v", i, r)
+			}
+		} else if !errors.Is(err, ErrPending) {
+			t.Fatalf("release node %d: %v", i, err)
+		}
+	}
+}
+
+func testMultiCommand(t *testing.T, c *Client) {
+	key := uniqueKey("multi")
+	b := c.NewBatch()
+	for i := 0; i < c.N(); i++ {
+		b.Add(i, resp.AppendCommand(nil, "SET", key, "x"))
+		b.Add(i, resp.AppendCommand(nil, "INCR", key)) // error: not an integer
+		b.Add(i, resp.AppendCommand(nil, "GET", key))
+	}
+	out, err := c.Do(context.Background(), b, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Failures != c.N() {
+		t.Fatalf("an error reply must fail the node: %+v", out)
+	}
+	for i := 0; i < c.N(); i++ {
+		if r, err := b.Reply(i, 0); err != nil || !r.IsOK() {
+			t.Fatalf("node %d SET: %v %v", i, r, err)
+		}
+		_, err := b.Reply(i, 1)
+		var se *ServerError
+		if !errors.As(err, &se) || !errors.Is(err, ErrServer) || se.Node != i || !strings.Contains(se.Text, "not an integer") {
+			t.Fatalf("node %d INCR: %v", i, err)
+		}
+		if r, err := b.Last(i); err != nil || string(r.Data) != "x" {
+			t.Fatalf("node %d GET: %v %v", i, r, err)
+		}
+		if !errors.Is(b.Err(i), ErrServer) {
+			t.Fatalf("node %d Err: %v", i, b.Err(i))
+		}
+	}
+}
+
+func testNoScript(t *testing.T, c *Client) {
+	// Flush the script cache on every node (every lane's connection sees
+	// the same server-side cache).
+	broadcast(t, c, Policy{}, "SCRIPT", "FLUSH")
+	key := uniqueKey("noscript")
+	val := []byte("owner")
+	b := c.NewBatch()
+	for round := 0; round < 2*c.cfg.Lanes; round++ {
+		b.Reset()
+		b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+		b.Broadcast(resp.AppendEvalSHAInt(nil, scripts.Extend.SHA, key, val, 20000))
+		b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+		out, err := c.Do(context.Background(), b, Policy{Success: isOne})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Successes != c.N() {
+			for i := 0; i < c.N(); i++ {
+				t.Logf("node %d: %v", i, b.Err(i))
+			}
+			t.Fatalf("round %d: %+v", round, out)
+		}
+		for i := 0; i < c.N(); i++ {
+			if r, err := b.Reply(i, 1); err != nil || r.N != 1 {
+				t.Fatalf("extend node %d: %v %v", i, r, err)
+			}
+		}
+		if round == 0 {
+			// The scripts are loaded again.
+			sb, _ := broadcast(t, c, Policy{}, "SCRIPT", "EXISTS", scripts.Release.SHA, scripts.Extend.SHA)
+			for i := 0; i < c.N(); i++ {
+				r, err := sb.Last(i)
+				if err != nil || r.Len() != 2 {
+					t.Fatalf("SCRIPT EXISTS node %d: %v %v", i, r, err)
+				}
+				it := r.Iter()
+				var e resp.Reply
+				for it.Next(&e) {
+					if e.N != 1 {
+						t.Fatalf("script not reloaded on node %d: %v", i, r.Value())
+					}
+				}
+			}
+		}
+	}
+}
+
+func testConcurrent(t *testing.T, c *Client) {
+	const workers, rounds = 8, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := c.NewBatch()
+			key := uniqueKey("conc")
+			val := []byte("v")
+			for r := 0; r < rounds; r++ {
+				b.Reset()
+				b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+				out, err := c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
+				if err != nil || out.Successes < c.N()/2+1 {
+					errs <- errors.Join(err, errors.New("acquire failed"))
+					return
+				}
+				b.Reset()
+				b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+				out, err = c.Do(context.Background(), b, Policy{Success: isOne})
+				if err != nil || out.Successes != c.N() {
+					errs <- errors.Join(err, errors.New("release failed"))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// testLargeBatch writes far more than the socket buffers hold to every node
+// in one batch, so writes come back short (EAGAIN) and finish through
+// EPOLLOUT while replies are read.
+func testLargeBatch(t *testing.T, c *Client) {
+	const cmds = 3000
+	val := strings.Repeat("x", 2048)
+	key := uniqueKey("large")
+	b := c.NewBatch()
+	for k := 0; k < cmds; k++ {
+		b.Broadcast(resp.AppendCommand(nil, "SET", key, val))
+	}
+	b.Broadcast(resp.AppendCommand(nil, "GET", key))
+	out, err := c.Do(context.Background(), b, Policy{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Successes != c.N() {
+		for i := 0; i < c.N(); i++ {
+			t.Logf("node %d: %v", i, b.Err(i))
+		}
+		t.Fatalf("large batch: %+v", out)
+	}
+	for i := 0; i < c.N(); i++ {
+		r, err := b.Last(i)
+		if err != nil || len(r.Data) != len(val) {
+			t.Fatalf("node %d GET: %d bytes, %v", i, len(r.Data), err)
+		}
+		for k := 0; k < cmds; k++ {
+			if r, err := b.Reply(i, k); err != nil || !r.IsOK() {
+				t.Fatalf("node %d reply %d: %v %v", i, k, r, err)
+			}
+		}
+	}
+}
+
+func runCore(t *testing.T, c *Client) {
+	t.Run("AllReplies", func(t *testing.T) { testAllReplies(t, c) })
+	t.Run("MultiCommand", func(t *testing.T) { testMultiCommand(t, c) })
+	t.Run("NoScript", func(t *testing.T) { testNoScript(t, c) })
+	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, c) })
+	t.Run("LargeBatch", func(t *testing.T) { testLargeBatch(t, c) })
+}
+
+// testQuorumEarly makes node slow (slow()), runs quorum batches on every
+// lane that decide without it, heals it, and checks that each connection
+// skips the owed reply and matches its next reply correctly.
+func testQuorumEarly(t *testing.T, c *Client, slow, heal func(), node int) {
+	q := c.N()/2 + 1
+	lanes := c.cfg.Lanes
+	keys := make([]string, 2*lanes)
+	slow()
+	healed := false
+	defer func() {
+		if !healed {
+			heal()
+		}
+	}()
+	b := c.NewBatch()
+	for k := range keys {
+		keys[k] = uniqueKey("early")
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(nil, "SET", keys[k], "val-"+keys[k]))
+		start := time.Now()
+		out, err := c.Do(context.Background(), b, Policy{Quorum: q, Success: isOK, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("quorum batch waited for the slow node: %v", d)
+		}
+		if !out.Decided || out.Successes < q || out.Pending < 1 {
+			t.Fatalf("batch %d: %+v", k, out)
+		}
+		if err := b.Err(node); !errors.Is(err, ErrPending) {
+			t.Fatalf("slow node's error: %v", err)
+		}
+	}
+	heal()
+	healed = true
+	for k := range keys {
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(nil, "GET", keys[k]))
+		out, err := c.Do(context.Background(), b, Policy{Timeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Successes != c.N() {
+			t.Fatalf("GET %d: %+v (slow node: %v)", k, out, b.Err(node))
+		}
+		for i := 0; i < c.N(); i++ {
+			r, err := b.Last(i)
+			if err != nil || string(r.Data) != "val-"+keys[k] {
+				t.Fatalf("GET %d node %d: %v %v (owed reply not skipped correctly)", k, i, r, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/resp"
+)
+
+func TestRealCore(t *testing.T) {
+	srv := realredis.StartNT(t, 5, realredis.Options{})
+	c := newTestClient(t, realredis.Addrs(srv), nil)
+	runCore(t, c)
+}
+
+func TestRealRESP3Select(t *testing.T) {
+	srv := realredis.StartNT(t, 5, realredis.Options{})
+	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.RESP3 = true; cfg.DB = 3 })
+	runCore(t, c)
+	// Keys went to db 3.
+	key := uniqueKey("db")
+	broadcast(t, c, Policy{}, "SET", key, "1")
+	plain := newTestClient(t, realredis.Addrs(srv), nil)
+	b, _ := broadcast(t, plain, Policy{}, "EXISTS", key)
+	for i := 0; i < 5; i++ {
+		if r, err := b.Last(i); err != nil || r.N != 0 {
+			t.Fatalf("node %d: key visible in db 0: %v %v", i, r, err)
+		}
+	}
+}
+
+func TestRealAuth(t *testing.T) {
+	const pw = "s3cret-pass-word"
+	srv := realredis.StartNT(t, 5, realredis.Options{Password: pw})
+	addrs := realredis.Addrs(srv)
+	c := newTestClient(t, addrs, func(cfg *Config) { cfg.Password = pw })
+	testAllReplies(t, c)
+
+	bad := newTestClient(t, addrs, func(cfg *Config) { cfg.Password = "wrong-" + pw })
+	checkAuthFailed(t, bad, pw)
+	none := newTestClient(t, addrs, nil)
+	checkAuthFailed(t, none, pw)
+}
+
+func checkAuthFailed(t *testing.T, c *Client, pw string) {
+	t.Helper()
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "PING"))
+	start := time.Now()
+	out, err := c.Do(context.Background(), b, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("down nodes must fail fast, took %v", time.Since(start))
+	}
+	if out.Failures != c.N() {
+		t.Fatalf("auth failure: %+v", out)
+	}
+	for i := 0; i < c.N(); i++ {
+		err := b.Err(i)
+		if !errors.Is(err, ErrNodeDown) || !errors.Is(err, ErrAuth) {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		if contains(err.Error(), pw) {
+			t.Fatalf("password in error: %v", err)
+		}
+		if !errors.Is(c.NodeErr(i), ErrAuth) || c.NodeUp(i) {
+			t.Fatalf("NodeErr %d: %v", i, c.NodeErr(i))
+		}
+	}
+	t.Logf("auth error: %v", b.Err(0))
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRealQuorumEarlyPaused pauses one real redis-server (SIGSTOP): a
+// quorum batch decides without it, and once it resumes, its owed reply is
+// skipped and the next batch on that connection reads its own reply.
+func TestRealQuorumEarlyPaused(t *testing.T) {
+	srv := realredis.StartNT(t, 5, realredis.Options{})
+	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.Lanes = 2 })
+	testQuorumEarly(t, c, func() { _ = srv[4].Pause() }, func() { _ = srv[4].Resume() }, 4)
+}

@@ -1,0 +1,119 @@
+package mux
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// setupStep is one command of the connection set-up pipeline.
+type setupStep struct {
+	name string // for errors: AUTH, HELLO, SELECT, CLIENT SETNAME, SCRIPT LOAD
+	auth bool   // an error here is an authentication failure
+	sha  string // SCRIPT LOAD: the SHA the reply must equal
+}
+
+// setupRW is the blocking-with-deadline I/O the set-up runs on.
+type setupRW interface {
+	write(b []byte, deadline time.Time) error
+	read(b []byte, deadline time.Time) (int, error)
+}
+
+// pipeline builds the set-up commands, all written in one go.
+func (r *resolved) pipeline() ([]byte, []setupStep) {
+	var b []byte
+	var steps []setupStep
+	if r.Password != "" {
+		if r.Username != "" {
+			b = resp.AppendCommand(b, "AUTH", r.Username, r.Password)
+		} else {
+			b = resp.AppendCommand(b, "AUTH", r.Password)
+		}
+		steps = append(steps, setupStep{name: "AUTH", auth: true})
+	}
+	if r.RESP3 {
+		b = resp.AppendCommand(b, "HELLO", "3")
+		steps = append(steps, setupStep{name: "HELLO 3"})
+	}
+	if r.DB > 0 {
+		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(r.DB))
+		steps = append(steps, setupStep{name: "SELECT"})
+	}
+	b = resp.AppendCommand(b, "CLIENT", "SETNAME", r.ClientName)
+	steps = append(steps, setupStep{name: "CLIENT SETNAME"})
+	for _, s := range r.Scripts {
+		b = resp.AppendCommand(b, "SCRIPT", "LOAD", s.Text)
+		steps = append(steps, setupStep{name: "SCRIPT LOAD", sha: s.SHA})
+	}
+	return b, steps
+}
+
+// runSetup writes the set-up pipeline and checks every reply. It returns
+// any bytes read past the last set-up reply.
+func runSetup(rw setupRW, r *resolved, deadline time.Time) ([]byte, error) {
+	cmds, steps := r.pipeline()
+	if err := rw.write(cmds, deadline); err != nil {
+		return nil, &setupError{step: "write", text: err.Error()}
+	}
+	buf := make([]byte, 0, 4096)
+	off, step := 0, 0
+	for step < len(steps) {
+		for step < len(steps) {
+			rep, n, err := r.Parser.Parse(buf[off:])
+			if err == resp.ErrIncomplete {
+				break
+			}
+			if err != nil {
+				return nil, &setupError{step: steps[step].name, text: err.Error()}
+			}
+			off += n
+			if rep.Type == resp.TypePush {
+				continue
+			}
+			if err := checkStep(steps[step], rep, r.Password); err != nil {
+				return nil, err
+			}
+			step++
+		}
+		if step == len(steps) {
+			break
+		}
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), 2*cap(buf))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := rw.read(buf[len(buf):cap(buf)], deadline)
+		if err != nil {
+			return nil, &setupError{step: steps[step].name, text: "reading reply: " + err.Error()}
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf[off:], nil
+}
+
+func checkStep(s setupStep, rep resp.Reply, password string) error {
+	if rep.IsError() {
+		text := scrub(string(rep.Data), password)
+		var kind error
+		if s.auth || rep.HasErrorPrefix("NOAUTH") || rep.HasErrorPrefix("WRONGPASS") {
+			kind = ErrAuth
+		}
+		return &setupError{step: s.name, text: text, kind: kind}
+	}
+	if s.sha != "" && !bytes.EqualFold(rep.Data, []byte(s.sha)) {
+		return &setupError{step: s.name, text: "reply " + rep.String() + " is not the script's SHA " + s.sha}
+	}
+	return nil
+}
+
+// scrub removes the password from a server's text, should it echo it.
+func scrub(text, password string) string {
+	if password == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, password, "***")
+}
