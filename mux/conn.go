@@ -166,7 +166,7 @@ func (l *lane) prepare(i int, now int64) bool {
 		}
 		if cn.owed > 0 {
 			nd.stalled.Store(true)
-			l.breakConn(i, &NodeError{Node: i, Addr: nd.addr, Kind: ErrTimeout, Cause: errOverdue})
+			l.breakConn(i, &NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: errOverdue})
 			return false
 		}
 	}

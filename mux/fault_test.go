@@ -1,0 +1,253 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/resp"
+)
+
+func startFake(t testing.TB, n int, cfg fakeserver.Config) *fakeserver.Cluster {
+	t.Helper()
+	cl, err := fakeserver.StartCluster(n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+func ping(t *testing.T, c *Client, p Policy) (*Batch, Outcome, time.Duration) {
+	t.Helper()
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "PING"))
+	start := time.Now()
+	out, err := c.Do(context.Background(), b, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, out, time.Since(start)
+}
+
+func TestFakeCore(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	runCore(t, c)
+}
+
+func TestFakeQuorumEarlySlowNode(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	n := cl.Nodes[2]
+	testQuorumEarly(t, c, func() { n.SetLatency(300*time.Millisecond, 0) }, func() { n.SetLatency(0, 0) }, 2)
+}
+
+func TestFakeBlackholeTimeoutThenReconnect(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) {
+		cfg.Timeout = 80 * time.Millisecond
+		cfg.HardTimeout = 200 * time.Millisecond
+		cfg.DialTimeout = 150 * time.Millisecond
+	})
+	cl.Nodes[1].Blackhole()
+	sawTimeout, sawDown := false, false
+	for k := 0; k < 40 && !(sawTimeout && sawDown); k++ {
+		b, out, d := ping(t, c, Policy{})
+		if out.Successes != 4 || out.Failures != 1 {
+			t.Fatalf("batch %d: %+v", k, out)
+		}
+		err := b.Err(1)
+		switch {
+		case errors.Is(err, ErrTimeout):
+			sawTimeout = true
+			if d < 70*time.Millisecond {
+				t.Fatalf("timeout after %v, before the deadline: %v", d, err)
+			}
+		case errors.Is(err, ErrNodeDown):
+			if !sawTimeout {
+				t.Fatalf("down before any timeout: %v", err)
+			}
+			sawDown = true
+		default:
+			t.Fatalf("batch %d: blackholed node: %v", k, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawTimeout || !sawDown {
+		t.Fatalf("timeout seen %v, node marked down after HardTimeout %v", sawTimeout, sawDown)
+	}
+	if c.NodeUp(1) {
+		t.Fatal("NodeUp(1) true while blackholed")
+	}
+	cl.Nodes[1].Heal()
+	waitAllOK(t, c, 3*time.Second)
+	if !c.NodeUp(1) {
+		t.Fatal("NodeUp(1) false after reconnection")
+	}
+}
+
+func TestFakeDownFailsFast(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) {
+		cfg.Timeout = 2 * time.Second
+		cfg.ReconnectMin = 200 * time.Millisecond
+	})
+	cl.Nodes[3].Down()
+	for k := 0; k < 10; k++ {
+		b, out, d := ping(t, c, Policy{})
+		if out.Successes != 4 || out.Failures != 1 {
+			t.Fatalf("batch %d: %+v", k, out)
+		}
+		err := b.Err(3)
+		if !errors.Is(err, ErrNodeDown) && !errors.Is(err, ErrConnBroken) {
+			t.Fatalf("batch %d: down node: %v", k, err)
+		}
+		if k >= 2*c.cfg.Lanes && !errors.Is(err, ErrNodeDown) {
+			t.Fatalf("batch %d: every lane has seen the node go: %v", k, err)
+		}
+		// Functional bound (not a speed target): a down node must not make
+		// the call wait for its 2s deadline.
+		if d > time.Second {
+			t.Fatalf("batch %d waited %v for a down node", k, d)
+		}
+	}
+	cl.Nodes[3].Up()
+	waitAllOK(t, c, 3*time.Second)
+}
+
+func TestFakeRestartRedial(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	waitAllOK(t, c, time.Second)
+	if err := cl.Nodes[0].Restart(true, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitAllOK(t, c, 3*time.Second)
+	// The restarted node lost its script cache; the redial loaded the
+	// scripts again, and the lock path works.
+	testAllReplies(t, c)
+}
+
+func TestFakeMalformedReply(t *testing.T) {
+	cl := startFake(t, 5, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	cl.Nodes[4].MalformNext(1)
+	b, out, _ := ping(t, c, Policy{})
+	if out.Successes != 4 || out.Failures != 1 {
+		t.Fatalf("%+v", out)
+	}
+	err := b.Err(4)
+	var pe *resp.ProtocolError
+	if !errors.Is(err, ErrProtocol) || !errors.As(err, &pe) {
+		t.Fatalf("malformed node: %v", err)
+	}
+	for i := 0; i < 4; i++ {
+		if b.Err(i) != nil {
+			t.Fatalf("node %d: %v", i, b.Err(i))
+		}
+	}
+	waitAllOK(t, c, 3*time.Second)
+}
+
+func TestFakeAuth(t *testing.T) {
+	const pw = "fake-pass-123"
+	cl := startFake(t, 5, fakeserver.Config{Password: pw, Users: map[string]string{"alice": "alice-pw"}})
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Password = pw })
+	testAllReplies(t, c)
+	acl := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Username = "alice"; cfg.Password = "alice-pw"; cfg.RESP3 = true })
+	testAllReplies(t, acl)
+	bad := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Password = "nope" + pw })
+	checkAuthFailed(t, bad, pw)
+}
+
+// TestCloseInFlight: a call waiting on a blackholed node returns ErrClosed
+// as soon as Close runs.
+func TestCloseInFlight(t *testing.T) {
+	cl := startFake(t, 3, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	cl.Nodes[0].Blackhole()
+	defer cl.Nodes[0].Heal()
+	done := make(chan error, 1)
+	go func() {
+		b := c.NewBatch()
+		b.Broadcast(resp.AppendCommand(nil, "PING"))
+		_, err := c.Do(context.Background(), b, Policy{Timeout: 10 * time.Second})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("in-flight call: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight call did not return after Close")
+	}
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "PING"))
+	if _, err := c.Do(context.Background(), b, Policy{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Do after Close: %v", err)
+	}
+}
+
+func TestBadConfigAndBatch(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{Addrs: []string{"nohostport"}},
+		{Addrs: []string{"127.0.0.1:0"}},
+		{Addrs: make([]string, 65)},
+		{Addrs: []string{"127.0.0.1:1"}, Scripts: []Script{{Text: "return 1", SHA: "deadbeef"}}},
+	} {
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("New(%v): %v", cfg.Addrs, err)
+		}
+	}
+	cl := startFake(t, 2, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), nil)
+	other := newBatch(3, resp.Parser{})
+	other.Broadcast(resp.AppendCommand(nil, "PING"))
+	if _, err := c.Do(context.Background(), other, Policy{}); !errors.Is(err, ErrBadBatch) {
+		t.Fatal(err)
+	}
+	b := c.NewBatch()
+	if _, err := c.Do(context.Background(), b, Policy{}); !errors.Is(err, ErrBadBatch) {
+		t.Fatal("empty batch:", err)
+	}
+	b.Add(0, []byte("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n")) // two frames
+	if _, err := c.Do(context.Background(), b, Policy{}); !errors.Is(err, ErrBadBatch) {
+		t.Fatal("two frames:", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.Reset()
+	b.Add(1, resp.AppendCommand(nil, "PING"))
+	if out, err := c.Do(ctx, b, Policy{}); !errors.Is(err, context.Canceled) || out != (Outcome{}) {
+		t.Fatal("cancelled ctx:", err)
+	}
+	// Only node 1 has a command: node 0 is neither success nor failure.
+	out, err := c.Do(context.Background(), b, Policy{})
+	if err != nil || out.Successes != 1 || out.Failures != 0 {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if _, err := b.Last(0); !errors.Is(err, ErrBadBatch) {
+		t.Fatal("Last of a node without commands:", err)
+	}
+}
+
+// TestUnreachableAtNew: a node nobody listens on is down from the start,
+// calls fail on it at once, and New still succeeds.
+func TestUnreachableAtNew(t *testing.T) {
+	cl := startFake(t, 2, fakeserver.Config{})
+	addrs := append(cl.Addrs(), "127.0.0.1:1")
+	c := newTestClient(t, addrs, nil)
+	b, out, _ := ping(t, c, Policy{Quorum: 2})
+	if out.Successes != 2 || !errors.Is(b.Err(2), ErrNodeDown) || c.NodeUp(2) || c.NodeErr(2) == nil {
+		t.Fatalf("%+v %v", out, b.Err(2))
+	}
+}
