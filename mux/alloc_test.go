@@ -31,4 +31,3 @@ func TestZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per quorum op", a)
 	}
 }
-
