@@ -1,12 +1,12 @@
 module github.com/redmux/redmux
 
-go 1.24.0
+go 1.24
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/redcon v1.6.2
-	golang.org/x/sys v0.41.0
+	golang.org/x/sys v0.35.0
 )
 
 require (
