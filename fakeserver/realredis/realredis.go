@@ -135,7 +135,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	cmd.Dir = dir
 	// Own process group, so signals to the test runner do not reach it and
 	// Stop can kill it by pid.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -194,16 +194,16 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Pause stops the process with SIGSTOP (it keeps its sockets but answers
 // nothing: a partition as seen by clients).
-func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+func (s *Server) Pause() error { return s.cmd.Process.Signal(sigStop) }
 
 // Resume continues a paused process with SIGCONT.
-func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() error { return s.cmd.Process.Signal(sigCont) }
 
 // Stop kills the process by its pid, waits for it to exit (up to 5 s) and
 // removes its directory. Safe to call more than once.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+		_ = s.cmd.Process.Signal(sigCont)
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
