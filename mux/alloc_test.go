@@ -1,4 +1,4 @@
-//go:build !race
+//go:build !race && linux && !redmux_portable
 
 package mux
 

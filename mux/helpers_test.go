@@ -46,6 +46,8 @@ func isOK(_ int, r resp.Reply) bool { return r.IsOK() }
 
 func isOne(_ int, r resp.Reply) bool { v, ok := r.Int(); return ok && v == 1 }
 
+func isInt(_ int, r resp.Reply) bool { _, ok := r.Int(); return ok }
+
 var keySeq atomic.Int64
 
 func uniqueKey(prefix string) string {

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !redmux_portable
 
 package mux
 

@@ -1,0 +1,261 @@
+package mux
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/resp"
+)
+
+// BenchmarkLockOp: one SET NX PX broadcast plus one EVALSHA broadcast per
+// op on 5 real redis-servers (acquire + release), 0 allocs/op.
+func BenchmarkLockOp(b *testing.B) {
+	srv := realredis.StartNT(b, 5, realredis.Options{})
+	c := newTestClient(b, realredis.Addrs(srv), nil)
+	w := newLockWork(c)
+	ctx := context.Background()
+	for k := 0; k < 50; k++ {
+		w.op(ctx)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.op(ctx)
+	}
+	b.StopTimer()
+	if w.fails != 0 {
+		b.Fatalf("%d failed ops", w.fails)
+	}
+}
+
+// BenchmarkLockOpParallel: the same op from GOMAXPROCS goroutines sharing
+// one client (lanes).
+func BenchmarkLockOpParallel(b *testing.B) {
+	srv := realredis.StartNT(b, 5, realredis.Options{})
+	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Lanes = 0 })
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := newLockWork(c)
+		ctx := context.Background()
+		for pb.Next() {
+			w.op(ctx)
+		}
+	})
+}
+
+// plainConn is one blocking net.Conn with a read buffer: the baseline
+// strategies' connection.
+type plainConn struct {
+	nc   net.Conn
+	buf  []byte
+	r, w int
+}
+
+func dialPlain(tb testing.TB, addr string) *plainConn {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = nc.Close() })
+	return &plainConn{nc: nc, buf: make([]byte, 4096)}
+}
+
+func (p *plainConn) send(cmd []byte) error {
+	_, err := p.nc.Write(cmd)
+	return err
+}
+
+func (p *plainConn) recv() error {
+	for {
+		if p.r < p.w {
+			_, n, err := resp.Parse(p.buf[p.r:p.w])
+			if err == nil {
+				p.r += n
+				if p.r == p.w {
+					p.r, p.w = 0, 0
+				}
+				return nil
+			}
+			if err != resp.ErrIncomplete {
+				return err
+			}
+		}
+		if p.w == len(p.buf) {
+			p.w = copy(p.buf, p.buf[p.r:p.w])
+			p.r = 0
+		}
+		n, err := p.nc.Read(p.buf[p.w:])
+		if err != nil {
+			return err
+		}
+		p.w += n
+	}
+}
+
+func (p *plainConn) roundTrip(cmd []byte) error {
+	if err := p.send(cmd); err != nil {
+		return err
+	}
+	return p.recv()
+}
+
+// latencies records one sample per op and reports p50/p99 in µs.
+type latencies struct{ s []int64 }
+
+func (l *latencies) add(d time.Duration) { l.s = append(l.s, int64(d)) }
+
+func (l *latencies) report(b *testing.B) {
+	if len(l.s) == 0 {
+		return
+	}
+	slices.Sort(l.s)
+	pct := func(p float64) float64 {
+		i := int(p * float64(len(l.s)-1))
+		return float64(l.s[i]) / 1e3
+	}
+	b.ReportMetric(pct(0.50), "p50_us")
+	b.ReportMetric(pct(0.99), "p99_us")
+}
+
+type strategy func(b *testing.B, addrs []string, cmd []byte, p Policy)
+
+func runMux(b *testing.B, addrs []string, cmd []byte, p Policy) {
+	c := newTestClient(b, addrs, func(cfg *Config) { cfg.Timeout = time.Second })
+	bt := c.NewBatch()
+	bt.Broadcast(cmd)
+	ctx := context.Background()
+	lat := latencies{s: make([]int64, 0, b.N)}
+	for k := 0; k < 20; k++ {
+		_, _ = c.Do(ctx, bt, p)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		out, err := c.Do(ctx, bt, p)
+		lat.add(time.Since(t0))
+		if err != nil || out.Failures > 0 {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+func runSingle(b *testing.B, addrs []string, cmd []byte, _ Policy) {
+	pc := dialPlain(b, addrs[0])
+	lat := latencies{s: make([]int64, 0, b.N)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := pc.roundTrip(cmd); err != nil {
+			b.Fatal(err)
+		}
+		lat.add(time.Since(t0))
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+func runSeq(b *testing.B, addrs []string, cmd []byte, _ Policy) {
+	pcs := make([]*plainConn, len(addrs))
+	for i, a := range addrs {
+		pcs[i] = dialPlain(b, a)
+	}
+	lat := latencies{s: make([]int64, 0, b.N)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		for _, pc := range pcs {
+			if err := pc.roundTrip(cmd); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lat.add(time.Since(t0))
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+func runFanout(b *testing.B, addrs []string, cmd []byte, _ Policy) {
+	pcs := make([]*plainConn, len(addrs))
+	for i, a := range addrs {
+		pcs[i] = dialPlain(b, a)
+	}
+	errs := make([]error, len(pcs))
+	lat := latencies{s: make([]int64, 0, b.N)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for j, pc := range pcs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[j] = pc.roundTrip(cmd)
+			}()
+		}
+		wg.Wait()
+		lat.add(time.Since(t0))
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+// BenchmarkLatencyCompare puts side by side, per op, one SET NX PX to
+// every one of 5 nodes through: mux (one broadcast batch), a single-node
+// round trip on one plain connection, the naive sequential loop over 5
+// plain connections, and a goroutine-per-node fan-out; on 5 real
+// redis-servers, on 5 fake nodes with 1ms added latency, and on 5 fake
+// nodes where one is 10ms slower than the others (mux with a quorum policy,
+// healthy and slow). Metrics p50_us and p99_us come from the sorted
+// samples of each sub-benchmark. Record with:
+//
+//	go test -run '^$' -bench BenchmarkLatencyCompare -benchtime 3000x ./mux
+func BenchmarkLatencyCompare(b *testing.B) {
+	cmd := resp.AppendSetNXPX(nil, "bench:latency", []byte("0123456789abcdefghij"), 60000)
+	strategies := []struct {
+		name string
+		f    strategy
+	}{{"mux", runMux}, {"single", runSingle}, {"seq", runSeq}, {"fanout", runFanout}}
+
+	b.Run("real5", func(b *testing.B) {
+		addrs := realredis.Addrs(realredis.StartNT(b, 5, realredis.Options{}))
+		for _, s := range strategies {
+			b.Run(s.name, func(b *testing.B) { s.f(b, addrs, cmd, Policy{}) })
+		}
+	})
+	b.Run("fake5_1ms", func(b *testing.B) {
+		cl := startFake(b, 5, fakeserver.Config{})
+		for _, n := range cl.Nodes {
+			n.SetLatency(time.Millisecond, 0)
+		}
+		for _, s := range strategies {
+			b.Run(s.name, func(b *testing.B) { s.f(b, cl.Addrs(), cmd, Policy{}) })
+		}
+	})
+	b.Run("fake5_1ms_quorum", func(b *testing.B) {
+		cl := startFake(b, 5, fakeserver.Config{})
+		for _, n := range cl.Nodes {
+			n.SetLatency(time.Millisecond, 0)
+		}
+		q := Policy{Quorum: 3}
+		b.Run("mux_healthy", func(b *testing.B) { runMux(b, cl.Addrs(), cmd, q) })
+		cl.Nodes[4].SetLatency(11*time.Millisecond, 0)
+		b.Run("mux_one_slow_10ms", func(b *testing.B) { runMux(b, cl.Addrs(), cmd, q) })
+	})
+}
