@@ -78,31 +78,29 @@ type Policy struct {
 // Outcome summarises a finished Do.
 type Outcome struct {
 	Successes int  // nodes that succeeded
-	Failures  int  // nodes that failed (error reply, predicate false, or error)
-	Pending   int  // nodes still owing replies when Do returned (their replies are skipped later)
+	Failures  int  // nodes that failed (error reply, predicate false, or an error other than ErrPending)
+	Pending   int  // nodes still owing replies when Do returned (ErrPending or ErrTimeout; their replies are skipped later)
 	Decided   bool // Quorum > 0 and the outcome was known early (reached or impossible)
 }
 
-// Client talks to N nodes through Lanes connections per node.
-// Methods are safe for concurrent use.
+// The methods of Client (client.go) and Batch (batch.go):
 //
-//	func New(cfg Config) (*Client, error)       // dials every node; a node that cannot be reached is marked down and redialled in the background (New fails only on bad config, or when ctx-free dial of ALL nodes fails? see docs)
+//	func New(cfg Config) (*Client, error)        // fails only on a bad Config (ErrConfig); unreachable nodes are marked down and redialled in the background
 //	func (c *Client) N() int                      // node count
 //	func (c *Client) Addrs() []string
 //	func (c *Client) NewBatch() *Batch            // a reusable batch sized for this client
 //	func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error)
-//	                                              // err only for ctx done before start, ErrClosed, ErrBadBatch; per-node errors are in the batch
+//	                                              // err only for ctx done (before start: zero Outcome), ErrClosed, ErrBadBatch; per-node results are in the batch
 //	func (c *Client) Close() error
-//	func (c *Client) NodeUp(i int) bool            // connection state as last seen
-//
-// Batch holds, per node, the commands of one Do and, after it, the replies.
-// A Batch is not safe for concurrent use; reuse it (Reset) to avoid
-// allocation. Replies are views valid until the batch is Reset or reused.
+//	func (c *Client) NodeUp(i int) bool           // connection state as last seen
+//	func (c *Client) NodeErr(i int) error         // why node i is down (ErrNodeDown wrapping the dial error), nil when up
 //
 //	func (b *Batch) Reset()                        // drop commands and results, keep buffers
-//	func (b *Batch) Add(node int, cmd []byte)       // append one complete encoded command (e.g. from resp.AppendSetNXPX) for node
-//	func (b *Batch) Broadcast(cmd []byte)           // Add the same command to every node
-//	func (b *Batch) Scratch() []byte                // a reusable empty buffer (len 0) to encode a command into before Add/Broadcast; valid until the next Scratch/Reset
+//	func (b *Batch) Add(node int, cmd []byte)      // append one complete encoded command (copied) for node
+//	func (b *Batch) Broadcast(cmd []byte)          // Add the same command to every node
+//	func (b *Batch) Scratch() []byte               // a reusable empty buffer to encode a command into before Add/Broadcast
+//	func (b *Batch) SetScratch(buf []byte)         // keep a grown scratch buffer
+//	func (b *Batch) N() int; Commands(node int) int
 //	func (b *Batch) Reply(node, k int) (resp.Reply, error) // node's k-th reply (0-based) or its error
 //	func (b *Batch) Last(node int) (resp.Reply, error)     // node's reply to its last command
 //	func (b *Batch) Err(node int) error                    // nil if every command of node got a non-error reply

@@ -5,6 +5,7 @@ package mux
 import (
 	"io"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -211,6 +212,9 @@ func (l *lane) failOpen(err error) {
 	}
 }
 
+// shortWrites counts writes that hit EAGAIN (for tests).
+var shortWrites atomic.Int64
+
 // flush writes node i's pending bytes until done or EAGAIN, and keeps
 // EPOLLOUT interest exactly while bytes remain.
 func (l *lane) flush(i int) {
@@ -222,6 +226,7 @@ func (l *lane) flush(i int) {
 			continue
 		}
 		if err == unix.EAGAIN {
+			shortWrites.Add(1)
 			break
 		}
 		if err != nil {
