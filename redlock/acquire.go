@@ -1,0 +1,161 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// Acquire takes the lock named resource. It makes up to WithTries attempts
+// (default 32), waiting a random delay from the WithRetryDelay range between
+// them, and stops early when ctx is done. On failure the error is a
+// *NotAcquiredError (errors.Is(err, ErrNotAcquired)).
+//
+// One attempt is the Redlock acquisition: note t1 on the monotonic clock;
+// send SET resource value NX PX ttl to all N nodes at once, waiting at most
+// the node timeout; the lock is acquired only if at least the quorum
+// answered OK and validity = ttl - elapsed - drift is positive (and at least
+// WithMinValidity). Otherwise the value is released on all N nodes, those
+// that failed or timed out included, before the next attempt. Every attempt
+// uses a fresh value, so a delayed command of a failed attempt can never
+// touch a later attempt's lock.
+//
+// opts override the client's defaults for this call. The returned Lock is a
+// value; keep it in a variable and call Release (and Extend) on it.
+func (c *Client) Acquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
+	return c.acquire(ctx, resource, false, opts)
+}
+
+// TryAcquire is Acquire with exactly one attempt and no waiting.
+func (c *Client) TryAcquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
+	return c.acquire(ctx, resource, true, opts)
+}
+
+// tally counts the node answers of one attempt.
+type tally struct {
+	granted, refused, failed, pending int
+	tooShort                          bool
+}
+
+func (c *Client) acquire(ctx context.Context, resource string, once bool, opts []LockOption) (Lock, error) {
+	s := c.def
+	if len(opts) > 0 {
+		for _, o := range opts {
+			o.apply(&s)
+		}
+		if err := s.validate(); err != nil {
+			return Lock{}, err
+		}
+	}
+	if resource == "" {
+		return Lock{}, fmt.Errorf("%w: empty resource name", ErrBadOption)
+	}
+	tries := s.tries
+	if once {
+		tries = 1
+	}
+	w := c.getWorker()
+	defer c.putWorker(w)
+	var (
+		l   Lock
+		t   tally
+		err error
+		try int
+	)
+	for try = 1; ; try++ {
+		if c.closed.Load() {
+			err = ErrClosed
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			try-- // this attempt was not made
+			break
+		}
+		t, err = c.attempt(ctx, w, resource, &s, &l)
+		if err != nil || (t.granted >= c.quorum && !t.tooShort) {
+			break
+		}
+		if try >= tries {
+			break
+		}
+		if err = w.sleep(ctx, w.retryDelay(&s)); err != nil {
+			break
+		}
+	}
+	if err == nil && l.c != nil {
+		return l, nil
+	}
+	return Lock{}, &NotAcquiredError{
+		Resource: resource, Tries: try,
+		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending, TooShort: t.tooShort,
+		Err: closedErr(err),
+	}
+}
+
+// attempt is one Redlock acquisition. On success it fills *l.
+func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *lockSettings, l *Lock) (tally, error) {
+	if err := c.newValue(w); err != nil {
+		return tally{failed: c.n}, err
+	}
+	ttl := s.ttl
+	drift := s.drift(ttl)
+	timeout := s.nodeTimeout
+	if lim := ttl - drift; timeout > lim {
+		timeout = lim // waiting longer could only end with no validity
+	}
+	b := w.b
+	b.Reset()
+	w.cmd = resp.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
+	b.Broadcast(w.cmd)
+
+	t1 := mono() // step 1: before the first byte is sent
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOK, Timeout: timeout})
+	t2 := mono()
+	if err != nil {
+		// Do did not run (ctx done before start, client closed mid-way or
+		// a bug): release whatever may have been written, then report.
+		c.releaseQuick(ctx, w, resource, s.nodeTimeout)
+		return tally{failed: c.n}, err
+	}
+	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
+	if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {
+		*l = Lock{
+			c:           c,
+			resource:    resource,
+			value:       w.val,
+			end:         end,
+			ttl:         ttl,
+			driftFactor: s.driftFactor,
+			driftFixed:  s.driftFixed,
+			nodeTimeout: s.nodeTimeout,
+			maxExt:      s.maxExt,
+		}
+		return tally{granted: out.Successes}, nil
+	}
+	t := tally{granted: out.Successes, tooShort: out.Successes >= c.quorum}
+	for i := 0; i < c.n; i++ {
+		if r, err := b.Last(i); err == nil && r.IsNil() {
+			t.refused++
+		}
+	}
+	t.pending = out.Pending
+	t.failed = c.n - t.granted - t.refused - t.pending
+	c.releaseQuick(ctx, w, resource, s.nodeTimeout)
+	return t, nil
+}
+
+// releaseQuick sends the release of w.val for resource to all N nodes and
+// waits only for the first answer (or the timeout): what matters is that
+// every reachable node gets the command; answers still owed are skipped by
+// mux later. Used after a failed attempt.
+func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, timeout time.Duration) {
+	b := w.b
+	b.Reset()
+	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
+	b.Broadcast(w.cmd)
+	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
+}

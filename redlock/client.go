@@ -1,0 +1,250 @@
+package redlock
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// ValueSize is the length in bytes of a lock value.
+const ValueSize = 20
+
+// Client acquires Redlock locks on the N nodes of a mux client. It is safe
+// for concurrent use; one Client per process (per set of nodes) is enough.
+type Client struct {
+	m      *mux.Client
+	ownMux bool
+	n      int
+	quorum int
+	def    lockSettings
+	values io.Reader
+	closed atomic.Bool
+	pool   sync.Pool // *worker
+}
+
+// worker is the per-call state: a mux batch, a command buffer, a random
+// generator for values and jitter, and a reusable timer. Workers are pooled
+// so that steady-state calls allocate nothing and no mutex is shared
+// between concurrent callers.
+type worker struct {
+	b     *mux.Batch
+	rng   *rand.ChaCha8
+	cmd   []byte
+	val   [ValueSize]byte
+	timer *time.Timer
+}
+
+// epoch is the origin of the monotonic clock the package uses: every
+// instant is stored as nanoseconds since epoch, measured with time.Since,
+// which reads the monotonic clock. The wall clock is never used for
+// validity.
+var epoch = time.Now()
+
+func mono() int64 { return int64(time.Since(epoch)) }
+
+// MuxScripts returns the lock scripts in mux's form. A mux client passed to
+// NewWithMux must have them in Config.Scripts so that EVALSHA hits and a
+// NOSCRIPT reply falls back to EVAL.
+func MuxScripts() []mux.Script {
+	out := make([]mux.Script, len(scripts.All))
+	for i, s := range scripts.All {
+		out[i] = mux.Script{Text: s.Text, SHA: s.SHA}
+	}
+	return out
+}
+
+// New connects to the nodes at addrs (host:port of N independent Redis
+// masters) and returns a Client whose Close also closes the connections.
+// Nodes that cannot be reached are redialled in the background (mux's
+// behaviour); New fails on invalid options or when mux.New fails.
+func New(addrs []string, opts ...Option) (*Client, error) {
+	cfg, err := buildConfig(len(addrs), opts)
+	if err != nil {
+		return nil, err
+	}
+	mc := cfg.muxCfg
+	mc.Addrs = append([]string(nil), addrs...)
+	mc.Scripts = mergeScripts(mc.Scripts)
+	if mc.Timeout <= 0 {
+		mc.Timeout = cfg.lock.nodeTimeout
+	}
+	m, err := mux.New(mc)
+	if err != nil {
+		return nil, fmt.Errorf("redlock: %w", err)
+	}
+	c := newClient(m, cfg)
+	c.ownMux = true
+	return c, nil
+}
+
+// NewWithMux returns a Client over an existing mux client, which must have
+// MuxScripts in its Config.Scripts. Close does not close m.
+func NewWithMux(m *mux.Client, opts ...Option) (*Client, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil mux client", ErrBadOption)
+	}
+	cfg, err := buildConfig(m.N(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(m, cfg), nil
+}
+
+func buildConfig(n int, opts []Option) (*clientConfig, error) {
+	cfg := &clientConfig{lock: defaultLockSettings()}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrBadOption)
+		}
+		o.applyClient(cfg)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: no node addresses", ErrBadOption)
+	}
+	if cfg.quorum == 0 {
+		cfg.quorum = n/2 + 1
+	}
+	if cfg.quorum <= n/2 || cfg.quorum > n {
+		return nil, fmt.Errorf("%w: quorum %d of %d nodes (must be in [%d, %d])", ErrBadOption, cfg.quorum, n, n/2+1, n)
+	}
+	if err := cfg.lock.validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func mergeScripts(user []mux.Script) []mux.Script {
+	out := append([]mux.Script(nil), user...)
+	for _, s := range MuxScripts() {
+		found := false
+		for _, u := range user {
+			if u.SHA == s.SHA {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func newClient(m *mux.Client, cfg *clientConfig) *Client {
+	c := &Client{m: m, n: m.N(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
+	c.pool.New = func() any { return c.newWorker() }
+	return c
+}
+
+func (c *Client) newWorker() *worker {
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
+	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256)}
+}
+
+func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }
+func (c *Client) putWorker(w *worker) { c.pool.Put(w) }
+
+// N returns the number of nodes.
+func (c *Client) N() int { return c.n }
+
+// Quorum returns the number of nodes that must agree.
+func (c *Client) Quorum() int { return c.quorum }
+
+// Close marks the client closed (later calls fail with ErrClosed) and, for
+// a client made by New, closes its connections. Locks still held are not
+// released: their keys expire after their TTL.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.ownMux {
+		return c.m.Close()
+	}
+	return nil
+}
+
+// newValue fills w.val with a fresh lock value.
+func (c *Client) newValue(w *worker) error {
+	if c.values != nil {
+		if _, err := io.ReadFull(c.values, w.val[:]); err != nil {
+			return fmt.Errorf("redlock: value source: %w", err)
+		}
+		return nil
+	}
+	_, _ = w.rng.Read(w.val[:]) // ChaCha8.Read never fails
+	return nil
+}
+
+// retryDelay draws the wait before the next attempt from [min, max).
+func (w *worker) retryDelay(s *lockSettings) time.Duration {
+	span := s.retryMax - s.retryMin
+	if span <= 0 {
+		return s.retryMin
+	}
+	return s.retryMin + time.Duration(w.rng.Uint64()%uint64(span))
+}
+
+// sleep waits d or until ctx is done, reusing the worker's timer.
+func (w *worker) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-w.timer.C:
+		return nil
+	case <-ctx.Done():
+		w.timer.Stop()
+		return ctx.Err()
+	}
+}
+
+// Success predicates for mux (package-level so that Do does not allocate).
+func isOK(_ int, r resp.Reply) bool { return r.IsOK() }
+
+func isOne(_ int, r resp.Reply) bool {
+	v, ok := r.Int()
+	return ok && v == 1
+}
+
+func isInt(_ int, r resp.Reply) bool {
+	_, ok := r.Int()
+	return ok
+}
+
+// ttlMillis is ttl in whole milliseconds, rounded up.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+// cleanupCtx returns ctx, or a context without its cancellation when ctx is
+// already done: a release after a failed attempt must still be sent.
+func cleanupCtx(ctx context.Context) context.Context {
+	if ctx.Err() != nil {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// closedErr maps mux's closed error to ours.
+func closedErr(err error) error {
+	if errors.Is(err, mux.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}

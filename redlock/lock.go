@@ -1,0 +1,251 @@
+package redlock
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// Lock is an acquired lock. It is a plain value (returning it allocates
+// nothing) that carries everything Release and Extend need. Keep it in a
+// variable and call Release and Extend on that variable: they update it
+// (Extend moves its validity, Release marks it released). A Lock is not
+// safe for concurrent use; copies made before an Extend keep the old
+// validity. The zero Lock is not held.
+type Lock struct {
+	c           *Client
+	resource    string
+	value       [ValueSize]byte
+	end         int64 // end of validity, monotonic ns since epoch
+	ttl         time.Duration
+	driftFactor float64
+	driftFixed  time.Duration
+	nodeTimeout time.Duration
+	maxExt      int
+	ext         int
+}
+
+// Resource returns the lock's name (the key on every node).
+func (l Lock) Resource() string { return l.resource }
+
+// Value returns a copy of the lock's random value.
+func (l Lock) Value() []byte {
+	v := l.value
+	return v[:]
+}
+
+// ValueArray returns the lock's random value without allocating.
+func (l Lock) ValueArray() [ValueSize]byte { return l.value }
+
+// Validity returns how much of the lock's validity remains, from the
+// monotonic clock: 0 once it has ended, for a released lock and for the
+// zero Lock. Work protected by the lock must finish (or Extend) before it
+// reaches 0.
+func (l Lock) Validity() time.Duration {
+	if l.c == nil {
+		return 0
+	}
+	d := time.Duration(l.end - mono())
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+// Until returns the instant the validity ends, for display and logging.
+// It carries this process's monotonic clock reading, so time.Until(l.Until())
+// is also monotonic; decide with Validity. The zero Time for a lock not
+// held.
+func (l Lock) Until() time.Time {
+	if l.c == nil {
+		return time.Time{}
+	}
+	return epoch.Add(time.Duration(l.end))
+}
+
+// TTL returns the TTL of the last acquisition or extension.
+func (l Lock) TTL() time.Duration { return l.ttl }
+
+// Extensions returns how many times the lock has been extended.
+func (l Lock) Extensions() int { return l.ext }
+
+// String describes the lock for logs: resource, value in hex, validity.
+func (l Lock) String() string {
+	if l.c == nil {
+		return fmt.Sprintf("redlock.Lock{%q not held}", l.resource)
+	}
+	return fmt.Sprintf("redlock.Lock{%q %s valid %v}", l.resource, hex.EncodeToString(l.value[:]), l.Validity())
+}
+
+func (l *Lock) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*l.driftFactor) + l.driftFixed
+}
+
+// Extend sets the lock's TTL to ttl on every node that still holds its
+// value (compare-and-pexpire on all N at once). It counts only if the quorum
+// agreed before the current validity ended; the new validity is then
+// ttl - elapsed - drift, measured from the start of this call. It fails with
+// ErrExtendLimit after WithMaxExtensions successful extensions, and with an
+// *ExtendError matching ErrLockExpired (validity over first) or ErrLockLost
+// (the quorum no longer holds the value). After a failure the validity is
+// never longer than before (shorter if ttl was shorter, since some nodes may
+// have applied it, and 0 once the lock is known lost).
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	c := l.c
+	if c == nil {
+		return ErrNotHeld
+	}
+	drift := l.drift(ttl)
+	if ttl < time.Millisecond || ttl > maxTTL || drift >= ttl {
+		return fmt.Errorf("%w: extend TTL %v (drift %v)", ErrBadOption, ttl, drift)
+	}
+	if l.ext >= l.maxExt {
+		return ErrExtendLimit
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	t1 := mono()
+	remaining := time.Duration(l.end - t1)
+	if remaining <= 0 {
+		return &ExtendError{Resource: l.resource, Expired: true}
+	}
+	timeout := l.nodeTimeout
+	if timeout > remaining {
+		timeout = remaining
+	}
+	w := c.getWorker()
+	defer c.putWorker(w)
+	b := w.b
+	b.Reset()
+	w.cmd = resp.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	b.Broadcast(w.cmd)
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
+	t2 := mono()
+	if err != nil {
+		if ctx.Err() != nil && out == (mux.Outcome{}) {
+			// Nothing was sent: the lock is as it was.
+			return fmt.Errorf("redlock: extend %q: %w", l.resource, err)
+		}
+		return &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= l.end, Err: closedErr(err)}
+	}
+	newEnd := t1 + int64(ttl-drift)
+	if out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {
+		l.end = newEnd
+		l.ttl = ttl
+		l.ext++
+		return nil
+	}
+	e := &ExtendError{Resource: l.resource, Extended: out.Successes}
+	for i := 0; i < c.n; i++ {
+		if r, err := b.Last(i); err == nil {
+			if v, ok := r.Int(); ok && v == 0 {
+				e.Refused++
+			}
+		}
+	}
+	e.Pending = out.Pending
+	e.Failed = c.n - e.Extended - e.Refused - e.Pending
+	if newEnd < l.end {
+		l.end = newEnd // some nodes may have applied the shorter TTL
+	}
+	e.Expired = t2 >= l.end
+	if e.Refused > c.n-c.quorum && t2 < l.end {
+		l.end = t2 // at most quorum-1 nodes hold the value: lost
+	}
+	return e
+}
+
+// Release deletes the lock on every node that still holds its value
+// (compare-and-delete on all N at once) and waits for every node's answer
+// (at most the node timeout). The lock is then not held, whatever the
+// result. Errors: a *ReleaseError (ErrReleasePartial) naming the nodes that
+// did not confirm; ErrLockExpired if the validity had already ended when
+// Release was called (the protected work overran it); ErrLockLost if every
+// node answered but fewer than the quorum still held the value although
+// the validity had not ended (a node lost its data or its clock ran fast
+// beyond the drift allowance). If ctx is done before anything is sent, the
+// lock stays held and ctx's error is returned.
+func (l *Lock) Release(ctx context.Context) error {
+	c := l.c
+	if c == nil {
+		return ErrNotHeld
+	}
+	t0 := mono()
+	w := c.getWorker()
+	defer c.putWorker(w)
+	b := w.b
+	b.Reset()
+	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
+	b.Broadcast(w.cmd)
+	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
+	t2 := mono()
+	if err != nil && ctx.Err() != nil && out == (mux.Outcome{}) {
+		return fmt.Errorf("redlock: release %q: %w", l.resource, err)
+	}
+	end := l.end
+	l.c = nil
+	if end > t0 {
+		l.end = t0
+	}
+	if err != nil {
+		return &ReleaseError{Resource: l.resource, Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
+	}
+	expired := t0 >= end
+	var failed, released int
+	for i := 0; i < c.n; i++ {
+		r, err := b.Last(i)
+		if err != nil {
+			failed++
+			continue
+		}
+		if v, ok := r.Int(); !ok {
+			failed++
+		} else if v == 1 {
+			released++
+		}
+	}
+	var rerr error
+	if failed > 0 {
+		re := &ReleaseError{Resource: l.resource, Released: released}
+		for i := 0; i < c.n; i++ {
+			r, err := b.Last(i)
+			if err == nil {
+				if _, ok := r.Int(); ok {
+					continue
+				}
+				if r.IsError() {
+					err = &mux.ServerError{Node: i, Text: string(r.ErrorText())}
+				} else {
+					err = fmt.Errorf("redlock: node %d: unexpected reply %s", i, r.String())
+				}
+			}
+			re.Failed = append(re.Failed, i)
+			re.Errs = append(re.Errs, err)
+		}
+		rerr = re
+	}
+	switch {
+	case expired:
+		return errors.Join(fmt.Errorf("redlock: release %q: %w", l.resource, ErrLockExpired), rerr)
+	case rerr != nil:
+		return rerr
+	case released < c.quorum && t2 < end:
+		return fmt.Errorf("redlock: release %q: only %d of %d nodes held the value: %w", l.resource, released, c.n, ErrLockLost)
+	}
+	return nil
+}
+
+func allNodes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}

@@ -1,0 +1,226 @@
+package redlock
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/redmux/redmux/mux"
+)
+
+// Defaults of the lock options (see the With* functions).
+const (
+	DefaultTTL           = 10 * time.Second
+	DefaultTries         = 32
+	DefaultRetryMin      = 50 * time.Millisecond
+	DefaultRetryMax      = 250 * time.Millisecond
+	DefaultDriftFactor   = 0.01
+	DefaultDriftFixed    = 2 * time.Millisecond
+	DefaultNodeTimeout   = 50 * time.Millisecond
+	DefaultMaxExtensions = 100
+)
+
+// lockSettings are the per-lock parameters. A Client holds defaults set by
+// New; Acquire and TryAcquire may override them per call.
+type lockSettings struct {
+	ttl         time.Duration
+	tries       int
+	retryMin    time.Duration
+	retryMax    time.Duration
+	driftFactor float64
+	driftFixed  time.Duration
+	nodeTimeout time.Duration
+	maxExt      int
+	minValidity time.Duration
+}
+
+func defaultLockSettings() lockSettings {
+	return lockSettings{
+		ttl:         DefaultTTL,
+		tries:       DefaultTries,
+		retryMin:    DefaultRetryMin,
+		retryMax:    DefaultRetryMax,
+		driftFactor: DefaultDriftFactor,
+		driftFixed:  DefaultDriftFixed,
+		nodeTimeout: DefaultNodeTimeout,
+		maxExt:      DefaultMaxExtensions,
+	}
+}
+
+// drift is the clock drift allowance for ttl: ttl*factor + fixed.
+func (s *lockSettings) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*s.driftFactor) + s.driftFixed
+}
+
+func (s *lockSettings) validate() error {
+	switch {
+	case s.ttl < time.Millisecond:
+		return fmt.Errorf("%w: TTL %v is below 1ms", ErrBadOption, s.ttl)
+	case s.ttl > maxTTL:
+		return fmt.Errorf("%w: TTL %v is above %v", ErrBadOption, s.ttl, maxTTL)
+	case s.tries < 1:
+		return fmt.Errorf("%w: tries %d is below 1", ErrBadOption, s.tries)
+	case s.retryMin < 0 || s.retryMax < s.retryMin:
+		return fmt.Errorf("%w: retry delay range [%v, %v] is invalid", ErrBadOption, s.retryMin, s.retryMax)
+	case math.IsNaN(s.driftFactor) || s.driftFactor < 0 || s.driftFactor >= 1:
+		return fmt.Errorf("%w: drift factor %v is outside [0, 1)", ErrBadOption, s.driftFactor)
+	case s.driftFixed < 0:
+		return fmt.Errorf("%w: fixed drift %v is negative", ErrBadOption, s.driftFixed)
+	case s.nodeTimeout <= 0:
+		return fmt.Errorf("%w: node timeout %v is not positive", ErrBadOption, s.nodeTimeout)
+	case s.maxExt < 0:
+		return fmt.Errorf("%w: max extensions %d is negative", ErrBadOption, s.maxExt)
+	case s.minValidity < 0:
+		return fmt.Errorf("%w: min validity %v is negative", ErrBadOption, s.minValidity)
+	case s.drift(s.ttl)+s.minValidity >= s.ttl:
+		return fmt.Errorf("%w: TTL %v leaves no validity after drift %v and min validity %v",
+			ErrBadOption, s.ttl, s.drift(s.ttl), s.minValidity)
+	}
+	return nil
+}
+
+// maxTTL bounds TTLs so that milliseconds and nanoseconds never overflow.
+const maxTTL = 1000 * time.Hour
+
+// lockOptKind names the field a LockOption sets.
+type lockOptKind uint8
+
+const (
+	optNone lockOptKind = iota
+	optTTL
+	optTries
+	optRetryDelay
+	optDriftFactor
+	optDriftFixed
+	optNodeTimeout
+	optMaxExt
+	optMinValidity
+)
+
+// LockOption sets one parameter of a lock. Pass it to New (it then becomes
+// the client's default) or to Acquire/TryAcquire (for that call only).
+// LockOption is a small value, so passing options per call does not
+// allocate.
+type LockOption struct {
+	kind  lockOptKind
+	d, d2 time.Duration
+	n     int
+	f     float64
+}
+
+func (o LockOption) apply(s *lockSettings) {
+	switch o.kind {
+	case optTTL:
+		s.ttl = o.d
+	case optTries:
+		s.tries = o.n
+	case optRetryDelay:
+		s.retryMin, s.retryMax = o.d, o.d2
+	case optDriftFactor:
+		s.driftFactor = o.f
+	case optDriftFixed:
+		s.driftFixed = o.d
+	case optNodeTimeout:
+		s.nodeTimeout = o.d
+	case optMaxExt:
+		s.maxExt = o.n
+	case optMinValidity:
+		s.minValidity = o.d
+	}
+}
+
+func (o LockOption) applyClient(c *clientConfig) { o.apply(&c.lock) }
+
+// WithTTL sets the lock's time to live on the nodes, the upper bound of its
+// validity. Default 10s (DefaultTTL); at least 1ms. Sent in whole
+// milliseconds (rounded up).
+func WithTTL(ttl time.Duration) LockOption { return LockOption{kind: optTTL, d: ttl} }
+
+// WithTries sets how many acquisition attempts Acquire makes before it
+// gives up with ErrNotAcquired. Default 32 (DefaultTries); at least 1.
+// TryAcquire always makes exactly one.
+func WithTries(n int) LockOption { return LockOption{kind: optTries, n: n} }
+
+// WithRetryDelay sets the range of the random delay between attempts: each
+// wait is drawn uniformly from [min, max) (exactly min when they are equal),
+// which desynchronises clients that collide. Default [50ms, 250ms).
+func WithRetryDelay(min, max time.Duration) LockOption {
+	return LockOption{kind: optRetryDelay, d: min, d2: max}
+}
+
+// WithDriftFactor sets the clock drift allowance per unit of TTL: validity
+// is TTL - elapsed - (TTL*factor + fixed drift). Default 0.01
+// (DefaultDriftFactor); must be in [0, 1). Lowering it trades safety for
+// validity time: nodes whose clocks run faster than this rate may expire the
+// lock before the holder's validity ends.
+func WithDriftFactor(f float64) LockOption { return LockOption{kind: optDriftFactor, f: f} }
+
+// WithFixedDrift sets the fixed part of the drift allowance. Default 2ms
+// (DefaultDriftFixed); not negative.
+func WithFixedDrift(d time.Duration) LockOption { return LockOption{kind: optDriftFixed, d: d} }
+
+// WithNodeTimeout sets how long one acquire, extend or release batch waits
+// for the nodes' replies (all nodes are asked at once, so this is the
+// per-node timeout). Keep it small compared with the TTL so that a dead
+// node costs little of the validity. Default 50ms (DefaultNodeTimeout). An
+// acquire never waits longer than TTL - drift, an extend never longer than
+// the remaining validity.
+func WithNodeTimeout(d time.Duration) LockOption { return LockOption{kind: optNodeTimeout, d: d} }
+
+// WithMaxExtensions sets how many times a lock may be extended; further
+// Extend calls fail with ErrExtendLimit. Default 100
+// (DefaultMaxExtensions); 0 forbids extension; use math.MaxInt for no
+// limit (which gives up Redlock's liveness property: a holder may keep the
+// lock forever).
+func WithMaxExtensions(n int) LockOption { return LockOption{kind: optMaxExt, n: n} }
+
+// WithMinValidity makes an acquisition count only if at least d of validity
+// remains when it is confirmed (otherwise it is released and retried, and
+// finally fails with ErrValidityTooShort). Default 0: any positive
+// validity.
+func WithMinValidity(d time.Duration) LockOption { return LockOption{kind: optMinValidity, d: d} }
+
+// Option configures a Client in New or NewWithMux. Every LockOption is
+// also an Option (it sets the client's default for that parameter).
+type Option interface {
+	applyClient(*clientConfig)
+}
+
+type clientConfig struct {
+	lock   lockSettings
+	quorum int
+	values io.Reader
+	muxCfg mux.Config
+}
+
+type clientOption func(*clientConfig)
+
+func (f clientOption) applyClient(c *clientConfig) { f(c) }
+
+// WithQuorum sets how many nodes must agree for an acquisition or
+// extension to count. Default N/2+1. New refuses a quorum of N/2 or less
+// (two clients could then hold the lock at once) or more than N. A quorum
+// above N/2+1 trades availability for nothing in safety: fewer node
+// failures are tolerated.
+func WithQuorum(q int) Option {
+	return clientOption(func(c *clientConfig) { c.quorum = q })
+}
+
+// WithValueSource replaces the source of lock values. Each acquisition
+// attempt reads ValueSize bytes from r. Values must be unique among all
+// clients for as long as any lock lives: a repeated value lets one holder
+// release or extend another's lock. r must be safe for concurrent use.
+// Default: a ChaCha8 generator per pooled worker state, each seeded with 32
+// bytes from crypto/rand (no system call per lock).
+func WithValueSource(r io.Reader) Option {
+	return clientOption(func(c *clientConfig) { c.values = r })
+}
+
+// WithMuxConfig sets the configuration New uses for its mux client
+// (lanes, dial timeout, AUTH, DB, RESP3, reconnect backoff, parser limits).
+// Addrs and Scripts are always set by New; Timeout defaults to the node
+// timeout. Ignored by NewWithMux.
+func WithMuxConfig(cfg mux.Config) Option {
+	return clientOption(func(c *clientConfig) { c.muxCfg = cfg })
+}

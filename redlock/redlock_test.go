@@ -1,0 +1,623 @@
+package redlock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
+)
+
+// Steps 1, 2 and 4: SET NX PX on all nodes, validity from the monotonic
+// clock = ttl - elapsed - drift.
+func TestAcquireSetsKeyOnEveryNode(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	ctx := context.Background()
+	const ttl = 2 * time.Second
+	before := time.Now()
+	l, err := c.Acquire(ctx, "res", redlock.WithTTL(ttl))
+	require.NoError(t, err)
+	elapsed := time.Since(before)
+
+	require.Equal(t, "res", l.Resource())
+	v := l.ValueArray()
+	require.Equal(t, v[:], l.Value())
+	require.Len(t, l.Value(), redlock.ValueSize)
+	require.GreaterOrEqual(t, count(holders(t, addrs, "res", l.Value())), 3, "a quorum holds the value")
+	eventually(t, time.Second, func() bool { return count(holders(t, addrs, "res", l.Value())) == 5 },
+		"every node gets the SET")
+	for i, n := range cl.Nodes {
+		p := n.PTTL("res")
+		require.True(t, p > ttl-500*time.Millisecond && p <= ttl, "node %d PTTL %v", i, p)
+	}
+	drift := time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + redlock.DefaultDriftFixed
+	val := l.Validity()
+	require.LessOrEqual(t, val, ttl-drift, "validity is at most ttl - drift")
+	require.Greater(t, val, ttl-drift-elapsed-50*time.Millisecond)
+	require.WithinDuration(t, time.Now().Add(val), l.Until(), 20*time.Millisecond)
+	require.Equal(t, ttl, l.TTL())
+	require.Contains(t, l.String(), `"res"`)
+	require.NoError(t, l.Release(ctx))
+	require.Equal(t, 0, count(holders(t, addrs, "res", v[:])))
+	require.Zero(t, l.Validity())
+}
+
+// Step 4: elapsed time is subtracted from the validity.
+func TestValiditySubtractsElapsed(t *testing.T) {
+	cl := startCluster(t, 5)
+	for _, n := range cl.Nodes {
+		n.SetLatency(40*time.Millisecond, 0)
+	}
+	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(500*time.Millisecond))
+	const ttl = time.Second
+	l, err := c.TryAcquire(context.Background(), "slow", redlock.WithTTL(ttl))
+	require.NoError(t, err)
+	drift := time.Duration(float64(ttl)*0.01) + 2*time.Millisecond
+	require.LessOrEqual(t, l.Validity(), ttl-drift-40*time.Millisecond)
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// Step 3: quorum of N/2+1; refusals counted; the failed attempt is released
+// on all nodes.
+func TestQuorum(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	ctx := context.Background()
+	require.Equal(t, 3, c.Quorum())
+	require.Equal(t, 5, c.N())
+
+	setForeign(t, addrs, "two", 0, 1)
+	l, err := c.TryAcquire(ctx, "two")
+	require.NoError(t, err, "3 of 5 is a quorum")
+	require.Equal(t, 3, count(holders(t, addrs, "two", l.Value())))
+	require.NoError(t, l.Release(ctx))
+
+	setForeign(t, addrs, "three", 0, 1, 2)
+	_, err = c.TryAcquire(ctx, "three")
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 1, na.Tries)
+	require.Equal(t, 3, na.Refused)
+	require.Equal(t, 0, na.Failed)
+	require.LessOrEqual(t, na.Granted, 2)
+	require.False(t, na.TooShort)
+	require.NotErrorIs(t, err, redlock.ErrValidityTooShort)
+	require.Contains(t, err.Error(), `"three"`)
+	// Step 5: released on all nodes: only the foreign values remain.
+	eventually(t, time.Second, func() bool {
+		for i := 3; i < 5; i++ {
+			if _, ok := cl.Nodes[i].Get("three"); ok {
+				return false
+			}
+		}
+		return true
+	}, "the granted nodes were not released")
+	for i := 0; i < 3; i++ {
+		v, ok := cl.Nodes[i].Get("three")
+		require.True(t, ok)
+		require.Equal(t, "someone-else", string(v))
+	}
+}
+
+func TestQuorumOption(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	for _, q := range []int{-1, 1, 2, 6} {
+		_, err := redlock.New(addrs, redlock.WithQuorum(q))
+		require.ErrorIs(t, err, redlock.ErrBadOption, "quorum %d", q)
+	}
+	c := newClient(t, addrs, redlock.WithQuorum(5))
+	setForeign(t, addrs, "all", 4)
+	_, err := c.TryAcquire(context.Background(), "all")
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 1, na.Refused)
+	require.Equal(t, 4, na.Granted+na.Failed+na.Pending, "all others granted or were not needed")
+}
+
+// Step 5 with failed and slow nodes: the release goes to all N, also to
+// the nodes that timed out.
+func TestFailedAttemptReleasesOnAllNodes(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithNodeTimeout(30*time.Millisecond))
+	warm(t, c)
+	setForeign(t, addrs, "k", 0, 1)
+	cl.Nodes[2].FailNext(1, "ERR injected")
+	cl.Nodes[3].SetLatency(150*time.Millisecond, 0) // executes, answers too late
+	_, err := c.TryAcquire(context.Background(), "k")
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 2, na.Refused)
+	require.GreaterOrEqual(t, na.Failed, 1)
+	require.LessOrEqual(t, na.Granted, 2)
+	// node 3 executed the SET at once and node 4 granted it: both must
+	// have been released.
+	eventually(t, 2*time.Second, func() bool {
+		_, ok3 := cl.Nodes[3].Get("k")
+		_, ok4 := cl.Nodes[4].Get("k")
+		return !ok3 && !ok4
+	}, "nodes 3 and 4 still hold the failed attempt's value")
+}
+
+// Step 3: a quorum with too little validity left is not acquired.
+func TestValidityTooShort(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(time.Second))
+	warm(t, c)
+	for _, n := range cl.Nodes {
+		n.SetLatency(60*time.Millisecond, 0)
+	}
+	_, err := c.TryAcquire(context.Background(), "short",
+		redlock.WithTTL(100*time.Millisecond), redlock.WithMinValidity(50*time.Millisecond))
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, err, redlock.ErrValidityTooShort)
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.True(t, na.TooShort)
+	require.GreaterOrEqual(t, na.Granted, 3)
+	eventually(t, 2*time.Second, func() bool {
+		for _, n := range cl.Nodes {
+			if _, ok := n.Get("short"); ok {
+				return false
+			}
+		}
+		return true
+	}, "a too-short acquisition was not released")
+}
+
+// Step 5: retries are bounded by tries, spaced by the random delay, and
+// succeed once the holder releases.
+func TestRetry(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	holder := newClient(t, addrs)
+	c := newClient(t, addrs)
+	ctx := context.Background()
+	h, err := holder.Acquire(ctx, "r")
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = c.Acquire(ctx, "r", redlock.WithTries(3), redlock.WithRetryDelay(20*time.Millisecond, 30*time.Millisecond))
+	el := time.Since(start)
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 3, na.Tries)
+	require.GreaterOrEqual(t, na.Refused, 3)
+	require.GreaterOrEqual(t, el, 40*time.Millisecond, "two retry delays of at least 20ms")
+	require.Less(t, el, 3*(2*redlock.DefaultNodeTimeout)+2*30*time.Millisecond+time.Second)
+
+	_, err = c.TryAcquire(ctx, "r")
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 1, na.Tries)
+
+	go func() {
+		time.Sleep(60 * time.Millisecond)
+		_ = h.Release(ctx)
+	}()
+	l, err := c.Acquire(ctx, "r", redlock.WithTries(200), redlock.WithRetryDelay(5*time.Millisecond, 15*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+// Step 5: Acquire stops when ctx is done, and reports the cause.
+func TestAcquireContext(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	setForeign(t, addrs, "ctx", 0, 1, 2, 3, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Acquire(ctx, "ctx", redlock.WithTries(1000000))
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 80*time.Millisecond+time.Second)
+
+	done, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	_, err = c.Acquire(done, "ctx")
+	require.ErrorIs(t, err, context.Canceled)
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 0, na.Tries)
+}
+
+func TestReleaseKeepsOtherOwnersKeys(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "mine")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "mine", l)
+	setForeign(t, addrs, "mine", 0) // node 0 now holds another value
+	require.NoError(t, l.Release(ctx))
+	v, ok := cl.Nodes[0].Get("mine")
+	require.True(t, ok, "compare-and-delete must not delete another owner's key")
+	require.Equal(t, "someone-else", string(v))
+	for i := 1; i < 5; i++ {
+		_, ok := cl.Nodes[i].Get("mine")
+		require.False(t, ok)
+	}
+	require.ErrorIs(t, l.Release(ctx), redlock.ErrNotHeld)
+	require.ErrorIs(t, l.Extend(ctx, time.Second), redlock.ErrNotHeld)
+}
+
+func TestReleasePartial(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(40*time.Millisecond))
+	warm(t, c)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "p")
+	require.NoError(t, err)
+	cl.Nodes[4].Blackhole()
+	cl.Nodes[1].FailNext(1, "ERR nope")
+	err = l.Release(ctx)
+	cl.Nodes[4].Heal()
+	require.ErrorIs(t, err, redlock.ErrReleasePartial)
+	var re *redlock.ReleaseError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, []int{1, 4}, re.Failed)
+	require.Equal(t, 3, re.Released)
+	require.Len(t, re.Errs, 2)
+	require.ErrorIs(t, err, mux.ErrServer, "node 1's error reply is reachable")
+	require.Contains(t, err.Error(), "[1 4]")
+	require.Zero(t, l.Validity(), "released even if partly")
+}
+
+func TestReleaseAfterExpiry(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	l, err := c.Acquire(context.Background(), "e", redlock.WithTTL(40*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(60 * time.Millisecond)
+	require.Zero(t, l.Validity())
+	err = l.Release(context.Background())
+	require.ErrorIs(t, err, redlock.ErrLockExpired)
+	require.NotErrorIs(t, err, redlock.ErrReleasePartial)
+}
+
+func TestReleaseLost(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	l, err := c.Acquire(context.Background(), "lost")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "lost", l)
+	for i := 0; i < 3; i++ {
+		rawDo(t, addrs[i], "DEL", "lost")
+	}
+	err = l.Release(context.Background())
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+}
+
+func TestReleaseContextDoneKeepsLock(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	l, err := c.Acquire(context.Background(), "keep")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, l.Release(ctx), context.Canceled)
+	require.Positive(t, l.Validity(), "nothing was sent: still held")
+	require.NoError(t, l.Release(context.Background()))
+}
+
+func TestExtend(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "x", redlock.WithTTL(300*time.Millisecond), redlock.WithMaxExtensions(2))
+	require.NoError(t, err)
+	copyBefore := l
+	require.NoError(t, l.Extend(ctx, 3*time.Second))
+	require.Equal(t, 1, l.Extensions())
+	require.Greater(t, l.Validity(), 2*time.Second)
+	require.Less(t, copyBefore.Validity(), 300*time.Millisecond, "copies keep the old validity")
+	eventually(t, time.Second, func() bool {
+		for _, n := range cl.Nodes {
+			if n.PTTL("x") < 2*time.Second {
+				return false
+			}
+		}
+		return true
+	}, "not every node extended")
+	require.NoError(t, l.Extend(ctx, 3*time.Second))
+	require.ErrorIs(t, l.Extend(ctx, 3*time.Second), redlock.ErrExtendLimit)
+	require.Equal(t, 2, l.Extensions())
+	require.ErrorIs(t, l.Extend(ctx, 0), redlock.ErrBadOption)
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestExtendAfterExpiry(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	l, err := c.Acquire(context.Background(), "xe", redlock.WithTTL(30*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(40 * time.Millisecond)
+	err = l.Extend(context.Background(), time.Second)
+	require.ErrorIs(t, err, redlock.ErrLockExpired)
+	var ee *redlock.ExtendError
+	require.ErrorAs(t, err, &ee)
+	require.True(t, ee.Expired)
+	require.Zero(t, l.Validity())
+}
+
+// The quorum must agree within the remaining validity.
+func TestExtendQuorumTooLate(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(time.Second))
+	l, err := c.Acquire(context.Background(), "late", redlock.WithTTL(200*time.Millisecond))
+	require.NoError(t, err)
+	for l.Validity() > 60*time.Millisecond {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, n := range cl.Nodes {
+		n.SetLatency(150*time.Millisecond, 0)
+	}
+	start := time.Now()
+	err = l.Extend(context.Background(), 5*time.Second)
+	require.ErrorIs(t, err, redlock.ErrLockExpired)
+	require.Less(t, time.Since(start), 500*time.Millisecond, "the wait is bounded by the remaining validity")
+	require.Zero(t, l.Validity())
+}
+
+func TestExtendLost(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	l, err := c.Acquire(context.Background(), "xl")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "xl", l)
+	for i := 0; i < 3; i++ {
+		rawDo(t, addrs[i], "DEL", "xl")
+	}
+	err = l.Extend(context.Background(), time.Minute)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	var ee *redlock.ExtendError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 3, ee.Refused)
+	require.LessOrEqual(t, ee.Extended, 2)
+	require.Zero(t, l.Validity(), "known lost: no validity left")
+}
+
+// A failed extension to a shorter TTL shortens the validity: some nodes
+// may have applied it.
+func TestExtendFailureNeverLengthens(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithNodeTimeout(30*time.Millisecond))
+	l, err := c.Acquire(context.Background(), "xs", redlock.WithTTL(10*time.Second))
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		cl.Nodes[i].Blackhole()
+	}
+	err = l.Extend(context.Background(), time.Second)
+	for i := 0; i < 3; i++ {
+		cl.Nodes[i].Heal()
+	}
+	require.Error(t, err)
+	require.LessOrEqual(t, l.Validity(), time.Second)
+	require.Positive(t, l.Validity())
+}
+
+func TestValuesUnique(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	ctx := context.Background()
+	seen := make(map[[redlock.ValueSize]byte]bool)
+	var zero [redlock.ValueSize]byte
+	for i := 0; i < 300; i++ {
+		l, err := c.TryAcquire(ctx, "u")
+		require.NoError(t, err)
+		v := l.ValueArray()
+		require.NotEqual(t, zero, v)
+		require.False(t, seen[v], "value repeated")
+		seen[v] = true
+		require.NoError(t, l.Release(ctx))
+	}
+}
+
+// lockedReader makes a reader safe for concurrent use.
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
+
+func TestValueSource(t *testing.T) {
+	cl := startCluster(t, 5)
+	src := bytes.Repeat([]byte("0123456789abcdefghij"), 1)
+	c := newClient(t, cl.Addrs(), redlock.WithValueSource(&lockedReader{r: bytes.NewReader(src)}))
+	ctx := context.Background()
+	l, err := c.TryAcquire(ctx, "vs")
+	require.NoError(t, err)
+	require.Equal(t, src, l.Value())
+	v, _ := cl.Nodes[0].Get("vs")
+	require.Equal(t, src, v)
+	require.NoError(t, l.Release(ctx))
+	_, err = c.TryAcquire(ctx, "vs") // source exhausted
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+func TestOptionValidation(t *testing.T) {
+	cl := startCluster(t, 3)
+	addrs := cl.Addrs()
+	bad := []redlock.Option{
+		redlock.WithTTL(0),
+		redlock.WithTTL(-time.Second),
+		redlock.WithTTL(2000 * time.Hour),
+		redlock.WithTries(0),
+		redlock.WithRetryDelay(-1, 0),
+		redlock.WithRetryDelay(time.Second, time.Millisecond),
+		redlock.WithDriftFactor(1),
+		redlock.WithDriftFactor(-0.1),
+		redlock.WithFixedDrift(-time.Millisecond),
+		redlock.WithNodeTimeout(0),
+		redlock.WithMaxExtensions(-1),
+		redlock.WithMinValidity(-1),
+		redlock.WithMinValidity(time.Minute), // more than the default TTL
+		nil,
+	}
+	for i, o := range bad {
+		_, err := redlock.New(addrs, o)
+		require.ErrorIs(t, err, redlock.ErrBadOption, "option %d", i)
+	}
+	_, err := redlock.New(nil)
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+	_, err = redlock.NewWithMux(nil)
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+
+	c := newClient(t, addrs)
+	_, err = c.TryAcquire(context.Background(), "k", redlock.WithTTL(0))
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+	_, err = c.Acquire(context.Background(), "")
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+}
+
+func TestServerErrorsCountAsFailed(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs())
+	warm(t, c)
+	ctx := context.Background()
+	cl.Nodes[0].FailNext(1, "ERR injected")
+	cl.Nodes[1].FailNext(1, "ERR injected")
+	l, err := c.TryAcquire(ctx, "se")
+	require.NoError(t, err, "3 of 5 still grant")
+	require.NoError(t, l.Release(ctx))
+	for i := 0; i < 3; i++ {
+		cl.Nodes[i].FailNext(1, "ERR injected")
+	}
+	_, err = c.TryAcquire(ctx, "se")
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Equal(t, 0, na.Refused)
+	require.GreaterOrEqual(t, na.Failed, 3)
+}
+
+// After a restart that loses the script cache, EVALSHA gets NOSCRIPT and
+// mux falls back to EVAL: release and extend still work.
+func TestScriptCacheLost(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "sc")
+	require.NoError(t, err)
+	for _, a := range addrs {
+		require.True(t, rawDo(t, a, "SCRIPT", "FLUSH").IsOK())
+	}
+	require.NoError(t, l.Extend(ctx, 5*time.Second))
+	for _, a := range addrs {
+		require.True(t, rawDo(t, a, "SCRIPT", "FLUSH").IsOK())
+	}
+	require.NoError(t, l.Release(ctx))
+	for i, n := range cl.Nodes {
+		_, ok := n.Get("sc")
+		require.False(t, ok, "node %d", i)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	cl := startCluster(t, 5)
+	c, err := redlock.New(cl.Addrs())
+	require.NoError(t, err)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "cl")
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	_, err = c.Acquire(ctx, "cl2")
+	require.ErrorIs(t, err, redlock.ErrClosed)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	require.ErrorIs(t, l.Extend(ctx, time.Second), redlock.ErrClosed)
+	require.Error(t, l.Release(ctx))
+}
+
+func TestZeroLock(t *testing.T) {
+	var l redlock.Lock
+	require.Zero(t, l.Validity())
+	require.True(t, l.Until().IsZero())
+	require.ErrorIs(t, l.Release(context.Background()), redlock.ErrNotHeld)
+	require.ErrorIs(t, l.Extend(context.Background(), time.Second), redlock.ErrNotHeld)
+	require.Contains(t, l.String(), "not held")
+}
+
+func TestNewWithMux(t *testing.T) {
+	cl := startCluster(t, 3)
+	m, err := mux.New(mux.Config{Addrs: cl.Addrs(), Scripts: redlock.MuxScripts()})
+	require.NoError(t, err)
+	defer m.Close()
+	c, err := redlock.NewWithMux(m, redlock.WithTTL(time.Second))
+	require.NoError(t, err)
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "wm")
+	require.NoError(t, err)
+	require.Equal(t, time.Second, l.TTL())
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, c.Close())
+	_, err = c.Acquire(ctx, "wm")
+	require.ErrorIs(t, err, redlock.ErrClosed)
+	// the mux client is the caller's and still works
+	c2, err := redlock.NewWithMux(m)
+	require.NoError(t, err)
+	l, err = c2.Acquire(ctx, "wm")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+// Mutual exclusion between concurrent goroutines of one client and of
+// several clients.
+func TestConcurrentMutualExclusion(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	clients := []*redlock.Client{newClient(t, addrs), newClient(t, addrs)}
+	var inside, acquired, overlaps atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func(c *redlock.Client) {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := 0; i < 40; i++ {
+				l, err := c.Acquire(ctx, "mx", redlock.WithTries(3), redlock.WithRetryDelay(time.Millisecond, 3*time.Millisecond))
+				if err != nil {
+					if !errors.Is(err, redlock.ErrNotAcquired) {
+						overlaps.Add(1000) // unexpected error kind
+					}
+					continue
+				}
+				acquired.Add(1)
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				time.Sleep(100 * time.Microsecond)
+				inside.Add(-1)
+				_ = l.Release(ctx)
+			}
+		}(clients[g%2])
+	}
+	wg.Wait()
+	assert.Zero(t, overlaps.Load())
+	assert.Positive(t, acquired.Load())
+}
