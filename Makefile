@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines tidy-check clean
+.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -49,6 +49,10 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+## safety: the Redlock safety checker with 100,000 contended acquisitions under faults (several minutes)
+safety:
+	$(GO) test -run '^TestSafetyUnderFaults$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000
 
 ## bench-real: the benchmark against 5 local redis-server processes it starts and stops itself (~30 s)
 bench-real:

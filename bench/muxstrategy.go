@@ -1,8 +1,3 @@
-//go:build redmux_mux
-
-// Remove this build tag (and delete mux_pending.go) once package mux
-// implements mux.New: then the mux strategy builds by default.
-
 package bench
 
 import (

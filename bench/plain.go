@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	crand "crypto/rand"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -19,9 +18,6 @@ const (
 	StrategyFanout = "fanout"
 	StrategyMux    = "mux"
 )
-
-// ErrStrategyUnavailable: the strategy cannot run in this build.
-var ErrStrategyUnavailable = errors.New("bench: strategy unavailable")
 
 // AllStrategies lists the strategies in report order.
 var AllStrategies = []string{StrategySeq, StrategyFanout, StrategyMux}

@@ -133,9 +133,6 @@ func WriteTable(w io.Writer, rep *Report) {
 	c := rep.Config
 	fmt.Fprintf(w, "%s; %s, %d workers, %s loop, workload %s, keys %d\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Loop, c.Workload, c.Keys)
 	summaryTable(rep).write(w)
-	for name, why := range rep.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", name, why)
-	}
 }
 
 // WriteJSON writes the -json object.
@@ -213,9 +210,6 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w)
 	summaryTable(rep).markdown(w)
 	fmt.Fprintln(w)
-	for name, why := range rep.Skipped {
-		fmt.Fprintf(w, "Not run: `%s` (%s).\n\n", name, why)
-	}
 	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", FilePlot)
 
 	for i, m := range Metrics {

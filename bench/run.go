@@ -21,7 +21,6 @@ type Report struct {
 	Strategies []*StrategyResult `json:"strategies"`
 	Config     ReportConfig      `json:"config"`
 	Env        Env               `json:"env"`
-	Skipped    map[string]string `json:"skipped,omitempty"` // strategy -> why it did not run
 
 	hlog []byte
 }
@@ -139,14 +138,6 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	progress := progressFunc(cfg, o)
 	for _, name := range cfg.Strategies {
 		s, err := newStrategy(name, t.addrs, params, cfg.Lanes)
-		if errors.Is(err, ErrStrategyUnavailable) && len(cfg.Strategies) > 1 {
-			if rep.Skipped == nil {
-				rep.Skipped = map[string]string{}
-			}
-			rep.Skipped[name] = err.Error()
-			fmt.Fprintf(o.Stderr, "redmux-bench: skipping %s: %v\n", name, err)
-			continue
-		}
 		if err != nil {
 			return nil, redactErr(fmt.Errorf("%s: %w", name, err), cfg.Password)
 		}

@@ -33,9 +33,9 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	jsonPath := filepath.Join(dir, "x.json")
 	hlogPath := filepath.Join(dir, "x.hlog")
 	out := filepath.Join(dir, "out")
-	rep, stdout, _ := runArgs(t, []string{"-strategy", "seq,fanout", "-c", "4", "-d", "400ms", "-warmup", "50ms",
+	rep, stdout, _ := runArgs(t, []string{"-strategy", "all", "-c", "4", "-d", "400ms", "-warmup", "50ms",
 		"-json", jsonPath, "-hlog", hlogPath, "-out", out, "-fake", "3"}, false)
-	require.Len(t, rep.Strategies, 2)
+	require.Len(t, rep.Strategies, 3)
 	for _, s := range rep.Strategies {
 		require.Positive(t, s.Ops, s.Name)
 		require.Equal(t, s.Ops, s.Acquired+s.NotAcquired, "%s: no errors expected on a healthy cluster: %v", s.Name, s.Errors)
@@ -57,7 +57,7 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	require.Contains(t, doc, "config")
 	require.Contains(t, doc, "env")
 	strategies := doc["strategies"].([]any)
-	require.Len(t, strategies, 2)
+	require.Len(t, strategies, 3)
 	for _, x := range strategies {
 		s := x.(map[string]any)
 		for _, k := range []string{"name", "ops", "ops_per_sec", "errors", "allocs_per_op", "cpu_us_per_op"} {
@@ -96,11 +96,11 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 		require.Positive(t, st.Size(), name)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, FileReport))
-	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy seq,fanout"} {
+	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all"} {
 		require.Contains(t, string(md), want)
 	}
 	svg, _ := os.ReadFile(filepath.Join(out, FilePlot))
-	requireSVG(t, svg, 2)
+	requireSVG(t, svg, 3)
 }
 
 // requireSVG checks the plot is well-formed XML with one line per strategy.
@@ -133,14 +133,14 @@ func TestEndToEndRealRedis(t *testing.T) {
 		}
 		return ""
 	}
-	code := Main([]string{"-nodes", addrs, "-strategy", "seq,fanout", "-c", "4", "-d", "300ms", "-warmup", "0s",
+	code := Main([]string{"-nodes", addrs, "-strategy", "all", "-c", "4", "-d", "300ms", "-warmup", "0s",
 		"-workload", "acquire-extend-release", "-out", dir, "-json", filepath.Join(dir, "j.json")}, &out, &errb, env)
 	require.Equal(t, ExitOK, code, errb.String())
 	var rep Report
 	b, err := os.ReadFile(filepath.Join(dir, "j.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rep))
-	require.Len(t, rep.Strategies, 2)
+	require.Len(t, rep.Strategies, 3)
 	for _, s := range rep.Strategies {
 		require.Positive(t, s.Acquired, s.Name)
 		require.Equal(t, s.Acquired, s.Extended, "%s: every held lock extends", s.Name)
@@ -172,8 +172,9 @@ func TestEndToEndRealRedis(t *testing.T) {
 }
 
 func TestFaultDownNodeStillReachesQuorum(t *testing.T) {
-	rep, _, _ := runArgs(t, []string{"-strategy", "seq,fanout", "-c", "2", "-d", "300ms", "-warmup", "0s", "-out", "",
+	rep, _, _ := runArgs(t, []string{"-strategy", "all", "-c", "2", "-d", "300ms", "-warmup", "0s", "-out", "",
 		"-fault", "down:2", "-quiet"}, false)
+	require.Len(t, rep.Strategies, 3)
 	for _, s := range rep.Strategies {
 		require.Positive(t, s.Acquired, s.Name)
 		require.Empty(t, s.Errors, s.Name)
