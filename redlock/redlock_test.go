@@ -264,6 +264,9 @@ func TestReleasePartial(t *testing.T) {
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "p")
 	require.NoError(t, err)
+	// Acquire returns at quorum: wait for the other SET replies so that
+	// FailNext below hits the release, not a SET reply still in flight.
+	waitAllHold(t, cl.Addrs(), "p", l)
 	cl.Nodes[4].Blackhole()
 	cl.Nodes[1].FailNext(1, "ERR nope")
 	err = l.Release(ctx)
