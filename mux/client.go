@@ -32,7 +32,15 @@ type Client struct {
 	n     int
 	nodes []node
 	lanes []*lane
-	free  chan *lane
+	// Free lanes: a LIFO stack guarded by freeMu, counted by tokens (one
+	// token per lane on the stack). LIFO reuses the lane a goroutine just
+	// returned: its connections are warm, and a command that follows an
+	// earlier batch (a release after a failed acquire) travels on the same
+	// connections, behind that batch's commands, instead of overtaking them
+	// on another lane.
+	freeMu sync.Mutex
+	free   []*lane
+	tokens chan struct{}
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
@@ -77,12 +85,13 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		cfg:   r,
-		n:     len(r.Addrs),
-		nodes: make([]node, len(r.Addrs)),
-		free:  make(chan *lane, r.Lanes),
-		done:  make(chan struct{}),
-		wake:  make(chan struct{}, 1),
+		cfg:    r,
+		n:      len(r.Addrs),
+		nodes:  make([]node, len(r.Addrs)),
+		free:   make([]*lane, 0, r.Lanes),
+		tokens: make(chan struct{}, r.Lanes),
+		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
 	for i := range c.nodes {
@@ -133,7 +142,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	wg.Wait()
 	for _, l := range c.lanes {
-		c.free <- l
+		c.pushLane(l)
 	}
 	c.supWG.Add(1)
 	go c.supervise()
@@ -212,20 +221,20 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			deadline = dl
 		}
 	}
-	var l *lane
 	select {
-	case l = <-c.free:
+	case <-c.tokens:
 	default:
 		select {
-		case l = <-c.free:
+		case <-c.tokens:
 		case <-ctx.Done():
 			return Outcome{}, ctx.Err()
 		case <-c.done:
 			return Outcome{}, ErrClosed
 		}
 	}
+	l := c.popLane()
 	if c.closed.Load() {
-		c.free <- l
+		c.pushLane(l)
 		return Outcome{}, ErrClosed
 	}
 	l.pol = p
@@ -233,8 +242,25 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	out, err := l.do(b, start, deadline)
 	l.ctx = nil
 	l.pol = Policy{}
-	c.free <- l
+	c.pushLane(l)
 	return out, err
+}
+
+// popLane takes the most recently returned lane; the caller holds a token.
+func (c *Client) popLane() *lane {
+	c.freeMu.Lock()
+	l := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	c.freeMu.Unlock()
+	return l
+}
+
+// pushLane returns a lane and its token.
+func (c *Client) pushLane(l *lane) {
+	c.freeMu.Lock()
+	c.free = append(c.free, l)
+	c.freeMu.Unlock()
+	c.tokens <- struct{}{}
 }
 
 // Close closes every connection and epoll instance and stops the
@@ -252,8 +278,8 @@ func (c *Client) Close() error {
 	c.plat.signal()
 	c.supWG.Wait()
 	for range c.lanes {
-		l := <-c.free
-		l.shutdown()
+		<-c.tokens
+		c.popLane().shutdown()
 	}
 	c.plat.close()
 	return nil
