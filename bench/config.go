@@ -95,7 +95,7 @@ type Config struct {
 	RealLocal    int           // -real-local: start this many local redis-servers
 	Strategies   []string      // -strategy
 	Workers      int           // -c
-	Lanes        int           // -lanes (mux; 0 = mux's default)
+	Lanes        int           // -lanes (mux; 0 at parse time becomes Workers)
 	Duration     time.Duration // -d
 	Ops          int64         // -n
 	Warmup       time.Duration // -warmup
@@ -141,7 +141,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
-	fs.IntVar(&c.Lanes, "lanes", 0, "mux strategy: connections per node (0 = mux's default, 2*GOMAXPROCS)")
+	fs.IntVar(&c.Lanes, "lanes", 0, "mux strategy: lanes (connections per node); 0 = one per worker (-c), as seq and fanout hold one connection per node per worker")
 	fs.DurationVar(&c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
 	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
@@ -287,6 +287,11 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		default:
 			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
 		}
+	}
+	if c.Lanes == 0 {
+		// One lane per worker, as seq and fanout hold one connection per
+		// node per worker: the strategies then use as many connections.
+		c.Lanes = min(c.Workers, 4096)
 	}
 	return c, nil
 }

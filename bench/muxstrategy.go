@@ -77,10 +77,11 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 
 func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 	err := w.lock.Extend(ctx, w.s.params.TTL)
+	if err == nil {
+		return true, nil // before errors.As, whose target escapes
+	}
 	var ee *redlock.ExtendError
 	switch {
-	case err == nil:
-		return true, nil
 	case errors.As(err, &ee):
 		if ee.Failed > 0 {
 			w.nodeErrs[KindFailed] += int64(ee.Failed)
@@ -95,6 +96,9 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 
 func (w *muxWorker) Release(ctx context.Context) error {
 	err := w.lock.Release(ctx)
+	if err == nil {
+		return nil // before errors.As: its target would escape and allocate on every call
+	}
 	var re *redlock.ReleaseError
 	if errors.As(err, &re) {
 		for _, e := range re.Errs {
