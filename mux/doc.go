@@ -82,8 +82,13 @@
 // connect bounded by DialTimeout, host names resolved at dial time). Do
 // writes each node's bytes straight to its socket; on EAGAIN it keeps the
 // rest and waits for EPOLLOUT (never spinning), while reading replies as
-// epoll reports them; epoll_wait's millisecond timeout is rounded up so
-// the call never wakes before its deadline. Close makes an eventfd
+// epoll reports them. The caller never blocks its thread in epoll_wait: the
+// lane's epoll descriptor is itself registered with the Go netpoller, the
+// caller parks there until it is readable or the batch deadline passes,
+// and epoll_wait is only called with a zero timeout to collect the ready
+// events. (A thread blocked in a raw syscall keeps its scheduler slot until
+// the runtime's monitor takes it back, up to 10 ms later: with many callers
+// on few cores that became the tail latency.) Close makes an eventfd
 // readable that every lane's epoll watches, so calls in flight return
 // ErrClosed at once; then it closes every socket and epoll fd, and stops
 // the supervisor.
