@@ -23,6 +23,7 @@ type node struct {
 	down    atomic.Bool               // last seen state (NodeUp)
 	stalled atomic.Bool               // a connection was closed by HardTimeout; cleared by a successful dial
 	downErr atomic.Pointer[NodeError] // the error calls get while a connection is down
+	wake    chan struct{}             // wakes this node's supervisor (buffered 1)
 }
 
 // Client talks to N nodes through Lanes connections per node. Methods are
@@ -44,7 +45,6 @@ type Client struct {
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
-	wake   chan struct{} // supervisor wake-up (buffered 1)
 	supWG  sync.WaitGroup
 	closeM sync.Mutex
 
@@ -91,11 +91,11 @@ func New(cfg Config) (*Client, error) {
 		free:   make([]*lane, 0, r.Lanes),
 		tokens: make(chan struct{}, r.Lanes),
 		done:   make(chan struct{}),
-		wake:   make(chan struct{}, 1),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
 	for i := range c.nodes {
 		c.nodes[i].addr = r.Addrs[i]
+		c.nodes[i].wake = make(chan struct{}, 1)
 		c.nodes[i].down.Store(true)
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: r.Addrs[i], Kind: ErrNodeDown, Cause: errNotConnected})
 	}
@@ -144,8 +144,10 @@ func New(cfg Config) (*Client, error) {
 	for _, l := range c.lanes {
 		c.pushLane(l)
 	}
-	c.supWG.Add(1)
-	go c.supervise()
+	c.supWG.Add(c.n)
+	for i := 0; i < c.n; i++ {
+		go c.supervise(i)
+	}
 	return c, nil
 }
 
@@ -285,10 +287,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// wakeSupervisor asks the supervisor to look for connections to redial.
-func (c *Client) wakeSupervisor() {
+// wakeSupervisor asks node i's supervisor to look for connections to redial.
+func (c *Client) wakeSupervisor(i int) {
 	select {
-	case c.wake <- struct{}{}:
+	case c.nodes[i].wake <- struct{}{}:
 	default:
 	}
 }

@@ -346,7 +346,7 @@ func (l *lane) breakConn(i int, err *NodeError) {
 		nd.down.Store(true)
 		nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: err})
 		cn.need.Store(true)
-		l.c.wakeSupervisor()
+		l.c.wakeSupervisor(i)
 	}
 	l.failNode(i, err)
 }

@@ -36,10 +36,11 @@
 // connection to every node. Do takes a free lane, runs the batch on the
 // caller's goroutine (no goroutine per call) and gives the lane back; many
 // goroutines may call Do at once, up to Lanes batches in parallel, the
-// others wait for a lane. One background goroutine per Client, the
-// supervisor, redials connections that broke or could not be made, with
-// per-node exponential backoff from ReconnectMin to ReconnectMax, jittered
-// to [d/2, d]. Nothing on a caller's path ever dials: a node whose
+// others wait for a lane; free lanes are reused most-recently-returned
+// first. One background goroutine per node, its supervisor, redials that
+// node's connections that broke or could not be made, with exponential
+// backoff from ReconnectMin to ReconnectMax, jittered to [d/2, d]; a
+// partitioned node whose dials hang delays only its own redials. Nothing on a caller's path ever dials: a node whose
 // connection is down fails at once with ErrNodeDown (its last dial error
 // is the cause; see NodeErr and NodeUp). New fails only on a bad Config.
 //
@@ -91,7 +92,7 @@
 // on few cores that became the tail latency.) Close makes an eventfd
 // readable that every lane's epoll watches, so calls in flight return
 // ErrClosed at once; then it closes every socket and epoll fd, and stops
-// the supervisor.
+// the supervisors.
 //
 // Other systems (and Linux built with -tags redmux_portable) use a
 // portable fallback on net.Conn with the same API and semantics, but

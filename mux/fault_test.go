@@ -251,3 +251,44 @@ func TestUnreachableAtNew(t *testing.T) {
 		t.Fatalf("%+v %v", out, b.Err(2))
 	}
 }
+
+// A partitioned node (it accepts connections but never answers, so every
+// redial of it hangs until DialTimeout) must not hold up another node's
+// redial: each node has its own supervisor.
+func TestFakePartitionedNodeDoesNotDelayOtherRedials(t *testing.T) {
+	cl := startFake(t, 3, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) {
+		cfg.DialTimeout = 5 * time.Second
+		cfg.Timeout = 200 * time.Millisecond
+	})
+	waitAllOK(t, c, time.Second)
+	// Node 0: drop its connections, then accept new ones without answering.
+	cl.Nodes[0].Blackhole()
+	cl.Nodes[0].Down()
+	for k := 0; k < 2*c.cfg.Lanes; k++ { // every lane notices
+		ping(t, c, Policy{})
+	}
+	cl.Nodes[0].Up() // still blackholed: node 0's redials now hang for 5s
+	defer cl.Nodes[0].Heal()
+	time.Sleep(100 * time.Millisecond)
+
+	if err := cl.Nodes[1].Restart(false, 0); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		b, _, _ := ping(t, c, Policy{})
+		if b.Err(1) == nil && b.Err(2) == nil {
+			break
+		}
+		// Functional bound, far below node 0's 5s dial timeout that a
+		// shared redial loop would have made node 1 wait behind.
+		if time.Since(start) > 2500*time.Millisecond {
+			t.Fatalf("node 1 not back after %v: %v", time.Since(start), b.Err(1))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := func() error { b, _, _ := ping(t, c, Policy{}); return b.Err(0) }(); err == nil {
+		t.Fatal("node 0 is partitioned and must still fail")
+	}
+}

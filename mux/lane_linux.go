@@ -160,7 +160,7 @@ func (l *lane) attach(i int, h *handle) {
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, h.fd, &ev); err != nil {
 		h.close()
 		cn.need.Store(true)
-		l.c.wakeSupervisor()
+		l.c.wakeSupervisor(i)
 		return
 	}
 	cn.fd = h.fd
