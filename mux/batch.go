@@ -28,6 +28,12 @@ type Batch struct {
 	errs   []error // node-level error (timeout, down, ...)
 	rbuf   []byte  // reply bytes
 	parser resp.Parser
+
+	// lane the last Do ran on: the next Do takes it again when it is free,
+	// so a batch's commands follow its earlier ones on the same connections
+	// (a release after a failed acquire cannot overtake that acquire's SET
+	// on a slow node).
+	lane *lane
 }
 
 // NewBatch returns an empty batch sized for c.

@@ -234,7 +234,8 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			return Outcome{}, ErrClosed
 		}
 	}
-	l := c.popLane()
+	l := c.popLane(b.lane)
+	b.lane = l
 	if c.closed.Load() {
 		c.pushLane(l)
 		return Outcome{}, ErrClosed
@@ -248,10 +249,21 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	return out, err
 }
 
-// popLane takes the most recently returned lane; the caller holds a token.
-func (c *Client) popLane() *lane {
+// popLane takes prefer if it is free, else the most recently returned
+// lane; the caller holds a token.
+func (c *Client) popLane(prefer *lane) *lane {
 	c.freeMu.Lock()
-	l := c.free[len(c.free)-1]
+	k := len(c.free) - 1
+	if prefer != nil && c.free[k] != prefer {
+		for j := k - 1; j >= 0; j-- {
+			if c.free[j] == prefer {
+				k = j
+				break
+			}
+		}
+	}
+	l := c.free[k]
+	copy(c.free[k:], c.free[k+1:])
 	c.free = c.free[:len(c.free)-1]
 	c.freeMu.Unlock()
 	return l
@@ -281,7 +293,7 @@ func (c *Client) Close() error {
 	c.supWG.Wait()
 	for range c.lanes {
 		<-c.tokens
-		c.popLane().shutdown()
+		c.popLane(nil).shutdown()
 	}
 	c.plat.close()
 	return nil

@@ -292,3 +292,51 @@ func TestFakePartitionedNodeDoesNotDelayOtherRedials(t *testing.T) {
 		t.Fatal("node 0 is partitioned and must still fail")
 	}
 }
+
+// A batch takes the lane it last ran on when that lane is free (not merely
+// the most recently returned one), and the free stack stays consistent.
+func TestLaneAffinity(t *testing.T) {
+	cl := startFake(t, 3, fakeserver.Config{})
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Lanes = 3 })
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "PING"))
+	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	mine := b.lane
+	if mine == nil {
+		t.Fatal("Do did not record its lane")
+	}
+	// Another caller takes and returns every lane, mine first, so that mine
+	// ends up at the bottom of the stack.
+	var held []*lane
+	for range c.lanes {
+		<-c.tokens
+		held = append(held, c.popLane(nil))
+	}
+	if held[0] != mine {
+		t.Fatalf("LIFO: want the lane just returned first")
+	}
+	for _, l := range held {
+		c.pushLane(l)
+	}
+	if top := c.free[len(c.free)-1]; top == mine {
+		t.Fatal("test set-up: mine should not be on top")
+	}
+	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.lane != mine {
+		t.Fatal("the batch did not get its own free lane back")
+	}
+	if len(c.free) != len(c.lanes) || len(c.tokens) != len(c.lanes) {
+		t.Fatalf("free stack %d, tokens %d, lanes %d", len(c.free), len(c.tokens), len(c.lanes))
+	}
+	seen := map[*lane]bool{}
+	for _, l := range c.free {
+		if seen[l] {
+			t.Fatal("a lane is on the free stack twice")
+		}
+		seen[l] = true
+	}
+}
