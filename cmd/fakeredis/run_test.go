@@ -89,14 +89,56 @@ func TestRunServesUntilCancelled(t *testing.T) {
 }
 
 func TestRunFixedPortsAndDown(t *testing.T) {
+	// Consecutive fixed ports can be taken by another test process between
+	// choosing and binding them: retry that clash a few times, never more.
+	for attempt := 1; ; attempt++ {
+		err := runFixedPortsAndDown(t, freeConsecutivePorts(t, 2))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; retrying with other ports", attempt, err)
+	}
+}
+
+// freeConsecutivePorts returns a port P such that P..P+n-1 could all be
+// bound on 127.0.0.1 a moment ago.
+func freeConsecutivePorts(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		ls := []net.Listener{l}
+		ok := true
+		for k := 1; k < n; k++ {
+			lk, err := net.Listen("tcp", "127.0.0.1:"+itoa(port+k))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, lk)
+		}
+		for _, x := range ls {
+			x.Close()
+		}
+		if ok {
+			return port
+		}
+	}
+	t.Fatalf("no %d consecutive free ports found", n)
+	return 0
+}
+
+// runFixedPortsAndDown runs two nodes from port with node 1 down; it
+// returns run's error if the nodes could not start.
+func runFixedPortsAndDown(t *testing.T, port int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
@@ -110,6 +152,11 @@ func TestRunFixedPortsAndDown(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	want := []string{"ready 127.0.0.1:" + itoa(port), "ready 127.0.0.1:" + itoa(port+1)}
+	if len(lines) == 0 {
+		if err := <-done; err != nil {
+			return err
+		}
+	}
 	if strings.Join(lines, "|") != strings.Join(want, "|") {
 		t.Fatalf("lines %q, want %q", lines, want)
 	}
@@ -122,6 +169,7 @@ func TestRunFixedPortsAndDown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	return nil
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
