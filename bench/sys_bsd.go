@@ -8,6 +8,4 @@ import (
 
 const ioctlGetTermios = syscall.TIOCGETA
 
-func childSysProcAttr() *syscall.SysProcAttr { return nil }
-
 func pidCPU(int) (int64, bool) { return 0, false }

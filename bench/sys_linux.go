@@ -11,11 +11,6 @@ import (
 
 const ioctlGetTermios = syscall.TCGETS
 
-// childSysProcAttr kills the child (the embedded cluster) if this process dies.
-func childSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
 // pidCPU returns a process's user+system CPU time in nanoseconds, from
 // /proc/<pid>/stat.
 func pidCPU(pid int) (int64, bool) {

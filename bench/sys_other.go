@@ -2,15 +2,10 @@
 
 package bench
 
-import (
-	"os"
-	"syscall"
-)
+import "os"
 
 func processCPU() (int64, bool) { return 0, false }
 
 func isTerminal(*os.File) bool { return false }
-
-func childSysProcAttr() *syscall.SysProcAttr { return nil }
 
 func pidCPU(int) (int64, bool) { return 0, false }

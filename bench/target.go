@@ -1,13 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,41 +19,19 @@ import (
 // reach a node or set up a connection to it.
 var ErrNodeUnreachable = errors.New("bench: node unreachable")
 
-// Environment variables of the embedded-cluster child process.
-const (
-	envChild         = "REDMUX_BENCH_FAKE_CLUSTER"
-	envChildPassword = "REDMUX_BENCH_FAKE_PASSWORD"
-)
-
 var childCapable atomic.Bool
 
 // ChildMain must be called first thing in main (and in TestMain of tests
 // that run benchmarks): when this process was started as the embedded
-// cluster's child, it serves the cluster until its stdin closes and exits;
-// otherwise it returns at once and enables the child-process cluster.
+// cluster's child, it serves the cluster until its stdin closes and exits
+// (fakeserver.ServeChild); otherwise it returns at once and enables the
+// child-process cluster.
 //
 // Running the embedded cluster in a child process keeps the server's CPU
 // time and allocations out of the client's per-operation figures.
 func ChildMain() {
-	v := os.Getenv(envChild)
-	if v == "" {
-		childCapable.Store(true)
-		return
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		fmt.Fprintf(os.Stderr, "redmux-bench child: bad %s=%q\n", envChild, v)
-		os.Exit(1)
-	}
-	c, err := fakeserver.StartCluster(n, fakeserver.Config{Password: os.Getenv(envChildPassword)})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "redmux-bench child: %v\n", err)
-		os.Exit(1)
-	}
-	fmt.Printf("ADDRS %s\n", strings.Join(c.Addrs(), ","))
-	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin or dies
-	_ = c.Close()
-	os.Exit(0)
+	fakeserver.ServeChild()
+	childCapable.Store(true)
 }
 
 // target is the set of nodes under test and how to tear it down.
@@ -91,59 +66,14 @@ func startEmbedded(n int, password string, inProcess bool) (*target, error) {
 }
 
 func startChild(n int, password string) (*target, error) {
-	exe, err := os.Executable()
+	c, err := fakeserver.StartChild(n, fakeserver.Config{Password: password})
 	if err != nil {
 		return nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(n), envChildPassword+"="+password)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = childSysProcAttr()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	stop := func() {
-		_ = stdin.Close()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- l
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(done)
-	}()
-	var l string
-	select {
-	case l = <-line:
-	case <-time.After(10 * time.Second):
-		stop()
-		return nil, errors.New("embedded cluster did not start within 10s")
-	}
-	addrs, ok := strings.CutPrefix(strings.TrimSpace(l), "ADDRS ")
-	if !ok {
-		stop()
-		return nil, errors.New("embedded cluster process exited at start")
 	}
 	return &target{
-		addrs: strings.Split(addrs, ","), kind: "embedded", admin: true,
+		addrs: c.Addrs(), kind: "embedded", admin: true,
 		desc: fmt.Sprintf("embedded fake cluster, %d nodes, in a child process", n),
-		pids: []int{cmd.Process.Pid}, close: stop,
+		pids: []int{c.Pid()}, close: func() { _ = c.Close() },
 	}, nil
 }
 

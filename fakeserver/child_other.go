@@ -1,0 +1,7 @@
+//go:build !linux
+
+package fakeserver
+
+import "syscall"
+
+func childSysProcAttr() *syscall.SysProcAttr { return nil }
