@@ -54,6 +54,17 @@ func cmdFake(n *Node, c cmdCtx) {
 		}
 		return d, ok
 	}
+	// optDur parses "[<duration>]": none is 0.
+	optDur := func() (time.Duration, bool) {
+		switch len(a) {
+		case 0:
+			return 0, true
+		case 1:
+			return durArg(0, "duration")
+		}
+		bad("usage: FAKE " + sub + " [<duration>]")
+		return 0, false
+	}
 	switch sub {
 	case "HELP":
 		c.rc.WriteArray(len(adminHelp))
@@ -82,16 +93,9 @@ func cmdFake(n *Node, c cmdCtx) {
 		n.SetLatency(fixed, jitter)
 		c.ok()
 	case "DOWN":
-		if len(a) > 1 {
-			bad("usage: FAKE DOWN [<duration>]")
+		d, ok := optDur()
+		if !ok {
 			return
-		}
-		var d time.Duration
-		if len(a) == 1 {
-			var ok bool
-			if d, ok = durArg(0, "duration"); !ok {
-				return
-			}
 		}
 		c.ok()
 		n.afterReply(c, func() {
@@ -101,16 +105,9 @@ func cmdFake(n *Node, c cmdCtx) {
 			}
 		})
 	case "BLACKHOLE":
-		if len(a) > 1 {
-			bad("usage: FAKE BLACKHOLE [<duration>]")
+		d, ok := optDur()
+		if !ok {
 			return
-		}
-		var d time.Duration
-		if len(a) == 1 {
-			var ok bool
-			if d, ok = durArg(0, "duration"); !ok {
-				return
-			}
 		}
 		n.Blackhole()
 		if d > 0 {

@@ -250,6 +250,8 @@ func TestAdminCommand(t *testing.T) {
 		{[]string{"FAKE"}, "-ERR wrong number of arguments for 'fake' command\r\n"},
 		{[]string{"FAKE", "LATENCY", "abc"}, "-ERR FAKE LATENCY: invalid duration 'abc' (want e.g. 10ms, 2s or milliseconds)\r\n"},
 		{[]string{"FAKE", "LATENCY"}, "-ERR FAKE LATENCY: usage: FAKE LATENCY <fixed> [<jitter>]\r\n"},
+		{[]string{"FAKE", "DOWN", "1s", "2s"}, "-ERR FAKE DOWN: usage: FAKE DOWN [<duration>]\r\n"},
+		{[]string{"FAKE", "BLACKHOLE", "abc"}, "-ERR FAKE BLACKHOLE: invalid duration 'abc' (want e.g. 10ms, 2s or milliseconds)\r\n"},
 		{[]string{"FAKE", "LATENCY", "-5ms"}, "-ERR FAKE LATENCY: durations must not be negative\r\n"},
 		{[]string{"FAKE", "CLOCK", "1s", "x"}, "-ERR FAKE CLOCK: invalid drift rate 'x' (a float > -1, e.g. 0.01)\r\n"},
 		{[]string{"FAKE", "FAILNEXT", "x", "ERR a"}, "-ERR FAKE FAILNEXT: invalid count 'x'\r\n"},
