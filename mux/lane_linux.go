@@ -138,9 +138,7 @@ func (l *lane) harvest(fd uintptr) bool {
 // one arrives or the deadline (mono ns) passes (then 0 events, nil error).
 func (l *lane) wait(deadline int64) (int, error) {
 	l.nev, l.perr = 0, nil
-	if l.harvest(uintptr(l.epfd)) {
-		return l.nev, l.perr
-	}
+	// Read calls harvest first and parks only if nothing is ready.
 	if err := l.epFile.SetReadDeadline(monoBase.Add(time.Duration(deadline))); err != nil {
 		return 0, err
 	}
