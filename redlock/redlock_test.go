@@ -455,6 +455,7 @@ func TestValueSource(t *testing.T) {
 	l, err := c.TryAcquire(ctx, "vs")
 	require.NoError(t, err)
 	require.Equal(t, src, l.Value())
+	waitAllHold(t, cl.Addrs(), "vs", l) // Acquire returns at quorum; node 0 may still be executing
 	v, _ := cl.Nodes[0].Get("vs")
 	require.Equal(t, src, v)
 	require.NoError(t, l.Release(ctx))
@@ -527,6 +528,7 @@ func TestScriptCacheLost(t *testing.T) {
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "sc")
 	require.NoError(t, err)
+	waitAllHold(t, addrs, "sc", l) // every SET executed, so none can land after the release
 	for _, a := range addrs {
 		require.True(t, rawDo(t, a, "SCRIPT", "FLUSH").IsOK())
 	}
