@@ -95,7 +95,10 @@ func (l *Lock) drift(ttl time.Duration) time.Duration {
 // *ExtendError matching ErrLockExpired (validity over first) or ErrLockLost
 // (the quorum no longer holds the value). After a failure the validity is
 // never longer than before (shorter if ttl was shorter, since some nodes may
-// have applied it, and 0 once the lock is known lost).
+// have applied it, and 0 once the lock is known lost); this holds on every
+// path once the command was sent, ctx cancelled or past its deadline
+// mid-call included (the ExtendError then carries ctx's error). Only when
+// nothing was sent (ctx already done, client closed) is the lock unchanged.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if c == nil {
@@ -128,21 +131,27 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t2 := mono()
-	if err != nil {
-		if ctx.Err() != nil && out == (mux.Outcome{}) {
-			// Nothing was sent: the lock is as it was.
-			return fmt.Errorf("redlock: extend %q: %w", l.resource, err)
-		}
-		return &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= l.end, Err: closedErr(err)}
+	if err != nil && out == (mux.Outcome{}) {
+		// Nothing was sent (ctx done or client closed before the write):
+		// the lock is as it was.
+		return fmt.Errorf("redlock: extend %q: %w", l.resource, err)
+	}
+	if err == nil {
+		err = ctxEnded(ctx) // the deadline that bounded the wait was ctx's
 	}
 	newEnd := t1 + int64(ttl-drift)
-	if out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {
+	if err == nil && out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {
 		l.end = newEnd
 		l.ttl = ttl
 		l.ext++
 		return nil
 	}
-	e := &ExtendError{Resource: l.resource, Extended: out.Successes}
+	// Failed, but the PEXPIREs were sent: any node may have applied ttl, so
+	// from here on every path keeps the shorter of the two ends.
+	if newEnd < l.end {
+		l.end = newEnd
+	}
+	e := &ExtendError{Resource: l.resource, Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
 	for i := 0; i < c.n; i++ {
 		if r, err := b.Last(i); err == nil {
 			if v, ok := r.Int(); ok && v == 0 {
@@ -150,11 +159,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 			}
 		}
 	}
-	e.Pending = out.Pending
 	e.Failed = c.n - e.Extended - e.Refused - e.Pending
-	if newEnd < l.end {
-		l.end = newEnd // some nodes may have applied the shorter TTL
-	}
 	e.Expired = t2 >= l.end
 	if e.Refused > c.n-c.quorum && t2 < l.end {
 		l.end = t2 // at most quorum-1 nodes hold the value: lost
@@ -248,4 +253,16 @@ func allNodes(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// ctxEnded is ctx.Err(), also when ctx's deadline has passed but its timer
+// has not fired yet (mux bounds a call by ctx's deadline on its own clock).
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -626,3 +626,54 @@ func TestConcurrentMutualExclusion(t *testing.T) {
 	assert.Zero(t, overlaps.Load())
 	assert.Positive(t, acquired.Load())
 }
+
+// D1: an Extend to a shorter TTL whose context ends after the PEXPIREs were
+// written must still shorten the validity (the nodes apply the shorter TTL),
+// and its error counts the replies that did arrive. Broken, a holder kept
+// reporting ~10s of validity while every node expired the key in ~300ms.
+func TestExtendContextEndsAfterSendShortens(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 30*time.Millisecond)
+		}, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := startCluster(t, 5)
+			addrs := cl.Addrs()
+			c := newClient(t, addrs, redlock.WithNodeTimeout(time.Second))
+			l, err := c.Acquire(context.Background(), "xd1", redlock.WithTTL(10*time.Second))
+			require.NoError(t, err)
+			waitAllHold(t, addrs, "xd1", l)
+			// Two nodes answer at once; three apply and answer after 200ms,
+			// long after ctx ended.
+			for i := 2; i < 5; i++ {
+				cl.Nodes[i].SetLatency(200*time.Millisecond, 0)
+			}
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			err = l.Extend(ctx, 300*time.Millisecond)
+			require.LessOrEqual(t, l.Validity(), 300*time.Millisecond, "validity must not outlive the shorter TTL the nodes applied (%v)", err)
+			require.ErrorIs(t, err, tc.want)
+			var ee *redlock.ExtendError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, 2, ee.Extended, "the two fast nodes answered: %v", err)
+			require.Equal(t, 3, ee.Pending, "%v", err)
+			require.Zero(t, ee.Failed, "%v", err)
+			for i := 2; i < 5; i++ {
+				cl.Nodes[i].SetLatency(0, 0)
+			}
+			eventually(t, time.Second, func() bool {
+				for _, n := range cl.Nodes {
+					if d := n.PTTL("xd1"); d <= 0 || d > 300*time.Millisecond {
+						return false
+					}
+				}
+				return true
+			}, "every node applied the shorter TTL")
+		})
+	}
+}
