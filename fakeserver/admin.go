@@ -28,7 +28,7 @@ var adminHelp = []string{
 	"MALFORM <k>",
 	"    Replace the next k replies with malformed bytes (invalid type byte '?'); not executed.",
 	"CLEAR",
-	"    Remove latency, blackhole, injected errors, malformed replies and clock skew.",
+	"    Remove latency and delays, blackhole and partitions, injected errors, malformed replies and clock skew.",
 	"HELP",
 	"    Print this help.",
 }
@@ -67,8 +67,11 @@ func cmdFake(n *Node, c cmdCtx) {
 	}
 	switch sub {
 	case "HELP":
-		c.rc.WriteArray(len(adminHelp))
+		c.rc.WriteArray(len(adminHelp) + len(adminTimingHelp))
 		for _, l := range adminHelp {
+			c.rc.WriteString(l)
+		}
+		for _, l := range adminTimingHelp {
 			c.rc.WriteString(l)
 		}
 	case "LATENCY":
@@ -204,7 +207,9 @@ func cmdFake(n *Node, c cmdCtx) {
 		n.ClearFaults()
 		c.ok()
 	default:
-		c.err("ERR unknown FAKE subcommand '" + trunc(c.args[1], 64) + "'. Try FAKE HELP.")
+		if !n.fakeTiming(c, sub, a) { // faults.go
+			c.err("ERR unknown FAKE subcommand '" + trunc(c.args[1], 64) + "'. Try FAKE HELP.")
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ type fconn struct {
 	killed     bool          // socket closed, delayed replies discarded
 	doneOnce   sync.Once
 	killOnce   sync.Once
+
+	lost atomic.Bool // a request or reply was dropped by a Partition (faults.go)
 }
 
 type delayed struct {
@@ -91,47 +93,98 @@ const (
 
 // outConn is the redcon.Conn handlers write to; it counts the bytes of
 // the replies so dispatch can flush large batches early.
+// With drop set (a command run while replies are partitioned) it discards
+// what the command writes.
 type outConn struct {
 	redcon.Conn
-	fc *fconn
+	fc   *fconn
+	drop bool
 }
 
 func (o *outConn) WriteBulk(b []byte) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += len(b) + 16
 	o.Conn.WriteBulk(b)
 }
 
 func (o *outConn) WriteBulkString(s string) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += len(s) + 16
 	o.Conn.WriteBulkString(s)
 }
 
 func (o *outConn) WriteString(s string) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += len(s) + 3
 	o.Conn.WriteString(s)
 }
 
 func (o *outConn) WriteError(s string) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += len(s) + 3
 	o.Conn.WriteError(s)
 }
 
 func (o *outConn) WriteRaw(b []byte) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += len(b)
 	o.Conn.WriteRaw(b)
 }
 
 func (o *outConn) WriteInt(v int) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += 8
 	o.Conn.WriteInt(v)
 }
 
 func (o *outConn) WriteInt64(v int64) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += 8
 	o.Conn.WriteInt64(v)
 }
 
+func (o *outConn) WriteUint64(v uint64) {
+	if o.drop {
+		return
+	}
+	o.fc.outPending += 8
+	o.Conn.WriteUint64(v)
+}
+
+func (o *outConn) WriteNull() {
+	if o.drop {
+		return
+	}
+	o.fc.outPending += 5
+	o.Conn.WriteNull()
+}
+
+func (o *outConn) WriteAny(v any) {
+	if o.drop {
+		return
+	}
+	o.fc.outPending += 16
+	o.Conn.WriteAny(v)
+}
+
 func (o *outConn) WriteArray(n int) {
+	if o.drop {
+		return
+	}
 	o.fc.outPending += 8
 	o.Conn.WriteArray(n)
 }

@@ -119,6 +119,7 @@ func (n *Node) handle(rc redcon.Conn, cmd redcon.Command) {
 
 func (n *Node) dispatch(fc *fconn, args [][]byte) {
 	out := fc.out
+	out.drop = false
 	n.stats.commands.Add(1)
 	idx := lookupCmd(args[0])
 	if idx >= 0 && commandTable[idx].admin && n.cfg.DisableAdmin {
@@ -132,6 +133,9 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 			case <-fc.done:
 				return
 			}
+		}
+		if !n.beforeExec(fc) { // request delay, partitions (faults.go)
+			return
 		}
 		if takeOne(&n.failN) {
 			out.WriteError(*n.failText.Load())

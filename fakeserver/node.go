@@ -72,6 +72,9 @@ type Node struct {
 	failText  atomic.Pointer[string]
 	malformN  atomic.Int64
 	faultMu   sync.Mutex
+	reqFixed  atomic.Int64 // request delay (faults.go)
+	reqJitter atomic.Int64
+	part      atomic.Int32 // Direction cut by Partition
 
 	// lifecycle
 	ctl       sync.Mutex // serializes Down/Up/Restart/Close
@@ -346,7 +349,7 @@ func (n *Node) Blackhole() {
 	}
 }
 
-// Heal ends a blackhole. Requests held during it are then executed and
+// Heal ends a blackhole and a per-direction Partition. Requests held during it are then executed and
 // answered in order, as TCP delivers them after a partition heals; this
 // includes requests from clients that closed their socket meanwhile (the
 // server sees the close only after the data). Requests on connections
@@ -357,6 +360,9 @@ func (n *Node) Heal() {
 	if g := n.hole.Load(); g != nil {
 		n.hole.Store(nil)
 		close(g.ch)
+	}
+	if n.part.Swap(int32(NoPartition)) != int32(NoPartition) {
+		n.closeLost()
 	}
 }
 
@@ -383,11 +389,12 @@ func (n *Node) FailNext(k int, errText string) {
 // executed. FAKE commands are never malformed.
 func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
 
-// ClearFaults removes latency, blackhole, injected errors and malformed
-// replies, and resets the clock to real time. It does not bring a down node
-// up (use Up).
+// ClearFaults removes reply and request delays, blackhole and partitions,
+// injected errors and malformed replies, and resets the clock to real
+// time. It does not bring a down node up (use Up).
 func (n *Node) ClearFaults() {
 	n.SetLatency(0, 0)
+	n.SetRequestDelay(0, 0)
 	n.Heal()
 	n.failN.Store(0)
 	n.malformN.Store(0)
