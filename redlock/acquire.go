@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -114,6 +115,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 
 	t1 := mono() // step 1: before the first byte is sent
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOK, Timeout: timeout})
+	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -130,6 +131,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	w.cmd = resp.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
+	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if err != nil && out == (mux.Outcome{}) {
 		// Nothing was sent (ctx done or client closed before the write):

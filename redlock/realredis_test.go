@@ -169,7 +169,8 @@ func TestRealRedis(t *testing.T) {
 		res, err := checker.Run(checker.Config{
 			Addrs: addrs, Clients: 3, Resources: 3, Acquisitions: n,
 			MaxDuration: 2 * time.Minute, TTL: 300 * time.Millisecond,
-			Seed: uint64(time.Now().UnixNano()), Inject: inject,
+			Seed: uint64(time.Now().UnixNano()), Faults: checker.InjectFunc(inject),
+			CrashRate: 0.005, ExtendRate: 0.1, MaxHold: 300 * time.Microsecond,
 		})
 		require.NoError(t, err)
 		mu.Lock()

@@ -8,13 +8,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/checker"
 )
 
-// The full proof (make safety) runs with -safety.acquisitions=100000.
-var safetyN = flag.Int("safety.acquisitions", 0,
-	"successful acquisitions of TestSafetyUnderFaults (default 1000 with -short, 3000 otherwise; the full proof, make safety, uses 100000)")
+// The full proof (make safety) runs with -safety.acquisitions=100000; the
+// mutation suite (make mutants) runs it on planted bugs with -safety.stop.
+var (
+	safetyN = flag.Int("safety.acquisitions", 0,
+		"successful acquisitions of TestSafetyUnderFaults (default 1000 with -short, 3000 otherwise; make safety uses 100000)")
+	safetyStop = flag.Bool("safety.stop", false, "end TestSafetyUnderFaults at the first violation (mutation runs)")
+	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
+	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
+)
 
 func safetyCount() int {
 	switch {
@@ -26,39 +33,95 @@ func safetyCount() int {
 	return 3000
 }
 
+// safetyTTL is the checker's lock TTL: short, so that delays, pauses and
+// clock errors are a real fraction of it.
+const safetyTTL = 30 * time.Millisecond
+
+// safetyProfile is the fault model within Redlock's assumptions: delays on
+// any number of nodes (request slow, or run at once and answer slow),
+// partitions one way or both, down/up, restarts keeping data or losing it
+// and staying away longer than any key lives, and clocks that drift and
+// step up to 99% of the drift allowance (TTL*1% + 2ms) in either direction.
+func safetyProfile(ttl time.Duration) fakeserver.ChaosProfile {
+	return fakeserver.ChaosProfile{
+		ReplyDelay: true, RequestDelay: true, Partitions: true, DownUp: true, Blackhole: true,
+		RestartKeep: true, RestartDelayed: true,
+		ClockRate: 0.99 * redlock.DefaultDriftFactor,
+		ClockStep: redlock.DefaultDriftFixed * 99 / 100,
+		MaxTTL:    ttl,
+		MaxDelay:  ttl / 3,
+	}
+}
+
+// safetyConfig is the workload: holders that keep the lock to the end of
+// their claimed validity (or crash), extend late or early to a shorter TTL
+// (some under a ctx deadline that ends mid-call), stall mid-acquire and
+// mid-extend, and contenders that retry within 300us.
+func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) checker.Config {
+	return checker.Config{
+		Addrs:              addrs,
+		Clients:            4, // x 4 workers each
+		WorkersPerClient:   4,
+		Resources:          8,
+		Acquisitions:       n,
+		MaxDuration:        *safetyMax,
+		TTL:                safetyTTL,
+		NodeTimeout:        5 * time.Millisecond,
+		CrashRate:          0.02,
+		HoldToEnd:          0.3,
+		ExtendRate:         0.3,
+		ExtendDeadlineRate: 0.3,
+		PauseRate:          0.02,
+		Seed:               seed,
+		Faults:             inj,
+	}
+}
+
 // TestSafetyUnderFaults: many clients contend for a few resources on a
-// 5-node cluster while a minority of nodes suffers latency spikes, goes
-// down and up, is blackholed, restarts (keeping data, or losing it and
-// staying away longer than the TTL), and every clock drifts within the
-// allowance. No two holders' validity intervals may overlap.
+// 5-node cluster under safetyProfile's faults and safetyConfig's holders.
+// No two holdings' claims may overlap, and no contract check may fail.
 func TestSafetyUnderFaults(t *testing.T) {
 	n := safetyCount()
 	cl := startCluster(t, 5)
-	const ttl = 300 * time.Millisecond
-	var fc checker.FaultCounts
-	res, err := checker.Run(checker.Config{
-		Addrs:        cl.Addrs(),
-		Clients:      4, // x 2 workers each
-		Resources:    3,
-		Acquisitions: n,
-		MaxDuration:  20 * time.Minute,
-		TTL:          ttl,
-		Seed:         uint64(time.Now().UnixNano()),
-		Inject: checker.FakeFaults(cl, checker.Profile{
-			LatencySpikes: true, DownUp: true, Blackhole: true,
-			RestartKeep: true, RestartDelayed: true,
-			ClockDrift: 0.004, // below the 0.01 drift factor
-			MaxTTL:     ttl,
-		}, &fc),
-	})
+	seed := *safetySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	chaos := fakeserver.NewChaos(cl, safetyProfile(safetyTTL))
+	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
+	cfg.StopOnViolation = *safetyStop
+	res, err := checker.Run(cfg)
 	require.NoError(t, err)
-	t.Logf("%v", res)
-	t.Logf("%v", &fc)
-	require.Zero(t, res.Violations, "safety violated: %v", res.Report)
+	t.Logf("seed %d: %v", seed, res)
+	t.Logf("%v", &chaos.Counts)
+	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
 	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
 	require.GreaterOrEqual(t, res.Acquired, int64(n))
-	require.Positive(t, res.NotAcquired, "the resources were contended")
-	require.Positive(t, fc.Latency.Load()+fc.Down.Load()+fc.Blackhole.Load(), "faults were injected")
+	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
+	require.Positive(t, res.Extended, "extensions succeeded")
+	require.Positive(t, res.ExtendFailed, "extensions failed")
+	require.Positive(t, res.Paused, "holders were paused")
+	require.Positive(t, chaos.Counts.ReplyDelay.Load()+chaos.Counts.RequestDelay.Load(), "delays were injected")
+	require.Positive(t, chaos.Counts.ClockSteps.Load(), "clocks stepped")
+}
+
+// TestAvailabilityNoLeftovers: after contended acquisitions (many fail,
+// some with a minority of nodes granted) and every release, no lock key is
+// left on any node: a failed attempt releases on every node.
+func TestAvailabilityNoLeftovers(t *testing.T) {
+	cl := startCluster(t, 5)
+	chaos := fakeserver.NewChaos(cl, fakeserver.ChaosProfile{})
+	res, err := checker.Leftovers(checker.Config{
+		Addrs: cl.Addrs(), Clients: 4, WorkersPerClient: 2, Resources: 2,
+		Acquisitions: 800, MaxDuration: 30 * time.Second, Seed: uint64(time.Now().UnixNano()),
+	}, chaos)
+	require.NoError(t, err)
+	t.Logf("%v", res)
+	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
+	require.Empty(t, res.Leftovers, "keys left behind: %v", res.Report)
+	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
 }
 
 // The scripted counter-example of the Redlock analysis: A holds the lock
@@ -120,7 +183,9 @@ func TestSafetyRestartScripted(t *testing.T) {
 func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
 	cl := startCluster(t, 5)
 	const ttl = 200 * time.Millisecond
-	var fc checker.FaultCounts
+	chaos := fakeserver.NewChaos(cl, fakeserver.ChaosProfile{
+		RestartNoDelay: true, MaxTTL: ttl, Every: 10 * time.Millisecond, MaxImpaired: 5,
+	})
 	res, err := checker.Run(checker.Config{
 		Addrs:           cl.Addrs(),
 		Clients:         3,
@@ -131,13 +196,11 @@ func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
 		CrashRate:       0.2, // holders that keep the lock to the end of validity
 		StopOnViolation: true,
 		Seed:            uint64(time.Now().UnixNano()),
-		Inject: checker.FakeFaults(cl, checker.Profile{
-			RestartNoDelay: true, MaxTTL: ttl, Every: 10 * time.Millisecond, MaxImpaired: 5,
-		}, &fc),
+		Faults:          chaos,
 	})
 	require.NoError(t, err)
 	t.Logf("%v", res)
-	t.Logf("%v", &fc)
+	t.Logf("%v", &chaos.Counts)
 	require.Positive(t, res.Violations, "restarts without persistence and delay must produce violations")
 }
 
@@ -175,7 +238,6 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 	t.Run("randomized", func(t *testing.T) {
 		cl := startCluster(t, 5)
 		const ttl = 200 * time.Millisecond
-		var fc checker.FaultCounts
 		res, err := checker.Run(checker.Config{
 			Addrs:           cl.Addrs(),
 			Clients:         3,
@@ -186,7 +248,7 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 			CrashRate:       0.2,
 			StopOnViolation: true,
 			Seed:            uint64(time.Now().UnixNano()),
-			Inject:          checker.FakeFaults(cl, checker.Profile{FastClocks: 0.3, MaxTTL: ttl}, &fc),
+			Faults:          fakeserver.NewChaos(cl, fakeserver.ChaosProfile{FastClocks: 0.3, MaxTTL: ttl}),
 		})
 		require.NoError(t, err)
 		t.Logf("%v", res)

@@ -1,10 +1,23 @@
-// Package checker is redlock's safety checker: it records, per lock holder,
-// the interval during which the holder believed it held a lock (from the
-// moment the acquisition was confirmed to the end of its validity, or to
-// the moment it started releasing, whichever came first), all on this
-// process's monotonic clock, and reports every pair of holders of one
-// resource whose intervals overlap. Run drives many redlock clients against
-// a cluster while an injector adds faults, and feeds the Recorder.
+// Package checker is redlock's safety checker. It drives many redlock
+// clients against a cluster while an Injector adds faults and a hook stalls
+// holders mid-acquire and mid-extend, and records a history:
+//
+//   - Claims: each holding of a lock is one or more intervals during which
+//     its holder believed it held the lock, on this process's monotonic
+//     clock: from the moment Acquire returned to the end of the validity it
+//     reported, cut where the holder began an Extend or a Release; each
+//     successful extension is a new interval from the moment the Extend
+//     call began to the new end; after a failed extension the holder claims
+//     what Validity reports, from the moment Extend returned. Claims of
+//     different holdings of one resource must never overlap.
+//   - Contracts, checked against the pause hook's clock readings (which the
+//     library's own readings can only follow): Acquire never returns a lock
+//     whose validity had ended before the library read its clock after the
+//     replies; Extend never succeeds when the old validity had ended by
+//     then; after a failed Extend that was sent, the validity is at most
+//     min(old end, hook reading + ttl - drift).
+//   - Availability (Leftovers): once every holder released, no lock key is
+//     left on any node.
 package checker
 
 import (
@@ -15,16 +28,17 @@ import (
 	"time"
 )
 
-// Interval is one holding of a lock.
+// Interval is one claim of a holding.
 type Interval struct {
 	Resource string
 	Holder   int       // worker id
-	Start    time.Time // acquisition confirmed (carries a monotonic reading)
-	End      time.Time // end of validity, or release start if earlier
+	Holding  int64     // one acquisition and its extensions share this
+	Start    time.Time // carries a monotonic reading
+	End      time.Time // end of the claimed validity, or where it was cut
 }
 
-// Violation is a holding that began while another holding of the same
-// resource was still valid.
+// Violation is a claim that began while a claim of another holding of the
+// same resource was still valid.
 type Violation struct {
 	Earlier, Later Interval
 	Overlap        time.Duration
@@ -35,27 +49,80 @@ func (v Violation) String() string {
 		v.Earlier.Resource, v.Later.Holder, v.Overlap, v.Earlier.Holder)
 }
 
-// Recorder collects intervals. It is safe for concurrent use.
+// Contract names a contract check.
+type Contract int
+
+const (
+	// NoValidity: Acquire returned a lock whose validity had ended
+	// before the library read its clock after the SET replies.
+	NoValidity Contract = iota
+	// LateExtension: Extend succeeded although the old validity had ended
+	// before the library read its clock after the replies.
+	LateExtension
+	// FailedExtendTooLong: after a failed Extend whose commands were sent,
+	// the lock reports a validity beyond min(old end, t1 + ttl - drift).
+	FailedExtendTooLong
+	numContracts
+)
+
+var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long"}
+
+func (c Contract) String() string {
+	if c >= 0 && c < numContracts {
+		return contractNames[c]
+	}
+	return fmt.Sprintf("contract(%d)", int(c))
+}
+
+// Recorder collects claims and contract violations. It is safe for
+// concurrent use.
 type Recorder struct {
-	mu    sync.Mutex
-	byRes map[string][]Interval
-	n     int
+	mu       sync.Mutex
+	byRes    map[string][]Interval
+	n        int
+	holdings int64
+	contract [numContracts]int
+	cSamples []string
 }
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder { return &Recorder{byRes: make(map[string][]Interval)} }
 
-// Record adds a holding. start and end must come from time.Now (or be
-// derived from such values with Add), so that they carry monotonic readings.
-// An empty interval (end not after start) is kept but cannot overlap.
-func (r *Recorder) Record(resource string, holder int, start, end time.Time) {
+// NewHolding returns a fresh holding id.
+func (r *Recorder) NewHolding() int64 {
 	r.mu.Lock()
-	r.byRes[resource] = append(r.byRes[resource], Interval{resource, holder, start, end})
+	defer r.mu.Unlock()
+	r.holdings++
+	return r.holdings
+}
+
+// Record adds a holding made of one claim. start and end must come from
+// time.Now (or be derived from such values with Add), so that they carry
+// monotonic readings. An empty claim (end not after start) is kept but
+// cannot overlap.
+func (r *Recorder) Record(resource string, holder int, start, end time.Time) {
+	r.Add(Interval{Resource: resource, Holder: holder, Holding: r.NewHolding(), Start: start, End: end})
+}
+
+// Add adds one claim of a holding (see NewHolding).
+func (r *Recorder) Add(iv Interval) {
+	r.mu.Lock()
+	r.byRes[iv.Resource] = append(r.byRes[iv.Resource], iv)
 	r.n++
 	r.mu.Unlock()
 }
 
-// Len returns how many intervals were recorded.
+// Broke records a contract violation with a description.
+func (r *Recorder) Broke(c Contract, format string, args ...any) {
+	r.mu.Lock()
+	r.contract[c]++
+	if len(r.cSamples) < MaxSamples {
+		r.cSamples = append(r.cSamples, c.String()+": "+fmt.Sprintf(format, args...))
+	}
+	r.mu.Unlock()
+}
+
+// Len returns how many claims were recorded.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -66,41 +133,69 @@ func (r *Recorder) Len() int {
 type Report struct {
 	Intervals  int
 	Resources  int
-	Violations int           // holdings that began inside another's validity
+	Violations int           // claims that began inside another holding's claim
 	MaxOverlap time.Duration // largest overlap seen
-	Samples    []Violation   // the first few violations, for the test log
+	Samples    []Violation   // the first few overlaps, for the test log
+
+	Contracts       [numContracts]int // contract violations by kind
+	ContractSamples []string
+
+	Leftovers []string // lock keys left on nodes after every holder released (Leftovers run)
 }
 
-// MaxSamples bounds Report.Samples.
+// Broken returns the number of contract violations.
+func (rep Report) Broken() int {
+	n := 0
+	for _, c := range rep.Contracts {
+		n += c
+	}
+	return n
+}
+
+// Total is every violation: overlaps, contracts and leftover keys.
+func (rep Report) Total() int { return rep.Violations + rep.Broken() + len(rep.Leftovers) }
+
+// MaxSamples bounds Report.Samples and Report.ContractSamples.
 const MaxSamples = 20
 
-// Check sorts each resource's intervals by start and sweeps them, keeping
-// the interval with the latest end so far: any interval that starts before
-// that end overlaps it. It is O(n log n).
+// Check sorts each resource's claims by start and sweeps them, keeping the
+// two latest-ending claims of different holdings: a claim that starts
+// before the latest end of another holding overlaps it. O(n log n).
 func (r *Recorder) Check() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rep := Report{Intervals: r.n, Resources: len(r.byRes)}
+	rep := Report{Intervals: r.n, Resources: len(r.byRes), Contracts: r.contract}
+	rep.ContractSamples = append([]string(nil), r.cSamples...)
 	for _, list := range r.byRes {
 		s := append([]Interval(nil), list...)
 		sort.Slice(s, func(i, j int) bool { return s[i].Start.Before(s[j].Start) })
-		cur := -1 // index of the interval with the latest end so far
+		best, second := -1, -1 // latest end so far; latest end of another holding
 		for i := range s {
 			if !s[i].End.After(s[i].Start) {
 				continue
 			}
-			if cur >= 0 && s[i].Start.Before(s[cur].End) {
-				ov := s[cur].End.Sub(s[i].Start)
+			other := best
+			if best >= 0 && s[best].Holding == s[i].Holding {
+				other = second
+			}
+			if other >= 0 && s[i].Start.Before(s[other].End) {
+				ov := s[other].End.Sub(s[i].Start)
 				rep.Violations++
 				if ov > rep.MaxOverlap {
 					rep.MaxOverlap = ov
 				}
 				if len(rep.Samples) < MaxSamples {
-					rep.Samples = append(rep.Samples, Violation{s[cur], s[i], ov})
+					rep.Samples = append(rep.Samples, Violation{s[other], s[i], ov})
 				}
 			}
-			if cur < 0 || s[i].End.After(s[cur].End) {
-				cur = i
+			switch {
+			case best < 0 || s[i].End.After(s[best].End):
+				if best >= 0 && s[best].Holding != s[i].Holding {
+					second = best
+				}
+				best = i
+			case s[best].Holding != s[i].Holding && (second < 0 || s[i].End.After(s[second].End)):
+				second = i
 			}
 		}
 	}
@@ -109,16 +204,43 @@ func (r *Recorder) Check() Report {
 
 func (rep Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d intervals on %d resources, %d violations", rep.Intervals, rep.Resources, rep.Violations)
+	fmt.Fprintf(&b, "%d claims on %d resources, %d overlaps", rep.Intervals, rep.Resources, rep.Violations)
 	if rep.Violations > 0 {
 		fmt.Fprintf(&b, " (max overlap %v)", rep.MaxOverlap)
-		for i, v := range rep.Samples {
-			if i == 3 {
-				break
-			}
-			b.WriteString("; ")
-			b.WriteString(v.String())
+	}
+	for c, n := range rep.Contracts {
+		fmt.Fprintf(&b, ", %d %v", n, Contract(c))
+	}
+	if rep.Leftovers != nil {
+		fmt.Fprintf(&b, ", %d leftover keys", len(rep.Leftovers))
+	}
+	for i, v := range rep.Samples {
+		if i == 3 {
+			break
 		}
+		b.WriteString("; ")
+		b.WriteString(v.String())
+	}
+	for i, s := range rep.ContractSamples {
+		if i == 3 {
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(s)
+	}
+	for i, s := range rep.Leftovers {
+		if i == 5 {
+			fmt.Fprintf(&b, "; ... %d more", len(rep.Leftovers)-5)
+			break
+		}
+		b.WriteString("; leftover ")
+		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// Summary is one machine-readable line for the mutation runner.
+func (rep Report) Summary() string {
+	return fmt.Sprintf("CHECKER-SUMMARY overlaps=%d no-validity=%d late-extension=%d failed-extend-too-long=%d leftovers=%d",
+		rep.Violations, rep.Contracts[NoValidity], rep.Contracts[LateExtension], rep.Contracts[FailedExtendTooLong], len(rep.Leftovers))
 }

@@ -37,7 +37,7 @@ func TestCheck(t *testing.T) {
 			require.Equal(t, len(tc.iv)+1, rep.Intervals)
 			require.Equal(t, len(tc.iv)+1, r.Len())
 			if tc.violations > 0 {
-				require.Contains(t, rep.String(), "violations")
+				require.Contains(t, rep.String(), "overlaps")
 				require.Equal(t, "a", rep.Samples[0].Later.Resource)
 			}
 		})
@@ -53,4 +53,57 @@ func TestCheckSamplesBounded(t *testing.T) {
 	rep := r.Check()
 	require.Equal(t, 99, rep.Violations)
 	require.Len(t, rep.Samples, MaxSamples)
+}
+
+// Claims of one holding (an acquisition and its extensions) never conflict
+// with each other, but each is checked against every other holding.
+func TestCheckHoldings(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	type c struct {
+		holding  int64
+		from, to int
+	}
+	tests := []struct {
+		name       string
+		claims     []c
+		violations int
+		maxOverlap time.Duration
+	}{
+		{"extension continues its own holding", []c{{1, 0, 10}, {1, 8, 30}, {2, 30, 40}}, 0, 0},
+		{"another holding in the gap before a late extension", []c{{1, 0, 10}, {2, 12, 20}, {1, 22, 40}}, 0, 0},
+		{"extension claim overlaps the next holder", []c{{1, 0, 10}, {1, 8, 30}, {2, 25, 40}}, 1, 5 * time.Millisecond},
+		{"late extension overlaps a holder in the gap", []c{{1, 0, 10}, {2, 12, 20}, {1, 15, 40}}, 1, 5 * time.Millisecond},
+		{"own later claim does not hide another's end", []c{{1, 0, 100}, {2, 10, 50}, {1, 60, 70}, {3, 55, 58}}, 2, 90 * time.Millisecond},
+		{"second latest end of another holding", []c{{1, 0, 50}, {2, 0, 40}, {1, 45, 60}}, 1, 50 * time.Millisecond},
+		{"after a failed extension the shorter claim is respected", []c{{1, 0, 5}, {1, 6, 9}, {2, 9, 20}}, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRecorder()
+			for _, x := range tc.claims {
+				r.Add(Interval{Resource: "a", Holder: int(x.holding), Holding: x.holding, Start: at(x.from), End: at(x.to)})
+			}
+			rep := r.Check()
+			require.Equal(t, tc.violations, rep.Violations, rep.String())
+			require.Equal(t, tc.maxOverlap, rep.MaxOverlap)
+			require.Equal(t, tc.violations, rep.Total())
+		})
+	}
+}
+
+func TestContracts(t *testing.T) {
+	r := NewRecorder()
+	r.Broke(NoValidity, "x %d", 1)
+	r.Broke(LateExtension, "y")
+	r.Broke(LateExtension, "z")
+	rep := r.Check()
+	require.Equal(t, 1, rep.Contracts[NoValidity])
+	require.Equal(t, 2, rep.Contracts[LateExtension])
+	require.Equal(t, 3, rep.Broken())
+	require.Equal(t, 3, rep.Total())
+	require.Contains(t, rep.String(), "no-validity: x 1")
+	require.Contains(t, rep.Summary(), "overlaps=0 no-validity=1 late-extension=2 failed-extend-too-long=0 leftovers=0")
+	rep.Leftovers = []string{"node 1 k pttl 1s"}
+	require.Equal(t, 4, rep.Total())
 }

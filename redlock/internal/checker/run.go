@@ -5,54 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/internal/hook"
 )
 
-// Config describes a safety run.
+// Injector adds faults to the cluster under test. fakeserver.Chaos is one;
+// tests against real servers write their own (InjectFunc).
+type Injector interface {
+	// Inject adds faults until ctx is done, then undoes them before it
+	// returns. rng is its own, seeded from Config.Seed.
+	Inject(ctx context.Context, rng *rand.Rand)
+}
+
+// InjectFunc adapts a function to Injector.
+type InjectFunc func(ctx context.Context, rng *rand.Rand)
+
+// Inject calls f.
+func (f InjectFunc) Inject(ctx context.Context, rng *rand.Rand) { f(ctx, rng) }
+
+// KeyLister is implemented by injectors that can read the nodes directly
+// (fakeserver.Chaos): the remaining time to live of key on every node,
+// -2ns where it is absent (Redis's PTTL sentinels, in nanoseconds).
+type KeyLister interface {
+	KeyTTLs(key string) []time.Duration
+}
+
+// Config describes a safety run. Zero rates mean none: a run without
+// crashes is CrashRate 0.
 type Config struct {
 	Addrs            []string
 	Clients          int // redlock clients, each with its own mux connections; default 4
-	WorkersPerClient int // goroutines per client; default 2
-	Resources        int // contended resources; default 3
+	WorkersPerClient int // goroutines per client; default 3
+	Resources        int // contended resources; default 4
 	Acquisitions     int // stop after this many successful acquisitions
 	MaxDuration      time.Duration
-	TTL              time.Duration // lock TTL; default 300ms
-	NodeTimeout      time.Duration // default 20ms
-	CrashRate        float64       // fraction of holders that never release (hold to validity end); default 0.005
-	ExtendRate       float64       // fraction of holders that extend once; default 0.1
-	MaxHold          time.Duration // a releasing holder holds U[0, MaxHold); default 300us
+	TTL              time.Duration // lock TTL; default 30ms, so that delays are a real fraction of it
+	NodeTimeout      time.Duration // default TTL/6
 	Seed             uint64
-	// Inject runs while the workload runs and adds faults until ctx is
-	// done; it must undo its faults before returning.
-	Inject func(ctx context.Context, rng *rand.Rand)
+
+	// Holder behaviour, each drawn per holding.
+	CrashRate  float64       // holders that never release (hold to the end of validity)
+	HoldToEnd  float64       // holders that keep the lock until their claimed validity ends, then release
+	MaxHold    time.Duration // the others hold U[0, MaxHold) and release; default 1ms
+	ExtendRate float64       // holders that extend once: half late (near the end, full TTL), half early to a shorter TTL
+	// ExtendDeadlineRate: extensions run under a ctx deadline of
+	// U[20us, 2ms), so that some end mid-call with the commands applied.
+	ExtendDeadlineRate float64
+	// PauseRate: at the pause hook (after the replies, before the library
+	// reads its clock) each Acquire attempt and Extend stalls U[0, MaxPause)
+	// with this probability, like a GC pause. Default MaxPause: TTL.
+	PauseRate float64
+	MaxPause  time.Duration
+	// RetryMax: contenders retry after U[0, RetryMax); default 300us.
+	RetryMax time.Duration
+
+	// Faults runs while the workload runs (may be nil).
+	Faults Injector
 	// Options are added to every client.
 	Options []redlock.Option
 	// StopOnViolation ends the run early once a violation is recorded
-	// (checked every 200ms), for runs that are expected to find one.
+	// (checked every 100ms), for runs that are expected to find one.
 	StopOnViolation bool
 }
 
 // Result is the outcome of Run.
 type Result struct {
 	Report
-	Acquired    int64 // successful acquisitions (each recorded)
-	NotAcquired int64 // Acquire calls that gave up
-	OtherErrors int64 // errors that are not ErrNotAcquired (must be 0)
-	Crashed     int64 // holders that never released
-	Extended    int64 // successful extensions
-	Elapsed     time.Duration
-	FirstError  error
+	Acquired       int64 // successful acquisitions
+	Attempts       int64 // acquisition attempts (Acquire retries until it succeeds or gives up)
+	NotAcquired    int64 // Acquire calls that gave up
+	OtherErrors    int64 // errors that are not expected under faults (must be 0)
+	Crashed        int64 // holders that never released
+	HeldToEnd      int64 // holders that kept the lock to the end of validity
+	Extended       int64 // successful extensions
+	ExtendFailed   int64 // failed extensions after which the holder kept holding what Validity said
+	Paused         int64 // client pauses injected
+	LongestPause   time.Duration
+	Elapsed        time.Duration
+	FirstError     error
+	StoppedByCheck bool // StopOnViolation ended the run
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d acquired, %d not acquired (contention/faults), %d crashed holders, %d extensions, %d other errors in %v: %s",
-		r.Acquired, r.NotAcquired, r.Crashed, r.Extended, r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
+	return fmt.Sprintf("%d acquired (%d held to the end, %d crashed) in %d attempts, %d not acquired, %d extended, %d failed extensions, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Acquired, r.HeldToEnd, r.Crashed, r.Attempts, r.NotAcquired, r.Extended, r.ExtendFailed, r.Paused, r.LongestPause.Round(time.Microsecond),
+		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
 
 func (c *Config) defaults() {
@@ -60,35 +102,102 @@ func (c *Config) defaults() {
 		c.Clients = 4
 	}
 	if c.WorkersPerClient <= 0 {
-		c.WorkersPerClient = 2
+		c.WorkersPerClient = 3
 	}
 	if c.Resources <= 0 {
-		c.Resources = 3
+		c.Resources = 4
 	}
 	if c.TTL <= 0 {
-		c.TTL = 300 * time.Millisecond
+		c.TTL = 30 * time.Millisecond
 	}
 	if c.NodeTimeout <= 0 {
-		c.NodeTimeout = 20 * time.Millisecond
-	}
-	if c.CrashRate == 0 {
-		c.CrashRate = 0.005
-	}
-	if c.ExtendRate == 0 {
-		c.ExtendRate = 0.1
+		c.NodeTimeout = c.TTL / 6
 	}
 	if c.MaxHold <= 0 {
-		c.MaxHold = 300 * time.Microsecond
+		c.MaxHold = time.Millisecond
+	}
+	if c.MaxPause <= 0 {
+		c.MaxPause = c.TTL
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 300 * time.Microsecond
 	}
 	if c.MaxDuration <= 0 {
 		c.MaxDuration = time.Minute
 	}
 }
 
+// holder is one worker's state, reached by the pause hook through ctx.
+type holder struct {
+	rng       *rand.Rand
+	pauseRate float64
+	maxPause  time.Duration
+	fired     bool      // the hook ran in the current call
+	at        time.Time // when the hook returned (after any pause)
+	attempts  atomic.Int64
+	paused    atomic.Int64
+	longest   atomic.Int64
+}
+
+type holderKey struct{}
+
+// pauseAt is the hook installed during runs: it stalls the checker's own
+// holders (found through ctx) and notes when it returned. The library
+// reads its clock after this, so h.at is never later than its t2.
+func pauseAt(ctx context.Context, p hook.Point) {
+	h, _ := ctx.Value(holderKey{}).(*holder)
+	if h == nil {
+		return
+	}
+	if p == hook.AcquireReplied {
+		h.attempts.Add(1)
+	}
+	if h.pauseRate > 0 && h.rng.Float64() < h.pauseRate {
+		d := time.Duration(h.rng.Int64N(int64(h.maxPause)))
+		time.Sleep(d)
+		h.paused.Add(1)
+		if int64(d) > h.longest.Load() {
+			h.longest.Store(int64(d))
+		}
+	}
+	h.fired = true
+	h.at = time.Now()
+}
+
+var (
+	hookMu    sync.Mutex
+	hookUsers int
+)
+
+// installHook installs pauseAt while at least one run needs it.
+func installHook() (remove func()) {
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	if hookUsers == 0 {
+		hook.Set(pauseAt)
+	}
+	hookUsers++
+	return func() {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		hookUsers--
+		if hookUsers == 0 {
+			hook.Set(nil)
+		}
+	}
+}
+
+// drift is redlock's default drift allowance for ttl (the checker's
+// clients do not change it).
+func drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + redlock.DefaultDriftFixed
+}
+
 // Run drives the workload until Acquisitions were recorded or MaxDuration
-// passed, then checks the recorded intervals.
+// passed, then checks the history.
 func Run(cfg Config) (Result, error) {
 	cfg.defaults()
+	defer installHook()()
 	clients := make([]*redlock.Client, 0, cfg.Clients)
 	defer func() {
 		for _, c := range clients {
@@ -99,10 +208,10 @@ func Run(cfg Config) (Result, error) {
 		opts := append([]redlock.Option{
 			redlock.WithTTL(cfg.TTL),
 			redlock.WithNodeTimeout(cfg.NodeTimeout),
-			redlock.WithTries(3),
-			redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond),
-			// a node that comes back is reconnected within 100ms
-			redlock.WithMuxConfig(mux.Config{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond}),
+			redlock.WithTries(1000), // bounded by the run's ctx in practice
+			redlock.WithRetryDelay(0, cfg.RetryMax),
+			// a node that comes back is reconnected within 50ms
+			redlock.WithMuxConfig(mux.Config{ReconnectMin: 5 * time.Millisecond, ReconnectMax: 50 * time.Millisecond}),
 		}, cfg.Options...)
 		c, err := redlock.New(cfg.Addrs, opts...)
 		if err != nil {
@@ -123,26 +232,27 @@ func Run(cfg Config) (Result, error) {
 	start := time.Now()
 
 	var injWG sync.WaitGroup
-	if cfg.Inject != nil {
+	if cfg.Faults != nil {
 		injWG.Add(1)
 		go func() {
 			defer injWG.Done()
-			cfg.Inject(ctx, rand.New(rand.NewPCG(cfg.Seed, 0xfa17)))
+			cfg.Faults.Inject(ctx, rand.New(rand.NewPCG(cfg.Seed, 0xfa17)))
 		}()
 	}
-
+	var stopped atomic.Bool
 	if cfg.StopOnViolation {
 		injWG.Add(1)
 		go func() {
 			defer injWG.Done()
-			tick := time.NewTicker(200 * time.Millisecond)
+			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
-					if rec.Check().Violations > 0 {
+					if rec.Check().Total() > 0 {
+						stopped.Store(true)
 						cancel()
 						return
 					}
@@ -152,58 +262,23 @@ func Run(cfg Config) (Result, error) {
 	}
 
 	var wg sync.WaitGroup
-	var acquired, notAcq, other, crashed, extended atomic.Int64
+	var s stats
+	holders := make([]*holder, 0, cfg.Clients*cfg.WorkersPerClient)
 	for ci, c := range clients {
 		for wi := 0; wi < cfg.WorkersPerClient; wi++ {
 			id := ci*cfg.WorkersPerClient + wi
+			h := &holder{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause}
+			holders = append(holders, h)
 			wg.Add(1)
-			go func(c *redlock.Client, id int) {
+			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(id)))
-				note := func(err error) {
-					other.Add(1)
-					firstErr.CompareAndSwap(nil, &err)
-				}
-				for ctx.Err() == nil && acquired.Load() < int64(cfg.Acquisitions) {
-					r := resources[rng.IntN(len(resources))]
-					l, err := c.Acquire(ctx, r)
-					if err != nil {
-						if !errors.Is(err, redlock.ErrNotAcquired) {
-							note(err)
-						}
-						notAcq.Add(1)
-						continue
-					}
-					got := time.Now()
-					acquired.Add(1)
-					if rng.Float64() < cfg.CrashRate {
-						// A crashed holder: it believes it holds the lock
-						// until its validity ends and never releases.
-						crashed.Add(1)
-						rec.Record(r, id, got, l.Until())
-						continue
-					}
-					if hold := cfg.MaxHold; hold > 0 {
-						spin(time.Duration(rng.Int64N(int64(hold))))
-					}
-					if rng.Float64() < cfg.ExtendRate {
-						if err := l.Extend(ctx, cfg.TTL); err == nil {
-							extended.Add(1)
-						} else if !errors.Is(err, redlock.ErrLockLost) && !errors.Is(err, redlock.ErrLockExpired) &&
-							!errors.Is(err, redlock.ErrExtendLimit) && !errors.Is(err, context.DeadlineExceeded) {
-							note(err)
-						}
-					}
-					until := l.Until()
-					relAt := time.Now()
-					end := until
-					if relAt.Before(end) {
-						end = relAt
-					}
-					rec.Record(r, id, got, end)
-					_ = l.Release(context.Background()) // partial/expired/lost releases are expected under faults
-				}
-			}(c, id)
+				w := &worker{cfg: &cfg, c: c, id: id, h: h, rec: rec, s: &s, resources: resources,
+					note: func(err error) {
+						s.other.Add(1)
+						firstErr.CompareAndSwap(nil, &err)
+					}}
+				w.loop(ctx)
+			}()
 		}
 	}
 	wg.Wait()
@@ -211,22 +286,190 @@ func Run(cfg Config) (Result, error) {
 	injWG.Wait()
 	res.Elapsed = time.Since(start)
 	res.Report = rec.Check()
-	res.Acquired, res.NotAcquired, res.OtherErrors = acquired.Load(), notAcq.Load(), other.Load()
-	res.Crashed, res.Extended = crashed.Load(), extended.Load()
+	res.Acquired, res.NotAcquired, res.OtherErrors = s.acquired.Load(), s.notAcq.Load(), s.other.Load()
+	res.Crashed, res.HeldToEnd = s.crashed.Load(), s.heldToEnd.Load()
+	res.Extended, res.ExtendFailed = s.extended.Load(), s.extFailed.Load()
+	for _, h := range holders {
+		res.Attempts += h.attempts.Load()
+		res.Paused += h.paused.Load()
+		if d := time.Duration(h.longest.Load()); d > res.LongestPause {
+			res.LongestPause = d
+		}
+	}
+	res.StoppedByCheck = stopped.Load()
 	if p := firstErr.Load(); p != nil {
 		res.FirstError = *p
 	}
 	return res, nil
 }
 
-// spin waits d, yielding the processor, without a timer (timers have ~1ms
-// granularity under load); longer waits sleep.
-func spin(d time.Duration) {
-	if d > time.Millisecond {
-		time.Sleep(d)
+type stats struct {
+	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
+}
+
+// worker is one contending goroutine.
+type worker struct {
+	cfg       *Config
+	c         *redlock.Client
+	id        int
+	h         *holder
+	rec       *Recorder
+	s         *stats
+	resources []string
+	note      func(error)
+}
+
+func (w *worker) loop(runCtx context.Context) {
+	cfg, h, rng := w.cfg, w.h, w.h.rng
+	ctx := context.WithValue(runCtx, holderKey{}, h)
+	for ctx.Err() == nil && w.s.acquired.Load() < int64(cfg.Acquisitions) {
+		r := w.resources[rng.IntN(len(w.resources))]
+		h.fired = false
+		l, err := w.c.Acquire(ctx, r)
+		if err != nil {
+			if !errors.Is(err, redlock.ErrNotAcquired) {
+				w.note(err)
+			}
+			w.s.notAcq.Add(1)
+			continue
+		}
+		got := time.Now()
+		w.s.acquired.Add(1)
+		end := l.Until()
+		if h.fired && !end.After(h.at) {
+			w.rec.Broke(NoValidity, "holder %d: %q valid until %v after the replies were in", w.id, r, end.Sub(h.at))
+		}
+		holding := w.rec.NewHolding()
+		claim := func(from, to time.Time) {
+			w.rec.Add(Interval{Resource: r, Holder: w.id, Holding: holding, Start: from, End: to})
+		}
+		if rng.Float64() < cfg.CrashRate {
+			// A crashed holder: it believes it holds the lock until its
+			// validity ends and never releases.
+			w.s.crashed.Add(1)
+			claim(got, end)
+			continue
+		}
+		from := got
+		if rng.Float64() < cfg.ExtendRate {
+			from, end = w.extend(ctx, &l, r, from, end, claim)
+		}
+		if rng.Float64() < cfg.HoldToEnd {
+			w.s.heldToEnd.Add(1)
+			sleepUntil(ctx, end)
+		} else {
+			sleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(cfg.MaxHold)))))
+		}
+		relAt := time.Now()
+		if relAt.Before(end) {
+			end = relAt
+		}
+		claim(from, end)
+		_ = l.Release(context.Background()) // partial/expired/lost releases are expected under faults
+	}
+}
+
+// extend runs one extension: late (near the end of validity, full TTL) or
+// early to a shorter TTL, sometimes under a short ctx deadline. It records
+// the claim before the call (cut where the call began) and returns the
+// claim after it.
+func (w *worker) extend(ctx context.Context, l *redlock.Lock, r string, from, end time.Time, claim func(from, to time.Time)) (time.Time, time.Time) {
+	cfg, h, rng := w.cfg, w.h, w.h.rng
+	ttl := cfg.TTL
+	if rng.IntN(2) == 0 {
+		// late: with U[0, 3ms) of validity left
+		sleepUntil(ctx, end.Add(-time.Duration(rng.Int64N(int64(3*time.Millisecond)))))
+	} else {
+		// early, to a shorter TTL: the nodes shorten the key at once
+		sleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(ttl/4)+1))))
+		ttl = 3*time.Millisecond + time.Duration(rng.Int64N(int64(ttl/2)))
+	}
+	ectx := ctx
+	if rng.Float64() < cfg.ExtendDeadlineRate {
+		var cancel context.CancelFunc
+		ectx, cancel = context.WithTimeout(ctx, 20*time.Microsecond+time.Duration(rng.Int64N(int64(2*time.Millisecond))))
+		defer cancel()
+	}
+	call := time.Now()
+	if call.Before(end) {
+		claim(from, call)
+	} else {
+		claim(from, end)
+	}
+	h.fired = false
+	err := l.Extend(ectx, ttl)
+	ret := time.Now()
+	after := l.Until()
+	if err == nil {
+		w.s.extended.Add(1)
+		if h.fired && !h.at.Before(end) {
+			w.rec.Broke(LateExtension, "holder %d: %q extended although its validity ended %v before the replies were in", w.id, r, h.at.Sub(end))
+		}
+		return call, after
+	}
+	var ee *redlock.ExtendError
+	if errors.As(err, &ee) {
+		w.s.extFailed.Add(1)
+		if h.fired {
+			bound := h.at.Add(ttl - drift(ttl))
+			if end.Before(bound) {
+				bound = end
+			}
+			if after.After(bound) {
+				w.rec.Broke(FailedExtendTooLong, "holder %d: %q failed extension (%v) left validity %v beyond the bound", w.id, r, err, after.Sub(bound))
+			}
+		}
+	} else if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, redlock.ErrExtendLimit) {
+		w.note(err)
+	}
+	return ret, after
+}
+
+// sleepUntil sleeps until t or until ctx is done.
+func sleepUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
 		return
 	}
-	for t := time.Now(); time.Since(t) < d; {
-		runtime.Gosched()
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
 	}
+}
+
+// Leftovers checks availability after failed acquisitions: clients contend
+// for the resources (no faults, no crashes, TTL 2s so that a key left
+// behind outlives the run), every holder releases, and then no lock key
+// may remain on any node: a failed attempt must release on every node,
+// those that granted it included. kl reads the nodes. It returns the
+// leftover keys in the Result's Report.
+func Leftovers(cfg Config, kl KeyLister) (Result, error) {
+	cfg.CrashRate, cfg.HoldToEnd, cfg.ExtendRate, cfg.PauseRate = 0, 0, 0, 0
+	cfg.Faults, cfg.StopOnViolation = nil, false
+	if cfg.TTL <= 0 {
+		cfg.TTL = 2 * time.Second
+	}
+	if cfg.NodeTimeout <= 0 {
+		cfg.NodeTimeout = 200 * time.Millisecond
+	}
+	res, err := Run(cfg)
+	if err != nil {
+		return res, err
+	}
+	cfg.defaults()
+	// Releases after failed attempts wait for one answer only; let the
+	// others land.
+	time.Sleep(100 * time.Millisecond)
+	res.Leftovers = []string{}
+	for i := 0; i < cfg.Resources; i++ {
+		key := fmt.Sprintf("checker:res:%d", i)
+		for node, ttl := range kl.KeyTTLs(key) {
+			if ttl >= 0 {
+				res.Leftovers = append(res.Leftovers, fmt.Sprintf("node %d %s pttl %v", node, key, ttl.Round(time.Millisecond)))
+			}
+		}
+	}
+	return res, nil
 }

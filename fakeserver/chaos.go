@@ -1,0 +1,282 @@
+package fakeserver
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ChaosProfile says which faults a Chaos injects. Durations of timed
+// faults are U[MinFault, MaxFault).
+type ChaosProfile struct {
+	// Within Redlock's assumptions (safety must hold):
+	ReplyDelay     bool // command run at once, reply U[0.2ms, MaxDelay) late; on any number of nodes
+	RequestDelay   bool // command run U[0.2ms, MaxDelay) late; on any number of nodes
+	Partitions     bool // requests dropped, or replies dropped (commands applied)
+	DownUp         bool // node down (connections refused and dropped, data kept)
+	Blackhole      bool // requests held, run when it heals
+	RestartKeep    bool // restart keeping data, away 0-MaxFault
+	RestartDelayed bool // restart LOSING data, away longer than any key can live (the delayed restart)
+	// ClockRate: each node's clock runs at a rate in [-ClockRate,
+	// +ClockRate] (redrawn every step period), and ClockStep: it steps by
+	// up to ±ClockStep at random times at least MaxTTL apart. Over any
+	// window of one TTL a node then gains at most ClockStep +
+	// ClockRate*TTL; a lock's drift allowance (TTL*factor + fixed) covers
+	// that while ClockRate <= factor and ClockStep <= fixed.
+	ClockRate float64
+	ClockStep time.Duration
+
+	MaxTTL      time.Duration // the largest TTL in use; default 1s
+	MaxDelay    time.Duration // default MaxTTL/3
+	MinFault    time.Duration // default 10ms
+	MaxFault    time.Duration // default 60ms
+	MaxImpaired int           // nodes down, blackholed, partitioned or restarting at once; default a minority
+	Every       time.Duration // mean time between new faults; default 20ms
+
+	// Outside the assumptions (for showing that a checker finds the
+	// violations they cause):
+	RestartNoDelay bool    // restart losing data, back at once
+	FastClocks     float64 // nodes 0..N/2 (a majority) run fast at this rate
+}
+
+// ChaosCounts counts injected faults by kind.
+type ChaosCounts struct {
+	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
+	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps atomic.Int64
+}
+
+func (c *ChaosCounts) String() string {
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d clock steps",
+		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
+		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.ClockSteps.Load())
+}
+
+// Chaos injects a profile's faults into a cluster. Its Inject method fits
+// redlock's safety checker (which takes any injector; it does not import
+// this package).
+type Chaos struct {
+	cl     *Cluster
+	p      ChaosProfile
+	Counts ChaosCounts
+}
+
+// NewChaos returns an injector of p's faults into cl, with p's defaults
+// filled in.
+func NewChaos(cl *Cluster, p ChaosProfile) *Chaos {
+	if p.MaxTTL <= 0 {
+		p.MaxTTL = time.Second
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = p.MaxTTL / 3
+	}
+	if p.MinFault <= 0 {
+		p.MinFault = 10 * time.Millisecond
+	}
+	if p.MaxFault <= p.MinFault {
+		p.MaxFault = p.MinFault + 50*time.Millisecond
+	}
+	if p.MaxImpaired <= 0 {
+		p.MaxImpaired = (len(cl.Nodes) - 1) / 2
+	}
+	if p.Every <= 0 {
+		p.Every = 20 * time.Millisecond
+	}
+	return &Chaos{cl: cl, p: p}
+}
+
+// KeyTTLs returns key's remaining time to live in database 0 on every node
+// (-2ns where absent, -1ns without expiry).
+func (ch *Chaos) KeyTTLs(key string) []time.Duration {
+	out := make([]time.Duration, len(ch.cl.Nodes))
+	for i, n := range ch.cl.Nodes {
+		out[i] = n.PTTL(key)
+	}
+	return out
+}
+
+// span draws a duration from [lo, hi).
+func span(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
+
+// Inject adds faults until ctx is done, then waits for the faults in
+// progress, heals every node, brings it up and resets its clock.
+func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
+	p, nodes, cnt := ch.p, ch.cl.Nodes, &ch.Counts
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		for _, n := range nodes {
+			n.ClearFaults()
+			n.Up()
+		}
+	}()
+	if p.FastClocks > 0 {
+		for i := 0; i <= len(nodes)/2; i++ {
+			nodes[i].SetClock(0, p.FastClocks)
+		}
+	}
+	if p.ClockRate > 0 || p.ClockStep > 0 {
+		for _, n := range nodes {
+			seed := rng.Uint64()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ch.clock(ctx, n, rand.New(rand.NewPCG(seed, 2)))
+			}()
+		}
+	}
+	// Delays touch only time, never availability or data, so any number
+	// of nodes may be slow at once; the rest are limited to MaxImpaired.
+	type action struct {
+		impairs bool
+		run     func(n *Node, d time.Duration, rng *rand.Rand)
+	}
+	var actions []action
+	if p.ReplyDelay {
+		actions = append(actions, action{false, func(n *Node, d time.Duration, rng *rand.Rand) {
+			cnt.ReplyDelay.Add(1)
+			n.SetReplyDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			sleepCtx(ctx, d)
+			n.SetReplyDelay(0, 0)
+		}})
+	}
+	if p.RequestDelay {
+		actions = append(actions, action{false, func(n *Node, d time.Duration, rng *rand.Rand) {
+			cnt.RequestDelay.Add(1)
+			n.SetRequestDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			sleepCtx(ctx, d)
+			n.SetRequestDelay(0, 0)
+		}})
+	}
+	if p.Partitions {
+		actions = append(actions, action{true, func(n *Node, d time.Duration, rng *rand.Rand) {
+			dir := Requests
+			if rng.IntN(2) == 0 {
+				dir = Replies
+				cnt.PartitionReplies.Add(1)
+			} else {
+				cnt.PartitionRequests.Add(1)
+			}
+			n.Partition(dir)
+			sleepCtx(ctx, d)
+			n.Partition(NoPartition)
+		}})
+	}
+	if p.DownUp {
+		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.Down.Add(1)
+			n.Down()
+			sleepCtx(ctx, d)
+			n.Up()
+		}})
+	}
+	if p.Blackhole {
+		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.Blackhole.Add(1)
+			n.Blackhole()
+			sleepCtx(ctx, d)
+			n.Heal()
+		}})
+	}
+	if p.RestartKeep {
+		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.RestartKeep.Add(1)
+			_ = n.Restart(false, d)
+		}})
+	}
+	if p.RestartDelayed {
+		// Longer than any key can live: the largest TTL on the slowest
+		// clock the profile allows, after the largest backward step, plus
+		// a margin.
+		rate := p.ClockRate + p.FastClocks
+		delay := time.Duration(float64(p.MaxTTL)/(1-rate)) + 2*p.ClockStep + p.MaxTTL/10 + 20*time.Millisecond
+		actions = append(actions, action{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.RestartDelayed.Add(1)
+			_ = n.Restart(true, delay)
+		}})
+	}
+	if p.RestartNoDelay {
+		actions = append(actions, action{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.RestartNoDelay.Add(1)
+			_ = n.Restart(true, 0)
+		}})
+	}
+	if len(actions) == 0 {
+		<-ctx.Done()
+		return
+	}
+	var mu sync.Mutex
+	busy := make([]bool, len(nodes))
+	impaired := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(span(rng, p.Every/2, p.Every*3/2)):
+		}
+		act := actions[rng.IntN(len(actions))]
+		i := rng.IntN(len(nodes))
+		d := span(rng, p.MinFault, p.MaxFault)
+		mu.Lock()
+		if busy[i] || (act.impairs && impaired >= p.MaxImpaired) {
+			mu.Unlock()
+			continue
+		}
+		busy[i] = true
+		if act.impairs {
+			impaired++
+		}
+		mu.Unlock()
+		seed := rng.Uint64()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			act.run(nodes[i], d, rand.New(rand.NewPCG(seed, 1)))
+			mu.Lock()
+			busy[i] = false
+			if act.impairs {
+				impaired--
+			}
+			mu.Unlock()
+		}()
+	}
+}
+
+// clock steps n's clock by up to ±ClockStep every U[MaxTTL+1ms,
+// 1.5*MaxTTL+1ms) (never two steps within one TTL) and redraws its rate
+// in [-ClockRate, ClockRate], both signs equally likely.
+func (ch *Chaos) clock(ctx context.Context, n *Node, rng *rand.Rand) {
+	p := ch.p
+	for {
+		if !sleepCtx(ctx, span(rng, p.MaxTTL+time.Millisecond, p.MaxTTL*3/2+time.Millisecond)) {
+			return
+		}
+		rate := (rng.Float64()*2 - 1) * p.ClockRate
+		step := time.Duration((rng.Float64()*2 - 1) * float64(p.ClockStep))
+		if rng.IntN(2) == 0 && p.ClockStep > 0 {
+			// half the steps at the bound: a clock that gains the whole allowance
+			step, rate = p.ClockStep, p.ClockRate
+		}
+		n.StepClock(step, rate)
+		ch.Counts.ClockSteps.Add(1)
+	}
+}
+
+// sleepCtx sleeps d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,53 @@
+// Package hook lets redlock's safety checker stall a lock holder at fixed
+// points inside Acquire and Extend, as a GC pause or a descheduled thread
+// would. Only packages under redlock/ can import it; nothing in the
+// library sets it.
+//
+// Cost when unset: At is one atomic pointer load (a plain load on amd64
+// and arm64) and a predictable branch, small enough to inline; no
+// allocation, no ctx.Value lookup. The checker sets it for the length of a
+// run; its function looks at ctx to decide whether this call is one of its
+// holders.
+package hook
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Point names a place in the lock's code.
+type Point uint8
+
+const (
+	// AcquireReplied: an acquisition attempt's SET replies are in (or its
+	// wait ended), and the clock has not been read again yet. A pause
+	// here is elapsed time the attempt must subtract.
+	AcquireReplied Point = iota + 1
+	// ExtendReplied: the same point in Extend.
+	ExtendReplied
+)
+
+// Func is called at a Point with the ctx of the call.
+type Func func(ctx context.Context, p Point)
+
+var fn atomic.Pointer[Func]
+
+// Set installs f (nil removes it) and returns the previous one.
+func Set(f Func) Func {
+	var p *Func
+	if f != nil {
+		p = &f
+	}
+	old := fn.Swap(p)
+	if old == nil {
+		return nil
+	}
+	return *old
+}
+
+// At calls the installed function, if any.
+func At(ctx context.Context, p Point) {
+	if f := fn.Load(); f != nil {
+		(*f)(ctx, p)
+	}
+}

@@ -1,0 +1,122 @@
+package main
+
+// Edit replaces exactly one occurrence of Old with New in File (a path
+// from the module root). A mutant whose Old text is missing or appears
+// more than once fails the run loudly: the code moved and the mutant must
+// be updated, never silently skipped.
+type Edit struct {
+	File, Old, New string
+}
+
+// Mutant is one planted bug and the test that must catch it.
+type Mutant struct {
+	Name  string
+	Class string // the bug class, as in issue 15's table
+	Test  string // the test that must fail on it
+	Short bool   // cheap to catch: part of CI's short run
+	Edits []Edit
+}
+
+const (
+	safetyTest = "TestSafetyUnderFaults"
+	availTest  = "TestAvailabilityNoLeftovers"
+)
+
+// mutants is the list of planted bugs. Keep-alive and multi-lock mutants
+// will join when those features exist.
+var mutants = []Mutant{
+	{
+		Name: "quorum-n2", Class: "quorum N/2 instead of N/2+1", Test: safetyTest, Short: true,
+		Edits: []Edit{
+			{"redlock/client.go", "cfg.quorum = n/2 + 1", "cfg.quorum = n / 2"},
+			{"redlock/client.go", "if cfg.quorum <= n/2 || cfg.quorum > n {", "if cfg.quorum < n/2 || cfg.quorum > n {"},
+		},
+	},
+	{
+		Name: "same-value", Class: "the same value on every attempt", Test: safetyTest, Short: true,
+		Edits: []Edit{{"redlock/client.go",
+			"_, _ = w.rng.Read(w.val[:]) // ChaCha8.Read never fails",
+			`copy(w.val[:], "same-value-every-try")`}},
+	},
+	{
+		Name: "pending-granted", Class: "pending (unanswered) nodes counted as granted", Test: safetyTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
+			"if out.Successes+out.Pending >= c.quorum && end-t2 > int64(s.minValidity) {"}},
+	},
+	{
+		Name: "no-drift", Class: "drift allowance removed", Test: safetyTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift",
+			"end := t1 + int64(ttl)"}},
+	},
+	{
+		Name: "validity-from-end", Class: "validity counted from the end of the SET round trip", Test: safetyTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift",
+			"end := t2 + int64(ttl-drift)"}},
+	},
+	{
+		Name: "accept-no-validity", Class: "a lock accepted whose validity is already <= 0", Test: safetyTest,
+		Edits: []Edit{{"redlock/acquire.go",
+			"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
+			"if out.Successes >= c.quorum {"}},
+	},
+	{
+		Name: "validity-plus-1ms", Class: "validity 1 ms longer than ttl - elapsed - drift", Test: safetyTest,
+		Edits: []Edit{{"redlock/acquire.go",
+			"end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift",
+			"end := t1 + int64(ttl-drift+time.Millisecond)"}},
+	},
+	{
+		Name: "extend-after-end", Class: "an extension counted after the validity ended", Test: safetyTest,
+		Edits: []Edit{
+			{"redlock/lock.go",
+				"if err == nil && out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {",
+				"if err == nil && out.Successes >= c.quorum && t2 < newEnd {"},
+			{"redlock/lock.go",
+				"\tif remaining <= 0 {\n\t\treturn &ExtendError{Resource: l.resource, Expired: true}\n\t}\n",
+				"\tif remaining <= 0 {\n\t\tremaining = l.nodeTimeout\n\t}\n"},
+		},
+	},
+	{
+		Name: "extend-from-end", Class: "an extension's validity counted from the end of its round trip", Test: safetyTest, Short: true,
+		Edits: []Edit{{"redlock/lock.go",
+			"newEnd := t1 + int64(ttl-drift)",
+			"newEnd := t2 + int64(ttl-drift)"}},
+	},
+	{
+		Name: "failed-extend-keeps-end", Class: "a failed extension leaving the old (longer) validity in place", Test: safetyTest,
+		Edits: []Edit{{"redlock/lock.go",
+			"\tif newEnd < l.end {\n\t\tl.end = newEnd\n\t}\n",
+			""}},
+	},
+	{
+		Name: "d1-ctx-extend", Class: "a failed Extend whose ctx ended mid-call keeps the old end (issue 16 D1)", Test: safetyTest,
+		Edits: []Edit{{"redlock/lock.go",
+			"\tif err == nil {\n\t\terr = ctxEnded(ctx) // the deadline that bounded the wait was ctx's\n\t}\n",
+			"\tif err != nil {\n\t\treturn &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= l.end, Err: closedErr(err)}\n\t}\n\terr = ctxEnded(ctx)\n"}},
+	},
+	{
+		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\tt.failed = c.n - t.granted - t.refused - t.pending\n\tc.releaseQuick(ctx, w, resource, s.nodeTimeout)\n",
+			"\tt.failed = c.n - t.granted - t.refused - t.pending\n"}},
+	},
+	// The two mux mutants target today's mux/conn.go (exclusive lanes,
+	// owed replies counted per connection). The mux rewrite (automatic
+	// pipelining) replaces this code: re-target them at the new FIFO
+	// matching after it lands.
+	{
+		Name: "mux-owed-forgotten", Class: "[current mux] owed replies forgotten when a batch returns early", Test: safetyTest,
+		Edits: []Edit{{"mux/conn.go",
+			"cn.pushOwed(len(st.slots)-st.sh, start)",
+			"_ = start"}},
+	},
+	{
+		Name: "mux-wrong-batch", Class: "[current mux] a late reply matched to the next batch (owed count one short)", Test: safetyTest,
+		Edits: []Edit{{"mux/conn.go",
+			"cn.pushOwed(len(st.slots)-st.sh, start)",
+			"cn.pushOwed(len(st.slots)-st.sh-1, start)"}},
+	},
+}

@@ -1,0 +1,284 @@
+// Command mutants is redlock's mutation suite (make mutants): it plants
+// each bug of list.go in a scratch copy of the module, runs the safety
+// checker's test on it, and requires the test to fail with violations. It
+// prints a table of violation counts and times and exits non-zero if a
+// mutant survives, if a mutant's text is no longer in the code, or if the
+// unmutated copy is not clean.
+//
+//	go run ./redlock/internal/mutants [-short] [-run regexp] [-max 120s]
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+func main() {
+	short := flag.Bool("short", false, "only the mutants marked Short (CI)")
+	only := flag.String("run", "", "only mutants whose name matches this regexp")
+	maxRun := flag.Duration("max", 120*time.Second, "time limit of the checker's run per mutant")
+	control := flag.Duration("control", 20*time.Second, "checker time on the unmutated copy first (0: skip)")
+	keep := flag.Bool("keep", false, "keep the scratch copies (printed)")
+	flag.Parse()
+	os.Exit(run(*short, *only, *maxRun, *control, *keep))
+}
+
+type outcome struct {
+	m        Mutant
+	caught   bool
+	counts   string
+	elapsed  time.Duration
+	problem  string
+	acquired string
+}
+
+func run(short bool, only string, maxRun, control time.Duration, keep bool) int {
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		return 2
+	}
+	var re *regexp.Regexp
+	if only != "" {
+		if re, err = regexp.Compile(only); err != nil {
+			fmt.Fprintln(os.Stderr, "mutants: -run:", err)
+			return 2
+		}
+	}
+	files, err := listFiles(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		return 2
+	}
+	// Every mutant's text must be present exactly once before anything
+	// runs: a stale list fails at once.
+	var sel []Mutant
+	bad := 0
+	for _, m := range mutants {
+		for _, e := range m.Edits {
+			b, err := os.ReadFile(filepath.Join(root, e.File))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "mutants: %s: %v\n", m.Name, err)
+				bad++
+				continue
+			}
+			if n := bytes.Count(b, []byte(e.Old)); n != 1 {
+				fmt.Fprintf(os.Stderr, "mutants: %s: the text to replace occurs %d times in %s (want exactly 1): the code changed, update the mutant:\n%s\n", m.Name, n, e.File, e.Old)
+				bad++
+			}
+		}
+		if (!short || m.Short) && (re == nil || re.MatchString(m.Name)) {
+			sel = append(sel, m)
+		}
+	}
+	if bad > 0 {
+		return 2
+	}
+	start := time.Now()
+	if control > 0 {
+		fmt.Printf("control: the unmutated copy, %v of the checker ...\n", control)
+		o := runOne(root, files, Mutant{Name: "control", Test: safetyTest}, control, keep, true)
+		if o.problem != "" || o.caught {
+			fmt.Printf("control FAILED: %s %s\n", o.problem, o.counts)
+			return 1
+		}
+		fmt.Printf("control clean: %s, %s in %v\n", o.counts, o.acquired, o.elapsed.Round(time.Second))
+	}
+	var outs []outcome
+	for _, m := range sel {
+		fmt.Printf("mutant %s (%s) ...\n", m.Name, m.Class)
+		o := runOne(root, files, m, maxRun, keep, false)
+		fmt.Printf("  caught=%v %s %s %s\n", o.caught, o.counts, o.elapsed.Round(100*time.Millisecond), o.problem)
+		outs = append(outs, o)
+	}
+	fmt.Printf("\n| mutant | planted bug | test | caught | violations | checker time |\n|---|---|---|---|---|---|\n")
+	survived := 0
+	for _, o := range outs {
+		c := "**yes**"
+		if !o.caught {
+			c = "**NO** " + o.problem
+			survived++
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %v |\n", o.m.Name, o.m.Class, o.m.Test, c, o.counts, o.elapsed.Round(100*time.Millisecond))
+	}
+	fmt.Printf("\n%d mutants, %d caught, %d survived; total %v (checker limit %v per mutant)\n",
+		len(outs), len(outs)-survived, survived, time.Since(start).Round(time.Second), maxRun)
+	if survived > 0 {
+		return 1
+	}
+	return 0
+}
+
+var summaryRE = regexp.MustCompile(`CHECKER-SUMMARY overlaps=(\d+) no-validity=(\d+) late-extension=(\d+) failed-extend-too-long=(\d+) leftovers=(\d+) acquisitions=(\d+) elapsed=(\S+)`)
+
+// runOne copies the module, applies m, runs m's test and reads the
+// checker's summary line.
+func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, isControl bool) outcome {
+	o := outcome{m: m}
+	dir, err := os.MkdirTemp("", "redmux-mutant-"+m.Name+"-")
+	if err != nil {
+		o.problem = err.Error()
+		return o
+	}
+	if keep {
+		fmt.Println("  scratch copy:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if err := copyFiles(root, dir, files); err != nil {
+		o.problem = err.Error()
+		return o
+	}
+	for _, e := range m.Edits {
+		p := filepath.Join(dir, e.File)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			o.problem = err.Error()
+			return o
+		}
+		if bytes.Count(b, []byte(e.Old)) != 1 {
+			o.problem = "text to replace not found once in " + e.File
+			return o
+		}
+		b = bytes.Replace(b, []byte(e.Old), []byte(e.New), 1)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			o.problem = err.Error()
+			return o
+		}
+	}
+	args := []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock",
+		"-safety.acquisitions=10000000", "-safety.max=" + maxRun.String()}
+	if !isControl {
+		args = append(args, "-safety.stop")
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	text := out.String()
+	sm := summaryRE.FindStringSubmatch(text)
+	if sm == nil {
+		o.problem = "no checker summary (build failure or crash?): " + tail(text, 1500)
+		return o
+	}
+	o.counts = fmt.Sprintf("overlaps %s, no-validity %s, late-extension %s, failed-extend-too-long %s, leftovers %s",
+		sm[1], sm[2], sm[3], sm[4], sm[5])
+	o.acquired = sm[6] + " acquisitions"
+	o.elapsed, _ = time.ParseDuration(sm[7])
+	total := 0
+	for _, s := range sm[1:6] {
+		var n int
+		fmt.Sscan(s, &n)
+		total += n
+	}
+	var ee *exec.ExitError
+	switch {
+	case total > 0 && errors.As(err, &ee):
+		o.caught = true
+	case total > 0:
+		o.problem = "violations counted but the test passed"
+	case err != nil:
+		o.problem = "the test failed without violations: " + tail(text, 1500)
+	default:
+		o.problem = "survived (" + o.acquired + ")"
+	}
+	return o
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the module (run from the repository)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// listFiles lists the module's files: git's tracked and untracked
+// (not ignored) files when git is there, else every file but .git.
+func listFiles(root string) ([]string, error) {
+	cmd := exec.Command("git", "ls-files", "-z", "-c", "-o", "--exclude-standard")
+	cmd.Dir = root
+	if out, err := cmd.Output(); err == nil {
+		var files []string
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		return files, nil
+	}
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	return files, err
+}
+
+func copyFiles(root, dst string, files []string) error {
+	for _, f := range files {
+		src := filepath.Join(root, f)
+		st, err := os.Lstat(src)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // deleted in the work tree
+			}
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			continue
+		}
+		d := filepath.Join(dst, f)
+		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+			return err
+		}
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		outF, err := os.OpenFile(d, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm())
+		if err != nil {
+			in.Close()
+			return err
+		}
+		_, err = io.Copy(outF, in)
+		in.Close()
+		if cerr := outF.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
