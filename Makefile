@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety tidy-check clean
+.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety mutants mutants-short tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -53,6 +53,14 @@ fuzz:
 ## safety: the Redlock safety checker with 100,000 contended acquisitions under faults (several minutes)
 safety:
 	$(GO) test -run '^TestSafetyUnderFaults$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000
+
+## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker
+mutants:
+	$(GO) run ./redlock/internal/mutants
+
+## mutants-short: the cheap-to-catch mutants only (CI)
+mutants-short:
+	$(GO) run ./redlock/internal/mutants -short -control 30s -max 60s
 
 ## bench-real: the benchmark against 5 local redis-server processes it starts and stops itself (~30 s)
 bench-real:

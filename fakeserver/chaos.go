@@ -87,14 +87,19 @@ func NewChaos(cl *Cluster, p ChaosProfile) *Chaos {
 	return &Chaos{cl: cl, p: p}
 }
 
-// KeyTTLs returns key's remaining time to live in database 0 on every node
-// (-2ns where absent, -1ns without expiry).
-func (ch *Chaos) KeyTTLs(key string) []time.Duration {
-	out := make([]time.Duration, len(ch.cl.Nodes))
+// KeyValues returns key's value in database 0 on every node (nil where
+// absent) and its remaining time to live (-2ns where absent, -1ns without
+// expiry).
+func (ch *Chaos) KeyValues(key string) ([][]byte, []time.Duration) {
+	vals := make([][]byte, len(ch.cl.Nodes))
+	ttls := make([]time.Duration, len(ch.cl.Nodes))
 	for i, n := range ch.cl.Nodes {
-		out[i] = n.PTTL(key)
+		ttls[i] = n.PTTL(key)
+		if v, ok := n.Get(key); ok {
+			vals[i] = v
+		}
 	}
-	return out
+	return vals, ttls
 }
 
 // span draws a duration from [lo, hi).

@@ -114,11 +114,16 @@ func TestAvailabilityNoLeftovers(t *testing.T) {
 	chaos := fakeserver.NewChaos(cl, fakeserver.ChaosProfile{})
 	res, err := checker.Leftovers(checker.Config{
 		Addrs: cl.Addrs(), Clients: 4, WorkersPerClient: 2, Resources: 2,
-		Acquisitions: 800, MaxDuration: 30 * time.Second, Seed: uint64(time.Now().UnixNano()),
+		Acquisitions: 800, MaxDuration: 10 * time.Second, Seed: uint64(time.Now().UnixNano()),
 	}, chaos)
 	require.NoError(t, err)
 	t.Logf("%v", res)
 	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	if len(res.ReleasedLeftovers) > 0 {
+		// Not yet a failure: issue 16 D2 (a release overtaking its SET on
+		// another connection) is the mux rewrite's to fix.
+		t.Logf("keys of released holdings left behind (issue 16 D2): %v", res.ReleasedLeftovers)
+	}
 	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
 	require.Empty(t, res.Leftovers, "keys left behind: %v", res.Report)
 	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)

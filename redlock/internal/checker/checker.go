@@ -15,7 +15,8 @@
 //     whose validity had ended before the library read its clock after the
 //     replies; Extend never succeeds when the old validity had ended by
 //     then; after a failed Extend that was sent, the validity is at most
-//     min(old end, hook reading + ttl - drift).
+//     min(old end, hook reading + ttl - drift); a Release's replies are
+//     integers or node-level failures, never another command's reply.
 //   - Availability (Leftovers): once every holder released, no lock key is
 //     left on any node.
 package checker
@@ -62,10 +63,15 @@ const (
 	// FailedExtendTooLong: after a failed Extend whose commands were sent,
 	// the lock reports a validity beyond min(old end, t1 + ttl - drift).
 	FailedExtendTooLong
+	// BadReply: a Release got a reply that is not the integer its
+	// compare-and-delete returns, nor a node-level failure (timeout,
+	// pending, not sent, connection down): the symptom of a reply matched
+	// to the wrong command.
+	BadReply
 	numContracts
 )
 
-var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long"}
+var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {
@@ -241,6 +247,6 @@ func (rep Report) String() string {
 
 // Summary is one machine-readable line for the mutation runner.
 func (rep Report) Summary() string {
-	return fmt.Sprintf("CHECKER-SUMMARY overlaps=%d no-validity=%d late-extension=%d failed-extend-too-long=%d leftovers=%d",
-		rep.Violations, rep.Contracts[NoValidity], rep.Contracts[LateExtension], rep.Contracts[FailedExtendTooLong], len(rep.Leftovers))
+	return fmt.Sprintf("CHECKER-SUMMARY overlaps=%d no-validity=%d late-extension=%d failed-extend-too-long=%d bad-reply=%d leftovers=%d",
+		rep.Violations, rep.Contracts[NoValidity], rep.Contracts[LateExtension], rep.Contracts[FailedExtendTooLong], rep.Contracts[BadReply], len(rep.Leftovers))
 }

@@ -40,9 +40,14 @@ var mutants = []Mutant{
 	},
 	{
 		Name: "pending-granted", Class: "pending (unanswered) nodes counted as granted", Test: safetyTest, Short: true,
-		Edits: []Edit{{"redlock/acquire.go",
-			"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
-			"if out.Successes+out.Pending >= c.quorum && end-t2 > int64(s.minValidity) {"}},
+		Edits: []Edit{
+			{"redlock/acquire.go",
+				"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
+				"if out.Successes+out.Pending >= c.quorum && end-t2 > int64(s.minValidity) {"},
+			{"redlock/acquire.go",
+				"return tally{granted: out.Successes}, nil",
+				"return tally{granted: out.Successes + out.Pending}, nil"},
+		},
 	},
 	{
 		Name: "no-drift", Class: "drift allowance removed", Test: safetyTest, Short: true,
@@ -54,13 +59,13 @@ var mutants = []Mutant{
 		Name: "validity-from-end", Class: "validity counted from the end of the SET round trip", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/acquire.go",
 			"end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift",
-			"end := t2 + int64(ttl-drift)"}},
+			"end := t1 + (t2 - t1) + int64(ttl-drift)"}},
 	},
 	{
 		Name: "accept-no-validity", Class: "a lock accepted whose validity is already <= 0", Test: safetyTest,
 		Edits: []Edit{{"redlock/acquire.go",
 			"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
-			"if out.Successes >= c.quorum {"}},
+			"if out.Successes >= c.quorum && t2 > 0 {"}},
 	},
 	{
 		Name: "validity-plus-1ms", Class: "validity 1 ms longer than ttl - elapsed - drift", Test: safetyTest,
@@ -111,7 +116,7 @@ var mutants = []Mutant{
 		Name: "mux-owed-forgotten", Class: "[current mux] owed replies forgotten when a batch returns early", Test: safetyTest,
 		Edits: []Edit{{"mux/conn.go",
 			"cn.pushOwed(len(st.slots)-st.sh, start)",
-			"_ = start"}},
+			"_, _ = cn, start"}},
 	},
 	{
 		Name: "mux-wrong-batch", Class: "[current mux] a late reply matched to the next batch (owed count one short)", Test: safetyTest,

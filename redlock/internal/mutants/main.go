@@ -26,7 +26,7 @@ func main() {
 	short := flag.Bool("short", false, "only the mutants marked Short (CI)")
 	only := flag.String("run", "", "only mutants whose name matches this regexp")
 	maxRun := flag.Duration("max", 120*time.Second, "time limit of the checker's run per mutant")
-	control := flag.Duration("control", 20*time.Second, "checker time on the unmutated copy first (0: skip)")
+	control := flag.Duration("control", 60*time.Second, "first run the checker on the unmutated copy (2,000 acquisitions, at most this long; 0: skip)")
 	keep := flag.Bool("keep", false, "keep the scratch copies (printed)")
 	flag.Parse()
 	os.Exit(run(*short, *only, *maxRun, *control, *keep))
@@ -39,6 +39,8 @@ type outcome struct {
 	elapsed  time.Duration
 	problem  string
 	acquired string
+	sample   string
+	wall     time.Duration // copy, build and run
 }
 
 func run(short bool, only string, maxRun, control time.Duration, keep bool) int {
@@ -87,7 +89,7 @@ func run(short bool, only string, maxRun, control time.Duration, keep bool) int 
 	if control > 0 {
 		fmt.Printf("control: the unmutated copy, %v of the checker ...\n", control)
 		o := runOne(root, files, Mutant{Name: "control", Test: safetyTest}, control, keep, true)
-		if o.problem != "" || o.caught {
+		if o.caught || !strings.HasPrefix(o.problem, "survived") {
 			fmt.Printf("control FAILED: %s %s\n", o.problem, o.counts)
 			return 1
 		}
@@ -96,11 +98,16 @@ func run(short bool, only string, maxRun, control time.Duration, keep bool) int 
 	var outs []outcome
 	for _, m := range sel {
 		fmt.Printf("mutant %s (%s) ...\n", m.Name, m.Class)
+		t0 := time.Now()
 		o := runOne(root, files, m, maxRun, keep, false)
+		o.wall = time.Since(t0)
 		fmt.Printf("  caught=%v %s %s %s\n", o.caught, o.counts, o.elapsed.Round(100*time.Millisecond), o.problem)
+		if o.sample != "" {
+			fmt.Printf("  first: %s\n", o.sample)
+		}
 		outs = append(outs, o)
 	}
-	fmt.Printf("\n| mutant | planted bug | test | caught | violations | checker time |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| mutant | planted bug | test | caught | violations at the stop | acquisitions | checker time | wall (build+run) |\n|---|---|---|---|---|---|---|---|\n")
 	survived := 0
 	for _, o := range outs {
 		c := "**yes**"
@@ -108,7 +115,8 @@ func run(short bool, only string, maxRun, control time.Duration, keep bool) int 
 			c = "**NO** " + o.problem
 			survived++
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %v |\n", o.m.Name, o.m.Class, o.m.Test, c, o.counts, o.elapsed.Round(100*time.Millisecond))
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %v | %v |\n", o.m.Name, o.m.Class, o.m.Test, c, o.counts, strings.TrimSuffix(o.acquired, " acquisitions"),
+			o.elapsed.Round(100*time.Millisecond), o.wall.Round(time.Second))
 	}
 	fmt.Printf("\n%d mutants, %d caught, %d survived; total %v (checker limit %v per mutant)\n",
 		len(outs), len(outs)-survived, survived, time.Since(start).Round(time.Second), maxRun)
@@ -118,7 +126,7 @@ func run(short bool, only string, maxRun, control time.Duration, keep bool) int 
 	return 0
 }
 
-var summaryRE = regexp.MustCompile(`CHECKER-SUMMARY overlaps=(\d+) no-validity=(\d+) late-extension=(\d+) failed-extend-too-long=(\d+) leftovers=(\d+) acquisitions=(\d+) elapsed=(\S+)`)
+var summaryRE = regexp.MustCompile(`CHECKER-SUMMARY overlaps=(\d+) no-validity=(\d+) late-extension=(\d+) failed-extend-too-long=(\d+) bad-reply=(\d+) leftovers=(\d+) acquisitions=(\d+) elapsed=(\S+)`)
 
 // runOne copies the module, applies m, runs m's test and reads the
 // checker's summary line.
@@ -155,10 +163,11 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 			return o
 		}
 	}
-	args := []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock",
-		"-safety.acquisitions=10000000", "-safety.max=" + maxRun.String()}
-	if !isControl {
-		args = append(args, "-safety.stop")
+	args := []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock", "-safety.max=" + maxRun.String()}
+	if isControl {
+		args = append(args, "-safety.acquisitions=2000")
+	} else {
+		args = append(args, "-safety.acquisitions=10000000", "-safety.stop")
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
@@ -171,12 +180,15 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 		o.problem = "no checker summary (build failure or crash?): " + tail(text, 1500)
 		return o
 	}
-	o.counts = fmt.Sprintf("overlaps %s, no-validity %s, late-extension %s, failed-extend-too-long %s, leftovers %s",
-		sm[1], sm[2], sm[3], sm[4], sm[5])
-	o.acquired = sm[6] + " acquisitions"
-	o.elapsed, _ = time.ParseDuration(sm[7])
+	o.counts = fmt.Sprintf("overlaps %s, no-validity %s, late-extension %s, failed-extend-too-long %s, bad-reply %s, leftovers %s",
+		sm[1], sm[2], sm[3], sm[4], sm[5], sm[6])
+	o.acquired = sm[7] + " acquisitions"
+	o.elapsed, _ = time.ParseDuration(sm[8])
+	if m := sampleRE.FindStringSubmatch(text); m != nil {
+		o.sample = tail(m[1], 300)
+	}
 	total := 0
-	for _, s := range sm[1:6] {
+	for _, s := range sm[1:7] {
 		var n int
 		fmt.Sscan(s, &n)
 		total += n
@@ -194,6 +206,8 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 	}
 	return o
 }
+
+var sampleRE = regexp.MustCompile(`(?m)Messages:\s+(?:safety violated|keys left behind): (.*)$`)
 
 func tail(s string, n int) string {
 	if len(s) > n {
