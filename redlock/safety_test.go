@@ -17,7 +17,7 @@ import (
 // mutation suite (make mutants) runs it on planted bugs with -safety.stop.
 var (
 	safetyN = flag.Int("safety.acquisitions", 0,
-		"successful acquisitions of TestSafetyUnderFaults (default 1000 with -short, 3000 otherwise; make safety uses 100000)")
+		"successful acquisitions of TestSafetyUnderFaults (default 1000 with -short, 2000 otherwise; make safety uses 100000)")
 	safetyStop = flag.Bool("safety.stop", false, "end TestSafetyUnderFaults at the first violation (mutation runs)")
 	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
@@ -30,7 +30,7 @@ func safetyCount() int {
 	case testing.Short():
 		return 1000
 	}
-	return 3000
+	return 2000
 }
 
 // safetyTTL is the checker's lock TTL: short, so that delays, pauses and
@@ -258,5 +258,23 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("%v", res)
 		require.Positive(t, res.Violations, "a majority of clocks 30%% fast must produce violations")
+	})
+	// Just beyond the bound: the main run's clocks gain up to 99% of the
+	// allowance and stay clean; here steps and rates are 1.5x the
+	// allowance's parts, under the same workload, and the checker must
+	// see the early expiries.
+	t.Run("steps and rates 1.5x the allowance", func(t *testing.T) {
+		cl := startCluster(t, 5)
+		cfg := safetyConfig(cl.Addrs(), 1_000_000, uint64(time.Now().UnixNano()), fakeserver.NewChaos(cl, fakeserver.ChaosProfile{
+			ClockRate: 1.5 * redlock.DefaultDriftFactor,
+			ClockStep: redlock.DefaultDriftFixed * 3 / 2,
+			MaxTTL:    safetyTTL,
+		}))
+		cfg.MaxDuration = 30 * time.Second
+		cfg.StopOnViolation = true
+		res, err := checker.Run(cfg)
+		require.NoError(t, err)
+		t.Logf("%v", res)
+		require.Positive(t, res.Violations, "clocks gaining 1.5x the drift allowance must produce overlaps")
 	})
 }
