@@ -21,6 +21,7 @@ var (
 	safetyStop = flag.Bool("safety.stop", false, "end TestSafetyUnderFaults at the first violation (mutation runs)")
 	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
+	safetyOvl  = flag.Bool("safety.overlaps-only", false, "with -safety.stop: stop at the first overlap, not at a contract violation")
 )
 
 func safetyCount() int {
@@ -90,6 +91,7 @@ func TestSafetyUnderFaults(t *testing.T) {
 	chaos := fakeserver.NewChaos(cl, safetyProfile(safetyTTL))
 	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
 	cfg.StopOnViolation = *safetyStop
+	cfg.StopOnOverlapOnly = *safetyOvl
 	res, err := checker.Run(cfg)
 	require.NoError(t, err)
 	t.Logf("seed %d: %v", seed, res)

@@ -73,6 +73,9 @@ type Config struct {
 	// StopOnViolation ends the run early once a violation is recorded
 	// (checked every 100ms), for runs that are expected to find one.
 	StopOnViolation bool
+	// StopOnOverlapOnly makes StopOnViolation wait for an overlap, so that
+	// a run shows whether overlaps alone catch a bug.
+	StopOnOverlapOnly bool
 }
 
 // Result is the outcome of Run.
@@ -256,7 +259,8 @@ func Run(cfg Config) (Result, error) {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
-					if rec.Check().Total() > 0 {
+					rep := rec.Check()
+					if rep.Violations > 0 || (!cfg.StopOnOverlapOnly && rep.Total() > 0) {
 						stopped.Store(true)
 						cancel()
 						return
