@@ -148,3 +148,40 @@ func Example_adminCommand() {
 	// GET k -> "-ERR injected\r\n"
 	// FAKE BOGUS -> "-ERR unknown FAKE subcommand 'BOGUS'. Try FAKE HELP.\r\n"
 }
+
+func ExampleNode_Partition() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	// Replies dropped: the SET runs, the client never hears OK.
+	n.Partition(fakeserver.Replies)
+	fmt.Fprint(c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err := bufio.NewReader(c).ReadString('\n')
+	v, _ := n.Get("k")
+	fmt.Println("answered:", err == nil, "applied:", string(v))
+	// Ending it closes the connection that lost a reply.
+	n.Partition(fakeserver.NoPartition)
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = c.Read(make([]byte, 1))
+	fmt.Println("connection closed:", err != nil)
+	// Output:
+	// answered: false applied: v
+	// connection closed: true
+}
+
+func ExampleNode_SetRequestDelay() {
+	n, _ := fakeserver.StartNode(fakeserver.Config{})
+	defer n.Close()
+	c, _ := net.Dial("tcp", n.Addr())
+	defer c.Close()
+	n.SetRequestDelay(200*time.Millisecond, 0) // the SET runs late
+	fmt.Fprint(c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	time.Sleep(50 * time.Millisecond)
+	_, early := n.Get("k")
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	_, late := n.Get("k")
+	fmt.Printf("applied early: %v, reply %q, applied: %v\n", early, line, late)
+	// Output: applied early: false, reply "+OK\r\n", applied: true
+}
