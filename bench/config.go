@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
 	"strconv"
@@ -95,7 +96,7 @@ type Config struct {
 	RealLocal    int           // -real-local: start this many local redis-servers
 	Strategies   []string      // -strategy
 	Workers      int           // -c
-	Lanes        int           // -lanes (mux; 0 at parse time becomes Workers)
+	Conns        int           // -conns (mux: connections per node; 0 = mux default)
 	Duration     time.Duration // -d
 	Ops          int64         // -n
 	Warmup       time.Duration // -warmup
@@ -141,7 +142,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
-	fs.IntVar(&c.Lanes, "lanes", 0, "mux strategy: lanes (connections per node); 0 = one per worker (-c), as seq and fanout hold one connection per node per worker")
+	fs.IntVar(&c.Conns, "conns", 0, "mux strategy: connections per node, shared by every worker (commands of concurrent workers are pipelined on them); 0 = mux's default (1)")
 	fs.DurationVar(&c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
 	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
@@ -234,8 +235,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-real-local must be 1..64, got %d", c.RealLocal)
 	case len(c.Nodes) > 64:
 		return nil, usagef("at most 64 nodes, got %d", len(c.Nodes))
-	case c.Lanes < 0 || c.Lanes > 4096:
-		return nil, usagef("-lanes must be 0..4096, got %d", c.Lanes)
+	case c.Conns < 0 || c.Conns > mux.MaxConns:
+		return nil, usagef("-conns must be 0..%d, got %d", mux.MaxConns, c.Conns)
 	case c.Workers < 1 || c.Workers > 100000:
 		return nil, usagef("-c must be 1..100000, got %d", c.Workers)
 	case set["d"] && set["n"]:
@@ -287,11 +288,6 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		default:
 			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
 		}
-	}
-	if c.Lanes == 0 {
-		// One lane per worker, as seq and fanout hold one connection per
-		// node per worker: the strategies then use as many connections.
-		c.Lanes = min(c.Workers, 4096)
 	}
 	return c, nil
 }

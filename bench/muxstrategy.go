@@ -9,9 +9,10 @@ import (
 	"github.com/redmux/redmux/redlock"
 )
 
-// muxStrategy is redmux: package redlock on one shared mux client (lanes of
-// non-blocking connections, every node written before any reply is read,
-// decisions at quorum).
+// muxStrategy is redmux: package redlock on one shared mux client (a few
+// non-blocking connections per node shared by every worker, their commands
+// pipelined; every node written before any reply is read; decisions at
+// quorum).
 type muxStrategy struct {
 	c      *redlock.Client
 	n      int
@@ -19,7 +20,7 @@ type muxStrategy struct {
 	params LockParams
 }
 
-func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
+func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 	c, err := redlock.New(addrs,
 		redlock.WithTTL(p.TTL),
 		redlock.WithNodeTimeout(p.Timeout),
@@ -27,7 +28,7 @@ func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
 		redlock.WithFixedDrift(p.DriftFixed),
 		redlock.WithMaxExtensions(math.MaxInt),
 		redlock.WithMuxConfig(mux.Config{
-			Lanes: lanes, DialTimeout: p.DialTimeout, Username: p.User, Password: p.Password, DB: p.DB,
+			Conns: conns, DialTimeout: p.DialTimeout, Username: p.User, Password: p.Password, DB: p.DB,
 			ClientName: "redmux-bench",
 		}),
 	)

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/redmux/redmux/mux"
 	"io"
 	"os"
 	"path/filepath"
@@ -245,10 +246,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	ct.row("nodes", fmt.Sprintf("%d (%s)", len(c.Nodes), strings.Join(c.Nodes, ", ")))
 	ct.row("strategies", strings.Join(c.Strategies, ", "))
 	ct.row("workers (-c)", fmt.Sprint(c.Workers))
-	if c.MuxLanes > 0 {
-		ct.row("mux lanes (-lanes)", fmt.Sprint(c.MuxLanes))
+	if c.MuxConns > 0 {
+		ct.row("mux connections per node (-conns)", fmt.Sprint(c.MuxConns))
 	} else {
-		ct.row("mux lanes", "mux default (2*GOMAXPROCS)")
+		ct.row("mux connections per node", fmt.Sprintf("mux default (%d)", mux.DefaultConns))
 	}
 	if c.Ops > 0 {
 		ct.row("operations per strategy (-n)", fmt.Sprint(c.Ops))

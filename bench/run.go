@@ -35,7 +35,7 @@ type ReportConfig struct {
 	Nodes       []string `json:"nodes"`
 	Strategies  []string `json:"strategies"`
 	Workers     int      `json:"workers"`
-	MuxLanes    int      `json:"mux_lanes,omitempty"` // 0: mux's default
+	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
 	DurationS   float64  `json:"duration_s,omitempty"`
 	Ops         int64    `json:"ops,omitempty"`
 	WarmupS     float64  `json:"warmup_s"`
@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 
 	progress := progressFunc(cfg, o)
 	for _, name := range cfg.Strategies {
-		s, err := newStrategy(name, t.addrs, params, cfg.Lanes)
+		s, err := newStrategy(name, t.addrs, params, cfg.Conns)
 		if err != nil {
 			return nil, redactErr(fmt.Errorf("%s: %w", name, err), cfg.Password)
 		}
@@ -171,14 +171,14 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func newStrategy(name string, addrs []string, p LockParams, lanes int) (Strategy, error) {
+func newStrategy(name string, addrs []string, p LockParams, conns int) (Strategy, error) {
 	switch name {
 	case StrategySeq:
 		return newPlainStrategy(name, false, addrs, p), nil
 	case StrategyFanout:
 		return newPlainStrategy(name, true, addrs, p), nil
 	case StrategyMux:
-		return newMuxStrategy(addrs, p, lanes)
+		return newMuxStrategy(addrs, p, conns)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
@@ -213,7 +213,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	rc := ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
-		Workers: cfg.Workers, MuxLanes: cfg.Lanes, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
+		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,

@@ -38,7 +38,7 @@ func BenchmarkLockOp(b *testing.B) {
 // one client (lanes).
 func BenchmarkLockOpParallel(b *testing.B) {
 	srv := realredis.StartNT(b, 5, realredis.Options{})
-	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Lanes = 0 })
+	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		w := newLockWork(c)

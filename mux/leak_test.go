@@ -43,7 +43,7 @@ func TestLeakFDsGoroutines(t *testing.T) {
 	gor0 := runtime.NumGoroutine()
 
 	c, err := New(Config{
-		Addrs: cl.Addrs(), Lanes: 3, Timeout: 200 * time.Millisecond, HardTimeout: 300 * time.Millisecond,
+		Addrs: cl.Addrs(), Conns: 2, Timeout: 200 * time.Millisecond, HardTimeout: 300 * time.Millisecond,
 		Scripts: lockScripts(), ReconnectMin: 5 * time.Millisecond, ReconnectMax: 50 * time.Millisecond,
 	})
 	if err != nil {

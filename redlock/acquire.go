@@ -109,6 +109,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	}
 	b := w.b
 	b.Reset()
+	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
 	w.cmd = resp.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 
@@ -155,6 +156,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, timeout time.Duration) {
 	b := w.b
 	b.Reset()
+	b.SetKey(resource)
 	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
 	b.Broadcast(w.cmd)
 	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
