@@ -1,7 +1,9 @@
 package mux
 
 import (
+	"errors"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -85,21 +87,41 @@ func (d *netDriver) close() {
 type netLink struct {
 	d  *netDriver
 	nc net.Conn
+	cn *pconn
 }
 
+// netWriteSlice bounds one blocking write: a writer (a caller of Do) that
+// finds the socket full for longer leaves the rest to a background flush,
+// so its own deadline is kept.
+const netWriteSlice = 2 * time.Millisecond
+
 func (l *netLink) write(p []byte) (int, error) {
-	_ = l.nc.SetWriteDeadline(time.Now().Add(l.d.c.cfg.HardTimeout))
-	return l.nc.Write(p)
+	_ = l.nc.SetWriteDeadline(time.Now().Add(netWriteSlice))
+	n, err := l.nc.Write(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, nil // socket full: the engine resumes through wantWrite
+	}
+	return n, err
 }
 
 func (l *netLink) read(p []byte) (int, error) { return l.nc.Read(p) }
 
 func (l *netLink) nonBlocking() bool { return false }
 
-func (l *netLink) wantWrite(bool) error { return nil }
+// wantWrite(true) resumes writing from a goroutine shortly: net.Conn has
+// no writability notification, so a full socket is retried every
+// millisecond or two until it drains (or HardTimeout replaces it).
+func (l *netLink) wantWrite(on bool) error {
+	if on {
+		cn := l.cn
+		time.AfterFunc(time.Millisecond, cn.writable)
+	}
+	return nil
+}
 
 // start runs the connection's reader goroutine.
 func (l *netLink) start(cn *pconn) error {
+	l.cn = cn
 	d := l.d
 	d.mu.Lock()
 	d.live[l] = struct{}{}
