@@ -23,10 +23,16 @@ const (
 // returns the exit status. Errors are one line on stderr, never a stack
 // trace; the password never appears in any output.
 func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (code int) {
-	password := ""
+	secrets := passwordsIn(args, getenv)
+	hide := func(s string) string {
+		for _, pw := range secrets {
+			s = redact(s, pw)
+		}
+		return s
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintln(stderr, "redmux-bench: internal error:", redact(fmt.Sprint(r), password))
+			fmt.Fprintln(stderr, "redmux-bench: internal error:", hide(fmt.Sprint(r)))
 			code = ExitFailure
 		}
 	}()
@@ -42,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
 		return ExitUsage
 	}
-	password = cfg.Password
+	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := Run(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
@@ -50,7 +56,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		if ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(redact(err.Error(), password)))
+		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
 		return ExitFailure
 	}
 	if cfg.Out != "" && !cfg.Quiet {

@@ -188,8 +188,46 @@ Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usag
 
 // ParseArgs parses the command line (without the program name). getenv
 // supplies REDMUX_PASSWORD. Bad input gives a *UsageError; -h gives
-// flag.ErrHelp.
+// flag.ErrHelp. No error carries the password, however it was given (the
+// environment, or -password before or after the offending flag).
 func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
+	c, err := parseArgs(args, getenv)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return c, err
+	}
+	msg := err.Error()
+	for _, pw := range passwordsIn(args, getenv) {
+		msg = redact(msg, pw)
+	}
+	return nil, &UsageError{Msg: msg}
+}
+
+// passwordsIn returns every password a command line may carry: the
+// environment's and each -password flag's value (the parser may stop
+// before it reaches them).
+func passwordsIn(args []string, getenv func(string) string) []string {
+	var out []string
+	if getenv != nil {
+		if pw := getenv(EnvPassword); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	for i, a := range args {
+		switch {
+		case a == "-password" || a == "--password":
+			if i+1 < len(args) && args[i+1] != "" {
+				out = append(out, args[i+1])
+			}
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			if v := a[strings.IndexByte(a, '=')+1:]; v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	var faults faultList
 	var nodes, strategy string
@@ -198,7 +236,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
 		}
-		return nil, &UsageError{Msg: redact(err.Error(), c.Password)}
+		return nil, &UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/redmux/redmux/mux"
@@ -14,31 +15,51 @@ import (
 // decisions at quorum).
 type muxStrategy struct {
 	c      *redlock.Client
+	m      *mux.Client // owned: closed by Close
 	n      int
 	quorum int
 	params LockParams
 }
 
 func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
-	c, err := redlock.New(addrs,
+	m, err := mux.New(mux.Config{
+		Addrs: addrs, Lanes: lanes, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
+		Username: p.User, Password: p.Password, DB: p.DB,
+		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A node that refused the connection set-up for authentication fails
+	// the run at once with the reason, rather than as node errors.
+	for i := range addrs {
+		if e := m.NodeErr(i); errors.Is(e, mux.ErrAuth) {
+			_ = m.Close()
+			if p.Password == "" {
+				return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuthRequired)
+			}
+			return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuth)
+		}
+	}
+	c, err := redlock.NewWithMux(m,
 		redlock.WithTTL(p.TTL),
 		redlock.WithNodeTimeout(p.Timeout),
 		redlock.WithDriftFactor(p.DriftFactor),
 		redlock.WithFixedDrift(p.DriftFixed),
 		redlock.WithMaxExtensions(math.MaxInt),
-		redlock.WithMuxConfig(mux.Config{
-			Lanes: lanes, DialTimeout: p.DialTimeout, Username: p.User, Password: p.Password, DB: p.DB,
-			ClientName: "redmux-bench",
-		}),
 	)
 	if err != nil {
+		_ = m.Close()
 		return nil, err
 	}
-	return &muxStrategy{c: c, n: c.N(), quorum: c.Quorum(), params: p}, nil
+	return &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p}, nil
 }
 
 func (s *muxStrategy) Name() string { return StrategyMux }
-func (s *muxStrategy) Close() error { return s.c.Close() }
+func (s *muxStrategy) Close() error {
+	_ = s.c.Close()
+	return s.m.Close()
+}
 
 func (s *muxStrategy) NewWorker(context.Context) (Worker, error) {
 	return &muxWorker{s: s, nodeErrs: map[string]int64{}}, nil
