@@ -134,15 +134,15 @@ func (a *intervalAgg) ops() int64 { return a.acquired + a.notAcq + a.errCount() 
 
 // Latency is a latency distribution summary in microseconds.
 type Latency struct {
-	Count  int64   `json:"count"`
-	MinUs  float64 `json:"min_us"`
-	MeanUs float64 `json:"mean_us"`
-	P50Us  float64 `json:"p50_us"`
-	P90Us  float64 `json:"p90_us"`
-	P99Us  float64 `json:"p99_us"`
-	P999Us float64 `json:"p999_us"`
-	P9999  float64 `json:"p9999_us"`
-	MaxUs  float64 `json:"max_us"`
+	Count   int64   `json:"count"`
+	MinUs   float64 `json:"min_us"`
+	MeanUs  float64 `json:"mean_us"`
+	P50Us   float64 `json:"p50_us"`
+	P90Us   float64 `json:"p90_us"`
+	P99Us   float64 `json:"p99_us"`
+	P999Us  float64 `json:"p999_us"`
+	P9999Us float64 `json:"p9999_us"`
+	MaxUs   float64 `json:"max_us"`
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
@@ -154,14 +154,14 @@ func Summarize(h *hdr.Histogram) Latency {
 		return Latency{}
 	}
 	return Latency{
-		Count:  h.TotalCount(),
-		MinUs:  us(h.Min()),
-		MeanUs: h.Mean() / 1e3,
-		P50Us:  us(h.ValueAtQuantile(50)),
-		P90Us:  us(h.ValueAtQuantile(90)),
-		P99Us:  us(h.ValueAtQuantile(99)),
-		P999Us: us(h.ValueAtQuantile(99.9)),
-		P9999:  us(h.ValueAtQuantile(99.99)),
-		MaxUs:  us(h.Max()),
+		Count:   h.TotalCount(),
+		MinUs:   us(h.Min()),
+		MeanUs:  h.Mean() / 1e3,
+		P50Us:   us(h.ValueAtQuantile(50)),
+		P90Us:   us(h.ValueAtQuantile(90)),
+		P99Us:   us(h.ValueAtQuantile(99)),
+		P999Us:  us(h.ValueAtQuantile(99.9)),
+		P9999Us: us(h.ValueAtQuantile(99.99)),
+		MaxUs:   us(h.Max()),
 	}
 }

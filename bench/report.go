@@ -217,7 +217,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		t := newTable("strategy", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
 		for _, s := range rep.Strategies {
 			l := s.metric(m)
-			t.row(s.Name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999), f1(l.MaxUs), f1(l.MeanUs))
+			t.row(s.Name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999Us), f1(l.MaxUs), f1(l.MeanUs))
 		}
 		t.markdown(w)
 		fmt.Fprintln(w)

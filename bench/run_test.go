@@ -65,7 +65,7 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 		}
 		for _, m := range []string{"acquire", "release", "acquire_release"} {
 			l := s[m].(map[string]any)
-			for _, k := range []string{"p50_us", "p90_us", "p99_us", "p999_us", "max_us"} {
+			for _, k := range []string{"count", "min_us", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us"} {
 				require.Contains(t, l, k, m)
 				require.IsType(t, float64(0), l[k])
 			}
