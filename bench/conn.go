@@ -218,6 +218,7 @@ const (
 	KindAuth      = "auth"      // AUTH refused
 	KindCancelled = "cancelled" // the run ended while the operation was in flight
 	KindFailed    = "failed"    // a node failed; the client does not say how (mux acquire)
+	KindPending   = "pending"   // no reply yet when a failed attempt's outcome was decided (mux: timed out or not awaited)
 	KindOther     = "other"
 )
 

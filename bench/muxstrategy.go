@@ -82,9 +82,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	if !errors.As(err, &nae) {
 		return false, err
 	}
-	if nae.Failed > 0 {
-		w.nodeErrs[KindFailed] += int64(nae.Failed)
-	}
+	w.countNodeErrs(nae.Failed, nae.Pending)
 	switch {
 	case nae.TooShort:
 		return false, ErrValidity
@@ -94,6 +92,31 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 		return false, ErrNoQuorum
 	}
 	return false, nil
+}
+
+// countNodeErrs counts the node failures of a failed attempt: nodes mux
+// knows to be down as conn, the other failures as failed (redlock does not
+// say which error a node gave), and nodes that had not answered when the
+// outcome was decided as pending.
+func (w *muxWorker) countNodeErrs(failed, pending int) {
+	if failed > 0 {
+		down := 0
+		for i := 0; i < w.s.n; i++ {
+			if w.s.m.NodeErr(i) != nil {
+				down++
+			}
+		}
+		down = min(down, failed)
+		if down > 0 {
+			w.nodeErrs[KindConn] += int64(down)
+		}
+		if failed > down {
+			w.nodeErrs[KindFailed] += int64(failed - down)
+		}
+	}
+	if pending > 0 {
+		w.nodeErrs[KindPending] += int64(pending)
+	}
 }
 
 func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
