@@ -88,7 +88,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 		return false, ErrValidity
 	case nae.Err != nil:
 		return false, nae.Err
-	case nae.Failed > w.s.n-w.s.quorum:
+	case redlock.QuorumLost(nae.Failed, w.s.quorum, w.s.n):
 		return false, ErrNoQuorum
 	}
 	return false, nil
@@ -130,7 +130,7 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 		if ee.Failed > 0 {
 			w.nodeErrs[KindFailed] += int64(ee.Failed)
 		}
-		if ee.Failed > w.s.n-w.s.quorum {
+		if redlock.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
 			return false, ErrNoQuorum
 		}
 		return false, nil
@@ -148,7 +148,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 		for _, e := range re.Errs {
 			w.nodeErrs[classify(e)]++
 		}
-		if len(re.Failed) > w.s.n-w.s.quorum {
+		if redlock.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
 			return ErrNoQuorum
 		}
 		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrLockLost) {
