@@ -169,8 +169,8 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 			continue
 		}
 		pv := ValuesAtPercentiles(h, []float64{50, 99})
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">n %s  p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
-			fmtCount(float64(h.TotalCount())), fmtUs(us(pv[0])), fmtUs(us(pv[1])))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
+			fmtUs(us(pv[0])), fmtUs(us(pv[1])))
 		// The last meaningful percentile is 1 - 1/count; beyond it the line
 		// stays at max.
 		xEnd := math.Min(xMax, math.Log10(float64(h.TotalCount())))
