@@ -116,7 +116,7 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
-			if errors.Is(err, ErrAuth) {
+			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) {
 				return fmt.Errorf("node %s: %w", a, err)
 			}
 			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, a, redact(err.Error(), opt.password))

@@ -123,7 +123,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 		return tally{failed: c.n}, err
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
-	if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {
+	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		*l = Lock{
 			c:           c,
 			resource:    resource,
