@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
 // Utilisation is the share of a core (client or server) the capacity plan
@@ -33,9 +35,25 @@ type Plan struct {
 	Concurrency int // operations in flight (Little's law)
 }
 
-// EstimateCapacity derives per-core and per-node capacity from a result.
-func EstimateCapacity(s *StrategyResult) Capacity {
+// ErrNotSteady is returned by EstimateCapacity for a result that cannot be
+// extrapolated: an open-loop run that did not keep up with its target
+// (its latencies are queueing time) or one where most operations failed.
+var ErrNotSteady = errors.New("bench: result not usable for capacity planning")
+
+// EstimateCapacity derives per-core and per-node capacity from a result. It
+// refuses (ErrNotSteady) a saturated open-loop result and one where most
+// operations failed: Little's law and per-operation costs only hold for a
+// system that keeps up.
+func EstimateCapacity(s *StrategyResult) (Capacity, error) {
 	c := Capacity{Strategy: s.Name}
+	switch {
+	case s.Saturated:
+		return c, fmt.Errorf("%w: %s is saturated (%s)", ErrNotSteady, s.Name, s.Saturation)
+	case s.Ops == 0:
+		return c, fmt.Errorf("%w: %s measured no operations", ErrNotSteady, s.Name)
+	case s.FailedShare() > 0.5:
+		return c, fmt.Errorf("%w: %s: %d of %d operations failed", ErrNotSteady, s.Name, s.Failed, s.Ops)
+	}
 	if s.CPUUsPerOp > 0 {
 		c.ClientOpsPerCore = 1e6 / s.CPUUsPerOp
 	}
@@ -57,7 +75,7 @@ func EstimateCapacity(s *StrategyResult) Capacity {
 		l = s.Acquire
 	}
 	c.MeanLatencyS = l.MeanUs / 1e6
-	return c
+	return c, nil
 }
 
 // PlanFor says what rate needs, for a cluster of n nodes per group.
@@ -87,10 +105,16 @@ func writeCapacity(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")
-	caps := make([]Capacity, len(rep.Strategies))
-	for i, s := range rep.Strategies {
-		c := EstimateCapacity(s)
-		caps[i] = c
+	var caps []Capacity
+	var refused []string
+	for _, s := range rep.Strategies {
+		c, err := EstimateCapacity(s)
+		if err != nil {
+			refused = append(refused, strings.TrimPrefix(err.Error(), ErrNotSteady.Error()+": "))
+			t.row(s.Name, fmtCount(s.OpsPerSec), "-", "-", "not estimated", "-")
+			continue
+		}
+		caps = append(caps, c)
 		node, src := "-", "-"
 		if c.NodeOpsPerS > 0 {
 			node, src = fmtCount(c.NodeOpsPerS), c.NodeSource
@@ -103,6 +127,12 @@ func writeCapacity(w io.Writer, rep *Report) {
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)
+	for _, r := range refused {
+		fmt.Fprintf(w, "Not estimated: %s. Capacity is only derived from runs that keep up with their load; lower -rate, or find the knee with `redmux-bench sweep`.\n\n", r)
+	}
+	if len(caps) == 0 {
+		return
+	}
 	pt := newTable("strategy", "target ops/s", "client cores", "Redlock groups", "nodes", "ops in flight")
 	for _, c := range caps {
 		for _, r := range capacityRates(rep) {
@@ -119,7 +149,7 @@ func writeCapacity(w io.Writer, rep *Report) {
 	}
 	pt.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, `Assumptions: a lock operation is one acquire (SET NX PX on every node) plus one release (EVALSHA on every node); every node of a Redlock group sees every operation, so adding nodes to a group adds safety, not capacity — a higher rate needs more independent %d-node groups with the lock keys spread over them. Cores and nodes are planned at %.0f%% utilisation and scale linearly; Redis executes commands on one core per node. The client figure is this process's CPU per operation (getrusage), which includes histogram recording. Node figures from process CPU include network I/O; commandstats figures exclude it and overstate capacity (often by 2-4x). "Ops in flight" is Little's law with the mean latency measured here, at this run's load and network (%s): concurrency the clients need (workers, or lanes for mux) to sustain the rate; on a real network add the round-trip time.
+	fmt.Fprintf(w, `Assumptions: a lock operation is one acquire (SET NX PX on every node) plus one release (EVALSHA on every node); every node of a Redlock group sees every operation, so adding nodes to a group adds safety, not capacity — a higher rate needs more independent %d-node groups with the lock keys spread over them. Cores and nodes are planned at %.0f%% utilisation and scale linearly; Redis executes commands on one core per node. The client figure is this process's CPU per operation (getrusage), which includes histogram recording. Node figures from process CPU include network I/O; commandstats figures exclude it and overstate capacity (often by 2-4x). "Ops in flight" is Little's law with the mean latency measured here, at this run's load and network (%s): concurrency the clients need (workers) to sustain the rate; on a real network add the round-trip time.
 
 `, n, Utilisation*100, rep.Config.Target)
 }

@@ -17,16 +17,25 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1 // the run failed: unreachable node, wrong password, I/O error
 	ExitUsage   = 2 // bad command line
+	// ExitInterrupted is the status after SIGINT/SIGTERM (128+SIGINT, as
+	// shells report it); the report for what was measured is written.
+	ExitInterrupted = 130
 )
 
 // Main is the redmux-bench command: args without the program name. It
 // returns the exit status. Errors are one line on stderr, never a stack
 // trace; the password never appears in any output.
 func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (code int) {
-	password := ""
+	secrets := passwordsIn(args, getenv)
+	hide := func(s string) string {
+		for _, pw := range secrets {
+			s = redact(s, pw)
+		}
+		return s
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintln(stderr, "redmux-bench: internal error:", redact(fmt.Sprint(r), password))
+			fmt.Fprintln(stderr, "redmux-bench: internal error:", hide(fmt.Sprint(r)))
 			code = ExitFailure
 		}
 	}()
@@ -42,22 +51,43 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
 		return ExitUsage
 	}
-	password = cfg.Password
+	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := Run(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
-	if err != nil {
-		if ctx.Err() != nil {
-			err = errors.New("interrupted")
+	go func() {
+		// After the first signal, a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	return runMain(ctx, cfg, stdout, stderr, hide)
+}
+
+// runMain runs a parsed configuration and maps the outcome to an exit
+// status with at most one line on stderr.
+func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide func(string) string) int {
+	o := Options{Stdout: stdout, Stderr: stderr}
+	rep, err := Run(ctx, cfg, o)
+	where := ""
+	if rep != nil && cfg.Out != "" {
+		where = strings.TrimSuffix(cfg.Out, "/") + "/" + FileReport
+	}
+	switch {
+	case err == nil:
+		if where != "" && !cfg.Quiet && cfg.JSON != "-" && cfg.CSV != "-" {
+			fmt.Fprintf(stdout, "report: %s\n", where)
 		}
-		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(redact(err.Error(), password)))
-		return ExitFailure
+		return ExitOK
+	case errors.Is(err, ErrInterrupted) || ctx.Err() != nil:
+		if where != "" {
+			err = fmt.Errorf("%w; report: %s", err, where)
+		}
+		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
+		return ExitInterrupted
+	case rep != nil && where != "":
+		err = fmt.Errorf("%w; report: %s", err, where)
 	}
-	if cfg.Out != "" && !cfg.Quiet {
-		fmt.Fprintf(stdout, "report: %s\n", strings.TrimSuffix(cfg.Out, "/")+"/"+FileReport)
-	}
-	_ = rep
-	return ExitOK
+	fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
+	return ExitFailure
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

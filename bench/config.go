@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
 	"strconv"
@@ -95,7 +96,7 @@ type Config struct {
 	RealLocal    int           // -real-local: start this many local redis-servers
 	Strategies   []string      // -strategy
 	Workers      int           // -c
-	Lanes        int           // -lanes (mux; 0 at parse time becomes Workers)
+	Conns        int           // -conns (mux: connections per node; 0 = mux default)
 	Duration     time.Duration // -d
 	Ops          int64         // -n
 	Warmup       time.Duration // -warmup
@@ -107,7 +108,9 @@ type Config struct {
 	User         string        // -user
 	Password     string        // -password or REDMUX_PASSWORD; never printed
 	DB           int           // -db
-	JSON         string        // -json
+	JSON         string        // -json ("-" = stdout)
+	CSV          string        // -csv ("-" = stdout)
+	Percentiles  []float64     // -percentiles (nil = the reports' defaults)
 	Hlog         string        // -hlog
 	Out          string        // -out ("" = no report directory)
 	Latency      time.Duration // -latency (embedded cluster)
@@ -115,10 +118,75 @@ type Config struct {
 	InProcess    bool          // -inprocess: embedded cluster in this process
 	CapacityRate float64       // -capacity-rate
 	Quiet        bool          // -quiet
+	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
 	Title        string        // -title (report heading)
 
 	// Command is the command line as given, with the password replaced.
 	Command string
+}
+
+// durationFlag is a time.Duration flag whose error for a bare number says
+// that a unit is needed.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("a duration needs a unit: %ss or %sms, say", s, s)
+		}
+		return errors.New("not a duration (e.g. 5s, 500ms, 1m)")
+	}
+	*f.d = d
+	return nil
+}
+
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+// percentileList is the -percentiles flag.
+type percentileList struct{ p *[]float64 }
+
+func (l percentileList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	var parts []string
+	for _, v := range *l.p {
+		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l percentileList) Set(s string) error {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), "p"))
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0 && v <= 100) {
+			return fmt.Errorf("percentiles are numbers in (0, 100], comma-separated, e.g. 50,90,99,99.9")
+		}
+		for _, o := range out {
+			if o == v {
+				return fmt.Errorf("percentile %s given twice", f)
+			}
+		}
+		out = append(out, v)
+	}
+	if len(out) > 12 {
+		return errors.New("at most 12 percentiles")
+	}
+	*l.p = out
+	return nil
 }
 
 type faultList []Fault
@@ -141,26 +209,29 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
-	fs.IntVar(&c.Lanes, "lanes", 0, "mux strategy: lanes (connections per node); 0 = one per worker (-c), as seq and fanout hold one connection per node per worker")
-	fs.DurationVar(&c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
+	fs.IntVar(&c.Conns, "conns", 0, "mux strategy: connections per node, shared by every worker (commands of concurrent workers are pipelined on them); 0 = mux's default (1)")
+	durationVar(fs, &c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
-	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
+	durationVar(fs, &c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
 	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 1 with -workload contended)")
-	fs.DurationVar(&c.TTL, "ttl", 10*time.Second, "lock time to live")
-	fs.DurationVar(&c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
+	durationVar(fs, &c.TTL, "ttl", 10*time.Second, "lock time to live")
+	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
 	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
 	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
-	fs.StringVar(&c.JSON, "json", "", "write the summary as JSON to `FILE`")
+	fs.StringVar(&c.JSON, "json", "", "write the summary as JSON to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per strategy and metric to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.Var(percentileList{&c.Percentiles}, "percentiles", "`LIST` of percentiles for the table, CSV and report, e.g. 50,90,99,99.9 (default: table 50,99,99.9, report 50,90,99,99.9,99.99)")
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
 	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
-	fs.DurationVar(&c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
+	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
 	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node> (nodes 0-based)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "extra target lock rate (ops/s) for the capacity section")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
+	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
 	fs.StringVar(&c.Title, "title", "", "report title")
 	return fs
 }
@@ -188,8 +259,46 @@ Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usag
 
 // ParseArgs parses the command line (without the program name). getenv
 // supplies REDMUX_PASSWORD. Bad input gives a *UsageError; -h gives
-// flag.ErrHelp.
+// flag.ErrHelp. No error carries the password, however it was given (the
+// environment, or -password before or after the offending flag).
 func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
+	c, err := parseArgs(args, getenv)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return c, err
+	}
+	msg := err.Error()
+	for _, pw := range passwordsIn(args, getenv) {
+		msg = redact(msg, pw)
+	}
+	return nil, &UsageError{Msg: msg}
+}
+
+// passwordsIn returns every password a command line may carry: the
+// environment's and each -password flag's value (the parser may stop
+// before it reaches them).
+func passwordsIn(args []string, getenv func(string) string) []string {
+	var out []string
+	if getenv != nil {
+		if pw := getenv(EnvPassword); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	for i, a := range args {
+		switch {
+		case a == "-password" || a == "--password":
+			if i+1 < len(args) && args[i+1] != "" {
+				out = append(out, args[i+1])
+			}
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			if v := a[strings.IndexByte(a, '=')+1:]; v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	var faults faultList
 	var nodes, strategy string
@@ -198,7 +307,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
 		}
-		return nil, &UsageError{Msg: redact(err.Error(), c.Password)}
+		return nil, &UsageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -234,8 +343,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-real-local must be 1..64, got %d", c.RealLocal)
 	case len(c.Nodes) > 64:
 		return nil, usagef("at most 64 nodes, got %d", len(c.Nodes))
-	case c.Lanes < 0 || c.Lanes > 4096:
-		return nil, usagef("-lanes must be 0..4096, got %d", c.Lanes)
+	case c.Conns < 0 || c.Conns > mux.MaxConns:
+		return nil, usagef("-conns must be 0..%d, got %d", mux.MaxConns, c.Conns)
 	case c.Workers < 1 || c.Workers > 100000:
 		return nil, usagef("-c must be 1..100000, got %d", c.Workers)
 	case set["d"] && set["n"]:
@@ -244,6 +353,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-n must be positive, got %d", c.Ops)
 	case !set["n"] && c.Duration <= 0:
 		return nil, usagef("-d must be positive, got %v", c.Duration)
+	case c.Progress < 0:
+		return nil, usagef("-progress must not be negative")
 	case c.Warmup < 0:
 		return nil, usagef("-warmup must not be negative")
 	case c.Keys < 1 || c.Keys > 10_000_000:
@@ -260,6 +371,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-db must not be negative")
 	case c.CapacityRate < 0:
 		return nil, usagef("-capacity-rate must not be negative")
+	case c.JSON == "-" && c.CSV == "-":
+		return nil, usagef("-json - and -csv - both want stdout; send one to a file")
 	}
 	switch c.Workload {
 	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease:
@@ -287,11 +400,6 @@ func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 		default:
 			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
 		}
-	}
-	if c.Lanes == 0 {
-		// One lane per worker, as seq and fanout hold one connection per
-		// node per worker: the strategies then use as many connections.
-		c.Lanes = min(c.Workers, 4096)
 	}
 	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -20,6 +21,8 @@ var (
 	// ErrAuth: a node refused AUTH (wrong user or password). The password is
 	// never part of the message.
 	ErrAuth = errors.New("bench: authentication failed")
+	// ErrAuthRequired: a node requires a password and none was given.
+	ErrAuthRequired = errors.New("bench: authentication required (set " + EnvPassword + " or -password)")
 	// ErrServerReply: a node answered with an error reply.
 	ErrServerReply = errors.New("bench: server error reply")
 	// ErrNoQuorum: so many nodes failed that a quorum was out of reach.
@@ -120,6 +123,9 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 			if i == 0 && pc.opt.password != "" {
 				return fmt.Errorf("%w: %s", ErrAuth, redact(text, pc.opt.password))
 			}
+			if pc.opt.password == "" && r.HasErrorPrefix("NOAUTH") {
+				return fmt.Errorf("%w: %s", ErrAuthRequired, text)
+			}
 			return fmt.Errorf("%w: %s", ErrServerReply, redact(text, pc.opt.password))
 		}
 	}
@@ -212,6 +218,7 @@ const (
 	KindAuth      = "auth"      // AUTH refused
 	KindCancelled = "cancelled" // the run ended while the operation was in flight
 	KindFailed    = "failed"    // a node failed; the client does not say how (mux acquire)
+	KindPending   = "pending"   // no reply yet when a failed attempt's outcome was decided (mux: timed out or not awaited)
 	KindOther     = "other"
 )
 
@@ -225,7 +232,7 @@ func classify(err error) string {
 		return KindNoQuorum
 	case errors.Is(err, ErrValidity):
 		return KindValidity
-	case errors.Is(err, ErrAuth):
+	case errors.Is(err, ErrAuth), errors.Is(err, ErrAuthRequired), errors.Is(err, mux.ErrAuth):
 		return KindAuth
 	case errors.Is(err, ErrServerReply):
 		return KindServer

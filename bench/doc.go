@@ -5,7 +5,9 @@
 //
 // # Strategies
 //
-// Every strategy runs the same Redlock decision logic (quorum N/2+1,
+// Every strategy runs the same Redlock decision logic, redlock's own
+// exported rules (redlock.Quorum, redlock.TTLMillis, redlock.Drift,
+// redlock.Acquired, redlock.QuorumLost; tested in algorithm_test.go) (quorum N/2+1,
 // validity = ttl - elapsed - (ttl*0.01 + 2ms), release on ALL nodes after a
 // failed acquire, compare-and-delete release and compare-and-pexpire extend
 // by EVALSHA with an EVAL fallback on NOSCRIPT, scripts loaded with SCRIPT
@@ -27,8 +29,18 @@
 // coordinated omission is not hidden). Latencies are recorded in nanoseconds
 // in HdrHistograms covering 1us..60s with 3 significant digits (values below
 // 1ms have a resolution of 512ns; values outside the range are clamped to
-// it). Allocations per operation come from runtime.MemStats deltas and client
+// it). Every operation lands in exactly one of the acquire, not_acquired and
+// failed histograms (failed: latency to the failure), and percentiles use
+// HdrHistogram's ceiling rank (ValueAtPercentile), so figures match
+// HistogramLogProcessor's on the interval log, which holds every recorded
+// value. An open-loop run reports target and achieved rate and is marked
+// saturated when it falls behind (the capacity maths then refuses it).
+// Allocations per operation come from runtime.MemStats deltas and client
 // CPU per operation from getrusage, over the measured window.
+//
+// Main maps outcomes to exit statuses: 0, 1 (run failure, or most
+// operations failed), 2 (usage), 130 (interrupted: the report for what was
+// measured is written, marked interrupted).
 //
 // By default the embedded fake cluster runs in a child process (the same
 // executable, re-run; see ChildMain) so that its CPU time and allocations

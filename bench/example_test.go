@@ -27,7 +27,7 @@ func ExampleParseArgs() {
 	// Output:
 	// [seq mux] 8 5s <nil>
 	// redmux-bench -strategy seq,mux -c 8 -password '***'
-	// invalid value "soon" for flag -d: parse error
+	// invalid value "soon" for flag -d: not a duration (e.g. 5s, 500ms, 1m)
 }
 
 func ExampleSummarize() {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -32,20 +33,41 @@ func record(h *hdr.Histogram, d time.Duration) {
 	_ = h.RecordValue(v)
 }
 
-// Metric names: the three latencies recorded per strategy.
+// Metric names: the latencies recorded per strategy. An operation is one
+// acquire attempt (plus its release when acquired): exactly one of
+// acquire, not_acquired and failed records it, so no operation, and none of
+// the time lost in timeouts, drops out of the histograms.
 const (
-	MetricAcquire        = "acquire"
-	MetricRelease        = "release"
-	MetricAcquireRelease = "acquire_release"
+	MetricAcquire        = "acquire"         // acquire attempts that took the lock
+	MetricRelease        = "release"         // releases that succeeded
+	MetricAcquireRelease = "acquire_release" // acquire start to release end, when both succeeded
+	MetricNotAcquired    = "not_acquired"    // attempts answered "held elsewhere" (no error)
+	MetricFailed         = "failed"          // operations that ended in an error, at acquire or release: latency to the failure
 )
 
 // Metrics lists the recorded latencies in report order.
-var Metrics = []string{MetricAcquire, MetricRelease, MetricAcquireRelease}
+var Metrics = []string{MetricAcquire, MetricRelease, MetricAcquireRelease, MetricNotAcquired, MetricFailed}
+
+// Indexes into histSet, in Metrics order.
+const (
+	mAcquire = iota
+	mRelease
+	mAcquireRelease
+	mNotAcquired
+	mFailed
+	numMetrics
+)
 
 // histSet is one histogram per metric.
-type histSet [3]*hdr.Histogram
+type histSet [numMetrics]*hdr.Histogram
 
-func newHistSet() histSet { return histSet{NewHistogram(), NewHistogram(), NewHistogram()} }
+func newHistSet() histSet {
+	var s histSet
+	for i := range s {
+		s[i] = NewHistogram()
+	}
+	return s
+}
 
 func (s histSet) merge(o histSet) {
 	for i := range s {
@@ -59,109 +81,211 @@ func (s histSet) reset() {
 	}
 }
 
+// counts are an interval's (or the run's) outcome counters.
+type counts struct {
+	acquired  int64 // acquire attempts that took the lock
+	notAcq    int64 // attempts refused (held elsewhere)
+	failed    int64 // attempts that ended in an error
+	relFailed int64 // releases that failed (their operation was acquired)
+	extended  int64
+	notExt    int64
+	errs      map[string]int64
+}
+
+func (c *counts) add(o *counts) {
+	c.acquired += o.acquired
+	c.notAcq += o.notAcq
+	c.failed += o.failed
+	c.relFailed += o.relFailed
+	c.extended += o.extended
+	c.notExt += o.notExt
+	for k, v := range o.errs {
+		c.errs[k] += v
+	}
+}
+
+func (c *counts) reset() {
+	c.acquired, c.notAcq, c.failed, c.relFailed, c.extended, c.notExt = 0, 0, 0, 0, 0, 0
+	clear(c.errs)
+}
+
+// ops is the number of completed operations: every acquire attempt,
+// acquired, refused or failed.
+func (c *counts) ops() int64 { return c.acquired + c.notAcq + c.failed }
+
+// failedOps is the number of operations that ended in an error, at acquire
+// or at release.
+func (c *counts) failedOps() int64 { return c.failed + c.relFailed }
+
 // workerRec is a worker's private interval recorder. The worker records under
 // mu (uncontended except when the collector drains it once per interval).
 type workerRec struct {
-	mu       sync.Mutex
-	h        histSet
-	acquired int64
-	notAcq   int64
-	extended int64
-	notExt   int64
-	errs     map[string]int64
+	mu sync.Mutex
+	h  histSet
+	counts
 }
 
-func newWorkerRec() *workerRec { return &workerRec{h: newHistSet(), errs: map[string]int64{}} }
+func newWorkerRec() *workerRec {
+	return &workerRec{h: newHistSet(), counts: counts{errs: map[string]int64{}}}
+}
 
 // drainInto moves the worker's interval counts into dst and resets them.
 func (w *workerRec) drainInto(dst *intervalAgg) {
 	w.mu.Lock()
 	dst.h.merge(w.h)
 	w.h.reset()
-	dst.acquired += w.acquired
-	dst.notAcq += w.notAcq
-	dst.extended += w.extended
-	dst.notExt += w.notExt
-	for k, v := range w.errs {
-		dst.errs[k] += v
-		delete(w.errs, k)
-	}
-	w.acquired, w.notAcq, w.extended, w.notExt = 0, 0, 0, 0
+	dst.counts.add(&w.counts)
+	w.counts.reset()
 	w.mu.Unlock()
 }
 
 // intervalAgg is the sum of every worker's recorder over one interval (or,
 // for the totals, over the whole measured run).
 type intervalAgg struct {
-	h        histSet
-	acquired int64
-	notAcq   int64
-	extended int64
-	notExt   int64
-	errs     map[string]int64
+	h histSet
+	counts
 }
 
-func newIntervalAgg() *intervalAgg { return &intervalAgg{h: newHistSet(), errs: map[string]int64{}} }
+func newIntervalAgg() *intervalAgg {
+	return &intervalAgg{h: newHistSet(), counts: counts{errs: map[string]int64{}}}
+}
 
 func (a *intervalAgg) add(o *intervalAgg) {
 	a.h.merge(o.h)
-	a.acquired += o.acquired
-	a.notAcq += o.notAcq
-	a.extended += o.extended
-	a.notExt += o.notExt
-	for k, v := range o.errs {
-		a.errs[k] += v
-	}
+	a.counts.add(&o.counts)
 }
 
 func (a *intervalAgg) reset() {
 	a.h.reset()
-	a.acquired, a.notAcq, a.extended, a.notExt = 0, 0, 0, 0
-	clear(a.errs)
+	a.counts.reset()
 }
 
-func (a *intervalAgg) errCount() int64 {
-	var n int64
-	for _, v := range a.errs {
-		n += v
-	}
-	return n
-}
+// DefaultPercentiles are the percentiles of reports without -percentiles.
+var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
-// ops is the number of completed operations: every acquire attempt that got
-// an answer (acquired or not) plus every failed one.
-func (a *intervalAgg) ops() int64 { return a.acquired + a.notAcq + a.errCount() }
-
-// Latency is a latency distribution summary in microseconds.
+// Latency is a latency distribution summary in microseconds. Percentiles
+// follow HdrHistogram's convention (see ValueAtPercentile).
 type Latency struct {
-	Count  int64   `json:"count"`
-	MinUs  float64 `json:"min_us"`
-	MeanUs float64 `json:"mean_us"`
-	P50Us  float64 `json:"p50_us"`
-	P90Us  float64 `json:"p90_us"`
-	P99Us  float64 `json:"p99_us"`
-	P999Us float64 `json:"p999_us"`
-	P9999  float64 `json:"p9999_us"`
-	MaxUs  float64 `json:"max_us"`
+	Count   int64   `json:"count"`
+	MinUs   float64 `json:"min_us"`
+	MeanUs  float64 `json:"mean_us"`
+	P50Us   float64 `json:"p50_us"`
+	P90Us   float64 `json:"p90_us"`
+	P99Us   float64 `json:"p99_us"`
+	P999Us  float64 `json:"p999_us"`
+	P9999Us float64 `json:"p9999_us"`
+	MaxUs   float64 `json:"max_us"`
+	// Percentiles are the run's chosen percentiles (-percentiles), in order.
+	Percentiles []Percentile `json:"percentiles,omitempty"`
+}
+
+// Percentile is one chosen percentile's value.
+type Percentile struct {
+	P  float64 `json:"p"`
+	Us float64 `json:"us"`
+}
+
+// At returns the value of percentile p from l.Percentiles, or from the
+// fixed fields, and whether it is known.
+func (l Latency) At(p float64) (float64, bool) {
+	for _, x := range l.Percentiles {
+		if x.P == p {
+			return x.Us, true
+		}
+	}
+	switch p {
+	case 50:
+		return l.P50Us, true
+	case 90:
+		return l.P90Us, true
+	case 99:
+		return l.P99Us, true
+	case 99.9:
+		return l.P999Us, true
+	case 99.99:
+		return l.P9999Us, true
+	case 100:
+		return l.MaxUs, true
+	}
+	return 0, false
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
 
-// Summarize returns the percentiles of h (nanosecond values) in microseconds.
-// An empty histogram gives a zero Latency.
-func Summarize(h *hdr.Histogram) Latency {
+// ValueAtPercentile returns the value at percentile p (0..100) of h with
+// HdrHistogram's own convention, as the Java and JavaScript libraries and
+// their tools (HistogramLogProcessor) compute it: the rank is
+// ceil(p/100 * count) (with p lowered by one ulp first, so that 55% of 100
+// values is rank 55, not 56), at least 1, and the value is the highest
+// value equivalent to the recorded value at that rank (the lowest for
+// p = 0). hdrhistogram-go rounds the rank instead, which gives other
+// values at sparse tails; every figure bench reports uses this function.
+// An empty histogram gives 0.
+func ValueAtPercentile(h *hdr.Histogram, p float64) int64 {
+	v := ValuesAtPercentiles(h, []float64{p})
+	return v[0]
+}
+
+// ValuesAtPercentiles is ValueAtPercentile for several percentiles in one
+// pass over h.
+func ValuesAtPercentiles(h *hdr.Histogram, ps []float64) []int64 {
+	out := make([]int64, len(ps))
+	total := h.TotalCount()
+	if total == 0 {
+		return out
+	}
+	ranks := make([]int64, len(ps))
+	for i, p := range ps {
+		q := math.Min(math.Max(math.Nextafter(p, math.Inf(-1)), 0), 100)
+		r := int64(math.Ceil(q / 100 * float64(total)))
+		ranks[i] = min(max(r, 1), total)
+	}
+	var cum int64
+	done := 0
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		cum += b.Count
+		for i, r := range ranks {
+			if out[i] == 0 && cum >= r {
+				if ps[i] <= 0 {
+					out[i] = b.From
+				} else {
+					out[i] = b.To
+				}
+				done++
+			}
+		}
+		if done == len(ps) {
+			break
+		}
+	}
+	return out
+}
+
+// Summarize returns the percentiles of h (nanosecond values) in microseconds,
+// with the fixed fields and, when pcts is not empty, those percentiles in
+// Percentiles. An empty histogram gives a zero Latency.
+func Summarize(h *hdr.Histogram, pcts ...float64) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
-	return Latency{
-		Count:  h.TotalCount(),
-		MinUs:  us(h.Min()),
-		MeanUs: h.Mean() / 1e3,
-		P50Us:  us(h.ValueAtQuantile(50)),
-		P90Us:  us(h.ValueAtQuantile(90)),
-		P99Us:  us(h.ValueAtQuantile(99)),
-		P999Us: us(h.ValueAtQuantile(99.9)),
-		P9999:  us(h.ValueAtQuantile(99.99)),
-		MaxUs:  us(h.Max()),
+	fixed := []float64{50, 90, 99, 99.9, 99.99}
+	v := ValuesAtPercentiles(h, append(fixed, pcts...))
+	l := Latency{
+		Count:   h.TotalCount(),
+		MinUs:   us(h.Min()),
+		MeanUs:  h.Mean() / 1e3,
+		P50Us:   us(v[0]),
+		P90Us:   us(v[1]),
+		P99Us:   us(v[2]),
+		P999Us:  us(v[3]),
+		P9999Us: us(v[4]),
+		MaxUs:   us(h.Max()),
 	}
+	for i, p := range pcts {
+		l.Percentiles = append(l.Percentiles, Percentile{P: p, Us: us(v[len(fixed)+i])})
+	}
+	return l
 }

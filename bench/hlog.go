@@ -142,7 +142,7 @@ func WriteMergeSummary(w io.Writer, merged map[string]*hdr.Histogram, files, int
 		if name == "" {
 			name = "(untagged)"
 		}
-		tw.row(name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999), f1(l.MaxUs))
+		tw.row(name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999Us), f1(l.MaxUs))
 	}
 	tw.write(w)
 }

@@ -3,42 +3,64 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
 
-// muxStrategy is redmux: package redlock on one shared mux client (lanes of
-// non-blocking connections, every node written before any reply is read,
-// decisions at quorum).
+// muxStrategy is redmux: package redlock on one shared mux client (a few
+// non-blocking connections per node shared by every worker, their commands
+// pipelined; every node written before any reply is read; decisions at
+// quorum).
 type muxStrategy struct {
 	c      *redlock.Client
+	m      *mux.Client // owned: closed by Close
 	n      int
 	quorum int
 	params LockParams
 }
 
-func newMuxStrategy(addrs []string, p LockParams, lanes int) (Strategy, error) {
-	c, err := redlock.New(addrs,
+func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
+	m, err := mux.New(mux.Config{
+		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
+		Username: p.User, Password: p.Password, DB: p.DB,
+		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A node that refused the connection set-up for authentication fails
+	// the run at once with the reason, rather than as node errors.
+	for i := range addrs {
+		if e := m.NodeErr(i); errors.Is(e, mux.ErrAuth) {
+			_ = m.Close()
+			if p.Password == "" {
+				return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuthRequired)
+			}
+			return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuth)
+		}
+	}
+	c, err := redlock.NewWithMux(m,
 		redlock.WithTTL(p.TTL),
 		redlock.WithNodeTimeout(p.Timeout),
 		redlock.WithDriftFactor(p.DriftFactor),
 		redlock.WithFixedDrift(p.DriftFixed),
 		redlock.WithMaxExtensions(math.MaxInt),
-		redlock.WithMuxConfig(mux.Config{
-			Lanes: lanes, DialTimeout: p.DialTimeout, Username: p.User, Password: p.Password, DB: p.DB,
-			ClientName: "redmux-bench",
-		}),
 	)
 	if err != nil {
+		_ = m.Close()
 		return nil, err
 	}
-	return &muxStrategy{c: c, n: c.N(), quorum: c.Quorum(), params: p}, nil
+	return &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p}, nil
 }
 
 func (s *muxStrategy) Name() string { return StrategyMux }
-func (s *muxStrategy) Close() error { return s.c.Close() }
+func (s *muxStrategy) Close() error {
+	_ = s.c.Close()
+	return s.m.Close()
+}
 
 func (s *muxStrategy) NewWorker(context.Context) (Worker, error) {
 	return &muxWorker{s: s, nodeErrs: map[string]int64{}}, nil
@@ -61,18 +83,41 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	if !errors.As(err, &nae) {
 		return false, err
 	}
-	if nae.Failed > 0 {
-		w.nodeErrs[KindFailed] += int64(nae.Failed)
-	}
+	w.countNodeErrs(nae.Failed, nae.Pending)
 	switch {
 	case nae.TooShort:
 		return false, ErrValidity
 	case nae.Err != nil:
 		return false, nae.Err
-	case nae.Failed > w.s.n-w.s.quorum:
+	case redlock.QuorumLost(nae.Failed, w.s.quorum, w.s.n):
 		return false, ErrNoQuorum
 	}
 	return false, nil
+}
+
+// countNodeErrs counts the node failures of a failed attempt: nodes mux
+// knows to be down as conn, the other failures as failed (redlock does not
+// say which error a node gave), and nodes that had not answered when the
+// outcome was decided as pending.
+func (w *muxWorker) countNodeErrs(failed, pending int) {
+	if failed > 0 {
+		down := 0
+		for i := 0; i < w.s.n; i++ {
+			if w.s.m.NodeErr(i) != nil {
+				down++
+			}
+		}
+		down = min(down, failed)
+		if down > 0 {
+			w.nodeErrs[KindConn] += int64(down)
+		}
+		if failed > down {
+			w.nodeErrs[KindFailed] += int64(failed - down)
+		}
+	}
+	if pending > 0 {
+		w.nodeErrs[KindPending] += int64(pending)
+	}
 }
 
 func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
@@ -86,7 +131,7 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 		if ee.Failed > 0 {
 			w.nodeErrs[KindFailed] += int64(ee.Failed)
 		}
-		if ee.Failed > w.s.n-w.s.quorum {
+		if redlock.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
 			return false, ErrNoQuorum
 		}
 		return false, nil
@@ -104,7 +149,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 		for _, e := range re.Errs {
 			w.nodeErrs[classify(e)]++
 		}
-		if len(re.Failed) > w.s.n-w.s.quorum {
+		if redlock.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
 			return ErrNoQuorum
 		}
 		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrLockLost) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -62,7 +63,7 @@ type LockParams struct {
 }
 
 func (p LockParams) drift() time.Duration {
-	return time.Duration(float64(p.TTL)*p.DriftFactor) + p.DriftFixed
+	return redlock.Drift(p.TTL, p.DriftFactor, p.DriftFixed)
 }
 
 // plainStrategy is seq or fanout: plain blocking connections, one per node
@@ -95,7 +96,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (Worker, error) {
 	}
 	n := len(s.addrs)
 	w := &plainWorker{
-		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: n/2 + 1,
+		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: redlock.Quorum(n),
 		rng: rand.NewChaCha8(seed), conns: make([]*plainConn, n), res: make([]nodeRes, n),
 		cmds: make([][]byte, n), nodeErrs: map[string]int64{},
 	}
@@ -201,14 +202,14 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	w.key = key
 	w.held = false
 	w.rng.Read(w.value[:])
-	ttlMs := w.params.TTL.Milliseconds()
+	ttlMs := redlock.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
 		w.cmds[i] = resp.AppendSetNXPX(w.cmds[i][:0], key, w.value[:], ttlMs)
 	}
 	t1 := time.Now()
 	succ, fail := w.run(ctx, isOK, nil, 0)
 	validity := w.params.TTL - time.Since(t1) - w.drift
-	if succ >= w.quorum && validity > 0 {
+	if redlock.Acquired(succ, w.quorum, validity, 0) {
 		w.held = true
 		w.validUntil = t1.Add(w.params.TTL - w.drift)
 		return true, nil
@@ -217,7 +218,7 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	switch {
 	case succ >= w.quorum:
 		return false, ErrValidity
-	case fail > len(w.conns)-w.quorum:
+	case redlock.QuorumLost(fail, w.quorum, len(w.conns)):
 		return false, ErrNoQuorum
 	}
 	return false, nil
@@ -229,7 +230,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 	if !w.held {
 		return false, nil
 	}
-	ttlMs := w.params.TTL.Milliseconds()
+	ttlMs := redlock.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
 		w.cmds[i] = resp.AppendEvalSHAInt(w.cmds[i][:0], scripts.Extend.SHA, w.key, w.value[:], ttlMs)
 	}
@@ -240,7 +241,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 		w.validUntil = t1.Add(w.params.TTL - w.drift)
 		return true, nil
 	}
-	if fail > len(w.conns)-w.quorum {
+	if redlock.QuorumLost(fail, w.quorum, len(w.conns)) {
 		return false, ErrNoQuorum
 	}
 	return false, nil
@@ -250,7 +251,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 // nodes failed that the lock may still be held by a quorum.
 func (w *plainWorker) Release(ctx context.Context) error {
 	w.held = false
-	if fail := w.releaseAll(ctx); fail > len(w.conns)-w.quorum {
+	if fail := w.releaseAll(ctx); redlock.QuorumLost(fail, w.quorum, len(w.conns)) {
 		return ErrNoQuorum
 	}
 	return nil

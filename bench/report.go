@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/redmux/redmux/mux"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -14,6 +17,7 @@ import (
 const (
 	FileReport      = "report.md"
 	FileSummary     = "summary.json"
+	FileCSV         = "summary.csv"
 	FileHlog        = "bench.hlog"
 	FilePlot        = "percentiles.svg"
 	FilePlotAcquire = "percentiles-acquire.svg"
@@ -113,26 +117,151 @@ func errString(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
+// metricTitle is a metric's heading in reports.
+var metricTitle = map[string]string{
+	MetricAcquire: "Acquire", MetricRelease: "Release", MetricAcquireRelease: "Acquire+release",
+	MetricNotAcquired: "Not acquired (held elsewhere)", MetricFailed: "Failed (latency to failure)",
+}
+
+// pctName renders a percentile as "p99.9".
+func pctName(p float64) string { return "p" + strconv.FormatFloat(p, 'f', -1, 64) }
+
+// tablePercentiles are the headline table's percentiles: acquire's and
+// acquire+release's (followed by max).
+func tablePercentiles(c ReportConfig) (acq, acqRel []float64) {
+	if len(c.Percentiles) > 0 {
+		return c.Percentiles, c.Percentiles
+	}
+	return []float64{50, 99, 99.9}, []float64{50, 99}
+}
+
+// reportPercentiles are the percentiles of the per-metric tables and CSV.
+func reportPercentiles(c ReportConfig) []float64 {
+	if len(c.Percentiles) > 0 {
+		return c.Percentiles
+	}
+	return DefaultPercentiles
+}
+
+func pctCell(l Latency, p float64) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	v, _ := l.At(p)
+	return fmtUs(v)
+}
+
 // summaryTable is the headline table: throughput, acquire and
-// acquire+release latency, outcomes, errors and client cost.
+// acquire+release latency, outcomes (failed operations with their own
+// latency), errors by kind, node errors by kind and client cost.
 func summaryTable(rep *Report) *table {
-	t := newTable("strategy", "ops/s", "acq p50", "acq p99", "acq p99.9", "acq+rel p50", "acq+rel p99", "acq+rel max",
-		"acquired", "not acq", "errors", "allocs/op", "cpu us/op")
+	acq, acqRel := tablePercentiles(rep.Config)
+	head := []string{"strategy", "ops/s"}
+	open := rep.Config.Rate > 0
+	if open {
+		head = append(head, "target/s")
+	}
+	for _, p := range acq {
+		head = append(head, "acq "+pctName(p))
+	}
+	for _, p := range acqRel {
+		head = append(head, "acq+rel "+pctName(p))
+	}
+	head = append(head, "acq+rel max", "acquired", "not acq", "failed", "fail p99", "errors", "node errors", "allocs/op", "cpu us/op")
+	t := newTable(head...)
 	for _, s := range rep.Strategies {
-		t.row(s.Name, fmtCount(s.OpsPerSec),
-			fmtUs(s.Acquire.P50Us), fmtUs(s.Acquire.P99Us), fmtUs(s.Acquire.P999Us),
-			fmtUs(s.AcquireRelease.P50Us), fmtUs(s.AcquireRelease.P99Us), fmtUs(s.AcquireRelease.MaxUs),
-			fmt.Sprint(s.Acquired), fmt.Sprint(s.NotAcquired), errString(s.Errors),
+		name := s.Name
+		if s.Saturated {
+			name += " (saturated)"
+		}
+		if s.Interrupted {
+			name += " (interrupted)"
+		}
+		row := []string{name, fmtCount(s.OpsPerSec)}
+		if open {
+			row = append(row, fmtCount(s.TargetRate))
+		}
+		for _, p := range acq {
+			row = append(row, pctCell(s.Acquire, p))
+		}
+		for _, p := range acqRel {
+			row = append(row, pctCell(s.AcquireRelease, p))
+		}
+		maxCell := "-"
+		if s.AcquireRelease.Count > 0 {
+			maxCell = fmtUs(s.AcquireRelease.MaxUs)
+		}
+		row = append(row, maxCell, fmt.Sprint(s.Acquired), fmt.Sprint(s.NotAcquired), fmt.Sprint(s.Failed),
+			pctCell(s.FailedLat, 99), errString(s.Errors), errString(s.NodeErrors),
 			fmt.Sprintf("%.1f", s.AllocsPerOp), fmt.Sprintf("%.1f", s.CPUUsPerOp))
+		t.row(row...)
 	}
 	return t
+}
+
+// warnings are the lines that must be read with the table: saturated
+// open-loop runs, failing runs, an interrupted run.
+func warnings(rep *Report) []string {
+	var out []string
+	if rep.Interrupted {
+		out = append(out, "interrupted: the report covers what was measured before the stop")
+	}
+	for _, s := range rep.Strategies {
+		if s.Saturated {
+			out = append(out, fmt.Sprintf("%s saturated: %s; latencies include queueing, capacity figures are not computed (lower -rate or run redmux-bench sweep)", s.Name, s.Saturation))
+		}
+		if s.Failed > 0 && s.FailedShare() > 0.5 {
+			out = append(out, fmt.Sprintf("%s: %d of %d operations failed (%s); node errors: %s", s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors)))
+		}
+	}
+	return out
 }
 
 // WriteTable prints the headline table for a terminal.
 func WriteTable(w io.Writer, rep *Report) {
 	c := rep.Config
-	fmt.Fprintf(w, "%s; %s, %d workers, %s loop, workload %s, keys %d\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Loop, c.Workload, c.Keys)
+	loop := c.Loop + " loop"
+	if c.Rate > 0 {
+		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
+	}
+	fmt.Fprintf(w, "%s; %s, %d workers, %s, workload %s, keys %d\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys)
 	summaryTable(rep).write(w)
+	for _, l := range warnings(rep) {
+		fmt.Fprintln(w, "warning: "+l)
+	}
+}
+
+// WriteCSV writes one row per strategy and metric: outcome counts, rates
+// and the chosen percentiles in microseconds.
+func WriteCSV(w io.Writer, rep *Report) error {
+	cw := csv.NewWriter(w)
+	pcts := reportPercentiles(rep.Config)
+	head := []string{"strategy", "metric", "count", "ops", "ops_per_sec", "target_rate", "saturated", "interrupted", "failed", "min_us", "mean_us"}
+	for _, p := range pcts {
+		head = append(head, pctName(p)+"_us")
+	}
+	head = append(head, "max_us")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, s := range rep.Strategies {
+		for _, m := range Metrics {
+			l := s.metric(m)
+			row := []string{s.Name, m, fmt.Sprint(l.Count), fmt.Sprint(s.Ops), g(s.OpsPerSec), g(s.TargetRate),
+				strconv.FormatBool(s.Saturated), strconv.FormatBool(s.Interrupted), fmt.Sprint(s.Failed), g(l.MinUs), g(l.MeanUs)}
+			for _, p := range pcts {
+				v, _ := l.At(p)
+				row = append(row, g(v))
+			}
+			row = append(row, g(l.MaxUs))
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // WriteJSON writes the -json object.
@@ -158,10 +287,24 @@ func writeBytes(b []byte) func(io.Writer) error {
 	return func(w io.Writer) error { _, err := w.Write(b); return err }
 }
 
-// writeOutputs writes -json, -hlog and the -out directory.
-func writeOutputs(cfg *Config, rep *Report) error {
+// writeTo writes to path, or to stdout when path is "-".
+func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	return writeFile(path, write)
+}
+
+// writeOutputs writes -json, -csv, -hlog and the -out directory ("-" for
+// -json and -csv is stdout).
+func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
 	if cfg.JSON != "" {
-		if err := writeFile(cfg.JSON, func(w io.Writer) error { return WriteJSON(w, rep) }); err != nil {
+		if err := writeTo(cfg.JSON, stdout, func(w io.Writer) error { return WriteJSON(w, rep) }); err != nil {
+			return err
+		}
+	}
+	if cfg.CSV != "" {
+		if err := writeTo(cfg.CSV, stdout, func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
 			return err
 		}
 	}
@@ -181,6 +324,7 @@ func writeOutputs(cfg *Config, rep *Report) error {
 		write func(io.Writer) error
 	}{
 		{FileSummary, func(w io.Writer) error { return WriteJSON(w, rep) }},
+		{FileCSV, func(w io.Writer) error { return WriteCSV(w, rep) }},
 		{FileHlog, writeBytes(rep.hlog)},
 		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquireRelease) }},
 		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquire) }},
@@ -202,22 +346,38 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		title = "redmux-bench report"
 	}
 	fmt.Fprintf(w, "# %s\n\n", title)
+	for _, l := range warnings(rep) {
+		fmt.Fprintf(w, "> **Warning:** %s.\n>\n", l)
+	}
+	if len(warnings(rep)) > 0 {
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "Target: %s. %s loop, workload `%s`, %d workers, %d keys.\n\n", c.Target, strings.ToUpper(c.Loop[:1])+c.Loop[1:], c.Workload, c.Workers, c.Keys)
 	fmt.Fprintf(w, "Reproduce:\n\n    %s\n\n", c.Command)
 	fmt.Fprintln(w, "## Results")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Latency per operation (us/ms), throughput over the measured window, client cost per operation (an operation = one acquire attempt, plus its release when acquired).")
+	fmt.Fprintln(w, "Latency per operation (us/ms), throughput over the measured window, client cost per operation (an operation = one acquire attempt, plus its release when acquired). Acquire latencies are those of acquisitions that took the lock; refused attempts (held elsewhere) and failed operations have their own distributions below, so no operation and none of the time lost in timeouts is left out. Percentiles use HdrHistogram's ceiling rank, as HistogramLogProcessor computes them.")
 	fmt.Fprintln(w)
 	summaryTable(rep).markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", FilePlot)
 
-	for i, m := range Metrics {
-		fmt.Fprintf(w, "### %s latency (us)\n\n", []string{"Acquire", "Release", "Acquire+release"}[i])
-		t := newTable("strategy", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean")
+	pcts := reportPercentiles(c)
+	for _, m := range Metrics {
+		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
+		head := []string{"strategy", "count", "min"}
+		for _, p := range pcts {
+			head = append(head, pctName(p))
+		}
+		t := newTable(append(head, "max", "mean")...)
 		for _, s := range rep.Strategies {
 			l := s.metric(m)
-			t.row(s.Name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999), f1(l.MaxUs), f1(l.MeanUs))
+			row := []string{s.Name, fmt.Sprint(l.Count), f1(l.MinUs)}
+			for _, p := range pcts {
+				v, _ := l.At(p)
+				row = append(row, f1(v))
+			}
+			t.row(append(row, f1(l.MaxUs), f1(l.MeanUs))...)
 		}
 		t.markdown(w)
 		fmt.Fprintln(w)
@@ -225,9 +385,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	fmt.Fprintln(w, "### Outcomes and errors")
 	fmt.Fprintln(w)
-	t := newTable("strategy", "ops", "duration s", "acquired", "not acquired", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op")
+	t := newTable("strategy", "ops", "duration s", "acquired", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op")
 	for _, s := range rep.Strategies {
 		t.row(s.Name, fmt.Sprint(s.Ops), fmt.Sprintf("%.2f", s.DurationS), fmt.Sprint(s.Acquired), fmt.Sprint(s.NotAcquired),
+			fmt.Sprint(s.Failed), fmt.Sprint(s.ReleaseFailed),
 			fmt.Sprint(s.Extended), fmt.Sprint(s.NotExtended), errString(s.Errors), errString(s.NodeErrors),
 			fmt.Sprintf("%.1f", s.AllocsPerOp), fmt.Sprintf("%.0f", s.BytesPerOp), fmt.Sprintf("%.2f", s.CPUUsPerOp))
 	}
@@ -245,10 +406,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	ct.row("nodes", fmt.Sprintf("%d (%s)", len(c.Nodes), strings.Join(c.Nodes, ", ")))
 	ct.row("strategies", strings.Join(c.Strategies, ", "))
 	ct.row("workers (-c)", fmt.Sprint(c.Workers))
-	if c.MuxLanes > 0 {
-		ct.row("mux lanes (-lanes)", fmt.Sprint(c.MuxLanes))
+	if c.MuxConns > 0 {
+		ct.row("mux connections per node (-conns)", fmt.Sprint(c.MuxConns))
 	} else {
-		ct.row("mux lanes", "mux default (2*GOMAXPROCS)")
+		ct.row("mux connections per node", fmt.Sprintf("mux default (%d)", mux.DefaultConns))
 	}
 	if c.Ops > 0 {
 		ct.row("operations per strategy (-n)", fmt.Sprint(c.Ops))
@@ -258,7 +419,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	ct.row("warm-up per strategy", fmt.Sprintf("%gs", c.WarmupS))
 	ct.row("loop", c.Loop)
 	if c.Rate > 0 {
-		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start)", c.Rate))
+		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start; saturated below %.0f%% of it achieved, or with operations left unstarted)", c.Rate, SaturationShare*100))
 	}
 	ct.row("workload", c.Workload)
 	ct.row("keys", fmt.Sprint(c.Keys))
@@ -287,8 +448,8 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	et.row("server CPU measured with", e.ServerCPU)
 	et.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
-		FileSummary, FileSummary, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
+	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
+		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
 	return nil
 }
 
@@ -298,6 +459,10 @@ func (s *StrategyResult) metric(m string) Latency {
 		return s.Acquire
 	case MetricRelease:
 		return s.Release
+	case MetricNotAcquired:
+		return s.NotAcquiredLat
+	case MetricFailed:
+		return s.FailedLat
 	}
 	return s.AcquireRelease
 }

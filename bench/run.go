@@ -21,6 +21,9 @@ type Report struct {
 	Strategies []*StrategyResult `json:"strategies"`
 	Config     ReportConfig      `json:"config"`
 	Env        Env               `json:"env"`
+	// Interrupted: the run was stopped (SIGINT) before it finished; the
+	// report covers the strategies measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	hlog []byte
 }
@@ -35,7 +38,7 @@ type ReportConfig struct {
 	Nodes       []string `json:"nodes"`
 	Strategies  []string `json:"strategies"`
 	Workers     int      `json:"workers"`
-	MuxLanes    int      `json:"mux_lanes,omitempty"` // 0: mux's default
+	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
 	DurationS   float64  `json:"duration_s,omitempty"`
 	Ops         int64    `json:"ops,omitempty"`
 	WarmupS     float64  `json:"warmup_s"`
@@ -54,6 +57,8 @@ type ReportConfig struct {
 	DriftMs     float64  `json:"drift_fixed_ms"`
 	// CapacityRate is the extra target rate of the capacity section.
 	CapacityRate float64 `json:"capacity_rate,omitempty"`
+	// Percentiles are the -percentiles list (empty: the defaults).
+	Percentiles []float64 `json:"percentiles,omitempty"`
 }
 
 // Env describes the machine and build.
@@ -72,11 +77,29 @@ type Env struct {
 
 // Options are the non-flag inputs of Run.
 type Options struct {
-	Stdout io.Writer // table; nil = discard
-	Stderr io.Writer // progress line (only when it is a terminal and not Quiet)
+	Stdout io.Writer // table (stderr when -json - or -csv - use stdout); nil = discard
+	Stderr io.Writer // progress: a live line on a terminal, else a line every ProgressEvery (not with -quiet)
 	// Terminal overrides terminal detection of Stderr (tests).
 	Terminal *bool
+	// ProgressEvery overrides -progress, the interval of progress lines
+	// when Stderr is not a terminal (tests).
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery is how often a progress line is written when stderr
+// is not a terminal (a log file, CI).
+const DefaultProgressEvery = 5 * time.Second
+
+// Run errors a caller (Main) tells apart with errors.Is. The report, when
+// Run returns one with them, has been written.
+var (
+	// ErrInterrupted: ctx was cancelled (SIGINT); the report covers what
+	// was measured and is marked interrupted.
+	ErrInterrupted = errors.New("interrupted")
+	// ErrMostlyFailed: most operations of a strategy failed; the figures
+	// describe failures, not lock latency.
+	ErrMostlyFailed = errors.New("most operations failed")
+)
 
 // Run executes a parsed configuration: sets up the target, runs each
 // strategy, prints the table and writes the requested files. Errors are run
@@ -135,50 +158,85 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	_, _ = rand.Read(prefix[:])
 	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
 
+	tableOut := o.Stdout
+	if cfg.JSON == "-" || cfg.CSV == "-" {
+		tableOut = o.Stderr // stdout carries the JSON or CSV
+	}
 	progress := progressFunc(cfg, o)
 	for _, name := range cfg.Strategies {
-		s, err := newStrategy(name, t.addrs, params, cfg.Lanes)
+		if ctx.Err() != nil {
+			break
+		}
+		s, err := newStrategy(name, t.addrs, params, cfg.Conns)
 		if err != nil {
 			return nil, redactErr(fmt.Errorf("%s: %w", name, err), cfg.Password)
 		}
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
-			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Prefix: keyPrefix,
+			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
-			AfterMeasure:  func() { after = serverSnapshot(ctx, t, opt) },
+			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
 		}, hw, progress)
 		_ = s.Close()
 		if progress != nil {
-			fmt.Fprint(o.Stderr, "\r\033[K")
+			progress(Progress{}) // clears a terminal's live line
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return nil, redactErr(err, cfg.Password)
 		}
-		res.Server = serverCost(before, after, res.Ops, len(t.addrs))
-		rep.Strategies = append(rep.Strategies, res)
+		if res != nil {
+			res.Server = serverCost(before, after, res.Ops, len(t.addrs))
+			rep.Strategies = append(rep.Strategies, res)
+		}
 	}
+	rep.Interrupted = ctx.Err() != nil
 	if len(rep.Strategies) == 0 {
+		if rep.Interrupted {
+			return nil, fmt.Errorf("%w before any strategy was measured; nothing written", ErrInterrupted)
+		}
 		return nil, errors.New("no strategy could run")
 	}
 	rep.hlog = hbuf.Bytes()
 	if !cfg.Quiet {
-		WriteTable(o.Stdout, rep)
+		WriteTable(tableOut, rep)
 	}
-	if err := writeOutputs(cfg, rep); err != nil {
+	if err := writeOutputs(cfg, rep, o.Stdout); err != nil {
 		return rep, redactErr(err, cfg.Password)
+	}
+	if rep.Interrupted {
+		return rep, fmt.Errorf("%w: the report covers what was measured (%s)", ErrInterrupted, measuredList(rep))
+	}
+	for _, s := range rep.Strategies {
+		if s.Ops > 0 && s.FailedShare() > 0.5 {
+			return rep, fmt.Errorf("%w: %s: %d of %d operations failed (%s; node errors %s)",
+				ErrMostlyFailed, s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors))
+		}
 	}
 	return rep, nil
 }
 
-func newStrategy(name string, addrs []string, p LockParams, lanes int) (Strategy, error) {
+// measuredList names the strategies of rep and how each ended.
+func measuredList(rep *Report) string {
+	var parts []string
+	for _, s := range rep.Strategies {
+		if s.Interrupted {
+			parts = append(parts, s.Name+" partly")
+		} else {
+			parts = append(parts, s.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func newStrategy(name string, addrs []string, p LockParams, conns int) (Strategy, error) {
 	switch name {
 	case StrategySeq:
 		return newPlainStrategy(name, false, addrs, p), nil
 	case StrategyFanout:
 		return newPlainStrategy(name, true, addrs, p), nil
 	case StrategyMux:
-		return newMuxStrategy(addrs, p, lanes)
+		return newMuxStrategy(addrs, p, conns)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
@@ -191,6 +249,10 @@ func redactErr(err error, password string) error {
 	return errors.New(redact(err.Error(), password))
 }
 
+// progressFunc returns the progress sink: on a terminal a live line
+// rewritten every interval; elsewhere (a log, CI) a plain line every
+// ProgressEvery, so a long run is never silent. Progress{} (no strategy)
+// ends a strategy: it clears the live line.
 func progressFunc(cfg *Config, o Options) func(Progress) {
 	if cfg.Quiet {
 		return nil
@@ -201,22 +263,55 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 	} else if f, ok := o.Stderr.(*os.File); ok {
 		term = isTerminal(f)
 	}
-	if !term {
+	line := func(p Progress) string {
+		s := fmt.Sprintf("%-6s %5.1fs  %9.0f ops/s  %8d ops  %5d failed  p99 %s",
+			p.Strategy, p.Elapsed.Seconds(), p.OpsPerS, p.Ops, p.Errors, fmtUs(p.P99Us))
+		if cfg.Rate > 0 {
+			s += fmt.Sprintf("  backlog %d", p.Backlog)
+		}
+		return s
+	}
+	if term {
+		return func(p Progress) {
+			if p.Strategy == "" {
+				fmt.Fprint(o.Stderr, "\r\033[K")
+				return
+			}
+			fmt.Fprint(o.Stderr, "\r\033[K"+line(p))
+		}
+	}
+	every := o.ProgressEvery
+	if every <= 0 {
+		every = cfg.Progress
+	}
+	if every <= 0 {
 		return nil
 	}
+	var next time.Duration
 	return func(p Progress) {
-		fmt.Fprintf(o.Stderr, "\r\033[K%-6s %5.1fs  %9.0f ops/s  %8d ops  %5d errors  p99 %s",
-			p.Strategy, p.Elapsed.Seconds(), p.OpsPerS, p.Ops, p.Errors, fmtUs(p.P99Us))
+		if p.Strategy == "" {
+			next = 0
+			return
+		}
+		if next == 0 {
+			next = every
+		}
+		if p.Elapsed >= next {
+			fmt.Fprintln(o.Stderr, "redmux-bench: "+line(p))
+			for next <= p.Elapsed {
+				next += every
+			}
+		}
 	}
 }
 
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	rc := ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
-		Workers: cfg.Workers, MuxLanes: cfg.Lanes, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
+		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
-		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
+		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
 		rc.Loop = "open"

@@ -28,6 +28,8 @@ type RunConfig struct {
 	Workload string
 	Interval time.Duration // histogram log / progress interval; default 1s
 	Prefix   string        // key prefix, unique per run
+	// Percentiles are reported in each Latency's Percentiles (optional).
+	Percentiles []float64
 
 	// BeforeMeasure and AfterMeasure, when set, run just before the
 	// measured phase starts (after warm-up) and just after it ends (server
@@ -41,32 +43,63 @@ type Progress struct {
 	Elapsed  time.Duration
 	OpsPerS  float64 // over the last interval
 	Ops      int64
-	Errors   int64
-	P99Us    float64 // acquire+release p99 so far (acquire when nothing was acquired)
+	Errors   int64   // failed operations so far
+	P99Us    float64 // acquire+release p99 so far (else acquire's, not acquired's, failed's)
+	Backlog  int64   // open loop: operations due but not started
 }
+
+// Saturation threshold of an open-loop run: the run is saturated when the
+// achieved rate is below this share of the target.
+const SaturationShare = 0.97
 
 // StrategyResult is one strategy's measured outcome (the JSON schema's
 // "strategies" element).
 type StrategyResult struct {
-	Name           string           `json:"name"`
-	Ops            int64            `json:"ops"`
-	OpsPerSec      float64          `json:"ops_per_sec"`
-	DurationS      float64          `json:"duration_s"`
+	Name      string  `json:"name"`
+	Ops       int64   `json:"ops"`         // acquire attempts: acquired + not_acquired + failed at acquire
+	OpsPerSec float64 `json:"ops_per_sec"` // achieved rate of attempts
+	DurationS float64 `json:"duration_s"`
+	// Open loop only: the target rate, whether the run kept up with it, and
+	// why not.
+	TargetRate float64 `json:"target_rate,omitempty"`
+	Saturated  bool    `json:"saturated,omitempty"`
+	Saturation string  `json:"saturation,omitempty"`
+	// Backlog is the operations that were due by the end of an open-loop
+	// run but never started (the run stops at -d).
+	Backlog int64 `json:"backlog,omitempty"`
+	// Interrupted: the run was stopped (SIGINT) before its end; the figures
+	// cover what was measured.
+	Interrupted bool `json:"interrupted,omitempty"`
+
 	Acquire        Latency          `json:"acquire"`
 	Release        Latency          `json:"release"`
 	AcquireRelease Latency          `json:"acquire_release"`
+	NotAcquiredLat Latency          `json:"not_acquired_latency"`
+	FailedLat      Latency          `json:"failed_latency"`
 	Errors         map[string]int64 `json:"errors"`
 	NodeErrors     map[string]int64 `json:"node_errors"`
 	Acquired       int64            `json:"acquired"`
 	NotAcquired    int64            `json:"not_acquired"`
-	Extended       int64            `json:"extended,omitempty"`
-	NotExtended    int64            `json:"not_extended,omitempty"`
-	AllocsPerOp    float64          `json:"allocs_per_op"`
-	BytesPerOp     float64          `json:"bytes_per_op"`
-	CPUUsPerOp     float64          `json:"cpu_us_per_op"`
-	Server         *ServerCost      `json:"server,omitempty"`
+	// Failed is the operations that ended in an error (at acquire, or at
+	// release after the lock was acquired: ReleaseFailed of them).
+	Failed        int64       `json:"failed"`
+	ReleaseFailed int64       `json:"release_failed"`
+	Extended      int64       `json:"extended,omitempty"`
+	NotExtended   int64       `json:"not_extended,omitempty"`
+	AllocsPerOp   float64     `json:"allocs_per_op"`
+	BytesPerOp    float64     `json:"bytes_per_op"`
+	CPUUsPerOp    float64     `json:"cpu_us_per_op"`
+	Server        *ServerCost `json:"server,omitempty"`
 
 	hists histSet
+}
+
+// FailedShare is the share of operations that failed.
+func (s *StrategyResult) FailedShare() float64 {
+	if s.Ops == 0 {
+		return 0
+	}
+	return float64(s.Failed) / float64(s.Ops)
 }
 
 // keyNames pre-builds the key strings so the hot loop does not allocate.
@@ -79,24 +112,66 @@ func keyNames(prefix string, n int) []string {
 }
 
 type loadState struct {
-	cfg     RunConfig
-	keys    []string
-	next    atomic.Int64 // global op counter (open loop, -n)
-	stop    atomic.Bool
-	start   time.Time
-	end     time.Time
-	period  time.Duration
-	workers []Worker
-	recs    []*workerRec
+	cfg      RunConfig
+	keys     []string
+	next     atomic.Int64 // global op counter (open loop, -n)
+	stopped  atomic.Bool
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	start    time.Time
+	end      time.Time
+	period   time.Duration
+	workers  []Worker
+	recs     []*workerRec
+}
+
+func (ls *loadState) stop() {
+	ls.stopOnce.Do(func() {
+		ls.stopped.Store(true)
+		close(ls.stopCh)
+	})
+}
+
+// due is the number of open-loop operations due by now.
+func (ls *loadState) due(now time.Time) int64 {
+	if ls.period <= 0 {
+		return 0
+	}
+	if !ls.end.IsZero() && now.After(ls.end) {
+		now = ls.end
+	}
+	n := int64(now.Sub(ls.start)/ls.period) + 1
+	if ls.cfg.Ops > 0 {
+		n = min(n, ls.cfg.Ops)
+	}
+	return max(n, 0)
+}
+
+// backlog is the open-loop operations due by now that no worker has
+// started.
+func (ls *loadState) backlog(now time.Time) int64 {
+	if ls.period <= 0 {
+		return 0
+	}
+	return max(0, ls.due(now)-ls.next.Load())
 }
 
 // runStrategy creates the workers, warms up, then measures. Interval
 // histograms go to hlog (when not nil) tagged "<strategy>.<metric>", and a
 // Progress snapshot to progress (when not nil) once per interval.
+//
+// When ctx is cancelled (SIGINT) during the measured phase, no new
+// operation starts, those in flight finish (bounded by the node timeout; they
+// are not cancelled, so they are not miscounted as failures), and the result
+// covers what was measured, marked Interrupted, with ctx's error. Cancelled
+// before anything was measured, it returns only the error.
 func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
+	// Operations run on a context without ctx's cancellation: a stop lets
+	// them finish instead of failing them.
+	opCtx := context.WithoutCancel(ctx)
 	workers := make([]Worker, 0, cfg.Workers)
 	defer func() {
 		for _, w := range workers {
@@ -116,7 +191,8 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 		wcfg := cfg
 		wcfg.Rate, wcfg.Ops, wcfg.Duration = 0, 0, cfg.Warmup
 		ls := newLoadState(wcfg, keys, workers)
-		ls.launch(ctx).Wait()
+		wg := ls.launch(opCtx)
+		stopOnCancel(ctx, ls, wg)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -133,7 +209,7 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 	runtime.ReadMemStats(&ms0)
 	cpu0, cpuOK := processCPU()
 
-	wg := ls.launch(ctx)
+	wg := ls.launch(opCtx)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
@@ -156,8 +232,14 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 			r.drainInto(interval)
 		}
 		var err error
-		if hlog != nil && interval.ops() > 0 {
+		if hlog != nil {
+			// Every non-empty histogram is logged, so the log holds every
+			// recorded value (a release may land in an interval without
+			// acquires).
 			for i, m := range Metrics {
+				if interval.h[i].TotalCount() == 0 {
+					continue
+				}
 				if e := hlog.Write(s.Name()+"."+m, interval.h[i], last, now); e != nil && err == nil {
 					err = e
 				}
@@ -165,15 +247,16 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 		}
 		total.add(interval)
 		if progress != nil {
-			p := Progress{Strategy: s.Name(), Elapsed: now.Sub(ls.start), Ops: total.ops(), Errors: total.errCount()}
+			p := Progress{Strategy: s.Name(), Elapsed: now.Sub(ls.start), Ops: total.ops(), Errors: total.failedOps(), Backlog: ls.backlog(now)}
 			if d := now.Sub(last).Seconds(); d > 0 {
 				p.OpsPerS = float64(interval.ops()) / d
 			}
-			h := total.h[2]
-			if h.TotalCount() == 0 {
-				h = total.h[0]
+			for _, i := range []int{mAcquireRelease, mAcquire, mNotAcquired, mFailed} {
+				if h := total.h[i]; h.TotalCount() > 0 {
+					p.P99Us = us(ValueAtPercentile(h, 99))
+					break
+				}
 			}
-			p.P99Us = us(h.ValueAtQuantile(99))
 			progress(p)
 		}
 		interval.reset()
@@ -181,6 +264,7 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 		return err
 	}
 	var hlogErr error
+	interrupted := false
 	for running := true; running; {
 		select {
 		case <-done:
@@ -190,7 +274,10 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 				hlogErr = err
 			}
 		case <-ctx.Done():
-			ls.stop.Store(true)
+			if !interrupted {
+				interrupted = true
+				ls.stop()
+			}
 		}
 	}
 	endT := time.Now()
@@ -205,19 +292,23 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 	// The final collect ran after ms1 was read: it is not in the window.
 	exMallocs -= cm1.Mallocs - cm0.Mallocs
 	exBytes -= cm1.TotalAlloc - cm0.TotalAlloc
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
 	if hlogErr != nil {
 		return nil, fmt.Errorf("writing histogram log: %w", hlogErr)
 	}
+	if interrupted && total.ops() == 0 {
+		return nil, ctx.Err()
+	}
 
 	elapsed := endT.Sub(ls.start)
+	pc := cfg.Percentiles
 	res := &StrategyResult{
-		Name: s.Name(), Ops: total.ops(), DurationS: elapsed.Seconds(),
-		Acquire: Summarize(total.h[0]), Release: Summarize(total.h[1]), AcquireRelease: Summarize(total.h[2]),
+		Name: s.Name(), Ops: total.ops(), DurationS: elapsed.Seconds(), Interrupted: interrupted,
+		Acquire: Summarize(total.h[mAcquire], pc...), Release: Summarize(total.h[mRelease], pc...),
+		AcquireRelease: Summarize(total.h[mAcquireRelease], pc...),
+		NotAcquiredLat: Summarize(total.h[mNotAcquired], pc...), FailedLat: Summarize(total.h[mFailed], pc...),
 		Errors: map[string]int64{}, NodeErrors: map[string]int64{},
-		Acquired: total.acquired, NotAcquired: total.notAcq, Extended: total.extended, NotExtended: total.notExt,
+		Acquired: total.acquired, NotAcquired: total.notAcq, Failed: total.failedOps(), ReleaseFailed: total.relFailed,
+		Extended: total.extended, NotExtended: total.notExt,
 		hists: total.h,
 	}
 	for k, v := range total.errs {
@@ -231,6 +322,11 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 	if elapsed > 0 {
 		res.OpsPerSec = float64(res.Ops) / elapsed.Seconds()
 	}
+	if cfg.Rate > 0 {
+		res.TargetRate = cfg.Rate
+		res.Backlog = ls.backlog(endT)
+		checkSaturation(res, ls.due(endT), cfg.Workers)
+	}
 	if res.Ops > 0 {
 		res.AllocsPerOp = float64(max(0, int64(ms1.Mallocs-ms0.Mallocs)-int64(exMallocs))) / float64(res.Ops)
 		res.BytesPerOp = float64(max(0, int64(ms1.TotalAlloc-ms0.TotalAlloc)-int64(exBytes))) / float64(res.Ops)
@@ -238,11 +334,42 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 			res.CPUUsPerOp = float64(cpu1-cpu0) / 1e3 / float64(res.Ops)
 		}
 	}
+	if interrupted {
+		return res, ctx.Err()
+	}
 	return res, nil
 }
 
+// stopOnCancel waits for wg, stopping ls if ctx is cancelled first.
+func stopOnCancel(ctx context.Context, ls *loadState, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		ls.stop()
+		<-done
+	}
+}
+
+// checkSaturation marks an open-loop result saturated when it did not keep
+// up with its target: the achieved rate is below SaturationShare of the
+// target, or operations due were left unstarted at the end (the backlog grew
+// beyond what the workers had in hand).
+func checkSaturation(res *StrategyResult, due int64, workers int) {
+	switch {
+	case res.OpsPerSec < SaturationShare*res.TargetRate:
+		res.Saturated = true
+		res.Saturation = fmt.Sprintf("achieved %s of the %s ops/s target (%.0f%%)",
+			fmtCount(res.OpsPerSec), fmtCount(res.TargetRate), 100*res.OpsPerSec/res.TargetRate)
+	case res.Backlog > max(int64(workers), due/100):
+		res.Saturated = true
+		res.Saturation = fmt.Sprintf("%d of %d operations due were never started (the backlog grew)", res.Backlog, due)
+	}
+}
+
 func newLoadState(cfg RunConfig, keys []string, workers []Worker) *loadState {
-	ls := &loadState{cfg: cfg, keys: keys, workers: workers, recs: make([]*workerRec, len(workers))}
+	ls := &loadState{cfg: cfg, keys: keys, workers: workers, recs: make([]*workerRec, len(workers)), stopCh: make(chan struct{})}
 	for i := range ls.recs {
 		ls.recs[i] = newWorkerRec()
 	}
@@ -276,7 +403,10 @@ func (ls *loadState) launch(ctx context.Context) *sync.WaitGroup {
 // when the previous one ends. Open loop: operation i is due at start +
 // i*period; the worker sleeps until then if early, and its latency is
 // measured from that intended start, so a stall delays (and is charged to)
-// every operation scheduled during it (no coordinated omission).
+// every operation scheduled during it (no coordinated omission). A timed
+// open-loop run stops at its end: operations due but not started by then
+// are the backlog (reported, and a sign of saturation), so an overloaded
+// run does not run on for its whole queue.
 func (ls *loadState) loop(ctx context.Context, wi int) {
 	w, rec := ls.workers[wi], ls.recs[wi]
 	n := len(ls.workers)
@@ -289,7 +419,10 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 		defer timer.Stop()
 	}
 	for k := 0; ; k++ {
-		if ls.stop.Load() || ctx.Err() != nil {
+		if ls.stopped.Load() {
+			return
+		}
+		if open && !ls.end.IsZero() && !time.Now().Before(ls.end) {
 			return
 		}
 		var i int64
@@ -310,7 +443,7 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 				timer.Reset(d)
 				select {
 				case <-timer.C:
-				case <-ctx.Done():
+				case <-ls.stopCh:
 					return
 				}
 			}
@@ -340,18 +473,21 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 	ok, err := w.Acquire(ctx, key)
 	t1 := time.Now()
 	rec.mu.Lock()
-	if err != nil {
+	switch {
+	case err != nil:
 		rec.errs[classify(err)]++
+		rec.failed++
+		record(rec.h[mFailed], t1.Sub(t0))
 		rec.mu.Unlock()
 		return
-	}
-	record(rec.h[0], t1.Sub(t0))
-	if !ok {
+	case !ok:
 		rec.notAcq++
+		record(rec.h[mNotAcquired], t1.Sub(t0))
 		rec.mu.Unlock()
 		return
 	}
 	rec.acquired++
+	record(rec.h[mAcquire], t1.Sub(t0))
 	rec.mu.Unlock()
 	if ls.cfg.Workload == WorkloadAcquireExtendRelease {
 		ext, err := w.Extend(ctx)
@@ -372,9 +508,11 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 	rec.mu.Lock()
 	if err != nil {
 		rec.errs["release_"+classify(err)]++
+		rec.relFailed++
+		record(rec.h[mFailed], t3.Sub(t0))
 	} else {
-		record(rec.h[1], t3.Sub(t2))
-		record(rec.h[2], t3.Sub(t0))
+		record(rec.h[mRelease], t3.Sub(t2))
+		record(rec.h[mAcquireRelease], t3.Sub(t0))
 	}
 	rec.mu.Unlock()
 }

@@ -12,8 +12,10 @@ import (
 
 // PlotSeries is one line of a percentile plot.
 type PlotSeries struct {
-	Name string
-	Hist *hdr.Histogram // nanoseconds
+	Name  string
+	Hist  *hdr.Histogram // nanoseconds
+	Color string         // "" = by strategy name, else a spare colour
+	Dash  string         // SVG stroke-dasharray, "" = solid
 }
 
 var plotColors = map[string]string{StrategySeq: "#d62728", StrategyFanout: "#1f77b4", StrategyMux: "#2ca02c"}
@@ -23,23 +25,41 @@ var plotSpare = []string{"#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
 // strategy in rep as an SVG document.
 func WritePlot(w io.Writer, rep *Report, metric string) error {
 	var series []PlotSeries
-	for _, s := range rep.Strategies {
+	idx := map[string]int{}
+	for i, m := range Metrics {
+		idx[m] = i
+	}
+	for i, s := range rep.Strategies {
 		if s.hists[0] == nil {
 			continue
 		}
-		for i, m := range Metrics {
-			if m == metric {
-				series = append(series, PlotSeries{Name: s.Name, Hist: s.hists[i]})
-			}
+		color := plotColors[s.Name]
+		if color == "" {
+			color = plotSpare[i%len(plotSpare)]
+		}
+		series = append(series, PlotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color})
+		// Refused and failed operations are drawn beside the successes, in
+		// the strategy's colour, dashed, whenever there are any.
+		if metric == MetricAcquire && s.hists[mNotAcquired].TotalCount() > 0 {
+			series = append(series, PlotSeries{Name: s.Name + " not acquired", Hist: s.hists[mNotAcquired], Color: color, Dash: "2,3"})
+		}
+		if (metric == MetricAcquire || metric == MetricAcquireRelease) && s.hists[mFailed].TotalCount() > 0 {
+			series = append(series, PlotSeries{Name: s.Name + " failed", Hist: s.hists[mFailed], Color: color, Dash: "8,4"})
 		}
 	}
-	what := map[string]string{MetricAcquire: "Acquire", MetricRelease: "Release", MetricAcquireRelease: "Acquire+release"}[metric]
+	what := metricTitle[metric]
 	sub := rep.Config.Target
 	if len(rep.Config.Faults) > 0 {
 		sub += "; faults " + strings.Join(rep.Config.Faults, ", ")
 	}
 	if rep.Config.LatencyMs > 0 {
 		sub += fmt.Sprintf("; +%gms reply latency", rep.Config.LatencyMs)
+	}
+	if rep.Config.Rate > 0 {
+		sub += fmt.Sprintf("; open loop %s ops/s", fmtCount(rep.Config.Rate))
+	}
+	if rep.Interrupted {
+		sub += "; INTERRUPTED"
 	}
 	return WritePercentilePlot(w, what+" latency by percentile", sub, series)
 }
@@ -121,36 +141,50 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">percentile (log scale of 1/(1-p))</text>`+"\n", float64(left)+pw/2, H-22)
 	fmt.Fprintf(&b, `<text transform="translate(20 %.1f) rotate(-90)" text-anchor="middle">latency (log scale)</text>`+"\n", float64(top)+ph/2)
 
-	// Lines.
+	// Lines; the legend packs tighter when there are many.
 	const steps = 240
+	spacing := 40.0
+	if len(series) > 9 {
+		spacing = math.Max(24, float64(H-top-bot)/float64(len(series)))
+	}
 	for i, s := range series {
-		color := plotColors[s.Name]
+		color := s.Color
+		if color == "" {
+			color = plotColors[s.Name]
+		}
 		if color == "" {
 			color = plotSpare[i%len(plotSpare)]
 		}
-		ly := float64(top) + 18 + float64(i)*40
+		dash := ""
+		if s.Dash != "" {
+			dash = ` stroke-dasharray="` + s.Dash + `"`
+		}
+		ly := float64(top) + 18 + float64(i)*spacing
 		lx := float64(W-right) + 16
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+26, ly, color)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", lx, ly, lx+26, ly, color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", lx+32, ly+4, html.EscapeString(s.Name))
 		h := s.Hist
 		if h.TotalCount() == 0 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">no data</text>`+"\n", lx+32, ly+18)
 			continue
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+18,
-			fmtUs(us(h.ValueAtQuantile(50))), fmtUs(us(h.ValueAtQuantile(99))))
+		pv := ValuesAtPercentiles(h, []float64{50, 99})
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
+			fmtUs(us(pv[0])), fmtUs(us(pv[1])))
 		// The last meaningful percentile is 1 - 1/count; beyond it the line
 		// stays at max.
 		xEnd := math.Min(xMax, math.Log10(float64(h.TotalCount())))
+		ps := make([]float64, steps+1)
+		for k := range ps {
+			ps[k] = 100 * (1 - math.Pow(10, -xEnd*float64(k)/steps))
+		}
+		vals := ValuesAtPercentiles(h, ps)
 		var pts []string
-		for k := 0; k <= steps; k++ {
-			x := xEnd * float64(k) / steps
-			p := 1 - math.Pow(10, -x)
-			v := float64(h.ValueAtQuantile(p * 100))
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(x), py(v)))
+		for k, v := range vals {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xEnd*float64(k)/steps), py(float64(v))))
 		}
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xEnd), py(float64(h.Max()))), fmt.Sprintf("%.1f,%.1f", px(xMax), py(float64(h.Max()))))
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s stroke-linejoin="round" points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

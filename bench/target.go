@@ -116,7 +116,7 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
-			if errors.Is(err, ErrAuth) {
+			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) {
 				return fmt.Errorf("node %s: %w", a, err)
 			}
 			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, a, redact(err.Error(), opt.password))
@@ -145,9 +145,16 @@ func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Dur
 			_, err = command(ctx, a, opt, "FAKE", "BLACKHOLE")
 		case "down":
 			// The node drops this connection too: no reply is expected.
+			// The node drops this connection too (no reply is expected) and
+			// goes down just after its reply has left: allow it a moment.
 			_, _ = command(ctx, a, opt, "FAKE", "DOWN")
-			if _, perr := command(ctx, a, opt, "PING"); perr == nil {
-				err = errors.New("node still answers")
+			err = errors.New("node still answers 1s after FAKE DOWN")
+			for try := 0; try < 50; try++ {
+				if _, perr := command(ctx, a, opt, "PING"); perr != nil {
+					err = nil
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 		if err != nil {

@@ -4,20 +4,19 @@ package mux
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
-
-	"github.com/redmux/redmux/fakeserver/realredis"
 )
 
 // TestZeroAllocs: in steady state one SET NX PX broadcast plus one EVALSHA
-// broadcast (a lock acquire and release on 5 nodes) allocate nothing. Real
-// redis-servers run in other processes, so only the client is counted.
+// broadcast (a lock acquire and release on 5 nodes) allocate nothing. The
+// fake cluster runs in a child process, so only the client is counted.
 func TestZeroAllocs(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), nil)
+	c := newTestClient(t, startChild(t, 5), nil)
 	w := newLockWork(c)
 	ctx := context.Background()
-	for k := 0; k < 50; k++ { // warm up every lane's buffers
+	for k := 0; k < 50; k++ { // warm up the buffers
 		w.op(ctx)
 	}
 	if a := testing.AllocsPerRun(500, func() { w.op(ctx) }); a != 0 {
@@ -26,8 +25,52 @@ func TestZeroAllocs(t *testing.T) {
 	if w.fails != 0 {
 		t.Fatalf("%d failed ops", w.fails)
 	}
-	// Quorum-early (replies owed, then skipped) allocates nothing either.
+	// Quorum-early (replies abandoned, then read and dropped) allocates
+	// nothing either.
 	if a := testing.AllocsPerRun(200, func() { w.opQuorum(ctx) }); a != 0 {
 		t.Fatalf("%v allocs per quorum op", a)
+	}
+}
+
+// TestZeroAllocsConcurrent: 64 goroutines sharing the client's
+// connections (their commands pipelined and written combined) allocate
+// nothing per operation in steady state.
+func TestZeroAllocsConcurrent(t *testing.T) {
+	c := newTestClient(t, startChild(t, 5), func(cfg *Config) { cfg.Conns = 2 })
+	const workers, warm, ops = 64, 30, 150
+	ws := make([]*lockWork, workers)
+	for i := range ws {
+		ws[i] = newLockWork(c)
+	}
+	ctx := context.Background()
+	run := func(n int) {
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < n; k++ {
+					w.op(ctx)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	run(warm)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	run(ops)
+	runtime.ReadMemStats(&after)
+	// Starting 64 goroutines and the WaitGroup allocate a little: allow
+	// that, not one allocation per operation.
+	total := workers * ops
+	if a := after.Mallocs - before.Mallocs; a > workers*4 {
+		t.Fatalf("%d allocations for %d acquire+release pairs (%.3f per pair)", a, total, float64(a)/float64(total))
+	}
+	for _, w := range ws {
+		if w.fails != 0 {
+			t.Fatalf("%d failed ops", w.fails)
+		}
 	}
 }

@@ -1,74 +1,122 @@
 package mux
 
 import (
+	"sync"
+	"time"
+
 	"github.com/redmux/redmux/resp"
 )
 
 // result is one command's reply: its frame (leading attributes included)
-// copied into Batch.rbuf at [off, off+n), or nothing yet.
+// copied into the batch's reply buffer at [off, off+n), or nothing yet.
 type result struct {
-	off, n int
-	got    bool
-	isErr  bool
+	off, n  int
+	got     bool
+	isErr   bool
+	retried bool // the NOSCRIPT fallback was used for this command
 }
 
 // Batch holds, per node, the commands of one Do and, after it, the replies.
-// A Batch is not safe for concurrent use; reuse it (Reset) to avoid
-// allocation. Replies are copied out of the connection's buffer into the
-// batch, so they stay valid until the batch is Reset or used again by Do.
+// A Batch is used by one goroutine at a time; reuse it (Reset) to avoid
+// allocation. Replies are copied into the batch as they arrive, so they
+// stay valid until the batch is Reset or used again by Do.
 type Batch struct {
 	n       int
 	cmds    [][]byte // per node: its commands, concatenated
 	offs    [][]int  // per node: start offset of each command in cmds
 	bad     error    // set by Add when a command is not exactly one frame
 	scratch []byte
+	route   uint32 // picks the connection to each node (SetKey)
 
-	// results of the last Do
-	res    [][]result
-	errs   []error // node-level error (timeout, down, ...)
-	rbuf   []byte  // reply bytes
 	parser resp.Parser
 
-	// lane the last Do ran on: the next Do takes it again when it is free,
-	// so a batch's commands follow its earlier ones on the same connections
-	// (a release after a failed acquire cannot overtake that acquire's SET
-	// on a slow node).
-	lane *lane
+	// wait is how Do sleeps: the reader side signals wake once the call is
+	// decided; the timer bounds it.
+	wake  chan struct{}
+	timer *time.Timer
+
+	mu   sync.Mutex // guards call against the reader side
+	call call
+}
+
+// call is the state of one Do on a batch, shared with the goroutines that
+// read replies. Replies carry the generation they were sent under; once
+// Do returns, gen moves on and late replies are dropped (abandoned).
+type call struct {
+	gen      uint64
+	live     bool // Do is waiting; replies of this gen are stored
+	pol      Policy
+	res      [][]result
+	got      []int // replies stored per node
+	done     []bool
+	errs     []error // node-level error (timeout, down, ...)
+	rbuf     []byte  // reply bytes
+	active   int
+	open     int
+	succ     int
+	fail     int
+	decided  bool
+	signaled bool
 }
 
 // NewBatch returns an empty batch sized for c.
 func (c *Client) NewBatch() *Batch { return newBatch(c.n, c.cfg.Parser) }
 
 func newBatch(n int, p resp.Parser) *Batch {
-	b := &Batch{
+	return &Batch{
 		n:      n,
 		cmds:   make([][]byte, n),
 		offs:   make([][]int, n),
-		res:    make([][]result, n),
-		errs:   make([]error, n),
 		parser: p,
+		wake:   make(chan struct{}, 1),
+		call: call{
+			res:  make([][]result, n),
+			got:  make([]int, n),
+			done: make([]bool, n),
+			errs: make([]error, n),
+		},
 	}
-	return b
 }
 
 // N returns the number of nodes the batch is sized for.
 func (b *Batch) N() int { return b.n }
 
-// Reset drops commands and results and keeps the buffers.
+// Reset drops commands and results and keeps the buffers and the key.
 func (b *Batch) Reset() {
 	for i := 0; i < b.n; i++ {
 		b.cmds[i] = b.cmds[i][:0]
 		b.offs[i] = b.offs[i][:0]
-		b.res[i] = b.res[i][:0]
-		b.errs[i] = nil
 	}
-	b.rbuf = b.rbuf[:0]
 	b.bad = nil
+	b.mu.Lock()
+	cl := &b.call
+	for i := 0; i < b.n; i++ {
+		cl.res[i] = cl.res[i][:0]
+		cl.errs[i] = nil
+	}
+	cl.rbuf = cl.rbuf[:0]
+	b.mu.Unlock()
+}
+
+// SetKey routes the batch: batches with the same key use the same
+// connection to each node, so their commands reach each node in the order
+// their Do calls queued them (a release never overtakes its own acquire on
+// a slow node). With Config.Conns = 1 (the default) every batch shares one
+// connection per node and the key changes nothing. The key is kept across
+// Reset; it is hashed, not stored.
+func (b *Batch) SetKey(key string) {
+	// FNV-1a: no allocation, good enough to spread keys over a few connections.
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	b.route = h
 }
 
 // Add appends one complete encoded command (for example from
-// resp.AppendSetNXPX) for node. cmd is copied. A cmd that is not exactly one
-// well-formed RESP frame, or a node out of range, makes the next Do fail
+// resp.AppendCommand) for node. cmd is copied. A cmd that is not exactly one
+// well-formed RESP array, or a node out of range, makes the next Do fail
 // with ErrBadBatch.
 func (b *Batch) Add(node int, cmd []byte) {
 	if node < 0 || node >= b.n {
@@ -129,20 +177,22 @@ func (b *Batch) Commands(node int) int {
 // is returned with a *ServerError (errors.Is(err, ErrServer)); a command
 // whose reply did not arrive gets the node's error (ErrTimeout, ErrPending,
 // ErrNodeDown, ErrConnBroken, ErrProtocol or ErrNotSent). The reply is a
-// view into the batch, valid until the batch is Reset or reused.
+// view into the batch, valid until the batch is Reset or reused. Call it
+// after Do has returned, from the goroutine that called Do.
 func (b *Batch) Reply(node, k int) (resp.Reply, error) {
 	if node < 0 || node >= b.n || k < 0 || k >= len(b.offs[node]) {
 		return resp.Reply{}, ErrBadBatch
 	}
-	rs := b.res[node]
+	cl := &b.call
+	rs := cl.res[node]
 	if k >= len(rs) || !rs[k].got {
-		if e := b.errs[node]; e != nil {
+		if e := cl.errs[node]; e != nil {
 			return resp.Reply{}, e
 		}
 		return resp.Reply{}, ErrNotSent
 	}
 	r := rs[k]
-	rep, _, err := b.parser.Parse(b.rbuf[r.off : r.off+r.n])
+	rep, _, err := b.parser.Parse(cl.rbuf[r.off : r.off+r.n])
 	if err != nil { // cannot happen: the frame parsed when it arrived
 		return resp.Reply{}, &NodeError{Node: node, Kind: ErrProtocol, Cause: err}
 	}
@@ -167,13 +217,10 @@ func (b *Batch) Err(node int) error {
 		return ErrBadBatch
 	}
 	k := len(b.offs[node])
-	if k == 0 {
-		return nil
-	}
-	rs := b.res[node]
+	rs := b.call.res[node]
 	for i := 0; i < k; i++ {
 		if i >= len(rs) || !rs[i].got {
-			if e := b.errs[node]; e != nil {
+			if e := b.call.errs[node]; e != nil {
 				return e
 			}
 			return ErrNotSent
@@ -194,36 +241,4 @@ func (b *Batch) cmd(node, k int) []byte {
 		end = o[k+1]
 	}
 	return b.cmds[node][o[k]:end]
-}
-
-// begin prepares the result slots for a Do.
-func (b *Batch) begin() {
-	b.rbuf = b.rbuf[:0]
-	for i := 0; i < b.n; i++ {
-		k := len(b.offs[i])
-		if cap(b.res[i]) < k {
-			b.res[i] = make([]result, k)
-		}
-		b.res[i] = b.res[i][:k]
-		clear(b.res[i])
-		b.errs[i] = nil
-	}
-}
-
-// store copies a reply frame for node's command k.
-func (b *Batch) store(node, k int, frame []byte, isErr bool) {
-	off := len(b.rbuf)
-	b.rbuf = append(b.rbuf, frame...)
-	b.res[node][k] = result{off: off, n: len(frame), got: true, isErr: isErr}
-}
-
-// frame returns the stored frame of node's command k as a Reply (valid
-// until rbuf is appended to).
-func (b *Batch) frame(node, k int) (resp.Reply, bool) {
-	r := b.res[node][k]
-	if !r.got {
-		return resp.Reply{}, false
-	}
-	rep, _, err := b.parser.Parse(b.rbuf[r.off : r.off+r.n])
-	return rep, err == nil
 }

@@ -35,10 +35,10 @@ func BenchmarkLockOp(b *testing.B) {
 }
 
 // BenchmarkLockOpParallel: the same op from GOMAXPROCS goroutines sharing
-// one client (lanes).
+// one client (their commands pipelined on its shared connections).
 func BenchmarkLockOpParallel(b *testing.B) {
 	srv := realredis.StartNT(b, 5, realredis.Options{})
-	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Lanes = 0 })
+	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		w := newLockWork(c)

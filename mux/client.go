@@ -2,7 +2,6 @@ package mux
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -10,47 +9,30 @@ import (
 	"time"
 )
 
-// errNotConnected is the cause of a node's ErrNodeDown before any dial
-// error is known.
-var errNotConnected = errors.New("not connected (redial in progress)")
-
-// errOverdue is the cause when an owed reply outlived HardTimeout.
-var errOverdue = errors.New("owed reply not received within HardTimeout; connection replaced")
-
-// node is what the client knows about one node, shared by all lanes.
+// node is what the client knows about one node.
 type node struct {
 	addr    string
 	down    atomic.Bool               // last seen state (NodeUp)
-	stalled atomic.Bool               // a connection was closed by HardTimeout; cleared by a successful dial
 	downErr atomic.Pointer[NodeError] // the error calls get while a connection is down
 	wake    chan struct{}             // wakes this node's supervisor (buffered 1)
 }
 
-// Client talks to N nodes through Lanes connections per node. Methods are
-// safe for concurrent use. See the package documentation.
+// Client talks to N nodes over Config.Conns connections per node, shared by
+// every caller. Methods are safe for concurrent use. See the package
+// documentation.
 type Client struct {
 	cfg   *resolved
 	n     int
 	nodes []node
-	lanes []*lane
-	// Free lanes: a LIFO stack guarded by freeMu, counted by tokens (one
-	// token per lane on the stack). LIFO reuses the lane a goroutine just
-	// returned: its connections are warm, and a command that follows an
-	// earlier batch (a release after a failed acquire) travels on the same
-	// connections, behind that batch's commands, instead of overtaking them
-	// on another lane.
-	freeMu sync.Mutex
-	free   []*lane
-	tokens chan struct{}
+	conns []*pconn // node i's connections are conns[i*Conns : (i+1)*Conns]
+	drv   driver
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
 	supWG  sync.WaitGroup
 	closeM sync.Mutex
 
-	plat clientPlat // platform part (Linux: the close eventfd)
-
-	life     context.Context // cancelled by Close (aborts name look-ups)
+	life     context.Context // cancelled by Close (aborts name look-ups and dials)
 	lifeStop context.CancelFunc
 }
 
@@ -73,24 +55,22 @@ var monoBase = time.Now()
 
 func mono() int64 { return int64(time.Since(monoBase)) }
 
-// New validates cfg and dials every node (Lanes connections each, nodes in
-// parallel, bounded by DialTimeout). It fails only on a bad config
-// (ErrConfig): a node that cannot be reached or set up (for example a wrong
-// password) is marked down, calls count it as failed at once (ErrNodeDown,
-// with the dial error as cause; see NodeErr), and it is redialled in the
-// background with capped, jittered backoff.
+// New validates cfg and dials every connection (nodes in parallel, bounded
+// by DialTimeout). It fails only on a bad config (ErrConfig): a node that
+// cannot be reached or set up (for example a wrong password) is marked
+// down, calls count it as failed at once (ErrNodeDown, with the dial error
+// as cause; see NodeErr), and it is redialled in the background with
+// capped, jittered backoff.
 func New(cfg Config) (*Client, error) {
 	r, err := resolve(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{
-		cfg:    r,
-		n:      len(r.Addrs),
-		nodes:  make([]node, len(r.Addrs)),
-		free:   make([]*lane, 0, r.Lanes),
-		tokens: make(chan struct{}, r.Lanes),
-		done:   make(chan struct{}),
+		cfg:   r,
+		n:     len(r.Addrs),
+		nodes: make([]node, len(r.Addrs)),
+		done:  make(chan struct{}),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
 	for i := range c.nodes {
@@ -99,51 +79,35 @@ func New(cfg Config) (*Client, error) {
 		c.nodes[i].down.Store(true)
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: r.Addrs[i], Kind: ErrNodeDown, Cause: errNotConnected})
 	}
-	if err := c.plat.open(); err != nil {
+	for i := 0; i < c.n; i++ {
+		for k := 0; k < r.Conns; k++ {
+			c.conns = append(c.conns, &pconn{c: c, node: i, idx: len(c.conns)})
+		}
+	}
+	c.drv, err = newDriver(c)
+	if err != nil {
 		c.lifeStop()
 		return nil, err
 	}
-	for k := 0; k < r.Lanes; k++ {
-		l, err := newLane(c)
-		if err != nil {
-			for _, l := range c.lanes {
-				l.shutdown()
-			}
-			c.plat.close()
-			c.lifeStop()
-			return nil, err
-		}
-		c.lanes = append(c.lanes, l)
-	}
-	// Dial: nodes in parallel, each node's lanes in turn; after a node's
-	// first failure its other connections are left to the supervisor.
+	// Dial: nodes in parallel; after a node's first failure its other
+	// connections are left to the supervisor.
 	var wg sync.WaitGroup
 	for i := 0; i < c.n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			failed := false
-			for _, l := range c.lanes {
-				if !failed {
-					h, err := c.dial(i)
-					if err == nil {
-						l.attach(i, h)
-						continue
-					}
-					c.dialFailed(i, err)
-					failed = true
+			ok := true
+			for _, cn := range c.nodeConns(i) {
+				if ok && !c.connect(cn) {
+					ok = false
 				}
-				l.conns[i].need.Store(true)
 			}
-			if !failed {
+			if ok {
 				c.nodes[i].down.Store(false)
 			}
 		}(i)
 	}
 	wg.Wait()
-	for _, l := range c.lanes {
-		c.pushLane(l)
-	}
 	c.supWG.Add(c.n)
 	for i := 0; i < c.n; i++ {
 		go c.supervise(i)
@@ -151,10 +115,43 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-func (c *Client) dialFailed(i int, err error) {
+// nodeConns returns node i's connections.
+func (c *Client) nodeConns(i int) []*pconn {
+	k := c.cfg.Conns
+	return c.conns[i*k : (i+1)*k]
+}
+
+// connect dials cn's node and installs the connection; false on failure
+// (the node is marked down with the dial error).
+func (c *Client) connect(cn *pconn) bool {
+	l, err := c.drv.dial(cn.node)
+	if err == nil {
+		err = cn.install(l)
+	}
+	if err != nil {
+		if !c.closed.Load() {
+			c.markDown(cn.node, err)
+		}
+		return false
+	}
+	return true
+}
+
+// nodeErr builds node i's error of the given kind.
+func (c *Client) nodeErr(i int, kind, cause error) *NodeError {
+	return &NodeError{Node: i, Addr: c.nodes[i].addr, Kind: kind, Cause: cause}
+}
+
+// markDown records that node i lost a connection (or could not dial one)
+// and asks its supervisor to redial.
+func (c *Client) markDown(i int, cause error) {
 	nd := &c.nodes[i]
 	nd.down.Store(true)
-	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: err})
+	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: cause})
+	select {
+	case nd.wake <- struct{}{}:
+	default:
+	}
 }
 
 // N returns the number of nodes.
@@ -181,17 +178,22 @@ func (c *Client) NodeErr(i int) error {
 	return c.nodes[i].downErr.Load()
 }
 
-// Do writes every node's commands of b on a free lane, then reads replies
-// as they arrive until p is met: every node answered, or (p.Quorum > 0) the
-// quorum outcome is decided, or the deadline passed (p.Timeout, default
-// Config.Timeout, measured from the call and bounded by ctx's deadline).
+// Do queues every node's commands of b on that node's connection (the one
+// b's key picks; see Batch.SetKey) and writes them, combined with the
+// commands other goroutines queued at the same time, then waits until p is
+// met: every node answered, or (p.Quorum > 0) the quorum outcome is
+// decided, or the deadline passed (p.Timeout, default Config.Timeout,
+// measured from the call and bounded by ctx's deadline). The deadline
+// covers the whole call: a node whose commands could not be queued before
+// it (its write queue full) fails with ErrTimeout and is never written.
 //
-// Per-node replies and errors are in b (Reply, Last, Err). err is non-nil
-// only when ctx was done before anything was sent (ctx.Err(), with a zero
-// Outcome), when ctx was cancelled while waiting (ctx.Err(), with the
-// Outcome so far), on ErrClosed, or on ErrBadBatch. Cancellation of a ctx
-// without deadline is noticed before the call and between reply wake-ups;
-// the batch deadline always bounds the wait.
+// Per-node replies and errors are in b (Reply, Last, Err); Do resets b's
+// results itself, so a batch may be run again without Reset. err is
+// non-nil only when ctx was done before anything was queued (ctx.Err(),
+// with the zero Outcome), when ctx ended while waiting (ctx.Err(), with the
+// Outcome so far; a deadline that came from ctx gives
+// context.DeadlineExceeded), on ErrClosed, or on ErrBadBatch. Replies that
+// arrive after Do returned are read and dropped.
 func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	if c.closed.Load() {
 		return Outcome{}, ErrClosed
@@ -199,7 +201,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
-	if b == nil || b.n != c.n || b.bad != nil {
+	if b == nil || b.n != c.n || b.bad != nil || p.Quorum < 0 {
 		return Outcome{}, ErrBadBatch
 	}
 	empty := true
@@ -209,7 +211,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			break
 		}
 	}
-	if empty || p.Quorum < 0 {
+	if empty {
 		return Outcome{}, ErrBadBatch
 	}
 	start := mono()
@@ -218,69 +220,85 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 		timeout = c.cfg.Timeout
 	}
 	deadline := start + int64(timeout)
+	ctxDeadline := false
 	if d, ok := ctx.Deadline(); ok {
-		if dl := int64(d.Sub(monoBase)); dl < deadline {
-			deadline = dl
+		if dl := int64(d.Sub(monoBase)); dl <= deadline {
+			deadline, ctxDeadline = dl, true
 		}
 	}
-	select {
-	case <-c.tokens:
-	default:
-		select {
-		case <-c.tokens:
-		case <-ctx.Done():
-			return Outcome{}, ctx.Err()
-		case <-c.done:
-			return Outcome{}, ErrClosed
+	b.mu.Lock()
+	b.begin(p)
+	gen := b.call.gen
+	b.mu.Unlock()
+
+	for i := 0; i < c.n; i++ {
+		if len(b.offs[i]) == 0 {
+			continue
+		}
+		var err error
+		if mono() >= deadline {
+			err = ErrNotSent
+		} else {
+			err = c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))].send(b, gen, deadline, c.done)
+		}
+		if err != nil {
+			b.mu.Lock()
+			b.failNode(i, err)
+			b.mu.Unlock()
 		}
 	}
-	l := c.popLane(b.lane)
-	b.lane = l
-	if c.closed.Load() {
-		c.pushLane(l)
-		return Outcome{}, ErrClosed
+
+	var err error
+	b.mu.Lock()
+	settled := b.call.settled()
+	b.mu.Unlock()
+	if !settled {
+		err = b.wait(ctx, deadline, ctxDeadline, c.done)
 	}
-	l.pol = p
-	l.ctx = ctx
-	out, err := l.do(b, start, deadline)
-	l.ctx = nil
-	l.pol = Policy{}
-	c.pushLane(l)
+	b.mu.Lock()
+	out := b.end()
+	b.mu.Unlock()
 	return out, err
 }
 
-// popLane takes prefer if it is free, else the most recently returned
-// lane; the caller holds a token.
-func (c *Client) popLane(prefer *lane) *lane {
-	c.freeMu.Lock()
-	k := len(c.free) - 1
-	if prefer != nil && c.free[k] != prefer {
-		for j := k - 1; j >= 0; j-- {
-			if c.free[j] == prefer {
-				k = j
-				break
-			}
+// wait sleeps until the call settles, the deadline passes, ctx ends or the
+// client closes.
+func (b *Batch) wait(ctx context.Context, deadline int64, ctxDeadline bool, closed <-chan struct{}) error {
+	d := deadline - mono()
+	if d <= 0 {
+		if ctxDeadline {
+			return context.DeadlineExceeded
 		}
+		return nil
 	}
-	l := c.free[k]
-	copy(c.free[k:], c.free[k+1:])
-	c.free = c.free[:len(c.free)-1]
-	c.freeMu.Unlock()
-	return l
+	if b.timer == nil {
+		b.timer = newTimer(d)
+	} else {
+		b.timer.Reset(time.Duration(d))
+	}
+	var err error
+	select {
+	case <-b.wake:
+	case <-b.timer.C:
+		if ctxDeadline {
+			err = context.DeadlineExceeded
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-closed:
+		err = ErrClosed
+	}
+	b.timer.Stop()
+	return err
 }
 
-// pushLane returns a lane and its token.
-func (c *Client) pushLane(l *lane) {
-	c.freeMu.Lock()
-	c.free = append(c.free, l)
-	c.freeMu.Unlock()
-	c.tokens <- struct{}{}
-}
+// newTimer returns a timer firing after d ns.
+func newTimer(d int64) *time.Timer { return time.NewTimer(time.Duration(d)) }
 
-// Close closes every connection and epoll instance and stops the
-// supervisor. Calls in flight return ErrClosed as soon as they wake (on
-// Linux at once); later calls return ErrClosed. When Close returns, no
-// goroutine or file descriptor of the client remains. Close is idempotent.
+// Close closes every connection and stops the background goroutines.
+// Calls in flight return ErrClosed at once; later calls return ErrClosed.
+// When Close returns, no goroutine or file descriptor of the client
+// remains. Close is idempotent.
 func (c *Client) Close() error {
 	c.closeM.Lock()
 	defer c.closeM.Unlock()
@@ -289,20 +307,8 @@ func (c *Client) Close() error {
 	}
 	close(c.done)
 	c.lifeStop()
-	c.plat.signal()
+	c.drv.closing()
 	c.supWG.Wait()
-	for range c.lanes {
-		<-c.tokens
-		c.popLane(nil).shutdown()
-	}
-	c.plat.close()
+	c.drv.close()
 	return nil
-}
-
-// wakeSupervisor asks node i's supervisor to look for connections to redial.
-func (c *Client) wakeSupervisor(i int) {
-	select {
-	case c.nodes[i].wake <- struct{}{}:
-	default:
-	}
 }

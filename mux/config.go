@@ -3,40 +3,61 @@ package mux
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/resp"
 )
+
+// Script is a Lua script the client loads on every connection (SCRIPT LOAD in
+// the connection set-up pipeline) so that EVALSHA normally hits. When a node
+// answers NOSCRIPT to an EVALSHA of a registered script, the client resends
+// that command once as EVAL with the script's text (within the same Do) and
+// reloads the script.
+type Script struct {
+	Text string // exact Lua source
+	SHA  string // lower-case hex SHA1 of Text (computed when empty)
+}
+
+// Config configures a Client. Zero values take the documented defaults.
+type Config struct {
+	Addrs          []string      // host:port of every node; required, 1..64 nodes
+	Conns          int           // connections per node, shared by every caller; default 1, at most 64
+	DialTimeout    time.Duration // connect + set-up pipeline; default 1s
+	Timeout        time.Duration // default per-batch deadline of Do; default 50ms
+	HardTimeout    time.Duration // a reply outstanding longer than this closes its connection; default 1s
+	MaxQueuedBytes int           // unwritten bytes per connection before callers wait; default 4 MiB
+	MaxReplyBytes  int           // largest reply accepted; a larger one breaks the connection (ErrProtocol); default 1 MiB
+	Username       string        // ACL user for AUTH (with Password); optional
+	Password       string        // AUTH password; optional; never printed
+	DB             int           // SELECT db when > 0
+	RESP3          bool          // send HELLO 3 at set-up
+	ClientName     string        // CLIENT SETNAME; default "redmux"
+	Scripts        []Script      // loaded on every connection
+	ReconnectMin   time.Duration // first redial backoff; default 50ms
+	ReconnectMax   time.Duration // backoff cap (with jitter); default 2s
+	Parser         resp.Parser   // reply limits; zero = resp defaults
+}
 
 // Defaults of a zero Config field.
 const (
-	DefaultDialTimeout  = time.Second
-	DefaultTimeout      = 50 * time.Millisecond
-	DefaultHardTimeout  = time.Second
-	DefaultClientName   = "redmux"
-	DefaultReconnectMin = 50 * time.Millisecond
-	DefaultReconnectMax = 2 * time.Second
+	DefaultConns          = 1
+	DefaultDialTimeout    = time.Second
+	DefaultTimeout        = 50 * time.Millisecond
+	DefaultHardTimeout    = time.Second
+	DefaultMaxQueuedBytes = 4 << 20
+	DefaultMaxReplyBytes  = 1 << 20
+	DefaultClientName     = "redmux"
+	DefaultReconnectMin   = 50 * time.Millisecond
+	DefaultReconnectMax   = 2 * time.Second
 	// MaxNodes is the largest number of nodes a Client accepts.
 	MaxNodes = 64
+	// MaxConns is the largest Config.Conns.
+	MaxConns = 64
 )
-
-// ErrConfig is wrapped by every error New returns for a bad Config.
-var ErrConfig = errors.New("mux: bad config")
-
-// ErrAuth is wrapped by the node error of a connection whose set-up failed
-// authentication (a wrong password or user, or NOAUTH because no password
-// was configured). The password never appears in it.
-var ErrAuth = errors.New("mux: AUTH failed")
-
-// ErrPending is a node's error when Do returned early (the quorum outcome
-// was decided) before the node's reply arrived. The node is neither a
-// success nor a failure in the Outcome; it is counted in Pending, and its
-// reply is skipped by the next batch on that connection.
-var ErrPending = errors.New("mux: reply not awaited (outcome decided early)")
 
 // resolved is a Config with every default applied and every field checked.
 type resolved struct {
@@ -70,14 +91,23 @@ func resolve(cfg Config) (*resolved, error) {
 		r.hosts = append(r.hosts, h)
 		r.ports = append(r.ports, port)
 	}
-	if r.Lanes <= 0 {
-		r.Lanes = 2 * runtime.GOMAXPROCS(0)
+	if r.Conns == 0 {
+		r.Conns = DefaultConns
 	}
-	if r.Lanes < 2 {
-		r.Lanes = 2
+	if r.Conns < 0 || r.Conns > MaxConns {
+		return nil, fmt.Errorf("%w: Conns %d, want 1..%d", ErrConfig, r.Conns, MaxConns)
 	}
-	if r.Lanes > 1024 {
-		return nil, fmt.Errorf("%w: %d lanes, at most 1024", ErrConfig, r.Lanes)
+	if r.MaxQueuedBytes < 0 || r.MaxReplyBytes < 0 {
+		return nil, fmt.Errorf("%w: negative MaxQueuedBytes or MaxReplyBytes", ErrConfig)
+	}
+	if r.MaxQueuedBytes == 0 {
+		r.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if r.MaxReplyBytes == 0 {
+		r.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if r.MaxReplyBytes < 64 {
+		return nil, fmt.Errorf("%w: MaxReplyBytes %d, want at least 64", ErrConfig, r.MaxReplyBytes)
 	}
 	def := func(d *time.Duration, v time.Duration, name string) error {
 		if *d < 0 {

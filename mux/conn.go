@@ -1,389 +1,316 @@
 package mux
 
 import (
-	"bytes"
-	"context"
-	"errors"
+	"sync"
 	"sync/atomic"
-
-	"github.com/redmux/redmux/resp"
 )
 
-// This file holds the platform-independent half of a lane: reply matching
-// (owed replies first, in FIFO order, then the batch's own), the NOSCRIPT
-// fallback, the quorum bookkeeping and the end-of-batch accounting. The
-// platform half (lane_linux.go: epoll; lane_other.go: net.Conn) moves bytes.
+// shortWrites counts writes that found the socket full (for tests).
+var shortWrites atomic.Int64
 
-var (
-	errUnexpected   = errors.New("reply without a pending command")
-	errPartialWrite = errors.New("batch deadline passed with a command partly written; connection replaced")
-)
+// This file holds one connection's write side: commands of concurrent
+// batches are queued in one buffer and written together (write combining),
+// and each queued command leaves a reply slot in a FIFO, in send order.
+// The read side (ingest.go) pops the slots as replies arrive.
 
-// owedGroup is a run of replies owed by a connection, with the time their
-// commands were sent.
-type owedGroup struct {
-	n  int
-	at int64
+// slot is one expected reply on a connection, in send order.
+type slot struct {
+	b   *Batch
+	gen uint64 // b's call generation when queued: a mismatch means abandoned
+	k   int32  // the command's index in b for this node; -1: internal (SCRIPT LOAD)
+	at  int64  // mono deadline of the batch that queued it; HardTimeout counts from there
 }
 
-const owedRing = 16
-
-// conn is one connection of a lane to one node. Its fields are owned by
-// whoever holds the lane, except need and ready, which it shares with the
-// supervisor: the owner closes a broken socket and sets need; the
-// supervisor clears need, dials, and stores the new connection in ready;
-// the owner installs it at its next batch.
-type conn struct {
-	sock // platform socket; invalid when down
-
-	rbuf []byte // read buffer; unparsed bytes are rbuf[r:w]
-	r, w int
-
-	owed   int // replies still owed by earlier batches
-	q      [owedRing]owedGroup
-	qh, qn int
-
-	wout []byte // owned write bytes (NOSCRIPT fallback)
-
-	need  atomic.Bool
-	ready atomic.Pointer[handle]
+// slotRing is a growable FIFO of slots.
+type slotRing struct {
+	s    []slot
+	h, n int
 }
 
-func (cn *conn) pushOwed(n int, at int64) {
-	if n <= 0 {
-		return
-	}
-	cn.owed += n
-	if cn.qn == owedRing { // merge into the newest group, keeping the older time
-		cn.q[(cn.qh+cn.qn-1)%owedRing].n += n
-		return
-	}
-	cn.q[(cn.qh+cn.qn)%owedRing] = owedGroup{n: n, at: at}
-	cn.qn++
-}
-
-func (cn *conn) popOwed() {
-	cn.owed--
-	g := &cn.q[cn.qh]
-	g.n--
-	if g.n <= 0 {
-		cn.qh = (cn.qh + 1) % owedRing
-		cn.qn--
-	}
-}
-
-func (cn *conn) oldestOwed() int64 { return cn.q[cn.qh].at }
-
-// resetState forgets everything about the stream (after the socket closed).
-func (cn *conn) resetState() {
-	cn.r, cn.w = 0, 0
-	cn.owed, cn.qh, cn.qn = 0, 0, 0
-	cn.wout = cn.wout[:0]
-}
-
-// nodeRun is one node's state during a Do.
-type nodeRun struct {
-	active  bool   // the node has commands in the batch
-	done    bool   // finished: all replies in, or failed
-	wdata   []byte // bytes still to write
-	written int    // bytes of this batch written
-	slots   []int  // expected replies in order: command index, or -1 (internal)
-	sh      int    // next slot
-	retries int    // NOSCRIPT fallbacks in this batch
-}
-
-// lane is one connection to each node plus the per-batch state. A lane is
-// used by one Do at a time.
-type lane struct {
-	c     *Client
-	conns []conn
-	run   []nodeRun
-
-	// per Do
-	b       *Batch
-	pol     Policy
-	ctx     context.Context
-	active  int
-	open    int
-	succ    int
-	fail    int
-	decided bool
-
-	lanePlat
-}
-
-// begin prepares the per-node state for b.
-func (l *lane) begin(b *Batch) {
-	l.b = b
-	b.begin()
-	l.active, l.open, l.succ, l.fail, l.decided = 0, 0, 0, 0, false
-	for i := range l.run {
-		st := &l.run[i]
-		k := len(b.offs[i])
-		st.active = k > 0
-		st.done = false
-		st.wdata = nil
-		st.written = 0
-		st.sh = 0
-		st.retries = 0
-		st.slots = st.slots[:0]
-		if k > 0 {
-			l.active++
-			l.open++
-			for j := 0; j < k; j++ {
-				st.slots = append(st.slots, j)
-			}
+func (q *slotRing) push(s slot) {
+	if q.n == len(q.s) {
+		ns := make([]slot, max(16, 2*len(q.s)))
+		for i := 0; i < q.n; i++ {
+			ns[i] = q.s[(q.h+i)%len(q.s)]
 		}
+		q.s, q.h = ns, 0
 	}
-	if l.pol.Quorum > 0 && l.active < l.pol.Quorum {
-		l.decided = true // out of reach from the start
-	}
+	q.s[(q.h+q.n)%len(q.s)] = s
+	q.n++
 }
 
-// prepare makes node i's connection ready for the batch: installs a
-// redialled connection, skips owed replies that have arrived, and closes a
-// connection whose owed replies are overdue. It reports whether the node's
-// commands can be written.
-func (l *lane) prepare(i int, now int64) bool {
-	cn := &l.conns[i]
-	nd := &l.c.nodes[i]
-	if !cn.valid() {
-		h := cn.ready.Swap(nil)
-		if h == nil {
-			l.failNode(i, nd.downErr.Load())
-			return false
+func (q *slotRing) pop() slot {
+	s := q.s[q.h]
+	q.s[q.h] = slot{}
+	q.h = (q.h + 1) % len(q.s)
+	q.n--
+	return s
+}
+
+func (q *slotRing) front() *slot { return &q.s[q.h] }
+
+// pconn is one connection to one node, shared by every caller. mu guards
+// everything but the read buffer, which belongs to the reader side (the
+// epoll poller, or the connection's reader goroutine).
+type pconn struct {
+	c    *Client
+	node int
+	idx  int // index in Client.conns, the poller's tag
+
+	mu       sync.Mutex
+	link     link // nil while down
+	gen      uint64
+	wq       []byte     // queued bytes, not yet handed to the socket
+	spare    []byte     // the other write buffer
+	writing  bool       // a writer owns the socket (in write, or waiting for writability)
+	inWrite  bool       // a writer is inside link.write, mu released
+	waitOut  bool       // the socket was full: the reader side resumes writing when writable
+	deferred link       // closed by the writer when its write returns (the connection broke meanwhile)
+	cause    *NodeError // why the connection is being aborted (write error, overdue), for the reader side
+	q        slotRing
+	progress int64         // mono time replies last arrived
+	room     chan struct{} // closed when queued bytes drop below the cap (back-pressure)
+
+	rd reader // read side; owned by the reader
+}
+
+// send queues node's commands of b (call generation gen) and writes them
+// unless another caller is writing: that caller, or the reader side once the
+// socket is writable, writes them with its own. It returns the node's error
+// when they cannot be queued: the connection is down, or the queue stays
+// full until deadline.
+func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}) error {
+	cmds := b.cmds[cn.node]
+	cn.mu.Lock()
+	for {
+		if cn.link == nil {
+			cn.mu.Unlock()
+			return cn.c.nodes[cn.node].downErr.Load()
 		}
-		l.attach(i, h)
-		if !cn.valid() {
-			l.failNode(i, nd.downErr.Load())
-			return false
+		if len(cn.wq) == 0 || len(cn.wq)+len(cmds) <= cn.c.cfg.MaxQueuedBytes {
+			break
 		}
+		// Back-pressure: wait for room, bounded by the batch deadline.
+		if cn.room == nil {
+			cn.room = make(chan struct{})
+		}
+		room := cn.room
+		cn.mu.Unlock()
+		if !waitRoom(room, deadline, done) {
+			return &NodeError{Node: cn.node, Addr: cn.c.nodes[cn.node].addr, Kind: ErrTimeout, Cause: errQueueFull}
+		}
+		cn.mu.Lock()
 	}
-	if cn.owed > 0 && (now-cn.oldestOwed() > int64(l.c.cfg.HardTimeout) || nd.stalled.Load()) {
-		l.drain(i)
-		if !cn.valid() {
-			return false
-		}
-		if cn.owed > 0 {
-			nd.stalled.Store(true)
-			l.breakConn(i, &NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: errOverdue})
-			return false
-		}
+	for k := range b.offs[cn.node] {
+		cn.q.push(slot{b: b, gen: gen, k: int32(k), at: deadline})
+	}
+	cn.wq = append(cn.wq, cmds...)
+	if !cn.writing {
+		cn.writing = true
+		cn.writeLocked()
+	}
+	cn.mu.Unlock()
+	return nil
+}
+
+// queueInternal queues extra bytes with their slots (the NOSCRIPT fallback)
+// and writes them like send. It reports false if the connection is down.
+func (cn *pconn) queueInternal(extra []byte, slots ...slot) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.link == nil {
+		return false
+	}
+	for _, s := range slots {
+		cn.q.push(s)
+	}
+	cn.wq = append(cn.wq, extra...)
+	if !cn.writing {
+		cn.writing = true
+		cn.writeLocked()
 	}
 	return true
 }
 
-// ingest parses what node i's connection has buffered: push frames are
-// dropped, owed replies skipped, then replies are matched to the batch's
-// commands in order.
-func (l *lane) ingest(i int) {
-	cn := &l.conns[i]
-	st := &l.run[i]
-	b := l.b
-	p := &l.c.cfg.Parser
-	for cn.r < cn.w {
-		buf := cn.rbuf[cn.r:cn.w]
-		if cn.owed > 0 && buf[0] != resp.TypePush && buf[0] != resp.TypeAttribute {
-			n, err := p.Skip(buf)
-			if err == resp.ErrIncomplete {
-				break
-			}
-			if err != nil {
-				l.protocol(i, err)
-				return
-			}
-			cn.r += n
-			cn.popOwed()
-			continue
-		}
-		rep, n, err := p.Parse(buf)
-		if err == resp.ErrIncomplete {
+// writeLocked writes the queue until it is empty or the socket is full.
+// Called with mu held and writing set; returns with mu held. While the
+// write syscall runs mu is released, and other callers append to the queue:
+// the loop writes what they appended too.
+func (cn *pconn) writeLocked() {
+	for len(cn.wq) > 0 {
+		l := cn.link
+		if l == nil {
 			break
+		}
+		buf := cn.wq
+		cn.wq = cn.spare[:0]
+		cn.inWrite = true
+		cn.mu.Unlock()
+		n, err := l.write(buf)
+		cn.mu.Lock()
+		cn.inWrite = false
+		if cn.deferred == l {
+			// The connection broke meanwhile and the reader side left the
+			// close to us (the fd must not be reused while we write to
+			// it). What is queued now belongs to the next connection, if
+			// one is installed already: go on with it.
+			cn.deferred = nil
+			l.close()
+			cn.spare = buf[:0]
+			continue
 		}
 		if err != nil {
-			l.protocol(i, err)
-			return
-		}
-		cn.r += n
-		if rep.Type == resp.TypePush {
-			continue
-		}
-		if cn.owed > 0 {
-			cn.popOwed()
-			continue
-		}
-		if b == nil || !st.active || st.done || st.written == 0 || st.sh >= len(st.slots) {
-			l.protocol(i, errUnexpected)
-			return
-		}
-		k := st.slots[st.sh]
-		st.sh++
-		if k < 0 {
-			continue // reply to an internal command (SCRIPT LOAD)
-		}
-		isErr := rep.IsError()
-		if isErr && st.retries < len(st.slots) && rep.HasErrorPrefix("NOSCRIPT") {
-			if l.noscript(i, k) {
-				if st.done {
-					return
-				}
-				continue
-			}
-		}
-		b.store(i, k, buf[:n], isErr)
-	}
-	if cn.r == cn.w {
-		cn.r, cn.w = 0, 0
-	}
-	if b != nil && st.active && !st.done && st.written > 0 && st.sh == len(st.slots) {
-		l.complete(i)
-	}
-}
-
-var evalshaName = []byte("EVALSHA")
-
-// noscript resends node i's command k, an EVALSHA of a registered script
-// that got NOSCRIPT, as EVAL with the script's text, followed by SCRIPT LOAD
-// of the script. It reports whether it did (cold path: it allocates).
-func (l *lane) noscript(i, k int) bool {
-	cmd := l.b.cmd(i, k)
-	rep, _, err := resp.Parse(cmd)
-	if err != nil || rep.Type != resp.TypeArray || rep.Len() < 2 {
-		return false
-	}
-	it := rep.Iter()
-	var a resp.Reply
-	if !it.Next(&a) || !bytes.EqualFold(a.Data, evalshaName) {
-		return false
-	}
-	if !it.Next(&a) {
-		return false
-	}
-	s := l.c.cfg.script(a.Data)
-	if s == nil {
-		return false
-	}
-	st := &l.run[i]
-	st.retries++
-	extra := resp.AppendArrayHeader(nil, rep.Len())
-	extra = resp.AppendBulkString(extra, "EVAL")
-	extra = resp.AppendBulkString(extra, s.Text)
-	for it.Next(&a) {
-		extra = append(extra, a.Raw...)
-	}
-	extra = resp.AppendCommand(extra, "SCRIPT", "LOAD", s.Text)
-	st.slots = append(st.slots, k, -1)
-	l.queueWrite(i, extra)
-	return true
-}
-
-// complete records node i as finished with every reply in.
-func (l *lane) complete(i int) {
-	st := &l.run[i]
-	st.done = true
-	l.open--
-	b := l.b
-	ok := true
-	rs := b.res[i]
-	for k := range rs {
-		if rs[k].isErr {
-			ok = false
+			cn.spare = buf[:0]
+			cn.wq = cn.wq[:0]
+			cn.abortLocked(l, ErrConnBroken, err)
 			break
 		}
+		if n < len(buf) {
+			// Socket full: keep the rest in front of what was queued since,
+			// and let the reader side resume when the socket is writable.
+			shortWrites.Add(1)
+			rest := copy(buf, buf[n:])
+			buf = append(buf[:rest], cn.wq...)
+			cn.spare = cn.wq[:0]
+			cn.wq = buf
+			cn.waitOut = true
+			if err := l.wantWrite(true); err != nil {
+				cn.abortLocked(l, ErrConnBroken, err)
+			}
+			cn.freeRoom()
+			return // still writing: the reader side owns the next write
+		}
+		cn.spare = buf[:0]
 	}
-	if ok && l.pol.Success != nil {
-		rep, good := b.frame(i, len(rs)-1)
-		ok = good && l.pol.Success(i, rep)
-	}
-	if ok {
-		l.succ++
-	} else {
-		l.fail++
-	}
-	l.decide()
+	cn.writing = false
+	cn.freeRoom()
 }
 
-func (l *lane) decide() {
-	if q := l.pol.Quorum; q > 0 && (l.succ >= q || l.active-l.fail < q) {
-		l.decided = true
+// writable resumes writing after the socket reported space (reader side).
+func (cn *pconn) writable() {
+	cn.mu.Lock()
+	if cn.waitOut && cn.link != nil {
+		cn.waitOut = false
+		if err := cn.link.wantWrite(false); err != nil {
+			cn.abortLocked(cn.link, ErrConnBroken, err)
+		} else {
+			cn.writeLocked()
+		}
+	}
+	cn.mu.Unlock()
+}
+
+// freeRoom wakes callers waiting for queue space once it is below the cap.
+func (cn *pconn) freeRoom() {
+	if cn.room != nil && len(cn.wq) < cn.c.cfg.MaxQueuedBytes {
+		close(cn.room)
+		cn.room = nil
 	}
 }
 
-// failNode records a node-level error for node i if it is still open in
-// the current batch.
-func (l *lane) failNode(i int, err error) {
-	st := &l.run[i]
-	if l.b == nil || !st.active || st.done {
+// abortLocked records why l must go and makes the reader side notice soon
+// (it closes the connection and fails its slots). mu held.
+func (cn *pconn) abortLocked(l link, kind, cause error) {
+	if cn.link != l || l == nil {
 		return
 	}
-	st.done = true
-	l.open--
-	l.fail++
-	l.b.errs[i] = err
-	l.decide()
-}
-
-func (l *lane) protocol(i int, cause error) {
-	nd := &l.c.nodes[i]
-	l.breakConn(i, &NodeError{Node: i, Addr: nd.addr, Kind: ErrProtocol, Cause: cause})
-}
-
-func (l *lane) broken(i int, cause error) {
-	nd := &l.c.nodes[i]
-	l.breakConn(i, &NodeError{Node: i, Addr: nd.addr, Kind: ErrConnBroken, Cause: cause})
-}
-
-// breakConn closes node i's connection, hands it to the supervisor for
-// redial, and fails the node in the current batch with err.
-func (l *lane) breakConn(i int, err *NodeError) {
-	cn := &l.conns[i]
-	if cn.valid() {
-		l.closeConn(i)
+	if cn.cause == nil {
+		cn.cause = cn.c.nodeErr(cn.node, kind, cause)
 	}
-	cn.resetState()
-	nd := &l.c.nodes[i]
-	if !l.c.closed.Load() {
-		nd.down.Store(true)
-		nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: err})
-		cn.need.Store(true)
-		l.c.wakeSupervisor(i)
-	}
-	l.failNode(i, err)
+	l.abort()
 }
 
-// finish settles the nodes still open when the batch stops waiting and
-// returns the outcome.
-func (l *lane) finish(start int64) Outcome {
-	b := l.b
-	pending := 0
-	for i := range l.run {
-		st := &l.run[i]
-		if !st.active || st.done {
-			continue
-		}
-		cn := &l.conns[i]
-		switch {
-		case st.written == 0:
-			// Nothing of this batch reached the socket: drop it.
-			l.unqueue(i)
-			st.done = true
-			l.fail++
-			b.errs[i] = ErrNotSent
-		case len(st.wdata) > 0:
-			l.breakConn(i, &NodeError{Node: i, Addr: l.c.nodes[i].addr, Kind: ErrTimeout, Cause: errPartialWrite})
-		default:
-			cn.pushOwed(len(st.slots)-st.sh, start)
-			st.done = true
-			pending++
-			if l.decided {
-				b.errs[i] = ErrPending
-			} else {
-				b.errs[i] = ErrTimeout
-				l.fail++
-			}
+// abort is abortLocked for a caller without mu (the sweeper).
+func (cn *pconn) abort(kind, cause error) {
+	cn.mu.Lock()
+	cn.abortLocked(cn.link, kind, cause)
+	cn.mu.Unlock()
+}
+
+// detach takes the connection away (reader side): no new commands are
+// queued on it, every outstanding slot is returned for failing, and the
+// socket is closed now or, when a writer is inside write, by that writer.
+func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
+	cn.mu.Lock()
+	l := cn.link
+	cause := cn.cause
+	cn.link, cn.cause = nil, nil
+	for cn.q.n > 0 {
+		into = append(into, cn.q.pop())
+	}
+	cn.wq = cn.wq[:0]
+	cn.waitOut = false
+	if !cn.inWrite {
+		cn.writing = false // else the writer inside write clears it (see writeLocked)
+	}
+	if cn.room != nil {
+		close(cn.room)
+		cn.room = nil
+	}
+	if l != nil {
+		l.unregister()
+		if cn.inWrite {
+			cn.deferred = l
+		} else {
+			l.close()
 		}
 	}
-	out := Outcome{Successes: l.succ, Failures: l.fail, Pending: pending, Decided: l.decided}
-	l.b = nil
-	return out
+	cn.mu.Unlock()
+	return into, cause
+}
+
+// install makes l the connection's socket (New or the supervisor) and
+// starts reading it.
+func (cn *pconn) install(l link) error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.c.closed.Load() {
+		l.close()
+		return ErrClosed
+	}
+	cn.link = l
+	cn.gen++
+	if err := l.start(cn); err != nil {
+		cn.link = nil
+		l.close()
+		return err
+	}
+	return nil
+}
+
+// current returns the connection's socket, nil while down.
+func (cn *pconn) current() link {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.link
+}
+
+// overdue reports whether the connection owes replies and has made no
+// progress since limit (mono ns, now - HardTimeout): the deadline of its
+// oldest outstanding reply's batch passed before limit and no reply arrived
+// since. A long pipeline that keeps answering is not overdue; a node that
+// stopped answering is.
+func (cn *pconn) overdue(limit int64) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.link != nil && cn.q.n > 0 && cn.q.front().at < limit && cn.progress < limit
+}
+
+// waitRoom waits until room is closed, deadline (mono ns) passes, or done
+// is closed; it reports whether room came.
+func waitRoom(room <-chan struct{}, deadline int64, done <-chan struct{}) bool {
+	d := deadline - mono()
+	if d <= 0 {
+		return false
+	}
+	t := newTimer(d)
+	defer t.Stop()
+	select {
+	case <-room:
+		return true
+	case <-t.C:
+		return false
+	case <-done:
+		return false
+	}
 }

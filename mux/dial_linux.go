@@ -1,4 +1,4 @@
-//go:build linux && !redmux_portable
+//go:build linux
 
 package mux
 
@@ -14,40 +14,40 @@ import (
 
 var errDialTimeout = errors.New("timeout")
 
-// dial connects to node i with a non-blocking connect bounded by
+// dialRaw connects to node i with a non-blocking connect bounded by
 // DialTimeout (host names are resolved now, at dial time), sets
 // TCP_NODELAY and keepalive, and runs the set-up pipeline. It never runs on
-// a caller's path: New and the supervisor call it. Close aborts it.
-func (c *Client) dial(i int) (*handle, error) {
+// a caller's path: New and the supervisor call it. efd (readable once the
+// client closes) aborts it.
+func (c *Client) dialRaw(i, efd int) (int, error) {
 	start := time.Now()
 	deadline := start.Add(c.cfg.DialTimeout)
 	host, port := c.cfg.hosts[i], c.cfg.ports[i]
 	ips, err := c.lookup(host, deadline)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	var lastErr error
 	for _, ip := range ips {
-		fd, err := c.connect(ip.Unmap(), port, deadline)
+		fd, err := connectRaw(ip.Unmap(), port, efd, deadline)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		rw := rawRW{fd: fd, efd: c.plat.efd}
-		rest, err := runSetup(&rw, c.cfg, deadline)
-		if err != nil {
+		rw := rawRW{fd: fd, efd: efd}
+		if err := runSetup(&rw, c.cfg, deadline); err != nil {
 			_ = unix.Close(fd)
-			return nil, err
+			return -1, err
 		}
-		return &handle{fd: fd, rest: rest}, nil
+		return fd, nil
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no address")
 	}
-	return nil, &setupError{step: "connect", text: lastErr.Error()}
+	return -1, &setupError{step: "connect", text: lastErr.Error()}
 }
 
-func (c *Client) connect(ip netip.Addr, port int, deadline time.Time) (int, error) {
+func connectRaw(ip netip.Addr, port, efd int, deadline time.Time) (int, error) {
 	var sa unix.Sockaddr
 	family := unix.AF_INET
 	if ip.Is4() {
@@ -74,7 +74,7 @@ func (c *Client) connect(ip netip.Addr, port int, deadline time.Time) (int, erro
 	}
 	err = unix.Connect(fd, sa)
 	if err == unix.EINPROGRESS || err == unix.EINTR {
-		if err = waitFd(fd, c.plat.efd, unix.POLLOUT, deadline); err == nil {
+		if err = waitFd(fd, efd, unix.POLLOUT, deadline); err == nil {
 			var soerr int
 			soerr, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
 			if err == nil && soerr != 0 {

@@ -10,6 +10,7 @@
 //	c, err := mux.New(mux.Config{Addrs: addrs, Scripts: scripts})
 //	defer c.Close()
 //	b := c.NewBatch()                     // reusable; one per goroutine
+//	b.SetKey(key)                         // same key, same connection: in order
 //	b.Broadcast(resp.AppendSetNXPX(b.Scratch(), key, val, 30000))
 //	out, err := c.Do(ctx, b, mux.Policy{Quorum: c.N()/2 + 1, Success: isOK})
 //	r, err := b.Last(i)                   // node i's reply, or its error
@@ -30,81 +31,108 @@
 // errors are *NodeError values that also unwrap to their cause (ErrAuth, a
 // *resp.ProtocolError, a syscall error).
 //
-// # Lanes and the supervisor
+// # Shared connections and automatic pipelining
 //
-// A Client owns Config.Lanes lanes (default 2*GOMAXPROCS): a lane is one
-// connection to every node. Do takes a free lane, runs the batch on the
-// caller's goroutine (no goroutine per call) and gives the lane back; many
-// goroutines may call Do at once, up to Lanes batches in parallel, the
-// others wait for a lane; free lanes are reused most-recently-returned
-// first. One background goroutine per node, its supervisor, redials that
-// node's connections that broke or could not be made, with exponential
-// backoff from ReconnectMin to ReconnectMax, jittered to [d/2, d]; a
-// partitioned node whose dials hang delays only its own redials. Nothing on a caller's path ever dials: a node whose
-// connection is down fails at once with ErrNodeDown (its last dial error
-// is the cause; see NodeErr and NodeUp). New fails only on a bad Config.
+// A Client holds Config.Conns connections per node (default 1), shared by
+// every goroutine. Do queues each node's commands on that node's
+// connection and writes them straight to the socket unless another caller
+// is writing: then it only appends, and that caller's write loop (or the
+// poller, once a full socket drains) sends them with its own, so commands
+// of concurrent batches go out in one write per node (write combining).
+// There is no goroutine per call and no hand-off for a caller that finds
+// the connection idle. Each queued command leaves a reply slot in a FIFO,
+// in send order; replies are parsed in place as they arrive and copied
+// into the batch that owns the slot. A batch that returns early (quorum
+// decided, timeout, ctx) is done: the replies still due to it are read and
+// dropped when they come, never given to another batch. Bytes that arrive
+// with no slot waiting (a stray reply) are a protocol error: the connection
+// is replaced.
+//
+// # Ordering
+//
+// All commands from one Client to one node that use the same connection
+// reach the node in the order their Do calls queued them. Batch.SetKey
+// picks the connection by hashing the key, so batches for the same key
+// (redlock sets the resource name) always share one: a release can never
+// overtake its own acquire's SET on a slow node. With Conns = 1 every
+// command to a node is in one order.
+//
+// # Reading, timeouts and the supervisor
+//
+// On Linux one poller goroutine per client waits on an epoll instance that
+// holds every connection (level-triggered), parked in the Go netpoller (the
+// epoll descriptor is itself pollable; epoll_wait is only called with a
+// zero timeout, so no OS thread is held in a blocking syscall). It reads
+// replies, delivers them and wakes a batch's caller once its outcome is
+// decided; it resumes writes that found a socket full (EPOLLOUT); and every
+// HardTimeout/4 it closes a connection whose oldest outstanding reply's
+// batch deadline passed more than HardTimeout ago with no reply since (the
+// node then fails with ErrNodeDown, cause "reply not received within
+// HardTimeout"). A connection that breaks fails every batch still waiting
+// on it at once. The caller waits on its batch: a reply wake-up, its
+// deadline, ctx, or Close, whichever comes first.
+//
+// One background goroutine per node, its supervisor, redials that node's
+// connections that broke or could not be made, with exponential backoff
+// from ReconnectMin to ReconnectMax, jittered to [d/2, d]; a partitioned
+// node whose dials hang delays only its own redials. Nothing on a caller's
+// path ever dials: a node whose connection is down fails at once with
+// ErrNodeDown (its last error is the cause; see NodeErr and NodeUp). New
+// fails only on a bad Config.
 //
 // Every new connection is set up in one pipelined write: AUTH (password,
 // or ACL user and password), HELLO 3 (Config.RESP3), SELECT (Config.DB),
 // CLIENT SETNAME, and SCRIPT LOAD of every Config.Scripts entry; every reply
-// is checked, and a refused AUTH gives an error wrapping ErrAuth (the
-// password never appears in errors). When a node answers NOSCRIPT to an
-// EVALSHA of a registered script, the same Do resends that command as EVAL
-// with the script's text, then SCRIPT LOADs it again.
+// is checked, a refused AUTH gives an error wrapping ErrAuth (the password
+// never appears in errors), and bytes past the last set-up reply fail the
+// dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
+// the same Do resends that command once as EVAL with the script's text,
+// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error.
 //
-// # Owed replies
+// # Bounds
 //
-// A batch that returns before every reply came (decided early, or timed
-// out) leaves those replies owed by their connections. Each connection
-// counts what it owes, in FIFO order with the time it was sent; the next
-// batch on that lane first skips the owed replies, then reads its own.
-// RESP3 push frames are skipped and never matched to a command. If an owed
-// reply has not arrived within Config.HardTimeout (default 1s), the
-// connection is closed (the node then fails with ErrNodeDown, cause
-// "owed reply not received within HardTimeout") and redialled in the
-// background; other lanes owing replies to the same node close theirs at
-// their next use. A command only partly written when the deadline passes
-// also closes its connection; a command not written at all is dropped
-// (ErrNotSent) and the connection kept.
+// Memory stays bounded whatever the nodes do: a connection queues at most
+// MaxQueuedBytes of unwritten commands (callers wait for room, within their
+// deadline, then fail the node with ErrTimeout without writing anything),
+// and accepts replies up to MaxReplyBytes (a larger one breaks the
+// connection with ErrProtocol, and the grown read buffer is released).
+// resp.Parser's limits (Config.Parser) reject absurd declared lengths and
+// nesting before any of it is buffered.
 //
 // # Knobs
 //
-//	Lanes        parallel batches (connections per node); default 2*GOMAXPROCS, at least 2
-//	DialTimeout  connect + set-up pipeline; default 1s
-//	Timeout      per-batch deadline; default 50ms (Policy.Timeout per call)
-//	HardTimeout  how long an owed reply may take before its connection is replaced; default 1s
+//	Conns           connections per node, shared by every caller; default 1
+//	DialTimeout     connect + set-up pipeline; default 1s
+//	Timeout         per-batch deadline; default 50ms (Policy.Timeout per call)
+//	HardTimeout     how long past its batch's deadline a reply may take before its connection is replaced; default 1s
+//	MaxQueuedBytes  unwritten bytes per connection before callers wait; default 4 MiB
+//	MaxReplyBytes   largest reply; default 1 MiB
 //	ReconnectMin, ReconnectMax  redial backoff; default 50ms, 2s
-//	Parser       reply limits (resp.Parser); zero = resp's defaults
+//	Parser          reply limits (resp.Parser); zero = resp's defaults
 //
-// # Linux and the portable fallback
+// # Transports
 //
-// On Linux each lane has its own epoll instance (EPOLL_CLOEXEC) and one
-// non-blocking socket per node (TCP_NODELAY, keepalive, non-blocking
-// connect bounded by DialTimeout, host names resolved at dial time). Do
-// writes each node's bytes straight to its socket; on EAGAIN it keeps the
-// rest and waits for EPOLLOUT (never spinning), while reading replies as
-// epoll reports them. The caller never blocks its thread in epoll_wait: the
-// lane's epoll descriptor is itself registered with the Go netpoller, the
-// caller parks there until it is readable or the batch deadline passes,
-// and epoll_wait is only called with a zero timeout to collect the ready
-// events. (A thread blocked in a raw syscall keeps its scheduler slot until
-// the runtime's monitor takes it back, up to 10 ms later: with many callers
-// on few cores that became the tail latency.) Close makes an eventfd
-// readable that every lane's epoll watches, so calls in flight return
-// ErrClosed at once; then it closes every socket and epoll fd, and stops
-// the supervisors.
-//
-// Other systems (and Linux built with -tags redmux_portable) use a
-// portable fallback on net.Conn with the same API and semantics, but
-// slower: replies are read round-robin with 1ms read slices instead of
-// epoll, a very large batch is written by a helper goroutine, and the
-// zero-allocation guarantee does not hold.
+// The engine (queues, slots, decisions) is written once over a small seam
+// (transport.go): a driver dials and reads connections, a link is one
+// connection. On Linux the default is raw non-blocking sockets
+// (golang.org/x/sys/unix: TCP_NODELAY, keepalive, non-blocking connect
+// bounded by DialTimeout, host names resolved at dial time) with the epoll
+// poller above. Other systems, and Linux built with -tags redmux_portable
+// (tested in CI), use Go's net.Conn: one reader goroutine per connection,
+// writes bounded to short slices so a caller never blocks past its
+// deadline; same API and semantics, more goroutines, and no zero-allocation
+// promise. Close makes the poller stop (or closes the net.Conns), fails
+// every waiting batch with ErrClosed, closes every socket, and returns when
+// every goroutine of the client has ended.
 //
 // # Zero allocation
 //
-// In steady state Do allocates nothing: commands and replies live in
-// buffers owned by the batch and the lane, errors are preallocated values,
-// and deadlines come from the monotonic clock without timers. Pass
-// package-level functions as Policy.Success (a closure may allocate). The
-// cold paths (errors, NOSCRIPT fallback, redial) allocate.
+// In steady state Do allocates nothing, alone or with many goroutines
+// calling at once: commands and replies live in buffers owned by the batch
+// and the connection (they grow to the working size and stay), reply slots
+// are a ring that grows the same way, each batch owns its wake channel and
+// one reusable timer, and errors of the success path are preallocated.
+// Pass package-level functions as Policy.Success (a closure may allocate).
+// The cold paths (node errors, NOSCRIPT fallback, back-pressure waits,
+// redial) allocate.
 package mux

@@ -1,8 +1,50 @@
 package mux
 
 import (
+	"errors"
 	"strconv"
 )
+
+// Errors a node's result can carry, and the errors Do and New return
+// (compare with errors.Is).
+var (
+	ErrTimeout    = errors.New("mux: node timeout")                // no reply before the batch deadline
+	ErrNodeDown   = errors.New("mux: node down")                   // not connected; redial runs in the background
+	ErrConnBroken = errors.New("mux: connection broken")           // I/O error or EOF; connection replaced
+	ErrProtocol   = errors.New("mux: protocol error")              // malformed, oversized or unsolicited reply; connection replaced
+	ErrServer     = errors.New("mux: server error reply")          // matched by every *ServerError
+	ErrClosed     = errors.New("mux: client closed")               // Do after or during Close
+	ErrNotSent    = errors.New("mux: not sent")                    // the batch ended before this node's commands were queued
+	ErrBadBatch   = errors.New("mux: batch does not match client") // node count mismatch, empty batch, malformed command
+	// ErrPending is a node's error when Do returned early (the quorum
+	// outcome was decided) before the node's replies arrived. The node is
+	// neither a success nor a failure in the Outcome; it is counted in
+	// Pending, and its replies are read and dropped when they come.
+	ErrPending = errors.New("mux: reply not awaited (outcome decided early)")
+	// ErrConfig is wrapped by every error New returns for a bad Config.
+	ErrConfig = errors.New("mux: bad config")
+	// ErrAuth is wrapped by the node error of a connection whose set-up
+	// failed authentication (a wrong password or user, or NOAUTH because no
+	// password was configured). The password never appears in it.
+	ErrAuth = errors.New("mux: AUTH failed")
+)
+
+// Causes carried by node errors.
+var (
+	errNotConnected = errors.New("not connected (redial in progress)")
+	errOverdue      = errors.New("reply not received within HardTimeout; connection replaced")
+	errUnsolicited  = errors.New("reply without a pending command")
+	errReplyTooBig  = errors.New("reply larger than MaxReplyBytes")
+	errQueueFull    = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
+	errStraySetup   = errors.New("unsolicited bytes after the connection set-up replies")
+)
+
+// ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ...").
+// errors.Is(err, ErrServer) is true for it.
+type ServerError struct {
+	Node int
+	Text string
+}
 
 // Error returns "mux: node N: <server text>".
 func (e *ServerError) Error() string {

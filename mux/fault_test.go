@@ -105,8 +105,8 @@ func TestFakeDownFailsFast(t *testing.T) {
 		if !errors.Is(err, ErrNodeDown) && !errors.Is(err, ErrConnBroken) {
 			t.Fatalf("batch %d: down node: %v", k, err)
 		}
-		if k >= 2*c.cfg.Lanes && !errors.Is(err, ErrNodeDown) {
-			t.Fatalf("batch %d: every lane has seen the node go: %v", k, err)
+		if k >= 1 && !errors.Is(err, ErrNodeDown) {
+			t.Fatalf("batch %d: the connection has seen the node go: %v", k, err)
 		}
 		// Functional bound (not a speed target): a down node must not make
 		// the call wait for its 2s deadline.
@@ -265,7 +265,7 @@ func TestFakePartitionedNodeDoesNotDelayOtherRedials(t *testing.T) {
 	// Node 0: drop its connections, then accept new ones without answering.
 	cl.Nodes[0].Blackhole()
 	cl.Nodes[0].Down()
-	for k := 0; k < 2*c.cfg.Lanes; k++ { // every lane notices
+	for k := 0; k < 2; k++ { // the connection notices
 		ping(t, c, Policy{})
 	}
 	cl.Nodes[0].Up() // still blackholed: node 0's redials now hang for 5s
@@ -293,50 +293,48 @@ func TestFakePartitionedNodeDoesNotDelayOtherRedials(t *testing.T) {
 	}
 }
 
-// A batch takes the lane it last ran on when that lane is free (not merely
-// the most recently returned one), and the free stack stays consistent.
-func TestLaneAffinity(t *testing.T) {
+// Batches with the same key use the same connection to each node; keys
+// spread over the connections.
+func TestKeyRouting(t *testing.T) {
 	cl := startFake(t, 3, fakeserver.Config{})
-	c := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Lanes = 3 })
-	b := c.NewBatch()
-	b.Broadcast(resp.AppendCommand(nil, "PING"))
-	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
-		t.Fatal(err)
+	c := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Conns = 4 })
+	pick := func(key string) int {
+		b := c.NewBatch()
+		b.SetKey(key)
+		return int(b.route % uint32(c.cfg.Conns))
 	}
-	mine := b.lane
-	if mine == nil {
-		t.Fatal("Do did not record its lane")
-	}
-	// Another caller takes and returns every lane, mine first, so that mine
-	// ends up at the bottom of the stack.
-	var held []*lane
-	for range c.lanes {
-		<-c.tokens
-		held = append(held, c.popLane(nil))
-	}
-	if held[0] != mine {
-		t.Fatalf("LIFO: want the lane just returned first")
-	}
-	for _, l := range held {
-		c.pushLane(l)
-	}
-	if top := c.free[len(c.free)-1]; top == mine {
-		t.Fatal("test set-up: mine should not be on top")
-	}
-	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
-		t.Fatal(err)
-	}
-	if b.lane != mine {
-		t.Fatal("the batch did not get its own free lane back")
-	}
-	if len(c.free) != len(c.lanes) || len(c.tokens) != len(c.lanes) {
-		t.Fatalf("free stack %d, tokens %d, lanes %d", len(c.free), len(c.tokens), len(c.lanes))
-	}
-	seen := map[*lane]bool{}
-	for _, l := range c.free {
-		if seen[l] {
-			t.Fatal("a lane is on the free stack twice")
+	used := map[int]bool{}
+	for k := 0; k < 64; k++ {
+		key := "key-" + string(rune('a'+k%26)) + string(rune('a'+k/26))
+		if pick(key) != pick(key) {
+			t.Fatal("one key, two connections")
 		}
-		seen[l] = true
+		used[pick(key)] = true
+	}
+	if len(used) != c.cfg.Conns {
+		t.Fatalf("64 keys used %d of %d connections", len(used), c.cfg.Conns)
+	}
+	// Commands of one key travel in order: SET then GET of the same key
+	// from two batches (the GET's batch queued after the SET's returned
+	// at quorum) always see the SET.
+	for k := 0; k < 200; k++ {
+		key := uniqueKey("route")
+		b := c.NewBatch()
+		b.SetKey(key)
+		b.Broadcast(resp.AppendCommand(nil, "SET", key, "v"))
+		if _, err := c.Do(context.Background(), b, Policy{Quorum: 1}); err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(nil, "GET", key))
+		out, err := c.Do(context.Background(), b, Policy{})
+		if err != nil || out.Successes != 3 {
+			t.Fatalf("%+v %v", out, err)
+		}
+		for i := 0; i < 3; i++ {
+			if r, _ := b.Last(i); string(r.Data) != "v" {
+				t.Fatalf("round %d node %d: GET overtook its SET: %v", k, i, r)
+			}
+		}
 	}
 }

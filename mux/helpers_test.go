@@ -25,7 +25,7 @@ func newTestClient(t testing.TB, addrs []string, mod func(*Config)) *Client {
 	t.Helper()
 	cfg := Config{
 		Addrs:        addrs,
-		Lanes:        2,
+		Conns:        2,
 		Timeout:      500 * time.Millisecond,
 		Scripts:      lockScripts(),
 		ReconnectMin: 10 * time.Millisecond,
@@ -66,22 +66,23 @@ func broadcast(t testing.TB, c *Client, p Policy, args ...string) (*Batch, Outco
 	return b, out
 }
 
-// waitUp waits (bounded) until every node is up again and one broadcast
-// PING succeeds on every lane.
+// waitAllOK waits (bounded) until every node is up again and one broadcast
+// PING succeeds on every connection.
 func waitAllOK(t testing.TB, c *Client, within time.Duration) {
 	t.Helper()
 	end := time.Now().Add(within)
 	for {
 		ok := 0
-		for k := 0; k < 2*c.cfg.Lanes; k++ {
+		for k := 0; k < c.cfg.Conns; k++ {
 			b := c.NewBatch()
+			b.route = uint32(k)
 			b.Broadcast(resp.AppendCommand(nil, "PING"))
 			out, err := c.Do(context.Background(), b, Policy{})
 			if err == nil && out.Successes == c.N() {
 				ok++
 			}
 		}
-		if ok == 2*c.cfg.Lanes {
+		if ok == c.cfg.Conns {
 			return
 		}
 		if time.Now().After(end) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +45,7 @@ func TestLeakFDsGoroutines(t *testing.T) {
 	gor0 := runtime.NumGoroutine()
 
 	c, err := New(Config{
-		Addrs: cl.Addrs(), Lanes: 3, Timeout: 200 * time.Millisecond, HardTimeout: 300 * time.Millisecond,
+		Addrs: cl.Addrs(), Conns: 2, Timeout: 200 * time.Millisecond, HardTimeout: 300 * time.Millisecond,
 		Scripts: lockScripts(), ReconnectMin: 5 * time.Millisecond, ReconnectMax: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -54,37 +56,42 @@ func TestLeakFDsGoroutines(t *testing.T) {
 	gorUp := runtime.NumGoroutine()
 	t.Logf("baseline fds %d goroutines %d; client up: fds %d goroutines %d", fds0, gor0, fdsUp, gorUp)
 
-	const batches, cycles = 10000, 10
+	// 10 cycles; in each, a node restarts (with or without its data) while
+	// 64 goroutines share the client, 10,000 batches in all.
+	const batches, cycles, callers = 10000, 10, 64
 	ctx := context.Background()
-	b := c.NewBatch()
 	cmd := resp.AppendCommand(nil, "PING")
-	fails := 0
-	for k := 0; k < batches; k++ {
-		if k%(batches/cycles) == batches/cycles/2 {
-			node := cl.Nodes[(k/(batches/cycles))%5]
-			if err := node.Restart(k%2 == 0, 10*time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
+	var fails atomic.Int64
+	for cyc := 0; cyc < cycles; cyc++ {
+		node := cl.Nodes[cyc%5]
+		var wg sync.WaitGroup
+		for g := 0; g < callers; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				b := c.NewBatch()
+				for k := 0; k < batches/cycles/callers; k++ {
+					b.Reset()
+					b.Broadcast(cmd)
+					out, err := c.Do(ctx, b, Policy{Quorum: 3})
+					if err != nil || out.Successes < 3 {
+						fails.Add(1)
+					}
+				}
+			}(g)
 		}
-		if k%(batches/cycles) == batches/cycles-1 {
-			waitAllOK(t, c, 3*time.Second)
-			fds := settle(func() int { return countFDs(t) }, fdsUp, 2*time.Second)
-			if fds > fdsUp {
-				t.Fatalf("after cycle %d: %d fds, %d with the client up", k/(batches/cycles), fds, fdsUp)
-			}
-		}
-		b.Reset()
-		b.Broadcast(cmd)
-		out, err := c.Do(ctx, b, Policy{Quorum: 3})
-		if err != nil {
+		if err := node.Restart(cyc%2 == 0, 10*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if out.Successes < 3 {
-			fails++
+		wg.Wait()
+		waitAllOK(t, c, 3*time.Second)
+		fds := settle(func() int { return countFDs(t) }, fdsUp, 2*time.Second)
+		if fds > fdsUp {
+			t.Fatalf("after cycle %d: %d fds, %d with the client up", cyc, fds, fdsUp)
 		}
 	}
-	if fails > 0 {
-		t.Logf("%d batches without quorum (around restarts)", fails)
+	if n := fails.Load(); n > 0 {
+		t.Logf("%d batches without quorum (around restarts)", n)
 	}
 	if g := settle(runtime.NumGoroutine, gorUp, 2*time.Second); g > gorUp {
 		t.Fatalf("goroutines grew: %d, %d with the client up", g, gorUp)

@@ -89,6 +89,6 @@ func contains(s, sub string) bool {
 // skipped and the next batch on that connection reads its own reply.
 func TestRealQuorumEarlyPaused(t *testing.T) {
 	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.Lanes = 2 })
+	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.Conns = 2 })
 	testQuorumEarly(t, c, func() { _ = srv[4].Pause() }, func() { _ = srv[4].Resume() }, 4)
 }

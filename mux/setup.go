@@ -51,12 +51,13 @@ func (r *resolved) pipeline() ([]byte, []setupStep) {
 	return b, steps
 }
 
-// runSetup writes the set-up pipeline and checks every reply. It returns
-// any bytes read past the last set-up reply.
-func runSetup(rw setupRW, r *resolved, deadline time.Time) ([]byte, error) {
+// runSetup writes the set-up pipeline and checks every reply. Bytes past
+// the last set-up reply are an error: nothing was asked for them, and
+// matched to the first command they would shift every reply after it.
+func runSetup(rw setupRW, r *resolved, deadline time.Time) error {
 	cmds, steps := r.pipeline()
 	if err := rw.write(cmds, deadline); err != nil {
-		return nil, &setupError{step: "write", text: err.Error()}
+		return &setupError{step: "write", text: err.Error()}
 	}
 	buf := make([]byte, 0, 4096)
 	off, step := 0, 0
@@ -67,14 +68,14 @@ func runSetup(rw setupRW, r *resolved, deadline time.Time) ([]byte, error) {
 				break
 			}
 			if err != nil {
-				return nil, &setupError{step: steps[step].name, text: err.Error()}
+				return &setupError{step: steps[step].name, text: err.Error()}
 			}
 			off += n
 			if rep.Type == resp.TypePush {
 				continue
 			}
 			if err := checkStep(steps[step], rep, r.Password); err != nil {
-				return nil, err
+				return err
 			}
 			step++
 		}
@@ -88,11 +89,14 @@ func runSetup(rw setupRW, r *resolved, deadline time.Time) ([]byte, error) {
 		}
 		n, err := rw.read(buf[len(buf):cap(buf)], deadline)
 		if err != nil {
-			return nil, &setupError{step: steps[step].name, text: "reading reply: " + err.Error()}
+			return &setupError{step: steps[step].name, text: "reading reply: " + err.Error()}
 		}
 		buf = buf[:len(buf)+n]
 	}
-	return buf[off:], nil
+	if off < len(buf) {
+		return &setupError{step: "end", text: errStraySetup.Error()}
+	}
+	return nil
 }
 
 func checkStep(s setupStep, rep resp.Reply, password string) error {

@@ -6,11 +6,11 @@ import (
 )
 
 // supervise is node i's background goroutine (one per node, started by
-// New, stopped by Close): it redials the connections to node i that lanes
-// gave up on (need set), with capped, jittered exponential backoff, and
-// hands each new connection to its lane (ready). Nothing on a caller's path
-// ever dials, and a node whose dials hang until DialTimeout (a partition)
-// delays only its own redials, never another node's.
+// New, stopped by Close): it redials node i's connections that broke or
+// could not be made, with capped, jittered exponential backoff. Nothing on
+// a caller's path ever dials, and a node whose dials hang until
+// DialTimeout (a partition) delays only its own redials, never another
+// node's.
 func (c *Client) supervise(i int) {
 	defer c.supWG.Done()
 	var next int64
@@ -38,45 +38,35 @@ func (c *Client) supervise(i int) {
 // redialNode redials node i's connections if due and returns how long until
 // the next attempt (0: nothing waiting).
 func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Duration {
-	needs := false
-	for _, l := range c.lanes {
-		if l.conns[i].need.Load() {
-			needs = true
-			break
+	var down []*pconn
+	for _, cn := range c.nodeConns(i) {
+		if cn.current() == nil {
+			down = append(down, cn)
 		}
 	}
-	if !needs || c.closed.Load() {
+	if len(down) == 0 || c.closed.Load() {
+		if len(down) == 0 && !c.closed.Load() {
+			c.nodes[i].down.Store(false)
+		}
 		return 0
 	}
 	if now := mono(); now < *next {
 		return until(*next)
 	}
 	ok := true
-	for _, l := range c.lanes {
-		cn := &l.conns[i]
+	for _, cn := range down {
 		if c.closed.Load() {
 			return 0
 		}
-		if !cn.need.CompareAndSwap(true, false) {
-			continue
-		}
-		h, err := c.dial(i)
-		if err != nil {
-			cn.need.Store(true)
-			if !c.closed.Load() {
-				c.dialFailed(i, err)
-			}
+		if !c.connect(cn) {
 			ok = false
 			break // one failed dial per pass: the node is not back yet
 		}
-		cn.ready.Store(h)
 	}
-	nd := &c.nodes[i]
 	if ok {
 		*backoff = 0
 		*next = 0
-		nd.stalled.Store(false)
-		nd.down.Store(false)
+		c.nodes[i].down.Store(false)
 		return 0
 	}
 	b := *backoff * 2

@@ -110,6 +110,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	}
 	b := w.b
 	b.Reset()
+	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
 	w.cmd = resp.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 
@@ -124,7 +125,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 		return tally{failed: c.n}, err
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
-	if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {
+	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		*l = Lock{
 			c:           c,
 			resource:    resource,
@@ -157,6 +158,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, timeout time.Duration) {
 	b := w.b
 	b.Reset()
+	b.SetKey(resource)
 	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
 	b.Broadcast(w.cmd)
 	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})

@@ -227,10 +227,8 @@ func isInt(_ int, r resp.Reply) bool {
 	return ok
 }
 
-// ttlMillis is ttl in whole milliseconds, rounded up.
-func ttlMillis(ttl time.Duration) int64 {
-	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
-}
+// ttlMillis is ttl in whole milliseconds, rounded up (TTLMillis).
+func ttlMillis(ttl time.Duration) int64 { return TTLMillis(ttl) }
 
 // cleanupCtx returns ctx, or a context without its cancellation when ctx is
 // already done: a release after a failed attempt must still be sent.

@@ -128,6 +128,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	defer c.putWorker(w)
 	b := w.b
 	b.Reset()
+	b.SetKey(l.resource) // one connection per node for this resource: a release never overtakes its SET
 	w.cmd = resp.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
@@ -189,6 +190,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	defer c.putWorker(w)
 	b := w.b
 	b.Reset()
+	b.SetKey(l.resource)
 	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})

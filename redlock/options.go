@@ -50,7 +50,7 @@ func defaultLockSettings() lockSettings {
 
 // drift is the clock drift allowance for ttl: ttl*factor + fixed.
 func (s *lockSettings) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*s.driftFactor) + s.driftFixed
+	return Drift(ttl, s.driftFactor, s.driftFixed)
 }
 
 func (s *lockSettings) validate() error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -676,4 +677,50 @@ func TestExtendContextEndsAfterSendShortens(t *testing.T) {
 			}, "every node applied the shorter TTL")
 		})
 	}
+}
+
+// D2: with more callers than connections, the release after a failed
+// acquire (and Lock.Release) travels behind its own SETs on each node, so
+// a slow node never runs a release before the SET it was meant to undo,
+// and no orphan key outlives the attempt. Routed by resource over 4
+// connections per node; 2 of 5 nodes hold every request (a partition)
+// until healed, then run them all at once, connections in any order.
+func TestReleaseNeverOvertakesItsSet(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithNodeTimeout(20*time.Millisecond),
+		redlock.WithMuxConfig(mux.Config{Conns: 4}))
+	warm(t, c)
+	for i := 0; i < 2; i++ {
+		cl.Nodes[i].Blackhole()
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := 0; k < 5; k++ {
+				res := "d2-" + strconv.Itoa(g%8)
+				if l, err := c.TryAcquire(context.Background(), res, redlock.WithTTL(30*time.Second)); err == nil {
+					_ = l.Release(context.Background())
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	for i := 0; i < 2; i++ {
+		cl.Nodes[i].Heal()
+	}
+	// Every command has run once the healed nodes answer a fresh PING.
+	for _, a := range addrs[:2] {
+		rawDo(t, a, "PING")
+	}
+	eventually(t, 2*time.Second, func() bool {
+		for _, n := range cl.Nodes {
+			if n.DBSize() != 0 {
+				return false
+			}
+		}
+		return true
+	}, "orphan lock keys left on a node (a release overtook its SET)")
 }

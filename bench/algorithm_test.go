@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder is a minimal RESP server that answers the lock commands (SET: OK,
+// EVALSHA: 1, SCRIPT LOAD: the script's SHA, anything else: OK) and records
+// the PX argument of every SET.
+type recorder struct {
+	ln  net.Listener
+	mu  sync.Mutex
+	pxs []int64
+	wg  sync.WaitGroup
+}
+
+func startRecorder(t *testing.T) *recorder {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r := &recorder{ln: ln}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r.wg.Add(1)
+			go func() { defer r.wg.Done(); r.serve(c) }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); r.wg.Wait() })
+	return r
+}
+
+func (r *recorder) serve(c net.Conn) {
+	defer c.Close()
+	var p resp.Parser
+	buf := make([]byte, 0, 1<<16)
+	tmp := make([]byte, 4096)
+	for {
+		n, err := c.Read(tmp)
+		if err != nil {
+			return
+		}
+		buf = append(buf, tmp[:n]...)
+		var out []byte
+		for len(buf) > 0 {
+			f, k, err := p.Parse(buf)
+			if err != nil {
+				break
+			}
+			raw := f.Raw
+			switch {
+			case bytes.Contains(raw, []byte("$3\r\nSET\r\n")):
+				if i := bytes.Index(raw, []byte("$2\r\nPX\r\n$")); i >= 0 {
+					rest := raw[i+len("$2\r\nPX\r\n$"):]
+					rest = rest[bytes.Index(rest, []byte("\r\n"))+2:]
+					px, _ := strconv.ParseInt(string(rest[:bytes.Index(rest, []byte("\r\n"))]), 10, 64)
+					r.mu.Lock()
+					r.pxs = append(r.pxs, px)
+					r.mu.Unlock()
+				}
+				out = append(out, "+OK\r\n"...)
+			case bytes.Contains(raw, []byte("EVALSHA")):
+				out = append(out, ":1\r\n"...)
+			case bytes.Contains(raw, []byte("SCRIPT")):
+				sha := "0000000000000000000000000000000000000000"
+				for _, s := range scripts.All {
+					if bytes.Contains(raw, []byte(s.Text)) {
+						sha = s.SHA
+					}
+				}
+				out = append(out, "$40\r\n"+sha+"\r\n"...)
+			default:
+				out = append(out, "+OK\r\n"...)
+			}
+			buf = buf[k:]
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+func (r *recorder) px() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int64(nil), r.pxs...)
+}
+
+func strategyWorker(t *testing.T, name string, addrs []string, p LockParams) (Strategy, Worker) {
+	s, err := newStrategy(name, addrs, p, 2)
+	require.NoError(t, err, name)
+	t.Cleanup(func() { s.Close() })
+	w, err := s.NewWorker(context.Background())
+	require.NoError(t, err, name)
+	t.Cleanup(func() { w.Close() })
+	return s, w
+}
+
+// Issue 12 item 7 / bench/doc.go: every strategy runs redlock's algorithm.
+// The PX argument is redlock's (whole milliseconds rounded up; seq and
+// fanout used to truncate).
+func TestStrategiesSendRedlocksTTL(t *testing.T) {
+	ttl := 10*time.Second + 500*time.Microsecond
+	want := redlock.TTLMillis(ttl)
+	require.Equal(t, int64(10001), want)
+	for _, name := range AllStrategies {
+		rec := startRecorder(t)
+		p := LockParams{TTL: ttl, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+		_, w := strategyWorker(t, name, []string{rec.ln.Addr().String()}, p)
+		ok, err := w.Acquire(context.Background(), "k")
+		require.NoError(t, err, name)
+		require.True(t, ok, name)
+		require.Equal(t, []int64{want}, rec.px(), name)
+	}
+}
+
+// The strategies decide alike on the same node states: a quorum with nodes
+// down, no quorum (an error), and refusals (not acquired, no error), after
+// which the attempt's grants are released on every node.
+func TestStrategiesDecideAlike(t *testing.T) {
+	c, err := fakeserver.StartCluster(5, fakeserver.Config{})
+	require.NoError(t, err)
+	defer c.Close()
+	p := LockParams{TTL: 10 * time.Second, Timeout: 500 * time.Millisecond, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+	ctx := context.Background()
+	workers := map[string]Worker{}
+	for _, name := range AllStrategies {
+		_, workers[name] = strategyWorker(t, name, c.Addrs(), p)
+	}
+
+	// Keys held by someone else on nodes 0, 1, 2: refused by a quorum.
+	for _, name := range AllStrategies {
+		key := "held:" + name
+		for i := 0; i < 3; i++ {
+			_, err := command(ctx, c.Addrs()[i], &connOpts{dialTimeout: time.Second, timeout: time.Second}, "SET", key, "other", "PX", "60000")
+			require.NoError(t, err)
+		}
+		ok, err := workers[name].Acquire(ctx, key)
+		require.NoError(t, err, name)
+		require.False(t, ok, name)
+		// The grants on nodes 3 and 4 were released (redlock waits for one
+		// answer, so poll briefly).
+		deadline := time.Now().Add(2 * time.Second)
+		for (c.Nodes[3].DBSize() > 0 || c.Nodes[4].DBSize() > 0) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		require.Zero(t, c.Nodes[3].DBSize(), "%s: grant left on node 3", name)
+		require.Zero(t, c.Nodes[4].DBSize(), "%s: grant left on node 4", name)
+		v, _ := c.Nodes[0].Get(key)
+		require.Equal(t, "other", string(v), name)
+	}
+
+	// Two of five down: acquired (quorum 3).
+	c.Nodes[3].Down()
+	c.Nodes[4].Down()
+	for _, name := range AllStrategies {
+		ok, err := workers[name].Acquire(ctx, "q:"+name)
+		require.NoError(t, err, name)
+		require.True(t, ok, name)
+		require.NoError(t, workers[name].Release(ctx), name)
+	}
+	// Three of five down: quorum lost, an error for every strategy.
+	c.Nodes[2].Down()
+	for _, name := range AllStrategies {
+		ok, err := workers[name].Acquire(ctx, "nq:"+name)
+		require.False(t, ok, name)
+		require.ErrorIs(t, err, ErrNoQuorum, name)
+	}
+}

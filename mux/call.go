@@ -1,0 +1,174 @@
+package mux
+
+import (
+	"time"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// Policy says when Do may return.
+type Policy struct {
+	// Quorum, when > 0, lets Do return as soon as Quorum nodes succeeded, or
+	// as soon as so many failed that Quorum is out of reach. 0 waits for
+	// every node (or the deadline).
+	Quorum int
+	// Success decides whether a node's reply counts as a success (called
+	// with the reply to the node's last command in the batch; a node with an
+	// error reply to any command, or an error, is a failure). nil counts any
+	// non-error reply as success. It runs on the goroutine that reads
+	// replies, with the batch locked: keep it short, and pass a
+	// package-level func, not a closure, to keep Do allocation-free.
+	Success func(node int, r resp.Reply) bool
+	// Timeout overrides Config.Timeout for this call when > 0. The deadline
+	// is also bounded by ctx's.
+	Timeout time.Duration
+}
+
+// Outcome summarises a finished Do. It is the zero Outcome only when Do
+// returned before queueing anything.
+type Outcome struct {
+	Successes int  // nodes that succeeded
+	Failures  int  // nodes that failed (error reply, predicate false, or an error other than ErrPending)
+	Pending   int  // nodes whose replies had not all arrived when Do returned (ErrPending or ErrTimeout; read and dropped later)
+	Decided   bool // Quorum > 0 and the outcome was known early (reached or impossible)
+}
+
+// This file holds the per-call bookkeeping of a batch. Every method here
+// runs with b.mu held; the caller of Do and the reader side (which
+// delivers replies and connection failures) share it.
+
+// begin starts a new call generation for p.
+func (b *Batch) begin(p Policy) {
+	cl := &b.call
+	cl.gen++
+	cl.live = true
+	cl.pol = p
+	cl.rbuf = cl.rbuf[:0]
+	cl.active, cl.open, cl.succ, cl.fail = 0, 0, 0, 0
+	cl.decided, cl.signaled = false, false
+	for i := 0; i < b.n; i++ {
+		k := len(b.offs[i])
+		if cap(cl.res[i]) < k {
+			cl.res[i] = make([]result, k)
+		}
+		cl.res[i] = cl.res[i][:k]
+		clear(cl.res[i])
+		cl.got[i] = 0
+		cl.errs[i] = nil
+		cl.done[i] = k == 0
+		if k > 0 {
+			cl.active++
+			cl.open++
+		}
+	}
+	if p.Quorum > 0 && cl.active < p.Quorum {
+		cl.decided = true // out of reach from the start
+	}
+	select { // a wake-up left over from an earlier call
+	case <-b.wake:
+	default:
+	}
+}
+
+// settled reports whether Do may return.
+func (cl *call) settled() bool { return cl.decided || cl.open == 0 }
+
+// signal wakes Do once, when the call has settled.
+func (b *Batch) signal() {
+	cl := &b.call
+	if cl.signaled || !cl.settled() {
+		return
+	}
+	cl.signaled = true
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// store records a reply frame for node's command k and reports whether the
+// node is now complete.
+func (b *Batch) store(node, k int, frame []byte, isErr bool) {
+	cl := &b.call
+	r := &cl.res[node][k]
+	if r.got || cl.done[node] {
+		return
+	}
+	off := len(cl.rbuf)
+	cl.rbuf = append(cl.rbuf, frame...)
+	r.off, r.n, r.got, r.isErr = off, len(frame), true, isErr
+	cl.got[node]++
+	if cl.got[node] == len(cl.res[node]) {
+		b.complete(node)
+	}
+}
+
+// complete records node as finished with every reply in.
+func (b *Batch) complete(node int) {
+	cl := &b.call
+	cl.done[node] = true
+	cl.open--
+	rs := cl.res[node]
+	ok := true
+	for k := range rs {
+		if rs[k].isErr {
+			ok = false
+			break
+		}
+	}
+	if ok && cl.pol.Success != nil {
+		last := rs[len(rs)-1]
+		rep, _, err := b.parser.Parse(cl.rbuf[last.off : last.off+last.n])
+		ok = err == nil && cl.pol.Success(node, rep)
+	}
+	if ok {
+		cl.succ++
+	} else {
+		cl.fail++
+	}
+	b.decide()
+}
+
+func (b *Batch) decide() {
+	cl := &b.call
+	if q := cl.pol.Quorum; q > 0 && (cl.succ >= q || cl.active-cl.fail < q) {
+		cl.decided = true
+	}
+	b.signal()
+}
+
+// failNode records a node-level error for node if it is still open.
+func (b *Batch) failNode(node int, err error) {
+	cl := &b.call
+	if cl.done[node] {
+		return
+	}
+	cl.done[node] = true
+	cl.open--
+	cl.fail++
+	cl.errs[node] = err
+	b.decide()
+}
+
+// end closes the call (late replies are dropped from now on) and settles
+// the nodes still open: their replies are pending.
+func (b *Batch) end() Outcome {
+	cl := &b.call
+	cl.live = false
+	cl.gen++
+	pending := 0
+	for i := 0; i < b.n; i++ {
+		if cl.done[i] {
+			continue
+		}
+		cl.done[i] = true
+		pending++
+		if cl.decided {
+			cl.errs[i] = ErrPending
+		} else {
+			cl.errs[i] = ErrTimeout
+			cl.fail++
+		}
+	}
+	return Outcome{Successes: cl.succ, Failures: cl.fail, Pending: pending, Decided: cl.decided}
+}

@@ -1,0 +1,457 @@
+package mux
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// hostile is a small RESP server for tests: it answers ECHO with its
+// argument, SCRIPT LOAD with the script's SHA1, and +OK to anything else,
+// and misbehaves as its hooks say.
+type hostile struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+	done  chan struct{}
+	// reply may rewrite or delay the reply to one command (args[0]
+	// upper-cased); it runs on the connection's goroutine. nil: normal.
+	reply func(cn *hconn, args [][]byte, out []byte) []byte
+	// after runs once after each connection's first reply (set-up done).
+	after func(cn *hconn)
+	evals atomic.Int64
+}
+
+type hconn struct {
+	net.Conn
+	h      *hostile
+	n      int // commands answered
+	mode   int
+	rng    *rand.Rand
+	wmu    sync.Mutex
+	closed atomic.Bool
+}
+
+func (c *hconn) send(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.Write(b)
+	return err
+}
+
+func startHostile(t testing.TB, setup func(h *hostile)) *hostile {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hostile{ln: ln, done: make(chan struct{})}
+	if setup != nil {
+		setup(h)
+	}
+	h.wg.Add(1)
+	go h.serve()
+	t.Cleanup(h.close)
+	return h
+}
+
+func (h *hostile) addr() string { return h.ln.Addr().String() }
+
+func (h *hostile) close() {
+	close(h.done)
+	_ = h.ln.Close()
+	h.mu.Lock()
+	for _, c := range h.conns {
+		_ = c.Close()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func (h *hostile) serve() {
+	defer h.wg.Done()
+	seed := uint64(0)
+	for {
+		nc, err := h.ln.Accept()
+		if err != nil {
+			return
+		}
+		seed++
+		h.mu.Lock()
+		h.conns = append(h.conns, nc)
+		h.mu.Unlock()
+		c := &hconn{Conn: nc, h: h, rng: rand.New(rand.NewPCG(seed, 42))}
+		h.wg.Add(1)
+		go c.loop()
+	}
+}
+
+func (c *hconn) loop() {
+	defer c.h.wg.Done()
+	defer c.Close()
+	buf := make([]byte, 0, 64<<10)
+	tmp := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(tmp)
+		if err != nil {
+			return
+		}
+		buf = append(buf, tmp[:n]...)
+		off := 0
+		var out []byte
+		for {
+			rep, m, err := resp.Parse(buf[off:])
+			if err != nil {
+				break
+			}
+			off += m
+			var args [][]byte
+			it := rep.Iter()
+			var a resp.Reply
+			for it.Next(&a) {
+				args = append(args, bytes.Clone(a.Data))
+			}
+			if len(args) == 0 {
+				return
+			}
+			name := string(bytes.ToUpper(args[0]))
+			var r []byte
+			switch {
+			case name == "ECHO" && len(args) == 2:
+				r = resp.AppendBulk(nil, args[1])
+			case name == "SCRIPT" && len(args) == 3:
+				sum := sha1.Sum(args[2])
+				r = resp.AppendBulkString(nil, hex.EncodeToString(sum[:]))
+			case name == "EVAL":
+				c.h.evals.Add(1)
+				r = []byte("+OK\r\n")
+			default:
+				r = []byte("+OK\r\n")
+			}
+			if c.h.reply != nil {
+				r = c.h.reply(c, append([][]byte{[]byte(name)}, args[1:]...), r)
+			}
+			out = append(out, r...)
+			c.n++
+		}
+		buf = append(buf[:0], buf[off:]...)
+		if len(out) > 0 && c.write(out) != nil {
+			return
+		}
+	}
+}
+
+// write sends out as the connection's mode says: at once, byte by byte,
+// after a delay, or not at all (then the connection is dropped).
+func (c *hconn) write(out []byte) error {
+	switch c.mode {
+	case 1: // 1-byte writes
+		for i := range out {
+			if err := c.send(out[i : i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case 2: // delays
+		time.Sleep(time.Duration(c.rng.IntN(3000)) * time.Microsecond)
+	case 3: // stalls now and then
+		if c.rng.IntN(50) == 0 {
+			time.Sleep(60 * time.Millisecond)
+		}
+	case 4: // drops the connection now and then, mid-reply
+		if c.rng.IntN(200) == 0 {
+			_ = c.send(out[:len(out)/2])
+			return errors.New("drop")
+		}
+	}
+	err := c.send(out)
+	if c.n > 0 && c.h.after != nil && !c.closed.Swap(true) {
+		go c.h.after(c)
+	}
+	return err
+}
+
+// A reply can never reach a batch it does not belong to: thousands of
+// concurrent batches, each echoing values unique to it, on nodes that
+// split replies into 1-byte writes, delay, stall and drop connections; some
+// batches return at quorum and abandon their slots. Every reply a batch
+// sees is its own.
+func TestHostileRepliesNeverCross(t *testing.T) {
+	const nodes = 5
+	addrs := make([]string, nodes)
+	for i := range addrs {
+		mode := i // 0 normal, 1 split, 2 delay, 3 stall, 4 drop
+		h := startHostile(t, func(h *hostile) {
+			h.reply = func(c *hconn, _ [][]byte, r []byte) []byte { c.mode = mode; return r }
+		})
+		addrs[i] = h.addr()
+	}
+	c := newTestClient(t, addrs, func(cfg *Config) {
+		cfg.Scripts = nil
+		cfg.Timeout = 40 * time.Millisecond
+		cfg.HardTimeout = 150 * time.Millisecond
+		cfg.Conns = 2
+	})
+	const workers, rounds = 64, 60
+	var wg sync.WaitGroup
+	var crossed, matched, errored atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			b := c.NewBatch()
+			for r := 0; r < rounds; r++ {
+				b.Reset()
+				b.SetKey(strconv.Itoa(w*rounds + r))
+				for i := 0; i < nodes; i++ {
+					for k := 0; k < 1+r%3; k++ {
+						b.Add(i, resp.AppendCommand(nil, "ECHO", fmt.Sprintf("w%d-r%d-n%d-k%d", w, r, i, k)))
+					}
+				}
+				p := Policy{}
+				if r%2 == 1 {
+					p.Quorum = 1 + r%nodes // returns early, abandoning slots
+				}
+				if _, err := c.Do(context.Background(), b, p); err != nil {
+					crossed.Add(1000000) // Do itself must not fail here
+					return
+				}
+				for i := 0; i < nodes; i++ {
+					for k := 0; k < b.Commands(i); k++ {
+						rep, err := b.Reply(i, k)
+						switch {
+						case err != nil:
+							errored.Add(1)
+						case string(rep.Data) == fmt.Sprintf("w%d-r%d-n%d-k%d", w, r, i, k):
+							matched.Add(1)
+						default:
+							crossed.Add(1)
+						}
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	t.Logf("replies: %d matched, %d errors (timeouts, drops, abandoned)", matched.Load(), errored.Load())
+	if crossed.Load() != 0 {
+		t.Fatalf("%d replies reached a batch they did not belong to", crossed.Load())
+	}
+	if matched.Load() < workers*rounds {
+		t.Fatalf("only %d replies matched: the test did not exercise the client", matched.Load())
+	}
+}
+
+// D3: bytes a server sends while nothing is outstanding are a protocol
+// error (the connection is replaced), never matched to the next command.
+// Broken (the stray matched to the next command), the first ECHO below
+// gets "STRAY!".
+func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
+	var once atomic.Bool
+	h := startHostile(t, func(h *hostile) {
+		h.after = func(c *hconn) {
+			if once.Swap(true) {
+				return // the first connection only
+			}
+			time.Sleep(30 * time.Millisecond)
+			_ = c.send([]byte("$6\r\nSTRAY!\r\n"))
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) { cfg.Scripts = nil; cfg.Conns = 1 })
+	time.Sleep(100 * time.Millisecond) // the stray arrives while idle
+	waitAllOK(t, c, 3*time.Second)
+	h.mu.Lock()
+	accepted := len(h.conns)
+	h.mu.Unlock()
+	if accepted != 2 {
+		t.Fatalf("%d connections: the stray must have replaced the first one", accepted)
+	}
+	b := c.NewBatch()
+	for k := 0; k < 5; k++ {
+		want := "v" + strconv.Itoa(k)
+		b.Reset()
+		b.Add(0, resp.AppendCommand(nil, "ECHO", want))
+		if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := b.Last(0); err != nil || string(rep.Data) != want {
+			t.Fatalf("batch %d: %q %v", k, rep.Data, err)
+		}
+	}
+}
+
+// D4: a node streaming a huge reply breaks its connection at
+// MaxReplyBytes (ErrProtocol), within Do's deadline, and the grown read
+// buffer is released.
+func TestHugeReplyBounded(t *testing.T) {
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if string(args[0]) != "ECHO" {
+				return r
+			}
+			go func() {
+				_ = c.send([]byte("$536870912\r\n"))
+				chunk := bytes.Repeat([]byte("x"), 64<<10)
+				for i := 0; i < 8192 && c.send(chunk) == nil; i++ {
+				}
+			}()
+			return nil
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
+		cfg.Scripts = nil
+		cfg.MaxReplyBytes = 256 << 10
+		cfg.Timeout = 3 * time.Second
+	})
+	b := c.NewBatch()
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "x"))
+	start := time.Now()
+	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Err(0)
+	if !errors.Is(err, ErrProtocol) || !errors.Is(err, errReplyTooBig) {
+		t.Fatalf("want a protocol error for the oversized reply, got %v", err)
+	}
+	// Functional bound: the break came from the size limit, long before
+	// the 3s deadline (not a speed target).
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Do took %v", d)
+	}
+	_ = c.Close() // the read side has stopped: its state can be read
+	for _, cn := range c.conns {
+		if len(cn.rd.buf) > initialReadBuf {
+			t.Fatalf("read buffer of %d bytes kept after the connection was replaced", len(cn.rd.buf))
+		}
+	}
+}
+
+// D5: a node answering NOSCRIPT to everything gets one EVAL fallback per
+// command per batch, then the batch has the node's error.
+func TestNoScriptFallbackOnce(t *testing.T) {
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if string(args[0]) == "EVALSHA" || string(args[0]) == "EVAL" {
+				return []byte("-NOSCRIPT No matching script. Please use EVAL.\r\n")
+			}
+			return r
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, nil)
+	sha := c.cfg.Scripts[0].SHA
+	b := c.NewBatch()
+	const batches, perBatch = 5, 3
+	for k := 0; k < batches; k++ {
+		b.Reset()
+		for j := 0; j < perBatch; j++ {
+			b.Add(0, resp.AppendCommand(nil, "EVALSHA", sha, "1", "k", "v"))
+		}
+		if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < perBatch; j++ {
+			if _, err := b.Reply(0, j); !errors.Is(err, ErrServer) {
+				t.Fatalf("batch %d command %d: %v", k, j, err)
+			}
+		}
+	}
+	if got := h.evals.Load(); got != batches*perBatch {
+		t.Fatalf("%d EVAL resends for %d EVALSHA commands: want exactly one each", got, batches*perBatch)
+	}
+}
+
+// D6: Do's deadline covers waiting for room in a full write queue; a batch
+// whose deadline passed while it waited is never queued.
+func TestDeadlineCoversQueueWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// A node that answers the set-up, then never reads again.
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		buf := make([]byte, 4096)
+		_, _ = nc.Read(buf)
+		_, _ = nc.Write([]byte("+OK\r\n"))
+		<-time.After(5 * time.Second)
+	}()
+	c := newTestClient(t, []string{ln.Addr().String()}, func(cfg *Config) {
+		cfg.Scripts = nil
+		cfg.MaxQueuedBytes = 64 << 10
+		cfg.Timeout = 20 * time.Millisecond
+		cfg.HardTimeout = 10 * time.Second
+	})
+	b := c.NewBatch()
+	big := bytes.Repeat([]byte("y"), 32<<10)
+	sawQueueFull := false
+	for k := 0; k < 200 && !sawQueueFull; k++ {
+		b.Reset()
+		b.Add(0, resp.AppendCommand(nil, "SET", "k", string(big)))
+		start := time.Now()
+		if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		// Functional bound (the deadline is 20ms): waiting for queue room
+		// must stop at the deadline, not when the node drains.
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("batch %d: Do took %v with a 20ms deadline", k, d)
+		}
+		if errors.Is(b.Err(0), errQueueFull) {
+			sawQueueFull = true
+		}
+	}
+	if !sawQueueFull {
+		t.Fatal("the queue never filled: the test did not reach back-pressure")
+	}
+	c.conns[0].mu.Lock()
+	queued := len(c.conns[0].wq)
+	c.conns[0].mu.Unlock()
+	if queued > c.cfg.MaxQueuedBytes+len(big)+64 {
+		t.Fatalf("%d bytes queued, cap %d", queued, c.cfg.MaxQueuedBytes)
+	}
+}
+
+// D7: a batch run again without Reset never shows the previous run's
+// replies: Do resets the results itself.
+func TestRerunWithoutResetClearsResults(t *testing.T) {
+	slow := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if string(args[0]) == "ECHO" && c.n > 0 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return r
+		}
+	})
+	fast := startHostile(t, nil)
+	c := newTestClient(t, []string{fast.addr(), slow.addr()}, func(cfg *Config) { cfg.Scripts = nil; cfg.Timeout = time.Second })
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "ECHO", "first"))
+	if out, err := c.Do(context.Background(), b, Policy{}); err != nil || out.Successes != 2 {
+		t.Fatalf("%+v %v", out, err)
+	}
+	// Again, unchanged, returning as soon as the fast node answered.
+	if _, err := c.Do(context.Background(), b, Policy{Quorum: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Last(1); !errors.Is(err, ErrPending) {
+		t.Fatalf("slow node after the early return: %v (a stale reply from the first run?)", err)
+	}
+}

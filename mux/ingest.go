@@ -1,0 +1,219 @@
+package mux
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// This file holds a connection's read side, run by whoever reads for it
+// (the epoll poller on Linux, a reader goroutine per connection in the
+// portable transport): it reads into a bounded buffer, parses replies in
+// place, pops their slots in FIFO order and hands each reply to the batch
+// that is still waiting for it, or drops it (abandoned).
+
+const initialReadBuf = 16 << 10
+
+// frame is a parsed reply in the read buffer.
+type frame struct {
+	off, n int
+	isErr  bool
+}
+
+// reader is a connection's read state, owned by the reader side.
+type reader struct {
+	buf    []byte
+	r, w   int
+	frames [32]frame
+	popped [32]slot
+}
+
+// readable reads what l has, until it would block (raw sockets) or once
+// (blocking links), and delivers the replies. It reports false when the
+// connection was closed for an error.
+func (cn *pconn) readable(l link) bool {
+	rd := &cn.rd
+	max := cn.c.cfg.MaxReplyBytes
+	for {
+		if rd.buf == nil {
+			rd.buf = make([]byte, initialReadBuf)
+		}
+		if rd.w == len(rd.buf) {
+			switch {
+			case rd.r > 0:
+				rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+				rd.r = 0
+			case len(rd.buf) >= max:
+				cn.fail(ErrProtocol, errReplyTooBig)
+				return false
+			default:
+				nb := make([]byte, min(2*len(rd.buf), max))
+				copy(nb, rd.buf[:rd.w])
+				rd.buf = nb
+			}
+		}
+		space := len(rd.buf) - rd.w
+		n, err := l.read(rd.buf[rd.w:])
+		if err == errWouldBlock {
+			return true
+		}
+		if err != nil {
+			cn.fail(ErrConnBroken, err)
+			return false
+		}
+		if n == 0 {
+			cn.fail(ErrConnBroken, io.EOF)
+			return false
+		}
+		rd.w += n
+		if !cn.ingest(l) {
+			return false
+		}
+		if n < space || !l.nonBlocking() {
+			return true
+		}
+	}
+}
+
+// ingest parses the complete replies in the buffer and delivers them.
+func (cn *pconn) ingest(l link) bool {
+	rd := &cn.rd
+	p := &cn.c.cfg.Parser
+	for {
+		nf := 0
+		off := rd.r
+		for nf < len(rd.frames) && off < rd.w {
+			rep, n, err := p.Parse(rd.buf[off:rd.w])
+			if err == resp.ErrIncomplete {
+				if rd.w-off >= cn.c.cfg.MaxReplyBytes {
+					cn.fail(ErrProtocol, errReplyTooBig)
+					return false
+				}
+				break
+			}
+			if err != nil {
+				cn.fail(ErrProtocol, err)
+				return false
+			}
+			if rep.Type != resp.TypePush { // pushes are never replies
+				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError()}
+				nf++
+			}
+			off += n
+		}
+		if nf > 0 {
+			cn.mu.Lock()
+			if cn.q.n < nf {
+				cn.mu.Unlock()
+				cn.fail(ErrProtocol, errUnsolicited)
+				return false
+			}
+			for i := 0; i < nf; i++ {
+				rd.popped[i] = cn.q.pop()
+			}
+			cn.progress = mono()
+			cn.mu.Unlock()
+			for i := 0; i < nf; i++ {
+				f := rd.frames[i]
+				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr)
+				rd.popped[i] = slot{}
+			}
+		}
+		rd.r = off
+		if nf < len(rd.frames) {
+			break
+		}
+	}
+	if rd.r == rd.w {
+		rd.r, rd.w = 0, 0
+	}
+	return true
+}
+
+var noscriptPrefix = []byte("-NOSCRIPT")
+
+// deliver hands a reply to the batch its slot belongs to, if that batch's
+// call is still waiting; otherwise the reply is dropped.
+func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
+	b := s.b
+	if b == nil || s.k < 0 {
+		return
+	}
+	b.mu.Lock()
+	cl := &b.call
+	if cl.gen == s.gen && cl.live {
+		k := int(s.k)
+		if isErr && !cl.res[cn.node][k].retried && bytes.HasPrefix(f, noscriptPrefix) && cn.noscript(b, k, s.gen) {
+			cl.res[cn.node][k].retried = true
+		} else {
+			b.store(cn.node, k, f, isErr)
+		}
+	}
+	b.mu.Unlock()
+}
+
+var evalshaName = []byte("EVALSHA")
+
+// noscript resends node's command k of b, an EVALSHA of a registered script
+// that got NOSCRIPT, once as EVAL with the script's text, followed by SCRIPT
+// LOAD of the script. It reports whether it did (cold path: it allocates).
+// b.mu is held.
+func (cn *pconn) noscript(b *Batch, k int, gen uint64) bool {
+	rep, _, err := resp.Parse(b.cmd(cn.node, k))
+	if err != nil || rep.Type != resp.TypeArray || rep.Len() < 2 {
+		return false
+	}
+	it := rep.Iter()
+	var a resp.Reply
+	if !it.Next(&a) || !bytes.EqualFold(a.Data, evalshaName) || !it.Next(&a) {
+		return false
+	}
+	s := cn.c.cfg.script(a.Data)
+	if s == nil {
+		return false
+	}
+	extra := resp.AppendArrayHeader(nil, rep.Len())
+	extra = resp.AppendBulkString(extra, "EVAL")
+	extra = resp.AppendBulkString(extra, s.Text)
+	for it.Next(&a) {
+		extra = append(extra, a.Raw...)
+	}
+	extra = resp.AppendCommand(extra, "SCRIPT", "LOAD", s.Text)
+	at := mono()
+	return cn.queueInternal(extra, slot{b: b, gen: gen, k: int32(k), at: at}, slot{b: b, gen: gen, k: -1, at: at})
+}
+
+// fail closes the connection for an error (reader side): every batch
+// waiting on it learns at once, the node is marked down, and the
+// supervisor redials it.
+func (cn *pconn) fail(kind, cause error) {
+	// The read state is reset before the connection is detached: once it
+	// is, the supervisor may install a new one whose reader starts at once.
+	rd := &cn.rd
+	rd.r, rd.w = 0, 0
+	if len(rd.buf) > initialReadBuf {
+		rd.buf = nil // release a buffer grown by a large reply
+	}
+	slots, stashed := cn.detach(nil) // cold path: the slice may allocate
+	ne := stashed
+	if ne == nil {
+		ne = cn.c.nodeErr(cn.node, kind, cause)
+	}
+	var err error = ne
+	if cn.c.closed.Load() {
+		err = ErrClosed
+	} else {
+		cn.c.markDown(cn.node, ne)
+	}
+	for _, s := range slots {
+		if s.b == nil || s.k < 0 {
+			continue
+		}
+		s.b.mu.Lock()
+		if cl := &s.b.call; cl.gen == s.gen && cl.live {
+			s.b.failNode(cn.node, err)
+		}
+		s.b.mu.Unlock()
+	}
+}

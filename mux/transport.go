@@ -1,0 +1,50 @@
+package mux
+
+import "errors"
+
+// The seam between the engine (conn.go, ingest.go, client.go: queues,
+// reply matching, decisions) and the bytes. A driver dials connections and
+// runs their read side; a link is one connection. Two implementations:
+// raw non-blocking sockets with one epoll poller goroutine per client
+// (transport_epoll_linux.go, the default on Linux), and Go's net.Conn with
+// one reader goroutine per connection (transport_net.go: other systems,
+// Linux with -tags redmux_portable, and later TLS).
+
+// errWouldBlock is a non-blocking link's "nothing to read now".
+var errWouldBlock = errors.New("mux: would block")
+
+// link is one connection as the engine sees it. write is called by one
+// writer at a time (pconn.writing); read, by the reader side only.
+type link interface {
+	// write writes p. A non-blocking link may write part of it (n <
+	// len(p), nil error) when the socket is full; the engine then asks
+	// for wantWrite(true) and resumes in pconn.writable. A blocking link
+	// writes all of p or fails.
+	write(p []byte) (int, error)
+	// read reads into p; a non-blocking link returns errWouldBlock when
+	// nothing is there, a blocking one waits.
+	read(p []byte) (int, error)
+	nonBlocking() bool
+	// wantWrite turns the writability notification on or off.
+	wantWrite(on bool) error
+	// start begins reading cn (registers with the poller, or starts a
+	// reader goroutine). Called with cn.mu held.
+	start(cn *pconn) error
+	// unregister stops notifications; the engine then closes the link.
+	unregister()
+	// abort makes the reader side see an error soon (shutdown). Safe
+	// while another goroutine writes.
+	abort()
+	// close releases the connection. Never called while write runs.
+	close()
+}
+
+// driver dials the links of one client and runs their read side.
+type driver interface {
+	dial(node int) (link, error)
+	// closing aborts dials in progress (Close has begun).
+	closing()
+	// close stops the read side: every connection is failed with
+	// ErrClosed and closed, and the driver's goroutines have ended.
+	close()
+}

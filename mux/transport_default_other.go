@@ -1,0 +1,7 @@
+//go:build !linux || redmux_portable
+
+package mux
+
+// newDriver picks the net.Conn transport (other systems, or Linux built
+// with -tags redmux_portable).
+func newDriver(c *Client) (driver, error) { return newNetDriver(c), nil }

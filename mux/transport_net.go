@@ -1,0 +1,160 @@
+package mux
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// netDriver runs every connection on Go's net.Conn: one reader goroutine
+// per connection (blocking reads in the Go netpoller), blocking writes
+// bounded by HardTimeout, and a sweeper goroutine that aborts connections
+// whose oldest outstanding reply is overdue. It is the transport on systems
+// other than Linux and with -tags redmux_portable; same engine, same
+// semantics, more goroutines and some allocation per read deadline.
+type netDriver struct {
+	c    *Client
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	live map[*netLink]struct{}
+}
+
+var _ driver = (*netDriver)(nil)
+var _ link = (*netLink)(nil)
+
+func newNetDriver(c *Client) *netDriver {
+	d := &netDriver{c: c, live: make(map[*netLink]struct{})}
+	d.wg.Add(1)
+	go d.sweep()
+	return d
+}
+
+// sweep aborts overdue connections every HardTimeout/4 until Close.
+func (d *netDriver) sweep() {
+	defer d.wg.Done()
+	c := d.c
+	every := min(max(c.cfg.HardTimeout/4, time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		limit := mono() - int64(c.cfg.HardTimeout)
+		for _, cn := range c.conns {
+			if cn.overdue(limit) {
+				cn.abort(ErrNodeDown, errOverdue)
+			}
+		}
+	}
+}
+
+// dial connects to node with net.Dialer (TCP_NODELAY is Go's default;
+// keepalive 15s), bounded by DialTimeout, and runs the set-up pipeline.
+func (d *netDriver) dial(node int) (link, error) {
+	c := d.c
+	deadline := time.Now().Add(c.cfg.DialTimeout)
+	nd := net.Dialer{Deadline: deadline, KeepAlive: 15 * time.Second}
+	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(c.cfg.hosts[node], strconv.Itoa(c.cfg.ports[node])))
+	if err != nil {
+		return nil, &setupError{step: "connect", text: err.Error()}
+	}
+	if err := runSetup(netRW{nc}, c.cfg, deadline); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return &netLink{d: d, nc: nc}, nil
+}
+
+func (d *netDriver) closing() {} // dials watch the client's life context
+
+func (d *netDriver) close() {
+	d.mu.Lock()
+	for l := range d.live {
+		l.abort()
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// netLink is one net.Conn.
+type netLink struct {
+	d  *netDriver
+	nc net.Conn
+	cn *pconn
+}
+
+// netWriteSlice bounds one blocking write: a writer (a caller of Do) that
+// finds the socket full for longer leaves the rest to a background flush,
+// so its own deadline is kept.
+const netWriteSlice = 2 * time.Millisecond
+
+func (l *netLink) write(p []byte) (int, error) {
+	_ = l.nc.SetWriteDeadline(time.Now().Add(netWriteSlice))
+	n, err := l.nc.Write(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, nil // socket full: the engine resumes through wantWrite
+	}
+	return n, err
+}
+
+func (l *netLink) read(p []byte) (int, error) { return l.nc.Read(p) }
+
+func (l *netLink) nonBlocking() bool { return false }
+
+// wantWrite(true) resumes writing from a goroutine shortly: net.Conn has
+// no writability notification, so a full socket is retried every
+// millisecond or two until it drains (or HardTimeout replaces it).
+func (l *netLink) wantWrite(on bool) error {
+	if on {
+		cn := l.cn
+		time.AfterFunc(time.Millisecond, cn.writable)
+	}
+	return nil
+}
+
+// start runs the connection's reader goroutine.
+func (l *netLink) start(cn *pconn) error {
+	l.cn = cn
+	d := l.d
+	d.mu.Lock()
+	d.live[l] = struct{}{}
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		for cn.readable(l) {
+		}
+	}()
+	return nil
+}
+
+func (l *netLink) unregister() {
+	l.d.mu.Lock()
+	delete(l.d.live, l)
+	l.d.mu.Unlock()
+}
+
+func (l *netLink) abort() { _ = l.nc.Close() }
+
+func (l *netLink) close() { _ = l.nc.Close() }
+
+// netRW is blocking-with-deadline I/O for the set-up pipeline.
+type netRW struct{ nc net.Conn }
+
+func (r netRW) write(b []byte, deadline time.Time) error {
+	_ = r.nc.SetWriteDeadline(deadline)
+	_, err := r.nc.Write(b)
+	return err
+}
+
+func (r netRW) read(b []byte, deadline time.Time) (int, error) {
+	_ = r.nc.SetReadDeadline(deadline)
+	return r.nc.Read(b)
+}
