@@ -42,8 +42,8 @@ var mutants = []Mutant{
 		Name: "pending-granted", Class: "pending (unanswered) nodes counted as granted", Test: safetyTest, Short: true,
 		Edits: []Edit{
 			{"redlock/acquire.go",
-				"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
-				"if out.Successes+out.Pending >= c.quorum && end-t2 > int64(s.minValidity) {"},
+				"if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {",
+				"if Acquired(out.Successes+out.Pending, c.quorum, time.Duration(end-t2), s.minValidity) {"},
 			{"redlock/acquire.go",
 				"return tally{granted: out.Successes}, nil",
 				"return tally{granted: out.Successes + out.Pending}, nil"},
@@ -63,9 +63,9 @@ var mutants = []Mutant{
 	},
 	{
 		Name: "accept-no-validity", Class: "a lock accepted whose validity is already <= 0", Test: safetyTest,
-		Edits: []Edit{{"redlock/acquire.go",
-			"if out.Successes >= c.quorum && end-t2 > int64(s.minValidity) {",
-			"if out.Successes >= c.quorum && t2 > 0 {"}},
+		Edits: []Edit{{"redlock/decide.go",
+			"return granted >= quorum && validity > minValidity",
+			"return granted >= quorum"}},
 	},
 	{
 		Name: "validity-plus-1ms", Class: "validity 1 ms longer than ttl - elapsed - drift", Test: safetyTest,
@@ -108,20 +108,16 @@ var mutants = []Mutant{
 			"\tt.failed = c.n - t.granted - t.refused - t.pending\n\tc.releaseQuick(ctx, w, resource, s.nodeTimeout)\n",
 			"\tt.failed = c.n - t.granted - t.refused - t.pending\n"}},
 	},
-	// The two mux mutants target today's mux/conn.go (exclusive lanes,
-	// owed replies counted per connection). The mux rewrite (automatic
-	// pipelining) replaces this code: re-target them at the new FIFO
-	// matching after it lands.
+	// The mux mutant targets the pipelined mux (mux/ingest.go): replies are
+	// matched in FIFO order to slots that name their batch and its call
+	// generation; a slot whose call has ended is abandoned and its reply
+	// dropped. "Owed replies forgotten" has no one-line equivalent there
+	// (there is no owed counter: an abandoned slot stays in the FIFO until
+	// its reply comes).
 	{
-		Name: "mux-owed-forgotten", Class: "[current mux] owed replies forgotten when a batch returns early", Test: safetyTest,
-		Edits: []Edit{{"mux/conn.go",
-			"cn.pushOwed(len(st.slots)-st.sh, start)",
-			"_, _ = cn, start"}},
-	},
-	{
-		Name: "mux-wrong-batch", Class: "[current mux] a late reply matched to the next batch (owed count one short)", Test: safetyTest,
-		Edits: []Edit{{"mux/conn.go",
-			"cn.pushOwed(len(st.slots)-st.sh, start)",
-			"cn.pushOwed(len(st.slots)-st.sh-1, start)"}},
+		Name: "mux-wrong-call", Class: "a late reply matched to a later call of the same batch (generation check dropped)", Test: safetyTest,
+		Edits: []Edit{{"mux/ingest.go",
+			"if cl.gen == s.gen && cl.live {",
+			"if cl.live {"}},
 	},
 }
