@@ -170,7 +170,7 @@ func TestRealRedis(t *testing.T) {
 			Addrs: addrs, Clients: 3, Resources: 3, Acquisitions: n,
 			MaxDuration: 2 * time.Minute, TTL: 300 * time.Millisecond,
 			Seed: uint64(time.Now().UnixNano()), Faults: checker.InjectFunc(inject),
-			CrashRate: 0.005, ExtendRate: 0.1, MaxHold: 300 * time.Microsecond,
+			CrashRate: 0.005, ExtendRate: 0.1, MaxHold: 300 * time.Microsecond, RetryMax: 5 * time.Millisecond,
 		})
 		require.NoError(t, err)
 		mu.Lock()
