@@ -75,6 +75,7 @@ func TestCheckHoldings(t *testing.T) {
 		{"extension claim overlaps the next holder", []c{{1, 0, 10}, {1, 8, 30}, {2, 25, 40}}, 1, 5 * time.Millisecond},
 		{"late extension overlaps a holder in the gap", []c{{1, 0, 10}, {2, 12, 20}, {1, 15, 40}}, 1, 5 * time.Millisecond},
 		{"own later claim does not hide another's end", []c{{1, 0, 100}, {2, 10, 50}, {1, 60, 70}, {3, 55, 58}}, 2, 90 * time.Millisecond},
+		{"own latest claim does not hide another holding still valid", []c{{1, 0, 100}, {2, 10, 80}, {1, 60, 70}}, 2, 90 * time.Millisecond},
 		{"second latest end of another holding", []c{{1, 0, 50}, {2, 0, 40}, {1, 45, 60}}, 1, 50 * time.Millisecond},
 		{"after a failed extension the shorter claim is respected", []c{{1, 0, 5}, {1, 6, 9}, {2, 9, 20}}, 0, 0},
 	}
