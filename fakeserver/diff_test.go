@@ -158,6 +158,20 @@ func diffSequences() []sequence {
 			raw("PING\r\n", false), raw("set inl 'a b'\r\n", false), raw("get inl\r\n", false), raw("\r\n*0\r\nPING\r\n", false),
 			raw("*-1\r\nECHO x\r\n", false), raw("$99999999999\r\n", false),
 		}},
+		{"inline-splitargs", []step{
+			raw("set  \t inl2   v\r\n", false), raw("get inl2\r\n", false), raw("echo \"a\\x41\\n\\\"b\\t\\r\\b\\a\\q\"\r\n", false),
+			raw("echo 'c\\'d\\n'\r\n", false), raw("echo \"\\x4\"\r\n", false), raw("echo \"\\xzz\\x4A\\xfF\"\r\n", false),
+			raw("echo a\"b c\"\n", false), raw("echo \va\r\n", false),
+			raw(" \t \r\nPING\r\n", false), raw("echo \"\"\r\n", false),
+			raw("echo "+strings.Repeat("ab ", 20000)+"\r\n", false),
+		}},
+		{"inline-unbalanced", []step{raw("echo \"a\"b\r\n", true)}},
+		{"inline-unbalanced2", []step{raw("echo 'a\r\n", true)}},
+		{"inline-too-big", []step{raw(strings.Repeat("x", 70000), true)}},
+		{"inline-nul", []step{raw("ping\x00junk\r\n"+strings.Repeat("x", 70000), true)}},
+		{"proto-leading-zero-count", []step{raw("*01\r\n$4\r\nPING\r\n", true)}},
+		{"proto-leading-zero-bulk", []step{raw("*1\r\n$04\r\nPING\r\n", true)}},
+		{"proto-minus-zero", []step{raw("*-0\r\n", true)}},
 		{"proto-neg-bulk", []step{s("PING"), raw("*1\r\n$-2\r\n", true)}},
 		{"proto-bad-count", []step{raw("*abc\r\n", true)}},
 		{"proto-nesting", []step{raw("*1\r\n*1\r\n*1\r\n", true)}},
@@ -192,6 +206,7 @@ func runSequence(t *testing.T, addr string, seq sequence, password string) []str
 	var out []string
 	for _, st := range seq.steps {
 		if st.raw != "" {
+			_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 			if _, err := c.c.Write([]byte(st.raw)); err != nil {
 				t.Fatalf("%s: write: %v", seq.name, err)
 			}
@@ -252,6 +267,12 @@ func TestDifferentialRealRedisPassword(t *testing.T) {
 		s("GET", "k"), s("PING"), s("HELLO", "3"), s("FOO"), s("GET"), s("AUTH", "wrong"), s("AUTH", "default", "wrong"),
 		s("HELLO", "3", "AUTH", "default", "wrong"), s("GET", "k"), masked("HELLO", "3", "AUTH", "default", pw),
 		s("GET", "k"), s("AUTH", pw), s("AUTH", "default", pw), s("SET", "k", "v"), s("GET", "k"), s("QUIT"),
+	}}, {"unauth-args", []step{
+		s("ECHO", "1", "2", "3", "4", "5", "6", "7", "8", "9"), raw("*12\r\n", true),
+	}}, {"unauth-bulk", []step{
+		s("ECHO", strings.Repeat("x", 16384)), raw("*2\r\n$4\r\nECHO\r\n$16385\r\n", true),
+	}}, {"auth-then-big", []step{
+		raw(string(enc("AUTH", pw))+string(enc("ECHO", strings.Repeat("y", 20000))), false), s("ECHO", strings.Repeat("y", 20000)),
 	}}}
 	diffRun(t, seqs, real.Addr, fake.Addr(), pw)
 }
