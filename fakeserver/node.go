@@ -363,12 +363,31 @@ func (n *Node) Heal() {
 // SetClock skews the node's clock, used for every expiry decision:
 // node time = real time + offset + driftRate*(time elapsed since this call).
 // Each call replaces the previous setting (the clock may jump).
+// offset and driftRate must pass CheckClock; other values are a
+// programming error and panic (the FAKE CLOCK command refuses them with an
+// error reply).
 func (n *Node) SetClock(offset time.Duration, driftRate float64) {
+	if err := CheckClock(offset, driftRate); err != nil {
+		panic(err)
+	}
 	n.mu.Lock()
 	n.clockOff = int64(offset)
 	n.drift = driftRate
 	n.driftAt = int64(time.Since(n.base))
 	n.mu.Unlock()
+}
+
+// CheckClock reports whether SetClock accepts offset and driftRate: an
+// offset within 100 years either way, and a finite drift rate in (-1, 1000]
+// (the clock never runs backwards).
+func CheckClock(offset time.Duration, driftRate float64) error {
+	if offset > maxAdminDur || offset < -maxAdminDur {
+		return fmt.Errorf("fakeserver: clock offset %v out of range (at most 100 years either way)", offset)
+	}
+	if !validDrift(driftRate) {
+		return fmt.Errorf("fakeserver: clock drift rate %v invalid (want a finite number > -1 and <= 1000)", driftRate)
+	}
+	return nil
 }
 
 // FailNext replaces the replies of the next k commands with "-"+errText;

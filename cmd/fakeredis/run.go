@@ -76,6 +76,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.drift, err = list("clock-drift", drift, o.nodes, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
 		return nil, err
 	}
+	for i := range o.drift {
+		if err := fakeserver.CheckClock(o.clockOffset[i], o.drift[i]); err != nil {
+			return nil, fmt.Errorf("-clock-offset/-clock-drift for node %d: %v", i, err)
+		}
+	}
 	if o.failNext, err = list("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
 		return nil, err
 	}

@@ -183,6 +183,9 @@ func TestBadFlags(t *testing.T) {
 		{"-port", "65535", "-nodes", "2"},
 		{"-bogus"},
 		{"extra"},
+		{"-port", "0", "-clock-drift", "NaN"},
+		{"-port", "0", "-clock-drift", "-1"},
+		{"-port", "0", "-clock-offset", "1000000h"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if err == nil {
