@@ -34,6 +34,12 @@ type fconn struct {
 	user    string
 	created time.Time
 
+	// transaction state (redcon goroutine only; watches' versions under n.mu)
+	inMulti    bool
+	multiDirty bool
+	multiQ     []queuedCmd
+	watches    []watchRef
+
 	// read side (redcon goroutine only)
 	rbuf     []byte
 	r, v, w  int
