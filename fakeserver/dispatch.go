@@ -103,6 +103,7 @@ func init() {
 		key1(cmdDef{name: "rpop", arity: -2, flags: []string{"write", "fast"}, fn: cmdRPop}),
 		key1(cmdDef{name: "llen", arity: 2, flags: ro, fn: cmdLLen}),
 		key1(cmdDef{name: "lrange", arity: 4, flags: []string{"readonly"}, fn: cmdLRange}),
+		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast", "may_replicate"}, fn: cmdPublish},
 		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: cmdExec},
 		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdDiscard},
@@ -115,7 +116,7 @@ func init() {
 	}
 	commandIndex = make(map[string]int, len(commandTable))
 	unlocked := map[string]bool{"ping": true, "echo": true, "hello": true, "auth": true, "select": true, "client": true,
-		"command": true, "config": true, "quit": true, "multi": true, "exec": true, "discard": true, "fake": true}
+		"command": true, "config": true, "quit": true, "publish": true, "multi": true, "exec": true, "discard": true, "fake": true}
 	for i := range commandTable {
 		d := &commandTable[i]
 		commandIndex[d.name] = i
@@ -216,8 +217,16 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 	st.calls.Add(1)
 	if !arityOK(def.arity, len(args)) {
 		st.rejected.Add(1)
+		msg := "ERR wrong number of arguments for '" + def.name + "' command"
+		if def.name == "exec" {
+			// a rejected EXEC aborts the transaction (if any), as in Redis
+			fc.inMulti, fc.multiDirty, fc.multiQ = false, false, nil
+			n.unwatchAll(fc, false)
+			out.WriteError("EXECABORT Transaction discarded because of: " + msg[len("ERR "):])
+			return
+		}
 		fc.multiDirty = fc.inMulti
-		out.WriteError("ERR wrong number of arguments for '" + def.name + "' command")
+		out.WriteError(msg)
 		return
 	}
 	if !fc.authed && !def.noAuth {

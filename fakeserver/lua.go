@@ -102,8 +102,7 @@ func (n *Node) luaState() *scriptEngine {
 	}
 	g.RawSetString("error", L.NewFunction(func(L *lua.LState) int {
 		e.line = callerLine(L)
-		obj := L.CheckAny(1)
-		L.Error(obj, L.OptInt(2, 1))
+		L.Error(L.Get(1), L.OptInt(2, 1))
 		return 0
 	}))
 	r := L.NewTable()
@@ -146,6 +145,10 @@ func (n *Node) luaState() *scriptEngine {
 		return 0
 	}))
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if L.ToString(2) == "loadstring" { // removed, but reads as nil (Redis 7)
+			L.Push(lua.LNil)
+			return 1
+		}
 		luaRaiseWhere(L, "Script attempted to access nonexistent global variable '"+L.ToString(2)+"'")
 		return 0
 	}))
