@@ -5,10 +5,6 @@ package fakeserver
 // by anyone (this connection included) since WATCH makes EXEC reply a null
 // array, as in Redis.
 
-var scriptIdx int
-
-func init() { scriptIdx = commandIndex["script"] }
-
 type queuedCmd struct {
 	idx  int
 	args [][]byte

@@ -11,8 +11,9 @@ import (
 // EVAL, EVALSHA and SCRIPT. Their bodies run with n.mu held, so a script
 // is atomic. Scripts run in Lua (lua.go), except redmux's own two lock
 // scripts (package redlock/scripts), which run natively unless
-// Config.LuaOnly is set: the native versions are several times faster
-// (BenchmarkEvalRelease) and give byte-identical replies, errors included
+// Config.LuaOnly is set: the native versions are faster
+// (BenchmarkLockPath: lock cycle 5.1 us native vs 13.9 us in Lua, 6 vs 41
+// allocs, shared 2-core machine) and give byte-identical replies, errors included
 // (TestNativeScriptsMatchLua).
 
 // nativeScript executes one known Lua script natively.

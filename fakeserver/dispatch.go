@@ -43,6 +43,7 @@ type cmdCounter struct {
 var (
 	commandTable []cmdDef
 	commandIndex map[string]int
+	scriptIdx    int // SCRIPT (KILL is served while a script is busy)
 )
 
 func init() {
@@ -114,6 +115,7 @@ func init() {
 		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
 		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, admin: true, fn: cmdFake},
 	}
+	defer func() { scriptIdx = commandIndex["script"] }()
 	commandIndex = make(map[string]int, len(commandTable))
 	unlocked := map[string]bool{"ping": true, "echo": true, "hello": true, "auth": true, "select": true, "client": true,
 		"command": true, "config": true, "quit": true, "publish": true, "multi": true, "exec": true, "discard": true, "fake": true}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,14 @@ import (
 const (
 	DefaultScriptBusyAfter = 5 * time.Second
 	DefaultScriptKillAfter = 10 * time.Second
+)
+
+// Script memory bounds: a script whose heap growth passes maxScriptHeap is
+// stopped (the node samples the Go heap every few milliseconds while a
+// script runs), and string.rep refuses results over maxScriptString.
+const (
+	maxScriptHeap   = 256 << 20
+	maxScriptString = 64 << 20
 )
 
 const (
@@ -97,6 +106,16 @@ func (n *Node) luaState() *scriptEngine {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
+	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
+		str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
+			x, k := L.CheckString(1), L.CheckInt(2)
+			if k > 0 && len(x) > 0 && k > maxScriptString/len(x) {
+				luaRaiseWhere(L, "resulting string too large")
+			}
+			L.Push(lua.LString(strings.Repeat(x, max(k, 0))))
+			return 1
+		}))
+	}
 	for _, name := range []string{"dofile", "loadfile", "loadstring", "load", "module", "require", "newproxy", "collectgarbage", "print", "_printregs"} {
 		g.RawSetString(name, lua.LNil)
 	}
@@ -434,6 +453,8 @@ func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]
 	e.kill.Store(k)
 	busyAfter, killAfter := n.cfg.ScriptBusyAfter, n.cfg.ScriptKillAfter
 	busyT := time.AfterFunc(busyAfter, func() { e.busy.Store(true) })
+	watchStop := make(chan struct{})
+	watchT := time.AfterFunc(20*time.Millisecond, func() { watchHeap(k, watchStop) })
 	killT := time.AfterFunc(killAfter, func() {
 		k.reason.Store(fmt.Sprintf("ERR fake server: script killed after running for %v (Config.ScriptKillAfter)", killAfter))
 		cancel()
@@ -443,6 +464,8 @@ func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]
 	err := L.PCall(0, 1, nil)
 	busyT.Stop()
 	killT.Stop()
+	watchT.Stop()
+	close(watchStop)
 	killed := ctx.Err() != nil
 	L.RemoveContext()
 	cancel()
@@ -456,6 +479,29 @@ func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]
 	v := L.Get(-1)
 	L.Pop(1)
 	writeLuaReply(c, v, 0)
+}
+
+// watchHeap stops the running script once the Go heap has grown by
+// maxScriptHeap since it started watching.
+func watchHeap(k *scriptKill, stop chan struct{}) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Uint64() > base+maxScriptHeap {
+			k.reason.Store(fmt.Sprintf("ERR fake server: script stopped after using more than %d MB of memory", maxScriptHeap>>20))
+			k.cancel()
+			return
+		}
+	}
 }
 
 func fillArgs(t *lua.LTable, vals [][]byte) {
@@ -478,7 +524,11 @@ func (n *Node) replyScriptError(c cmdCtx, sha string, err error, killed bool, k 
 	switch {
 	case killed:
 		msg = k.reason.Load().(string)
-		line = max(line, 1)
+		if errors.As(err, &ae) {
+			if m := posRE.FindStringSubmatch(lua.LVAsString(ae.Object)); m != nil {
+				line, _ = strconv.Atoi(m[1])
+			}
+		}
 	case errors.As(err, &ae):
 		switch obj := ae.Object.(type) {
 		case *lua.LTable:
