@@ -96,3 +96,29 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 		}
 	}
 }
+
+// TestGoHelpersSeeScriptsAndClock: keys seeded from Go are what scripts
+// and commands see, and FastForward expires them for both.
+func TestGoHelpersSeeScriptsAndClock(t *testing.T) {
+	cl := RunT(t, 2)
+	n := cl.Nodes[1]
+	n.Set("k", "tok", 5*time.Second)
+	c := dial(t, n.Addr())
+	eqReply(t, "lua sees seeded key", c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "k"), bulk("tok"))
+	if got := n.Keys(); len(got) != 1 || got[0] != "k" {
+		t.Errorf("Keys = %q", got)
+	}
+	cl.FastForward(4 * time.Second)
+	if ttl := n.TTL("k"); ttl <= 0 || ttl > time.Second {
+		t.Errorf("TTL after 4s forward = %v", ttl)
+	}
+	cl.FastForward(2 * time.Second)
+	eqReply(t, "expired for lua", c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "k"), nullBulk)
+	if _, ok := n.Get("k"); ok {
+		t.Error("key survived FastForward past its TTL")
+	}
+	n.Set("p", "v", 0)
+	if n.TTL("p") != -1 || !n.Del("p") || n.Del("p") {
+		t.Error("Set without TTL / Del")
+	}
+}
