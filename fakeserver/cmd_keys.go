@@ -592,3 +592,67 @@ func cmdFlushDB(n *Node, c cmdCtx) {
 	n.touchDB(c.fc.db)
 	c.ok()
 }
+
+// cmdGetRange is GETRANGE key start end (bsm/redislock's obtain script
+// uses it), with Redis's negative-index rules.
+func cmdGetRange(n *Node, c cmdCtx) {
+	start, ok1 := parseInt(c.args[2])
+	end, ok2 := parseInt(c.args[3])
+	if !ok1 || !ok2 {
+		c.notInt()
+		return
+	}
+	e, exists, ok := getString(n, c, c.args[1])
+	if !ok {
+		return
+	}
+	s := e.val
+	if !exists || len(s) == 0 || (start < 0 && end < 0 && start > end) {
+		c.rc.WriteBulk(nil)
+		return
+	}
+	ln := int64(len(s))
+	if start < 0 {
+		start = max(ln+start, 0)
+	}
+	if end < 0 {
+		end = max(ln+end, 0)
+	}
+	end = min(end, ln-1)
+	if start > end {
+		c.rc.WriteBulk(nil)
+		return
+	}
+	c.rc.WriteBulk(s[start : end+1])
+}
+
+func cmdStrLen(n *Node, c cmdCtx) {
+	e, _, ok := getString(n, c, c.args[1])
+	if !ok {
+		return
+	}
+	c.rc.WriteInt(len(e.val))
+}
+
+func cmdMGet(n *Node, c cmdCtx) {
+	now := n.nowLocked()
+	c.rc.WriteArray(len(c.args) - 1)
+	for _, k := range c.args[1:] {
+		e, ok := n.lookup(c.fc.db, string(k), now)
+		if !ok || e.kind != kindString {
+			c.null()
+			continue
+		}
+		c.rc.WriteBulk(e.val)
+	}
+}
+
+func cmdSetNX(n *Node, c cmdCtx) {
+	key := string(c.args[1])
+	if _, ok := n.lookup(c.fc.db, key, n.nowLocked()); ok {
+		c.rc.WriteInt(0)
+		return
+	}
+	n.put(c.fc.db, key, entry{val: append([]byte(nil), c.args[2]...)})
+	c.rc.WriteInt(1)
+}

@@ -88,6 +88,14 @@ end`
   return count
 `
 
+	// bsm/redislock v0.9 redislock.go: luaObtain.
+	redislockObtain = `
+if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.status_reply("OK") end
+
+local offset = tonumber(ARGV[2])
+if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
+`
+
 	// redisson/redisson RedissonLock: tryLockInnerAsync, unlockInnerAsync,
 	// renewExpirationAsync.
 	redissonLock = "if ((redis.call('exists', KEYS[1]) == 0) " +
@@ -147,6 +155,9 @@ func scriptSequences() []sequence {
 			s("EVAL", nodeAcquire, "2", "n1", "n2", "v", "10000"), s("EVAL", nodeAcquire, "2", "n2", "n3", "w", "10000"),
 			s("EVAL", nodeExtend, "2", "n1", "n2", "v", "30000"), tol(200, "PTTL", "n2"), s("EVAL", nodeExtend, "2", "n1", "n3", "v", "30000"),
 			s("EVAL", nodeRelease, "3", "n1", "n2", "n3", "v"), s("EXISTS", "n1", "n2", "n3"), s("EVAL", nodeAcquire, "1", "n1", "v", "abc")),
+		lock("lua-redislock",
+			s("EVAL", redislockObtain, "1", "bl", "tok1abc", "4", "10000"), s("EVAL", redislockObtain, "1", "bl", "tok1xyz", "4", "10000"),
+			s("GET", "bl"), s("EVAL", redislockObtain, "1", "bl", "tok2abc", "4", "10000"), s("GET", "bl")),
 		lock("lua-redisson",
 			s("EVAL", redissonLock, "1", "rl", "30000", "id:1"), tol(200, "PTTL", "rl"), s("EVAL", redissonLock, "1", "rl", "30000", "id:1"),
 			s("HGETALL", "rl"), tol(200, "EVAL", redissonLock, "1", "rl", "30000", "id:2"), s("EVAL", redissonRenew, "1", "rl", "40000", "id:1"),

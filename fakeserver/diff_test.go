@@ -204,6 +204,13 @@ func diffSequences() []sequence {
 			s("PEXPIREAT", "nokey", "1"), s("EXPIREAT", "p", "x"), s("PEXPIREAT", "p"), s("SET", "p", "v"), s("PEXPIREAT", "p", "99999999999999", "NX"),
 			s("PEXPIREAT", "p", "99999999999998", "GT"), s("PEXPIREAT", "p", "99999999999998", "LT"), s("PTTL", "nokey"),
 		}},
+		{"getrange-mget", []step{
+			s("SET", "g", "Hello World"), s("GETRANGE", "g", "0", "4"), s("GETRANGE", "g", "-5", "-1"), s("GETRANGE", "g", "-1", "-5"),
+			s("GETRANGE", "g", "5", "100"), s("GETRANGE", "g", "20", "30"), s("GETRANGE", "nokey", "0", "1"), s("GETRANGE", "g", "x", "1"),
+			s("GETRANGE", "g", "0"), s("STRLEN", "g"), s("STRLEN", "nokey"), s("HSET", "h", "f", "v"), s("STRLEN", "h"), s("GETRANGE", "h", "0", "1"),
+			s("MGET", "g", "nokey", "h"), s("MGET"), s("SETNX", "g", "x"), s("SETNX", "new", "x"), s("GET", "new"), s("SETNX", "h", "x"), s("SETNX", "a"),
+			s("GETRANGE", "g", "-100", "2"), s("SET", "e", ""), s("GETRANGE", "e", "0", "-1"),
+		}},
 		{"wrongtype", []step{
 			s("HSET", "h", "f", "v"), s("LPUSH", "l", "a"), s("GET", "h"), s("SET", "h", "x", "GET"), s("INCR", "h"), s("INCRBY", "l", "2"),
 			s("GETDEL", "l"), s("HGET", "l", "f"), s("LPUSH", "h", "a"), s("HSET", "l", "f", "v"), s("TYPE", "h"), s("TYPE", "l"), s("SET", "h", "now-a-string"),
