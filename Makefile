@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety mutants mutants-short tidy-check clean
+.PHONY: interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety mutants mutants-short tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -12,6 +12,11 @@ run:
 ## test: gofmt check, go vet, and every test with the race detector
 test: fmt-check vet
 	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
+
+## interop: other Redlock clients (redsync, rueidislock, bsm/redislock) on the fake cluster;
+## a nested module (interop/go.mod) so the main module does not depend on them
+interop:
+	cd interop && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 -timeout 10m ./...
 
 ## test-short: the quick subset (-short), for iterating
 test-short:

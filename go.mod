@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/redcon v1.6.2
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/sys v0.35.0
 )
 

@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +34,33 @@ var adminHelp = []string{
 	"    Print this help.",
 }
 
+// maxAdminDur bounds every duration the admin command accepts (and clock
+// offsets from Go): 100 years either way, far inside time.Duration's range
+// and the node clock's int64 nanoseconds.
+const maxAdminDur = 100 * 365 * 24 * time.Hour
+
 // parseDur accepts a Go duration ("10ms", "-2s") or a plain integer number
-// of milliseconds.
-func parseDur(b []byte) (time.Duration, bool) {
-	if v, ok := parseInt(b); ok {
-		return time.Duration(v) * time.Millisecond, true
+// of milliseconds. inRange is false (with ok true) for a well-formed value
+// beyond maxAdminDur either way; a millisecond count is checked before it
+// is scaled, so it cannot wrap around.
+func parseDur(b []byte) (d time.Duration, ok, inRange bool) {
+	if v, isInt := parseInt(b); isInt {
+		if v > int64(maxAdminDur/time.Millisecond) || v < -int64(maxAdminDur/time.Millisecond) {
+			return 0, true, false
+		}
+		return time.Duration(v) * time.Millisecond, true, true
 	}
 	d, err := time.ParseDuration(string(b))
-	return d, err == nil
+	if err != nil {
+		return 0, false, false
+	}
+	return d, true, d <= maxAdminDur && d >= -maxAdminDur
+}
+
+// validDrift reports whether r is a usable clock drift rate: a finite
+// number greater than -1 (the clock never runs backwards) and at most 1000.
+func validDrift(r float64) bool {
+	return !math.IsNaN(r) && r > -1 && r <= 1000
 }
 
 func cmdFake(n *Node, c cmdCtx) {
@@ -48,11 +68,16 @@ func cmdFake(n *Node, c cmdCtx) {
 	a := c.args[2:]
 	bad := func(msg string) { c.err("ERR FAKE " + sub + ": " + msg) }
 	durArg := func(i int, what string) (time.Duration, bool) {
-		d, ok := parseDur(a[i])
+		d, ok, inRange := parseDur(a[i])
 		if !ok {
 			bad("invalid " + what + " '" + trunc(a[i], 64) + "' (want e.g. 10ms, 2s or milliseconds)")
+			return 0, false
 		}
-		return d, ok
+		if !inRange {
+			bad(what + " '" + trunc(a[i], 64) + "' out of range (at most 100 years either way)")
+			return 0, false
+		}
+		return d, true
 	}
 	// optDur parses "[<duration>]": none is 0.
 	optDur := func() (time.Duration, bool) {
@@ -164,7 +189,7 @@ func cmdFake(n *Node, c cmdCtx) {
 		if len(a) == 2 {
 			var err error
 			drift, err = strconv.ParseFloat(string(a[1]), 64)
-			if err != nil || drift <= -1 || drift > 1000 {
+			if err != nil || !validDrift(drift) {
 				bad("invalid drift rate '" + trunc(a[1], 64) + "' (a float > -1, e.g. 0.01)")
 				return
 			}

@@ -13,7 +13,14 @@ import (
 // then EVALSHA release, pipelined on one connection. Allocations reported
 // are the whole process's (client side included).
 func BenchmarkLockPath(b *testing.B) {
-	n := startNode(b, Config{})
+	b.Run("native", func(b *testing.B) { benchLockPath(b, Config{}) })
+	b.Run("lua", func(b *testing.B) { benchLockPath(b, Config{LuaOnly: true}) })
+}
+
+// benchLockPath: with LuaOnly the release script runs in gopher-lua instead
+// of natively; the difference is why the native fast path is kept.
+func benchLockPath(b *testing.B, cfg Config) {
+	n := startNode(b, cfg)
 	c, err := net.Dial("tcp", n.Addr())
 	if err != nil {
 		b.Fatal(err)

@@ -442,7 +442,6 @@ func cmdInfo(n *Node, c cmdCtx) {
 		}
 	})
 	section("Keyspace", func() {
-		n.mu.Lock()
 		now := n.nowLocked()
 		for db := range n.dbs {
 			keys, exp := 0, 0
@@ -459,7 +458,6 @@ func cmdInfo(n *Node, c cmdCtx) {
 				line("db"+strconv.Itoa(db), "keys="+strconv.Itoa(keys)+",expires="+strconv.Itoa(exp)+",avg_ttl=0")
 			}
 		}
-		n.mu.Unlock()
 	})
 	c.verbatim(b.String())
 }

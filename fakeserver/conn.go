@@ -34,12 +34,20 @@ type fconn struct {
 	user    string
 	created time.Time
 
+	// transaction state (redcon goroutine only; watches' versions under n.mu)
+	inMulti    bool
+	multiDirty bool
+	multiQ     []queuedCmd
+	watches    []watchRef
+
 	// read side (redcon goroutine only)
 	rbuf     []byte
 	r, v, w  int
 	complete bool
 	val      validator
 	perr     error
+	xbuf     []byte       // inline request re-encoded as multibulk
+	xr       int          // bytes of xbuf handed out
 	lastRead atomic.Int64 // unix nanos of the last socket read
 
 	// write side
@@ -189,13 +197,41 @@ func (o *outConn) WriteArray(n int) {
 	o.Conn.WriteArray(n)
 }
 
+// maxReadBuf bounds the read buffer, which holds at most one request in
+// progress (see Read).
+const maxReadBuf = MaxRequestBytes + 2*readChunk
+
 // Read implements io.Reader for redcon with pre-validation.
+//
+// redcon's reader parses its whole buffer again after every Read that does
+// not complete a request, so a large request handed over in socket-sized
+// pieces costs time and garbage quadratic in its size. Read therefore hands
+// out the bytes of a request in progress only when they fill p (redcon then
+// doubles its buffer: a logarithmic number of re-parses), and otherwise
+// keeps reading until the request is complete. Inline requests are parsed
+// here and handed out re-encoded as multibulk (see inline.go).
 func (c *fconn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	n := 0
 	for {
+		if c.xr < len(c.xbuf) { // a converted inline request
+			k := copy(p[n:], c.xbuf[c.xr:])
+			c.xr += k
+			n += k
+			if c.xr == len(c.xbuf) {
+				c.xr = 0
+				c.xbuf = c.xbuf[:0]
+				if cap(c.xbuf) > 4*readChunk {
+					c.xbuf = nil
+				}
+			}
+			if n == len(p) {
+				return n, nil
+			}
+			continue
+		}
 		if c.perr != nil {
 			if n > 0 {
 				return n, nil
@@ -203,33 +239,47 @@ func (c *fconn) Read(p []byte) (int, error) {
 			c.queueReply([]byte("-ERR " + c.perr.Error() + "\r\n"))
 			return 0, errProtocolClose
 		}
-		if c.r < c.v && (c.complete || c.val.header) {
-			if c.complete {
-				if c.val.empty {
-					c.r = c.v
-				} else {
-					k := copy(p[n:], c.rbuf[c.r:c.v])
-					c.r += k
-					n += k
-					if n == len(p) && c.r < c.v {
-						return n, nil
-					}
+		if c.complete {
+			switch {
+			case c.val.empty:
+				c.r = c.v
+			case c.val.inline:
+				var err error
+				c.xbuf, err = appendInlineAsMultibulk(c.xbuf, c.rbuf[c.r:c.v])
+				if err != nil {
+					c.perr = err
+					continue
 				}
-				c.complete = false
-				c.val.empty = false
-				c.val.header = false
-				continue
+				c.r = c.v
+			default:
+				k := copy(p[n:], c.rbuf[c.r:c.v])
+				c.r += k
+				n += k
+				if n == len(p) && c.r < c.v {
+					return n, nil
+				}
 			}
-			// a request in progress: hand it out alone
-			if n > 0 {
-				return n, nil
-			}
+			c.complete = false
+			c.val.empty = false
+			c.val.header = false
+			c.val.inline = false
+			continue
+		}
+		if c.val.header && n == 0 && c.v-c.r >= len(p) {
+			// a multibulk request in progress that fills p: redcon grows
+			// its buffer and asks for more
 			k := copy(p, c.rbuf[c.r:c.v])
 			c.r += k
 			return k, nil
 		}
-		if c.v < c.w && !c.complete {
-			k, done, err := c.val.step(c.rbuf[c.v:c.w])
+		if c.v < c.w {
+			unauth := c.authRequired()
+			if unauth && n > 0 && c.val.st == vsStart {
+				// let redcon run what it has first: it may be the AUTH
+				// that lifts the unauthenticated limits
+				return n, nil
+			}
+			k, done, err := c.val.step(c.rbuf[c.v:c.w], unauth)
 			c.v += k
 			if err != nil {
 				c.perr = err
@@ -248,11 +298,18 @@ func (c *fconn) Read(p []byte) (int, error) {
 			c.w -= c.r
 			c.r = 0
 		}
+		if c.w == 0 && len(c.rbuf) > readChunk {
+			c.rbuf = make([]byte, readChunk) // release a large request's buffer
+		}
 		if c.w == len(c.rbuf) {
-			// only possible with a request header still incomplete in a
-			// full buffer, which the validator's limits rule out
-			c.perr = protoError("request header too long")
-			continue
+			if len(c.rbuf) >= maxReadBuf {
+				// ruled out by the validator's limits
+				c.perr = protoError("request larger than the fake server's limit")
+				continue
+			}
+			nb := make([]byte, min(2*len(c.rbuf), maxReadBuf))
+			copy(nb, c.rbuf[:c.w])
+			c.rbuf = nb
 		}
 		k, err := c.Conn.Read(c.rbuf[c.w:])
 		if k > 0 {
@@ -264,6 +321,10 @@ func (c *fconn) Read(p []byte) (int, error) {
 		}
 	}
 }
+
+// authRequired reports whether the client must still authenticate; Redis
+// then accepts only small requests (see validator.step).
+func (c *fconn) authRequired() bool { return !c.authed && c.out != nil }
 
 // Write is called by redcon's Flush with a batch of replies.
 func (c *fconn) Write(b []byte) (int, error) {

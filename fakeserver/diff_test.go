@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,10 +15,12 @@ import (
 
 // comparison modes for a differential step
 const (
-	exact    = iota
-	intTol   // both integer replies within tol
-	sameType // same RESP type byte (contents legitimately differ: INFO, COUNT)
-	maskIDs  // equal after masking client ids (HELLO, CLIENT ID)
+	exact     = iota
+	intTol    // both integer replies within tol
+	sameType  // same RESP type byte (contents legitimately differ: INFO, COUNT)
+	maskIDs   // equal after masking client ids (HELLO, CLIENT ID)
+	luaMasked // equal after masking the Lua interpreter's message (see maskLuaMsg)
+	sorted    // the same array elements in any order (KEYS)
 )
 
 type step struct {
@@ -46,8 +49,22 @@ type sequence struct {
 var idRE = regexp.MustCompile(`(\$2\r\nid\r\n:)\d+|^:\d+\r\n$`)
 
 func normalize(st step, b string) string {
-	if st.mode == maskIDs {
+	switch st.mode {
+	case maskIDs:
 		return idRE.ReplaceAllString(b, "${1}ID")
+	case luaMasked:
+		return maskLuaMsg(b)
+	case sorted:
+		lines := strings.Split(b, "\r\n")
+		if len(lines) > 1 {
+			head := lines[0]
+			pairs := []string{}
+			for i := 1; i+1 < len(lines); i += 2 {
+				pairs = append(pairs, lines[i]+"\r\n"+lines[i+1])
+			}
+			sort.Strings(pairs)
+			return head + "\r\n" + strings.Join(pairs, "\r\n")
+		}
 	}
 	return b
 }
@@ -56,7 +73,7 @@ func compareStep(t *testing.T, seq string, i int, st step, real, fake string) {
 	t.Helper()
 	what := fmt.Sprintf("%s step %d %q%q", seq, i, st.args, st.raw)
 	switch st.mode {
-	case exact, maskIDs:
+	case exact, maskIDs, luaMasked, sorted:
 		if normalize(st, real) != normalize(st, fake) {
 			t.Errorf("%s:\n real %q\n fake %q", what, real, fake)
 		}
@@ -158,11 +175,85 @@ func diffSequences() []sequence {
 			raw("PING\r\n", false), raw("set inl 'a b'\r\n", false), raw("get inl\r\n", false), raw("\r\n*0\r\nPING\r\n", false),
 			raw("*-1\r\nECHO x\r\n", false), raw("$99999999999\r\n", false),
 		}},
+		{"inline-splitargs", []step{
+			raw("set  \t inl2   v\r\n", false), raw("get inl2\r\n", false), raw("echo \"a\\x41\\n\\\"b\\t\\r\\b\\a\\q\"\r\n", false),
+			raw("echo 'c\\'d\\n'\r\n", false), raw("echo \"\\x4\"\r\n", false), raw("echo \"\\xzz\\x4A\\xfF\"\r\n", false),
+			raw("echo a\"b c\"\n", false), raw("echo \va\r\n", false),
+			raw(" \t \r\nPING\r\n", false), raw("echo \"\"\r\n", false),
+			raw("echo "+strings.Repeat("ab ", 20000)+"\r\n", false),
+		}},
+		{"inline-unbalanced", []step{raw("echo \"a\"b\r\n", true)}},
+		{"inline-unbalanced2", []step{raw("echo 'a\r\n", true)}},
+		{"inline-too-big", []step{raw(strings.Repeat("x", 70000), true)}},
+		{"inline-nul", []step{raw("ping\x00junk\r\n"+strings.Repeat("x", 70000), true)}},
+		{"proto-leading-zero-count", []step{raw("*01\r\n$4\r\nPING\r\n", true)}},
+		{"proto-leading-zero-bulk", []step{raw("*1\r\n$04\r\nPING\r\n", true)}},
+		{"proto-minus-zero", []step{raw("*-0\r\n", true)}},
 		{"proto-neg-bulk", []step{s("PING"), raw("*1\r\n$-2\r\n", true)}},
 		{"proto-bad-count", []step{raw("*abc\r\n", true)}},
 		{"proto-nesting", []step{raw("*1\r\n*1\r\n*1\r\n", true)}},
 		{"proto-huge-bulk", []step{raw("*2\r\n$3\r\nGET\r\n$99999999999\r\n", true)}},
 		{"proto-quotes", []step{raw("set a \"b\r\n", true)}},
+		{"strings-more", []step{
+			s("SET", "n", "10"), s("INCRBY", "n", "5"), s("INCRBY", "n", "x"), s("INCRBY", "n", "-20"), s("DECR", "n"), s("DECRBY", "n", "3"),
+			s("DECRBY", "n", "-9223372036854775808"), s("SET", "m", "9223372036854775800"), s("INCRBY", "m", "100"), s("SET", "mn", "-9223372036854775800"),
+			s("DECRBY", "mn", "100"), s("INCRBY", "n"), s("DECR"), s("GETDEL", "n"), s("GETDEL", "n"), s("GETDEL"), s("SET", "u1", "1"), s("SET", "u2", "2"),
+			s("UNLINK", "u1", "u2", "u3"), s("UNLINK"), s("SET", "p", "v", "PX", "100000"), s("PERSIST", "p"), s("PTTL", "p"), s("PERSIST", "p"),
+			s("PERSIST", "nokey"), s("PERSIST"), s("PEXPIREAT", "p", strconv.FormatInt(nowMs+100000, 10)), tol(1500, "PTTL", "p"),
+			s("EXPIREAT", "p", strconv.FormatInt(nowS+100, 10)), tol(2, "TTL", "p"), s("EXPIREAT", "p", "1"), s("EXISTS", "p"),
+			s("PEXPIREAT", "nokey", "1"), s("EXPIREAT", "p", "x"), s("PEXPIREAT", "p"), s("SET", "p", "v"), s("PEXPIREAT", "p", "99999999999999", "NX"),
+			s("PEXPIREAT", "p", "99999999999998", "GT"), s("PEXPIREAT", "p", "99999999999998", "LT"), s("PTTL", "nokey"),
+		}},
+		{"getrange-mget", []step{
+			s("SET", "g", "Hello World"), s("GETRANGE", "g", "0", "4"), s("GETRANGE", "g", "-5", "-1"), s("GETRANGE", "g", "-1", "-5"),
+			s("GETRANGE", "g", "5", "100"), s("GETRANGE", "g", "20", "30"), s("GETRANGE", "nokey", "0", "1"), s("GETRANGE", "g", "x", "1"),
+			s("GETRANGE", "g", "0"), s("STRLEN", "g"), s("STRLEN", "nokey"), s("HSET", "h", "f", "v"), s("STRLEN", "h"), s("GETRANGE", "h", "0", "1"),
+			s("MGET", "g", "nokey", "h"), s("MGET"), s("SETNX", "g", "x"), s("SETNX", "new", "x"), s("GET", "new"), s("SETNX", "h", "x"), s("SETNX", "a"),
+			s("GETRANGE", "g", "-100", "2"), s("SET", "e", ""), s("GETRANGE", "e", "0", "-1"),
+		}},
+		{"wrongtype", []step{
+			s("HSET", "h", "f", "v"), s("LPUSH", "l", "a"), s("GET", "h"), s("SET", "h", "x", "GET"), s("INCR", "h"), s("INCRBY", "l", "2"),
+			s("GETDEL", "l"), s("HGET", "l", "f"), s("LPUSH", "h", "a"), s("HSET", "l", "f", "v"), s("TYPE", "h"), s("TYPE", "l"), s("SET", "h", "now-a-string"),
+			s("TYPE", "h"), s("EXPIRE", "l", "100"), tol(2, "TTL", "l"), s("DEL", "h", "l"), s("HINCRBY", "s", "f", "1"), s("SET", "s", "x"), s("HINCRBY", "s", "f", "1"),
+			s("LRANGE", "s", "0", "-1"), s("LLEN", "s"), s("HLEN", "s"), s("HGETALL", "s"), s("LPOP", "s"),
+		}},
+		{"hashes", []step{
+			s("HSET", "h", "f1", "v1", "f2", "v2"), s("HSET", "h", "f2", "w2", "f3", "v3"), s("HGET", "h", "f2"), s("HGET", "h", "nof"), s("HGET", "noh", "f"),
+			s("HGETALL", "h"), s("HKEYS", "h"), s("HVALS", "h"), s("HLEN", "h"), s("HEXISTS", "h", "f1"), s("HEXISTS", "h", "x"), s("HMGET", "h", "f1", "x", "f3"),
+			s("HDEL", "h", "f1", "x"), s("HGETALL", "h"), s("HSETNX", "h", "f2", "z"), s("HSETNX", "h", "f9", "z"), s("HINCRBY", "h", "c", "5"),
+			s("HINCRBY", "h", "c", "-7"), s("HINCRBY", "h", "f2", "1"), s("HINCRBY", "h", "c", "x"), s("HSET", "h", "big", "9223372036854775807"),
+			s("HINCRBY", "h", "big", "1"), s("HMSET", "h", "a", "1", "b", "2"), s("HGETALL", "h"), s("HDEL", "h", "f2", "f3", "f9", "c", "big", "a", "b"),
+			s("EXISTS", "h"), s("HGETALL", "h"), s("HSET", "h", "f"), s("HSET", "h"), s("HSET", "h", "a", "1", "b"), s("HGET", "h"), s("HDEL", "h"),
+			s("HGETALL"), s("HINCRBY", "h", "f"), s("HMGET", "h"), s("HSETNX", "h", "f"), s("HKEYS"), s("HLEN", "a", "b"), s("HEXISTS", "h"),
+		}},
+		{"lists", []step{
+			s("LPUSH", "l", "a", "b", "c"), s("RPUSH", "l", "x", "y"), s("LRANGE", "l", "0", "-1"), s("LRANGE", "l", "1", "2"), s("LRANGE", "l", "-2", "100"),
+			s("LRANGE", "l", "5", "10"), s("LRANGE", "l", "x", "1"), s("LLEN", "l"), s("LPOP", "l"), s("RPOP", "l"), s("LPOP", "l", "2"), s("RPOP", "l", "5"),
+			s("EXISTS", "l"), s("LPOP", "l"), s("LPOP", "l", "2"), s("LLEN", "l"), s("LRANGE", "l", "0", "-1"), s("LPUSH", "l"), s("LPOP"), s("LPOP", "l", "-1"),
+			s("LRANGE", "l", "0"),
+		}},
+		{"keys-scan", []step{
+			s("SET", "user:1", "a"), s("SET", "user:2", "b"), s("HSET", "uh", "f", "v"), step{args: []string{"KEYS", "user:*"}, mode: sorted},
+			s("KEYS", "user:1"), s("KEYS", "nomatch*"), step{args: []string{"KEYS", "*"}, mode: sorted}, s("KEYS", "u?er:[1]"), s("KEYS", "user:[^1]"),
+			s("KEYS", "user:[0-1]"), s("KEYS"), s("SCAN", "0", "MATCH", "uh"), s("SCAN", "0", "TYPE", "hash"), s("SCAN", "0", "COUNT", "0"), s("SCAN", "x"),
+			s("SCAN", "0", "MATCH"), s("SCAN", "0", "BOGUS", "1"), s("SCAN"), s("FLUSHDB"), s("SCAN", "0"), s("SET", "only", "1"), s("SCAN", "0"),
+		}},
+		{"multi", []step{
+			s("MULTI"), s("SET", "t", "1"), s("INCR", "t"), s("GET", "t"), s("HSET", "th", "f", "v"), s("EXEC"), s("EXEC"), s("DISCARD"),
+			s("MULTI"), s("MULTI"), s("SET", "t", "2"), s("DISCARD"), s("GET", "t"), s("MULTI"), s("SET", "t"), s("INCR", "t"), s("EXEC"), s("GET", "t"),
+			s("MULTI"), s("NOSUCH"), s("EXEC"), s("MULTI"), s("INCR", "th"), s("SET", "t", "3"), s("EXEC"), s("GET", "t"),
+			s("WATCH", "t"), s("SET", "t", "4"), s("MULTI"), s("GET", "t"), s("EXEC"), s("WATCH", "t"), s("MULTI"), s("WATCH", "t"), s("GET", "t"), s("EXEC"),
+			s("WATCH", "t", "u"), s("UNWATCH"), s("SET", "t", "5"), s("MULTI"), s("GET", "t"), s("EXEC"), s("WATCH", "nokey"), s("MULTI"), s("SET", "nokey", "1"),
+			s("EXEC"), s("WATCH"), s("UNWATCH", "x"), s("MULTI", "x"), s("EXEC", "x"), s("MULTI"), s("EVAL", "return redis.call('incr', KEYS[1])", "1", "t"), s("EXEC"),
+			s("WATCH", "t"), s("FLUSHALL"), s("MULTI"), s("PING"), s("EXEC"), masked("HELLO", "3"), s("WATCH", "t"), s("SET", "t", "1"), s("MULTI"), s("EXEC"),
+			s("MULTI"), s("HGETALL", "th"), s("HSET", "th", "f", "v"), s("HGETALL", "th"), s("EXEC"),
+		}},
+		{"resp3-more", []step{
+			masked("HELLO", "3"), s("HSET", "h", "a", "1", "b", "2"), s("HGETALL", "h"), s("HGETALL", "noh"), s("HGET", "h", "x"), s("LPOP", "nol"), s("LPOP", "nol", "2"),
+			s("EVAL", "return false", "0"), s("EVAL", "return nil", "0"), s("EVAL", "return {1, false, 'x'}", "0"), s("EVAL", "return redis.call('hgetall', 'h')", "0"),
+			s("EVAL", "return redis.call('get', 'nokey')", "0"), s("GETDEL", "nokey"), s("PUBLISH", "ch", "m"),
+		}},
+		{"unknown-more", []step{s("NOSUCHCMD", "k", "0"), s("nosuch_x", "a", "b"), s("Get", "k"), s("GET", "k", "extra"), s("PUBLISH", "ch"), s("PUBLISH", "ch", "m")}},
 		{"command-config", []step{
 			s("COMMAND", "FOO"), s("COMMAND", "COUNT", "x"), shape("COMMAND", "COUNT"), s("CONFIG", "GET"), s("CONFIG", "FOO"),
 			s("CONFIG", "GET", "nosuchparam"), s("CONFIG"), shape("INFO"), shape("INFO", "commandstats"), s("QUIT"),
@@ -192,6 +283,7 @@ func runSequence(t *testing.T, addr string, seq sequence, password string) []str
 	var out []string
 	for _, st := range seq.steps {
 		if st.raw != "" {
+			_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 			if _, err := c.c.Write([]byte(st.raw)); err != nil {
 				t.Fatalf("%s: write: %v", seq.name, err)
 			}
@@ -237,11 +329,31 @@ func diffRun(t *testing.T, seqs []sequence, realAddr, fakeAddr, password string)
 func TestDifferentialRealRedis(t *testing.T) {
 	real := realredis.StartT(t, realredis.Options{})
 	fake := startNode(t, Config{DisableAdmin: true})
-	n := diffRun(t, diffSequences(), real.Addr, fake.Addr(), "")
+	seqs := append(diffSequences(), scriptSequences()...)
+	n := diffRun(t, seqs, real.Addr, fake.Addr(), "")
 	if n < 60 {
 		t.Fatalf("only %d commands compared", n)
 	}
-	t.Logf("%d commands compared", n)
+	names, bodies, scriptSteps := map[string]bool{}, map[string]bool{}, 0
+	for _, seq := range seqs {
+		for _, st := range seq.steps {
+			if len(st.args) == 0 {
+				continue
+			}
+			names[strings.ToLower(st.args[0])] = true
+			switch {
+			case strings.EqualFold(st.args[0], "eval") && len(st.args) > 1:
+				bodies[st.args[1]] = true
+				scriptSteps++
+			case strings.EqualFold(st.args[0], "evalsha"):
+				scriptSteps++
+			case strings.EqualFold(st.args[0], "script") && len(st.args) > 2 && strings.EqualFold(st.args[1], "load"):
+				bodies[st.args[2]] = true
+				scriptSteps++
+			}
+		}
+	}
+	t.Logf("%d commands compared (%d command names); %d EVAL/EVALSHA/SCRIPT LOAD steps with %d distinct scripts", n, len(names), scriptSteps, len(bodies))
 }
 
 func TestDifferentialRealRedisPassword(t *testing.T) {
@@ -252,6 +364,12 @@ func TestDifferentialRealRedisPassword(t *testing.T) {
 		s("GET", "k"), s("PING"), s("HELLO", "3"), s("FOO"), s("GET"), s("AUTH", "wrong"), s("AUTH", "default", "wrong"),
 		s("HELLO", "3", "AUTH", "default", "wrong"), s("GET", "k"), masked("HELLO", "3", "AUTH", "default", pw),
 		s("GET", "k"), s("AUTH", pw), s("AUTH", "default", pw), s("SET", "k", "v"), s("GET", "k"), s("QUIT"),
+	}}, {"unauth-args", []step{
+		s("ECHO", "1", "2", "3", "4", "5", "6", "7", "8", "9"), raw("*12\r\n", true),
+	}}, {"unauth-bulk", []step{
+		s("ECHO", strings.Repeat("x", 16384)), raw("*2\r\n$4\r\nECHO\r\n$16385\r\n", true),
+	}}, {"auth-then-big", []step{
+		raw(string(enc("AUTH", pw))+string(enc("ECHO", strings.Repeat("y", 20000))), false), s("ECHO", strings.Repeat("y", 20000)),
 	}}}
 	diffRun(t, seqs, real.Addr, fake.Addr(), pw)
 }

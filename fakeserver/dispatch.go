@@ -14,6 +14,7 @@ type cmdCtx struct {
 	fc   *fconn
 	args [][]byte
 	idx  int
+	held bool // the caller holds n.mu (EXEC, a script)
 }
 
 type cmdDef struct {
@@ -26,6 +27,13 @@ type cmdDef struct {
 	noAuth bool
 	admin  bool
 	fn     func(n *Node, c cmdCtx)
+
+	// derived in init
+	locked    bool // runs with n.mu held (keyspace and script commands)
+	write     bool // flag "write"
+	noscript  bool // flag "noscript": refused by redis.call
+	allowBusy bool // flag "allow_busy": served while a script is busy
+	nomulti   bool // runs at once inside MULTI instead of being queued
 }
 
 type cmdCounter struct {
@@ -35,41 +43,104 @@ type cmdCounter struct {
 var (
 	commandTable []cmdDef
 	commandIndex map[string]int
+	scriptIdx    int // SCRIPT (KILL is served while a script is busy)
 )
 
 func init() {
+	w := []string{"write", "denyoom"}
+	wf := []string{"write", "denyoom", "fast"}
+	ro := []string{"readonly", "fast"}
+	key1 := func(d cmdDef) cmdDef { d.first, d.last, d.step = 1, 1, 1; return d }
+	keysAll := func(d cmdDef) cmdDef { d.first, d.last, d.step = 1, -1, 1; return d }
 	commandTable = []cmdDef{
 		{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, fn: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
 		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdHello},
 		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdAuth},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
-		{name: "client", arity: -2, flags: []string{"sentinel"}, fn: cmdClient},
+		{name: "client", arity: -2, flags: []string{"noscript", "sentinel"}, fn: cmdClient},
 		{name: "command", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdCommand},
 		{name: "info", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdInfo},
-		{name: "config", arity: -2, fn: cmdConfig},
+		{name: "config", arity: -2, flags: []string{"noscript"}, fn: cmdConfig},
 		{name: "quit", arity: -1, flags: []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdQuit},
-		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: 1, step: 1, fn: cmdSet},
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdGet},
-		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, fn: cmdDel},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, fn: cmdExists},
-		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, fn: cmdIncr},
-		{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, fn: cmdPexpire},
-		{name: "expire", arity: -3, flags: []string{"write", "fast"}, first: 1, last: 1, step: 1, fn: cmdExpire},
-		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdPttl},
-		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdTTL},
-		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, first: 1, last: 1, step: 1, fn: cmdType},
-		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, fn: cmdDBSize},
+		key1(cmdDef{name: "set", arity: -3, flags: w, fn: cmdSet}),
+		key1(cmdDef{name: "get", arity: 2, flags: ro, fn: cmdGet}),
+		key1(cmdDef{name: "getrange", arity: 4, flags: []string{"readonly"}, fn: cmdGetRange}),
+		key1(cmdDef{name: "strlen", arity: 2, flags: ro, fn: cmdStrLen}),
+		keysAll(cmdDef{name: "mget", arity: -2, flags: ro, fn: cmdMGet}),
+		key1(cmdDef{name: "setnx", arity: 3, flags: wf, fn: cmdSetNX}),
+		key1(cmdDef{name: "getdel", arity: 2, flags: []string{"write", "fast"}, fn: cmdGetDel}),
+		keysAll(cmdDef{name: "del", arity: -2, flags: []string{"write"}, fn: cmdDel}),
+		keysAll(cmdDef{name: "unlink", arity: -2, flags: []string{"write", "fast"}, fn: cmdDel}),
+		keysAll(cmdDef{name: "exists", arity: -2, flags: ro, fn: cmdExists}),
+		key1(cmdDef{name: "incr", arity: 2, flags: wf, fn: cmdIncr}),
+		key1(cmdDef{name: "decr", arity: 2, flags: wf, fn: cmdDecr}),
+		key1(cmdDef{name: "incrby", arity: 3, flags: wf, fn: cmdIncrBy}),
+		key1(cmdDef{name: "decrby", arity: 3, flags: wf, fn: cmdDecrBy}),
+		key1(cmdDef{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, fn: cmdPexpire}),
+		key1(cmdDef{name: "expire", arity: -3, flags: []string{"write", "fast"}, fn: cmdExpire}),
+		key1(cmdDef{name: "pexpireat", arity: -3, flags: []string{"write", "fast"}, fn: cmdPexpireAt}),
+		key1(cmdDef{name: "expireat", arity: -3, flags: []string{"write", "fast"}, fn: cmdExpireAt}),
+		key1(cmdDef{name: "persist", arity: 2, flags: []string{"write", "fast"}, fn: cmdPersist}),
+		key1(cmdDef{name: "pttl", arity: 2, flags: ro, fn: cmdPttl}),
+		key1(cmdDef{name: "ttl", arity: 2, flags: ro, fn: cmdTTL}),
+		key1(cmdDef{name: "type", arity: 2, flags: ro, fn: cmdType}),
+		{name: "keys", arity: 2, flags: []string{"readonly"}, fn: cmdKeys},
+		{name: "scan", arity: -2, flags: []string{"readonly"}, fn: cmdScan},
+		{name: "dbsize", arity: 1, flags: ro, fn: cmdDBSize},
 		{name: "flushall", arity: -1, flags: []string{"write"}, fn: cmdFlushAll},
 		{name: "flushdb", arity: -1, flags: []string{"write"}, fn: cmdFlushDB},
+		key1(cmdDef{name: "hset", arity: -4, flags: wf, fn: cmdHSet}),
+		key1(cmdDef{name: "hmset", arity: -4, flags: wf, fn: cmdHSet}),
+		key1(cmdDef{name: "hsetnx", arity: 4, flags: wf, fn: cmdHSetNX}),
+		key1(cmdDef{name: "hget", arity: 3, flags: ro, fn: cmdHGet}),
+		key1(cmdDef{name: "hmget", arity: -3, flags: ro, fn: cmdHMGet}),
+		key1(cmdDef{name: "hdel", arity: -3, flags: []string{"write", "fast"}, fn: cmdHDel}),
+		key1(cmdDef{name: "hgetall", arity: 2, flags: []string{"readonly"}, fn: cmdHGetAll}),
+		key1(cmdDef{name: "hkeys", arity: 2, flags: []string{"readonly"}, fn: cmdHKeys}),
+		key1(cmdDef{name: "hvals", arity: 2, flags: []string{"readonly"}, fn: cmdHVals}),
+		key1(cmdDef{name: "hlen", arity: 2, flags: ro, fn: cmdHLen}),
+		key1(cmdDef{name: "hexists", arity: 3, flags: ro, fn: cmdHExists}),
+		key1(cmdDef{name: "hincrby", arity: 4, flags: wf, fn: cmdHIncrBy}),
+		key1(cmdDef{name: "lpush", arity: -3, flags: wf, fn: cmdLPush}),
+		key1(cmdDef{name: "rpush", arity: -3, flags: wf, fn: cmdRPush}),
+		key1(cmdDef{name: "lpop", arity: -2, flags: []string{"write", "fast"}, fn: cmdLPop}),
+		key1(cmdDef{name: "rpop", arity: -2, flags: []string{"write", "fast"}, fn: cmdRPop}),
+		key1(cmdDef{name: "llen", arity: 2, flags: ro, fn: cmdLLen}),
+		key1(cmdDef{name: "lrange", arity: 4, flags: []string{"readonly"}, fn: cmdLRange}),
+		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast", "may_replicate"}, fn: cmdPublish},
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: cmdExec},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdDiscard},
+		keysAll(cmdDef{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdWatch}),
+		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdUnwatch},
 		{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
 		{name: "eval", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEval},
 		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
 		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, admin: true, fn: cmdFake},
 	}
+	defer func() { scriptIdx = commandIndex["script"] }()
 	commandIndex = make(map[string]int, len(commandTable))
-	for i, d := range commandTable {
+	unlocked := map[string]bool{"ping": true, "echo": true, "hello": true, "auth": true, "select": true, "client": true,
+		"command": true, "config": true, "quit": true, "publish": true, "multi": true, "exec": true, "discard": true, "fake": true}
+	for i := range commandTable {
+		d := &commandTable[i]
 		commandIndex[d.name] = i
+		d.locked = !unlocked[d.name]
+		for _, f := range d.flags {
+			switch f {
+			case "write":
+				d.write = true
+			case "noscript":
+				d.noscript = true
+			case "allow_busy":
+				d.allowBusy = true
+			}
+		}
+		switch d.name {
+		case "multi", "exec", "discard", "watch", "quit", "fake":
+			d.nomulti = true
+		}
 	}
 }
 
@@ -147,6 +218,7 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		}
 	}
 	if idx < 0 {
+		fc.multiDirty = fc.inMulti
 		out.WriteError(unknownCommandText(args))
 		return
 	}
@@ -155,15 +227,51 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 	st.calls.Add(1)
 	if !arityOK(def.arity, len(args)) {
 		st.rejected.Add(1)
-		out.WriteError("ERR wrong number of arguments for '" + def.name + "' command")
+		msg := "ERR wrong number of arguments for '" + def.name + "' command"
+		if def.name == "exec" {
+			// a rejected EXEC aborts the transaction (if any), as in Redis
+			fc.inMulti, fc.multiDirty, fc.multiQ = false, false, nil
+			n.unwatchAll(fc, false)
+			out.WriteError("EXECABORT Transaction discarded because of: " + msg[len("ERR "):])
+			return
+		}
+		fc.multiDirty = fc.inMulti
+		out.WriteError(msg)
 		return
 	}
 	if !fc.authed && !def.noAuth {
 		st.rejected.Add(1)
+		fc.multiDirty = fc.inMulti
 		out.WriteError("NOAUTH Authentication required.")
 		return
 	}
-	def.fn(n, cmdCtx{rc: out, fc: fc, args: args, idx: idx})
+	c := cmdCtx{rc: out, fc: fc, args: args, idx: idx}
+	if fc.inMulti && !def.nomulti {
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = append([]byte(nil), a...)
+		}
+		fc.multiQ = append(fc.multiQ, queuedCmd{idx: idx, args: q})
+		out.WriteString("QUEUED")
+		return
+	}
+	if n.lua.busy.Load() && !def.allowBusy && !def.admin {
+		if idx == scriptIdx && len(args) == 2 && eqFold(args[1], "kill") {
+			n.scriptKillCmd(c)
+			return
+		}
+		st.rejected.Add(1)
+		out.WriteError(busyErr)
+		return
+	}
+	if def.locked {
+		n.mu.Lock()
+		c.held = true
+		def.fn(n, c)
+		n.mu.Unlock()
+		return
+	}
+	def.fn(n, c)
 }
 
 func arityOK(arity, argc int) bool {

@@ -18,18 +18,30 @@
 //	cl.Nodes[2].Restart(true, time.Second) // lose data, away for 1s
 //
 // Nodes speak RESP2 and RESP3 (after HELLO 3) with Redis 7.0's exact reply
-// shapes and error texts for PING, ECHO, HELLO, AUTH, SELECT, CLIENT
-// (ID/SETNAME/GETNAME/INFO/LIST), COMMAND (COUNT/INFO/LIST/DOCS), INFO,
-// CONFIG GET, QUIT, SET (NX/XX/GET/KEEPTTL/EX/PX/EXAT/PXAT), GET, DEL,
-// EXISTS, INCR, EXPIRE/PEXPIRE (NX/XX/GT/LT), TTL/PTTL, TYPE, DBSIZE,
-// FLUSHALL, FLUSHDB, SCRIPT LOAD/EXISTS/FLUSH/KILL, EVAL and EVALSHA. A
-// differential test checks this byte for byte against a real redis-server.
-// Only string values exist, so WRONGTYPE cannot arise.
+// shapes and error texts for the connection commands (PING, ECHO, HELLO,
+// AUTH, SELECT, CLIENT, COMMAND, INFO, CONFIG GET, QUIT), strings (SET with
+// every option, GET, GETDEL, GETRANGE, STRLEN, MGET, SETNX, INCR/INCRBY/
+// DECR/DECRBY), hashes (HSET, HGET, HDEL, HGETALL, HINCRBY, ...), lists
+// (LPUSH, RPUSH, LPOP, RPOP, LLEN, LRANGE), keys (DEL, UNLINK, EXISTS,
+// TYPE, KEYS, SCAN, the EXPIRE family, PERSIST, TTL/PTTL, DBSIZE, FLUSHALL,
+// FLUSHDB), transactions (MULTI, EXEC, DISCARD, WATCH, UNWATCH) and scripts
+// (EVAL, EVALSHA, SCRIPT), with WRONGTYPE errors. A differential test
+// checks this byte for byte against a real redis-server, including the lock
+// scripts of redsync, node-redlock, Redisson and bsm/redislock.
 //
-// There is no Lua interpreter: EVAL/EVALSHA run the scripts of package
-// redlock/scripts natively, recognised by the SHA1 of their exact text.
-// Any other script gets an error saying so; EVALSHA of an unloaded SHA gets
-// Redis's NOSCRIPT error.
+// Scripts run in a real Lua 5.1 interpreter (github.com/yuin/gopher-lua)
+// with Redis's redis.call/pcall/error_reply/status_reply/sha1hex, KEYS and
+// ARGV, its Lua<->RESP conversions and its error format; they are atomic and
+// see the node's clock faults and data loss like any command. A script
+// running longer than Config.ScriptBusyAfter makes other clients get BUSY
+// (SCRIPT KILL stops it unless it wrote); one running longer than
+// Config.ScriptKillAfter, or growing the heap by more than 256 MB, is
+// stopped, so a bad script never hangs a node. redmux's own lock scripts
+// (package redlock/scripts) run natively, with the same replies.
+//
+// For Go tests: RunT starts a cluster closed by t.Cleanup; Node.Set, Get,
+// Del, Keys, TTL seed and inspect keys, and FastForward moves a node's (or
+// a cluster's) clock.
 //
 // Faults are set from Go (Node methods) or over RESP with the FAKE admin
 // command (Config.DisableAdmin turns it off); docs/FAKESERVER.md is the
@@ -41,8 +53,10 @@
 // (redcon's reader panics on some lengths and grows its buffer without
 // bound on others). Malformed requests get Redis's "Protocol error" reply
 // and the connection is closed; requests are limited by MaxBulkLen,
-// MaxRequestBytes, MaxArgs and MaxInlineLen, so a client cannot make a
-// node use unbounded memory.
+// MaxRequestBytes, MaxArgs and MaxInlineLen (and Redis's smaller limits
+// before authentication), so a client cannot make a node use unbounded
+// memory. Inline requests are split with Redis's rules by the fake itself,
+// and every request costs time and memory proportional to its size.
 //
 // # Latency
 //

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"testing"
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
@@ -184,4 +185,22 @@ func ExampleNode_SetRequestDelay() {
 	_, late := n.Get("k")
 	fmt.Printf("applied early: %v, reply %q, applied: %v\n", early, line, late)
 	// Output: applied early: false, reply "+OK\r\n", applied: true
+}
+
+// Seeding, inspecting and time travel from a Go test: RunT closes the
+// cluster when the test ends.
+func ExampleRunT() {
+	t := &testing.T{} // in a real test, the *testing.T it is given
+	cl := fakeserver.RunT(t, 3)
+	n := cl.Nodes[0]
+	n.Set("lock", "token", 10*time.Second)
+	v, _ := n.Get("lock")
+	fmt.Println(string(v), n.Keys(), n.TTL("lock") > 9*time.Second)
+	cl.FastForward(11 * time.Second) // the lock expires on every node
+	_, ok := n.Get("lock")
+	fmt.Println(ok, n.TTL("lock"))
+	_ = cl.Close()
+	// Output:
+	// token [lock] true
+	// false -2ns
 }

@@ -173,8 +173,8 @@ var adminTimingHelp = []string{
 func (n *Node) fakeTiming(c cmdCtx, sub string, a [][]byte) bool {
 	bad := func(msg string) { c.err("ERR FAKE " + sub + ": " + msg) }
 	dur := func(b []byte, what string, neg bool) (time.Duration, bool) {
-		d, ok := parseDur(b)
-		if !ok || (!neg && d < 0) || d > maxFaultDuration || d < -maxFaultDuration {
+		d, ok, inRange := parseDur(b)
+		if !ok || !inRange || (!neg && d < 0) || d > maxFaultDuration || d < -maxFaultDuration {
 			bad("invalid " + what + " '" + trunc(b, 64) + "' (want e.g. 10ms, 2s or milliseconds; at most 1000h)")
 			return 0, false
 		}

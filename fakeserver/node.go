@@ -37,6 +37,17 @@ type Config struct {
 	DisableAdmin bool
 	// SweepInterval is the active expiry sweep period; default 100ms.
 	SweepInterval time.Duration
+	// ScriptBusyAfter is how long a Lua script may run before other
+	// clients get Redis's BUSY error (Redis's busy-reply-threshold);
+	// default DefaultScriptBusyAfter (5s).
+	ScriptBusyAfter time.Duration
+	// ScriptKillAfter stops a script that runs this long, even one that has
+	// written (a real Redis would run it forever); default
+	// DefaultScriptKillAfter (10s). It is raised to ScriptBusyAfter if lower.
+	ScriptKillAfter time.Duration
+	// LuaOnly runs redmux's own lock scripts in Lua too, instead of their
+	// native implementations (same replies, slower; for tests).
+	LuaOnly bool
 }
 
 // NodeStats are counters of one node since it started (they survive
@@ -59,8 +70,10 @@ type Node struct {
 	// keyspace and clock, guarded by mu
 	mu       sync.Mutex
 	dbs      [numDBs]map[string]entry
-	scripts  map[string]bool // loaded script SHAs
-	clockOff int64           // ns
+	scripts  map[string]string // loaded scripts: SHA -> body
+	watched  map[watchKey]*watchVer
+	lua      scriptEngine // Lua state (lua.go); used with mu held
+	clockOff int64        // ns
 	drift    float64
 	driftAt  int64 // monotonic ns since base when SetClock was called
 
@@ -104,10 +117,18 @@ func StartNode(cfg Config) (*Node, error) {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 100 * time.Millisecond
 	}
+	if cfg.ScriptBusyAfter <= 0 {
+		cfg.ScriptBusyAfter = DefaultScriptBusyAfter
+	}
+	if cfg.ScriptKillAfter <= 0 {
+		cfg.ScriptKillAfter = DefaultScriptKillAfter
+	}
+	cfg.ScriptKillAfter = max(cfg.ScriptKillAfter, cfg.ScriptBusyAfter)
 	n := &Node{
 		cfg:      cfg,
 		base:     time.Now(),
-		scripts:  make(map[string]bool),
+		scripts:  make(map[string]string),
+		watched:  make(map[watchKey]*watchVer),
 		conns:    make(map[*fconn]struct{}),
 		closeCh:  make(chan struct{}),
 		cmdStats: make([]cmdCounter, len(commandTable)),
@@ -179,6 +200,7 @@ func (n *Node) closedConn(rc redcon.Conn, _ error) {
 		n.connMu.Lock()
 		delete(n.conns, fc)
 		n.connMu.Unlock()
+		n.unwatchAll(fc, false)
 		n.stats.current.Add(-1)
 		n.connWG.Done()
 	}
@@ -312,7 +334,9 @@ func (n *Node) wipe() {
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
-	n.scripts = make(map[string]bool)
+	n.scripts = make(map[string]string)
+	n.resetLua()
+	n.touchDB(-1)
 	n.mu.Unlock()
 }
 
@@ -369,12 +393,31 @@ func (n *Node) Heal() {
 // SetClock skews the node's clock, used for every expiry decision:
 // node time = real time + offset + driftRate*(time elapsed since this call).
 // Each call replaces the previous setting (the clock may jump).
+// offset and driftRate must pass CheckClock; other values are a
+// programming error and panic (the FAKE CLOCK command refuses them with an
+// error reply).
 func (n *Node) SetClock(offset time.Duration, driftRate float64) {
+	if err := CheckClock(offset, driftRate); err != nil {
+		panic(err)
+	}
 	n.mu.Lock()
 	n.clockOff = int64(offset)
 	n.drift = driftRate
 	n.driftAt = int64(time.Since(n.base))
 	n.mu.Unlock()
+}
+
+// CheckClock reports whether SetClock accepts offset and driftRate: an
+// offset within 100 years either way, and a finite drift rate in (-1, 1000]
+// (the clock never runs backwards).
+func CheckClock(offset time.Duration, driftRate float64) error {
+	if offset > maxAdminDur || offset < -maxAdminDur {
+		return fmt.Errorf("fakeserver: clock offset %v out of range (at most 100 years either way)", offset)
+	}
+	if !validDrift(driftRate) {
+		return fmt.Errorf("fakeserver: clock drift rate %v invalid (want a finite number > -1 and <= 1000)", driftRate)
+	}
+	return nil
 }
 
 // FailNext replaces the replies of the next k commands with "-"+errText;

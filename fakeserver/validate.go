@@ -11,17 +11,27 @@ const (
 	MaxBulkLen = 1 << 20
 	// MaxRequestBytes is the largest total size of one multibulk request.
 	MaxRequestBytes = 4 << 20
-	// MaxArgs is the largest argument count of one request (as Redis).
+	// MaxArgs is the largest argument count of one request. Redis allows
+	// any int; with MaxRequestBytes no request can have more than 262,144.
 	MaxArgs = 1024 * 1024
-	// MaxInlineLen is the longest inline (telnet-style) request line (as Redis).
+	// MaxInlineLen is the longest inline (telnet-style) request line, as
+	// Redis's PROTO_INLINE_MAX_SIZE ("Protocol error: too big inline
+	// request").
 	MaxInlineLen = 64 * 1024
-	maxNumDigits = 19
+	// Before a client has authenticated on a node that requires it, Redis
+	// (and the fake) accept at most 10 arguments of at most 16 KB each
+	// ("Protocol error: unauthenticated multibulk length" / "... bulk
+	// length").
+	maxUnauthArgs    = 10
+	maxUnauthBulkLen = 16384
+	maxNumDigits     = 19
 )
 
 // validator states.
 const (
 	vsStart = iota
 	vsInline
+	vsInlineNUL // an inline request with a NUL before its line end
 	vsCount
 	vsCountLF
 	vsDollar
@@ -46,6 +56,7 @@ type validator struct {
 	size     int64 // bytes of the current request so far
 	header   bool  // multibulk header complete: bytes may be handed out
 	empty    bool  // the completed request is "*0" or "*-N" (ignored, as Redis does)
+	inline   bool  // the completed request is an inline line (rbuf holds it whole)
 	inlineSz int
 }
 
@@ -60,7 +71,9 @@ func (e protoError) Error() string { return "Protocol error: " + string(e) }
 // step scans b from the validator's current state. It returns the number of
 // bytes consumed and done=true when a request ended exactly there; with
 // done=false all of b was consumed and the request is still incomplete.
-func (v *validator) step(b []byte) (n int, done bool, err error) {
+// With unauth set the client has not authenticated on a node that requires
+// it, and Redis's smaller limits for such clients apply.
+func (v *validator) step(b []byte, unauth bool) (n int, done bool, err error) {
 	for n < len(b) {
 		c := b[n]
 		switch v.st {
@@ -73,10 +86,18 @@ func (v *validator) step(b []byte) (n int, done bool, err error) {
 				continue
 			}
 			v.st = vsInline
-			v.header = true
 			v.inlineSz = 0
 		case vsInline:
 			i := bytes.IndexByte(b[n:], '\n')
+			if z := bytes.IndexByte(b[n:], 0); z >= 0 && (i < 0 || z < i) {
+				// Redis looks for the line end with strchr, which stops
+				// at a NUL: this request never completes, and the client
+				// gets the size error once it has sent 64 KB.
+				v.inlineSz += z
+				v.st = vsInlineNUL
+				n += z
+				continue
+			}
 			if i < 0 {
 				v.inlineSz += len(b) - n
 				if v.inlineSz > MaxInlineLen {
@@ -90,11 +111,23 @@ func (v *validator) step(b []byte) (n int, done bool, err error) {
 			}
 			n += i + 1
 			v.st = vsStart
+			v.inline = true
 			return n, true, nil
+		case vsInlineNUL:
+			v.inlineSz += len(b) - n
+			if v.inlineSz > MaxInlineLen {
+				return len(b), false, protoError("too big inline request")
+			}
+			return len(b), false, nil
 		case vsCount, vsBulkLen:
 			n++
 			switch {
 			case c >= '0' && c <= '9':
+				// canonical integers only, as Redis's string2ll: no
+				// leading zero, no "-0"
+				if (v.digits == 1 && v.num == 0) || (c == '0' && v.digits == 0 && v.neg) {
+					return n, false, v.lenErr()
+				}
 				v.digits++
 				if v.digits > maxNumDigits {
 					return n, false, v.lenErr()
@@ -120,6 +153,9 @@ func (v *validator) step(b []byte) (n int, done bool, err error) {
 			if v.num > MaxArgs {
 				return n, false, protoError("invalid multibulk length")
 			}
+			if unauth && v.num > maxUnauthArgs {
+				return n, false, protoError("unauthenticated multibulk length")
+			}
 			v.args = v.num
 			v.header = true
 			v.st = vsDollar
@@ -134,6 +170,9 @@ func (v *validator) step(b []byte) (n int, done bool, err error) {
 			n++
 			if c != '\n' || v.neg || v.num > MaxBulkLen {
 				return n, false, protoError("invalid bulk length")
+			}
+			if unauth && v.num > maxUnauthBulkLen {
+				return n, false, protoError("unauthenticated bulk length")
 			}
 			v.size += v.num + 16
 			if v.size > MaxRequestBytes {

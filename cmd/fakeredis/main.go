@@ -4,7 +4,9 @@
 //	fakeredis -nodes 5 -port 7000 [-host 127.0.0.1] [-password ...] [-latency 10ms,0,0,0,50ms] ...
 //
 // It prints one "ready <addr>" line per node once every node accepts
-// connections, runs until SIGINT or SIGTERM, then shuts down cleanly. Faults
+// connections, runs until SIGINT or SIGTERM, then shuts down cleanly and
+// prints "stopped N nodes". Exit status: 0 after a clean stop, 1 when the
+// nodes cannot start or stop (a port in use), 2 for a bad command line. Faults
 // can also be changed at run time with the FAKE admin command (see
 // docs/FAKESERVER.md).
 package main
@@ -22,6 +24,6 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeredis:", err)
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
 }

@@ -76,6 +76,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.drift, err = list("clock-drift", drift, o.nodes, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
 		return nil, err
 	}
+	for i := range o.drift {
+		if err := fakeserver.CheckClock(o.clockOffset[i], o.drift[i]); err != nil {
+			return nil, fmt.Errorf("-clock-offset/-clock-drift for node %d: %v", i, err)
+		}
+	}
 	if o.failNext, err = list("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
 		return nil, err
 	}
@@ -137,15 +142,34 @@ func indexSet(name, s string, n int) (map[int]bool, error) {
 	return out, nil
 }
 
+// usageError is a bad command line (exit status 2); any other error from
+// run is a run failure (exit status 1).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode maps run's error to the process exit status.
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
 // run starts the nodes, applies the start-up faults, prints the ready
-// lines and serves until ctx is done.
+// lines, serves until ctx is done and prints a "stopped" line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return err
+		return usageError{err}
 	}
 	cfg := fakeserver.Config{
 		Addr:          net.JoinHostPort(o.host, strconv.Itoa(o.port)),
@@ -180,5 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	<-ctx.Done()
-	return cl.Close()
+	err = cl.Close()
+	fmt.Fprintf(stdout, "stopped %d nodes\n", len(cl.Nodes))
+	return err
 }

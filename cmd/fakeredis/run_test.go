@@ -33,7 +33,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 		addrs = append(addrs, addr)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	rest := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		_, _ = io.Copy(&b, pr)
+		rest <- b.String()
+	}()
 	if len(addrs) != 3 {
 		t.Fatalf("got %d ready lines", len(addrs))
 	}
@@ -79,6 +84,9 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("run did not return after cancel")
+	}
+	if out := <-rest; out != "stopped 3 nodes\n" {
+		t.Errorf("output after the ready lines: %q, want the stop line", out)
 	}
 	for _, a := range addrs {
 		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
@@ -183,10 +191,31 @@ func TestBadFlags(t *testing.T) {
 		{"-port", "65535", "-nodes", "2"},
 		{"-bogus"},
 		{"extra"},
+		{"-port", "0", "-clock-drift", "NaN"},
+		{"-port", "0", "-clock-drift", "-1"},
+		{"-port", "0", "-clock-offset", "1000000h"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%q: no error", args)
 		}
+		if exitCode(err) != 2 {
+			t.Errorf("%q: exit status %d for a usage error, want 2", args, exitCode(err))
+		}
+	}
+}
+
+// TestRunFailureExitsOne: a port already in use is a run failure (exit 1,
+// not the usage status 2).
+func TestRunFailureExitsOne(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	err = run(context.Background(), []string{"-nodes", "1", "-port", strconv.Itoa(port)}, io.Discard, io.Discard)
+	if err == nil || exitCode(err) != 1 {
+		t.Fatalf("port in use: err %v, exit status %d, want 1", err, exitCode(err))
 	}
 }

@@ -2,9 +2,11 @@
 // runs on every node, with their SHA1 digests.
 //
 // The texts are part of the wire contract: fakeserver recognises a script by
-// the SHA1 of its exact text and executes it natively, so any change to a text
-// here changes its SHA and must be mirrored by the fake server's native
-// implementation (fakeserver tests check that every script in All is known).
+// the SHA1 of its exact text and executes it natively (any other script runs
+// in its Lua interpreter), so any change to a text here changes its SHA and
+// must be mirrored by the fake server's native implementation (fakeserver
+// tests check that every script in All is known and that the native and Lua
+// runs give the same replies).
 //
 // This package has no dependencies beyond the standard library so that both
 // the client side (redlock, mux) and the fake server can import it.

@@ -1,0 +1,124 @@
+package fakeserver
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/redlock/scripts"
+)
+
+// TestScriptInfiniteLoopBounded: a script that never ends makes other
+// clients get BUSY after ScriptBusyAfter; SCRIPT KILL stops it (the caller
+// gets Redis's error); a script that wrote cannot be killed by SCRIPT KILL
+// but the node stops it after ScriptKillAfter. The node keeps serving.
+func TestScriptInfiniteLoopBounded(t *testing.T) {
+	n := startNode(t, Config{ScriptBusyAfter: 100 * time.Millisecond, ScriptKillAfter: 700 * time.Millisecond})
+	loop, other := dial(t, n.Addr()), dial(t, n.Addr())
+	loop.send("EVAL", "while true do end", "0")
+	time.Sleep(300 * time.Millisecond)
+	eqReply(t, "busy", other.do("GET", "k"), errReply(busyErr))
+	eqReply(t, "kill", other.do("SCRIPT", "KILL"), okReply)
+	r := loop.read()
+	if !hasPrefix(r, "-ERR Script killed by user with SCRIPT KILL... script: ") || !strings.HasSuffix(r, ", on @user_script:1.\r\n") {
+		t.Errorf("killed script replied %q", r)
+	}
+	eqReply(t, "served after kill", other.do("SET", "k", "v"), okReply)
+	eqReply(t, "notbusy", other.do("SCRIPT", "KILL"), errReply("NOTBUSY No scripts in execution right now."))
+
+	start := time.Now()
+	loop.send("EVAL", "redis.call('set', KEYS[1], 'x')\nwhile true do end", "1", "w")
+	time.Sleep(300 * time.Millisecond)
+	eqReply(t, "unkillable", other.do("SCRIPT", "KILL"), errReply(unkillableErr))
+	r = loop.read()
+	if !hasPrefix(r, "-ERR fake server: script killed after running for 700ms (Config.ScriptKillAfter) script: ") || !strings.HasSuffix(r, ", on @user_script:2.\r\n") {
+		t.Errorf("hard-killed script replied %q", r)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("hard kill took %v", d)
+	}
+	eqReply(t, "served after hard kill", other.do("GET", "w"), bulk("x"))
+	eqReply(t, "same conn works", loop.do("PING"), pongReply)
+}
+
+// TestBadScripts: syntax and runtime errors, deep recursion and huge
+// replies give errors, never a panic or a dead node.
+func TestBadScripts(t *testing.T) {
+	n := startNode(t, Config{ScriptBusyAfter: time.Second, ScriptKillAfter: 2 * time.Second})
+	c := dial(t, n.Addr())
+	for _, tc := range []struct{ script, prefix string }{
+		{"return (", "-ERR Error compiling script (new function): user_script:1: "},
+		{"local t = nil\nreturn t.x", "-ERR user_script:2: "},
+		{"local function f() return f() + 1 end return f()", "-ERR "},
+		{"return string.rep('x', 1e10)", "-ERR "},
+		{"local t = {} for i=1,1e9 do t[i] = i end", "-ERR "},
+		{"return redis.call('get', string.rep('k', 2e6))", ":"},
+	} {
+		r := c.do("EVAL", tc.script, "0")
+		if tc.prefix == ":" {
+			if r != nullBulk {
+				t.Errorf("%q: %.200q", tc.script, r)
+			}
+			continue
+		}
+		if !hasPrefix(r, tc.prefix) {
+			t.Errorf("%q: %.200q, want prefix %q", tc.script, r, tc.prefix)
+		}
+	}
+	eqReply(t, "alive", c.do("PING"), pongReply)
+}
+
+// TestNativeScriptsMatchLua runs redmux's own lock scripts through their
+// native implementations and through Lua (Config.LuaOnly) on the same
+// inputs, including error cases, and compares the replies byte for byte.
+func TestNativeScriptsMatchLua(t *testing.T) {
+	native := startNode(t, Config{})
+	luaOnly := startNode(t, Config{LuaOnly: true})
+	rel, ext := scripts.Release, scripts.Extend
+	steps := [][]string{
+		{"SET", "k", "tok"}, {"HSET", "h", "f", "v"},
+		{"EVAL", ext.Text, "1", "k", "tok", "50000"}, {"PTTL", "k"}, {"EVAL", ext.Text, "1", "k", "bad", "50000"},
+		{"EVAL", ext.Text, "1", "k", "tok"}, {"EVAL", ext.Text, "1", "k", "tok", "abc"}, {"EVAL", ext.Text, "1", "k", "tok", "-5"},
+		{"EXISTS", "k"}, {"SET", "k", "tok"}, {"EVAL", ext.Text, "1", "k", "tok", "9223372036854775807"}, {"EVAL", ext.Text, "0"},
+		{"EVAL", ext.Text, "1", "h", "tok", "100"}, {"EVAL", ext.Text, "1", "nokey", "tok", "100"},
+		{"EVAL", rel.Text, "1", "k", "bad"}, {"EVAL", rel.Text, "1", "k", "tok"}, {"EVAL", rel.Text, "1", "k", "tok"}, {"EVAL", rel.Text, "0"},
+		{"EVAL", rel.Text, "1", "k"}, {"EVAL", rel.Text, "1", "h", "v"}, {"EVALSHA", rel.SHA, "1", "k", "tok"}, {"EVALSHA", ext.SHA, "1", "k", "tok", "1"},
+		{"SET", "k", "tok"}, {"EVALSHA", rel.SHA, "2", "k", "x", "tok"}, {"EXISTS", "k"},
+	}
+	a, b := dial(t, native.Addr()), dial(t, luaOnly.Addr())
+	for _, st := range steps {
+		ra, rb := a.do(st...), b.do(st...)
+		if st[0] == "PTTL" {
+			continue
+		}
+		if ra != rb {
+			t.Errorf("%.60q:\n native %q\n lua    %q", st, ra, rb)
+		}
+	}
+}
+
+// TestGoHelpersSeeScriptsAndClock: keys seeded from Go are what scripts
+// and commands see, and FastForward expires them for both.
+func TestGoHelpersSeeScriptsAndClock(t *testing.T) {
+	cl := RunT(t, 2)
+	n := cl.Nodes[1]
+	n.Set("k", "tok", 5*time.Second)
+	c := dial(t, n.Addr())
+	eqReply(t, "lua sees seeded key", c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "k"), bulk("tok"))
+	if got := n.Keys(); len(got) != 1 || got[0] != "k" {
+		t.Errorf("Keys = %q", got)
+	}
+	cl.FastForward(4 * time.Second)
+	if ttl := n.TTL("k"); ttl <= 0 || ttl > time.Second {
+		t.Errorf("TTL after 4s forward = %v", ttl)
+	}
+	cl.FastForward(2 * time.Second)
+	eqReply(t, "expired for lua", c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "k"), nullBulk)
+	if _, ok := n.Get("k"); ok {
+		t.Error("key survived FastForward past its TTL")
+	}
+	n.Set("p", "v", 0)
+	if n.TTL("p") != -1 || !n.Del("p") || n.Del("p") {
+		t.Error("Set without TTL / Del")
+	}
+}
