@@ -81,11 +81,13 @@ func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 // fmtUs renders a microsecond value with a unit that keeps it short.
 func fmtUs(v float64) string {
 	switch {
-	case v >= 1e6:
+	// Thresholds sit where rounding would carry into the next unit
+	// (999.7us prints as 1.00ms, never 1000us).
+	case v >= 999_950:
 		return fmt.Sprintf("%.2fs", v/1e6)
-	case v >= 1e4:
+	case v >= 9_999.5:
 		return fmt.Sprintf("%.1fms", v/1e3)
-	case v >= 1e3:
+	case v >= 999.5:
 		return fmt.Sprintf("%.2fms", v/1e3)
 	}
 	return fmt.Sprintf("%.0fus", v)
