@@ -67,7 +67,7 @@ func (b *Batch) Reset() {
 }
 
 // Add appends one complete encoded command (for example from
-// resp.AppendSetNXPX) for node. cmd is copied. A cmd that is not exactly one
+// resp.AppendCommand) for node. cmd is copied. A cmd that is not exactly one
 // well-formed RESP frame, or a node out of range, makes the next Do fail
 // with ErrBadBatch.
 func (b *Batch) Add(node int, cmd []byte) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -227,7 +228,7 @@ func runFanout(b *testing.B, addrs []string, cmd []byte, _ Policy) {
 //
 //	go test -run '^$' -bench BenchmarkLatencyCompare -benchtime 3000x ./mux
 func BenchmarkLatencyCompare(b *testing.B) {
-	cmd := resp.AppendSetNXPX(nil, "bench:latency", []byte("0123456789abcdefghij"), 60000)
+	cmd := lockcmd.AppendSetNXPX(nil, "bench:latency", []byte("0123456789abcdefghij"), 60000)
 	strategies := []struct {
 		name string
 		f    strategy

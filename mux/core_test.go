@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -21,7 +22,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	key := uniqueKey("all")
 	b := c.NewBatch()
 	val := []byte("v1-0123456789abcdef")
-	b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+	b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
 	out, err := c.Do(context.Background(), b, Policy{Success: isOK})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	// Second SET NX: every node refuses (nil), so every node "fails" the
 	// predicate but has no error.
 	b.Reset()
-	b.Broadcast(resp.AppendSetNXPX(nil, key, []byte("other"), 10000))
+	b.Broadcast(lockcmd.AppendSetNXPX(nil, key, []byte("other"), 10000))
 	out, err = c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	}
 	// Release with EVALSHA.
 	b.Reset()
-	b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+	b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 	out, err = c.Do(context.Background(), b, Policy{Success: isOne})
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +110,9 @@ func testNoScript(t *testing.T, c *Client) {
 	b := c.NewBatch()
 	for round := 0; round < 2*c.cfg.Lanes; round++ {
 		b.Reset()
-		b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
-		b.Broadcast(resp.AppendEvalSHAInt(nil, scripts.Extend.SHA, key, val, 20000))
-		b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+		b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
+		b.Broadcast(lockcmd.AppendEvalSHAInt(nil, scripts.Extend.SHA, key, val, 20000))
+		b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 		out, err := c.Do(context.Background(), b, Policy{Success: isOne})
 		if err != nil {
 			t.Fatal(err)
@@ -163,14 +164,14 @@ func testConcurrent(t *testing.T, c *Client) {
 				// (possibly on another lane) can overtake.
 				key := uniqueKey("conc")
 				b.Reset()
-				b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+				b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
 				out, err := c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
 				if err != nil || out.Successes < c.N()/2+1 {
 					errs <- errors.Join(err, errors.New("acquire failed"))
 					return
 				}
 				b.Reset()
-				b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+				b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 				out, err = c.Do(context.Background(), b, Policy{Success: isInt})
 				if err != nil || out.Successes != c.N() {
 					errs <- errors.Join(err, fmt.Errorf("release failed: %+v", out))

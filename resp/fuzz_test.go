@@ -234,19 +234,19 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzRoundTrip encodes fuzzed arguments with every encoder, in one array
-// and as the lock commands, and checks the parser reads them back equal.
+// and as commands, and checks the parser reads them back equal. Line breaks
+// in a simple string's or error's text come back as spaces.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add("lock:orders", []byte("0123456789abcdefghij"), int64(30000), 1.5)
 	f.Add("", []byte{}, int64(math.MinInt64), math.Inf(-1))
 	f.Add("k\r\n", []byte("\r\n$-1\r\n"), int64(-1), math.NaN())
 	f.Fuzz(func(t *testing.T, key string, value []byte, n int64, fl float64) {
-		const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
-		line := strings.NewReplacer("\r", "", "\n", "").Replace(key)
+		line := strings.NewReplacer("\r", " ", "\n", " ").Replace(key)
 		ms := itoa(n)
 		var b []byte
 		b = AppendArrayHeader(b, 14)
-		b = AppendSimpleString(b, line)
-		b = AppendError(b, "ERR "+line)
+		b = AppendSimpleString(b, key)
+		b = AppendError(b, "ERR "+key)
 		b = AppendInt(b, n)
 		b = AppendBulk(b, value)
 		b = AppendBulkString(b, key)
@@ -255,15 +255,15 @@ func FuzzRoundTrip(f *testing.F) {
 		b = AppendVerbatim(b, "txt", value)
 		b = AppendDouble(b, fl)
 		b = AppendBigNumber(b, ms)
-		b = AppendSetNXPX(b, key, value, n)
-		b = AppendEvalSHA(b, sha, key, value)
-		b = AppendEvalSHAInt(b, sha, key, value, n)
+		b = AppendCommand(b, "SET", key, string(value), "NX", "PX", ms)
+		b = AppendCommandBytes(b, []byte(key), value)
+		b = AppendBulkInt(AppendBulk(AppendArrayHeader(b, 2), value), n)
 		b = AppendCommandBytes(AppendMapHeader(b, 1), []byte(key), value)
 		b = AppendSetHeader(b, 0)
 		want := []any{line, Error("ERR " + line), n, string(value), key, ms, Error(key), string(value), fl, ms,
 			[]any{"SET", key, string(value), "NX", "PX", ms},
-			[]any{"EVALSHA", sha, "1", key, string(value)},
-			[]any{"EVALSHA", sha, "1", key, string(value), ms},
+			[]any{key, string(value)},
+			[]any{string(value), ms},
 			[]KV{{[]any{key, string(value)}, []any{}}},
 		}
 		r, m, err := Parse(b)

@@ -199,7 +199,7 @@ func TestRealRedis(t *testing.T) {
 	// A pipeline: 200 commands written at once, replies parsed back to back.
 	var pipe []byte
 	for i := 0; i < 200; i++ {
-		pipe = resp.AppendSetNXPX(pipe, "lock:"+strconv.Itoa(i%100), []byte("value-"+strconv.Itoa(i)), 30000)
+		pipe = resp.AppendCommand(pipe, "SET", "lock:"+strconv.Itoa(i%100), "value-"+strconv.Itoa(i), "NX", "PX", "30000")
 	}
 	if _, err := c.c.Write(pipe); err != nil {
 		t.Fatal(err)
