@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 )
 
 // The mux strategy's worker (redlock on mux plus this package's wrapper)
 // allocates nothing per acquire+release, so allocs/op in reports is the
 // lock path's own cost.
 func TestMuxWorkerZeroAllocs(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
+	srv := redistest.StartN(t, 5, redistest.Options{})
 	p := LockParams{TTL: 10 * time.Second, Timeout: 50 * time.Millisecond, DialTimeout: time.Second,
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
-	s, err := newMuxStrategy(realredis.Addrs(srv), p, 2)
+	s, err := newMuxStrategy(redistest.Addrs(srv), p, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,15 @@ import (
 	"context"
 	"testing"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 )
 
 // TestZeroAllocs: in steady state one SET NX PX broadcast plus one EVALSHA
 // broadcast (a lock acquire and release on 5 nodes) allocate nothing. Real
 // redis-servers run in other processes, so only the client is counted.
 func TestZeroAllocs(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), nil)
+	srv := redistest.StartN(t, 5, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv), nil)
 	w := newLockWork(c)
 	ctx := context.Background()
 	for k := 0; k < 50; k++ { // warm up every lane's buffers
