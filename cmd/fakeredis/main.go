@@ -6,7 +6,7 @@
 // It prints one "ready <addr>" line per node once every node accepts
 // connections, runs until SIGINT or SIGTERM, then shuts down cleanly. Faults
 // can also be changed at run time with the FAKE admin command (see
-// docs/FAKESERVER.md).
+// docs/FAKESERVER.md). The flags and the rest are fakeserver.Main's.
 package main
 
 import (
@@ -15,12 +15,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redmux/redmux/fakeserver"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := fakeserver.Main(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeredis:", err)
 		os.Exit(2)
 	}
