@@ -16,7 +16,7 @@ import (
 // the fake nodes run in a child process (this test binary, see TestMain);
 // no redis-server is needed and the test never skips.
 func TestMuxWorkerZeroAllocs(t *testing.T) {
-	c, err := fakeserver.StartChild(5, fakeserver.Config{}, "-test.run=^$")
+	c, err := fakeserver.StartChild(5, fakeserver.ChildOptions{Args: []string{"-test.run=^$"}})
 	if err != nil {
 		t.Fatal(err)
 	}

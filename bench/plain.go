@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -179,9 +180,9 @@ func (w *plainWorker) one(ctx context.Context, i int, ok check, script *scripts.
 	if err == nil && script != nil && r.HasErrorPrefix("NOSCRIPT") {
 		var b []byte
 		if ttlArg > 0 {
-			b = resp.AppendEvalInt(nil, script.Text, w.key, w.value[:], ttlArg)
+			b = lockcmd.AppendEvalInt(nil, script.Text, w.key, w.value[:], ttlArg)
 		} else {
-			b = resp.AppendEval(nil, script.Text, w.key, w.value[:])
+			b = lockcmd.AppendEval(nil, script.Text, w.key, w.value[:])
 		}
 		r, err = w.conns[i].do(ctx, b)
 	}
@@ -204,7 +205,7 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	w.rng.Read(w.value[:])
 	ttlMs := redlock.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
-		w.cmds[i] = resp.AppendSetNXPX(w.cmds[i][:0], key, w.value[:], ttlMs)
+		w.cmds[i] = lockcmd.AppendSetNXPX(w.cmds[i][:0], key, w.value[:], ttlMs)
 	}
 	t1 := time.Now()
 	succ, fail := w.run(ctx, isOK, nil, 0)
@@ -232,7 +233,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 	}
 	ttlMs := redlock.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
-		w.cmds[i] = resp.AppendEvalSHAInt(w.cmds[i][:0], scripts.Extend.SHA, w.key, w.value[:], ttlMs)
+		w.cmds[i] = lockcmd.AppendEvalSHAInt(w.cmds[i][:0], scripts.Extend.SHA, w.key, w.value[:], ttlMs)
 	}
 	t1 := time.Now()
 	succ, fail := w.run(ctx, isOne, &scripts.Extend, ttlMs)
@@ -259,7 +260,7 @@ func (w *plainWorker) Release(ctx context.Context) error {
 
 func (w *plainWorker) releaseAll(ctx context.Context) int {
 	for i := range w.cmds {
-		w.cmds[i] = resp.AppendEvalSHA(w.cmds[i][:0], scripts.Release.SHA, w.key, w.value[:])
+		w.cmds[i] = lockcmd.AppendEvalSHA(w.cmds[i][:0], scripts.Release.SHA, w.key, w.value[:])
 	}
 	_, fail := w.run(ctx, isOne, &scripts.Release, 0)
 	return fail

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -123,9 +123,9 @@ func requireSVG(t *testing.T, b []byte, lines int) {
 
 func TestEndToEndRealRedis(t *testing.T) {
 	const pw = "real-secret-pw"
-	servers := realredis.StartNT(t, 3, realredis.Options{Password: pw})
+	servers := redistest.StartN(t, 3, redistest.Options{Password: pw})
 	dir := t.TempDir()
-	addrs := strings.Join(realredis.Addrs(servers), ",")
+	addrs := strings.Join(redistest.Addrs(servers), ",")
 	var out, errb bytes.Buffer
 	env := func(k string) string {
 		if k == EnvPassword {

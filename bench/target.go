@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -66,7 +66,7 @@ func startEmbedded(n int, password string, inProcess bool) (*target, error) {
 }
 
 func startChild(n int, password string) (*target, error) {
-	c, err := fakeserver.StartChild(n, fakeserver.Config{Password: password})
+	c, err := fakeserver.StartChild(n, fakeserver.ChildOptions{Password: password})
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +80,11 @@ func startChild(n int, password string) (*target, error) {
 // startRealLocal starts n local redis-server processes (stopped by pid in
 // close).
 func startRealLocal(n int, password string) (*target, error) {
-	list, err := realredis.StartN(n, realredis.Options{Password: password})
+	list, err := redisproc.StartN(n, redisproc.Options{Password: password})
 	if err != nil {
 		return nil, err
 	}
-	t := &target{addrs: realredis.Addrs(list), kind: "real-local", close: func() { realredis.StopAll(list) }}
+	t := &target{addrs: redisproc.Addrs(list), kind: "real-local", close: func() { redisproc.StopAll(list) }}
 	for _, s := range list {
 		t.pids = append(t.pids, s.Pid())
 	}

@@ -53,18 +53,28 @@ type ChildCluster struct {
 	stop  func()
 }
 
-// StartChild starts an n-node cluster in a child process and returns once
-// every node accepts connections (within 20 s). Only cfg.Password is passed
-// to the child. args are the child's command-line arguments (a test binary
-// passes "-test.run=^$" so that, should ServeChild not be called, it runs
-// no tests). The child dies with this process on Linux.
-func StartChild(n int, cfg Config, args ...string) (*ChildCluster, error) {
+// ChildOptions is what StartChild passes to the child: all of it is used.
+type ChildOptions struct {
+	// Password, when set, is every node's requirepass. It travels to the
+	// child in its environment, never on its command line.
+	Password string
+	// Args are the child's command-line arguments. A test binary passes
+	// "-test.run=^$" so that, should ServeChild not be called, it runs no
+	// tests.
+	Args []string
+}
+
+// StartChild starts an n-node cluster in a child process (the running
+// executable, whose main or TestMain calls ServeChild) and returns once
+// every node accepts connections (within 20 s). The child dies with this
+// process on Linux.
+func StartChild(n int, opt ChildOptions) (*ChildCluster, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), envChildNodes+"="+strconv.Itoa(n), envChildPassword+"="+cfg.Password)
+	cmd := exec.Command(exe, opt.Args...)
+	cmd.Env = append(os.Environ(), envChildNodes+"="+strconv.Itoa(n), envChildPassword+"="+opt.Password)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = childSysProcAttr()
 	stdin, err := cmd.StdinPipe()

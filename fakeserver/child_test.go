@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 // A child cluster serves every node, with the password, and Close stops the
 // process.
 func TestStartChild(t *testing.T) {
-	c, err := StartChild(3, Config{Password: "child-pw"}, "-test.run=^$")
+	c, err := StartChild(3, ChildOptions{Password: "child-pw", Args: []string{"-test.run=^$"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/redlock/scripts"
 )
 
@@ -327,7 +327,7 @@ func diffRun(t *testing.T, seqs []sequence, realAddr, fakeAddr, password string)
 // TestDifferentialRealRedis sends the same command sequences to a real
 // redis-server and to a fake node and compares the replies byte for byte.
 func TestDifferentialRealRedis(t *testing.T) {
-	real := realredis.StartT(t, realredis.Options{})
+	real := redistest.Start(t, redistest.Options{})
 	fake := startNode(t, Config{DisableAdmin: true})
 	seqs := append(diffSequences(), scriptSequences()...)
 	n := diffRun(t, seqs, real.Addr, fake.Addr(), "")
@@ -358,7 +358,7 @@ func TestDifferentialRealRedis(t *testing.T) {
 
 func TestDifferentialRealRedisPassword(t *testing.T) {
 	const pw = "s3cret-pw"
-	real := realredis.StartT(t, realredis.Options{Password: pw})
+	real := redistest.Start(t, redistest.Options{Password: pw})
 	fake := startNode(t, Config{Password: pw, DisableAdmin: true})
 	seqs := []sequence{{"requirepass", []step{
 		s("GET", "k"), s("PING"), s("HELLO", "3"), s("FOO"), s("GET"), s("AUTH", "wrong"), s("AUTH", "default", "wrong"),

@@ -2,7 +2,6 @@ package fakeserver
 
 import (
 	"sort"
-	"testing"
 	"time"
 )
 
@@ -10,9 +9,18 @@ import (
 // seeding, inspecting and time travel from Go. They act on database 0 and
 // see the node's clock (offset, drift, FastForward) like any command.
 
+// TB is the part of testing.TB that RunT uses; *testing.T and *testing.B
+// satisfy it. (fakeserver does not import testing, so programs that link it,
+// such as redmux-bench, do not link the test framework.)
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // RunT starts n nodes for t (with cfg if given) and closes them with
 // t.Cleanup; it fails t if they cannot start.
-func RunT(t testing.TB, n int, cfg ...Config) *Cluster {
+func RunT(t TB, n int, cfg ...Config) *Cluster {
 	t.Helper()
 	var c Config
 	if len(cfg) > 0 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/redlock/scripts"
 )
 
@@ -17,8 +17,8 @@ func requireTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if realredis.Required() {
-			t.Fatalf("%s is not installed but %s is set", name, realredis.EnvRequire)
+		if redistest.Required() {
+			t.Fatalf("%s is not installed but %s is set", name, redistest.EnvRequire)
 		}
 		t.Skipf("SKIPPED: %s is not installed; this test did NOT run", name)
 	}

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/lockcmd"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
 )
 
 // BenchmarkLockOp: one SET NX PX broadcast plus one EVALSHA broadcast per
 // op on 5 real redis-servers (acquire + release), 0 allocs/op.
 func BenchmarkLockOp(b *testing.B) {
-	srv := realredis.StartNT(b, 5, realredis.Options{})
-	c := newTestClient(b, realredis.Addrs(srv), nil)
+	srv := redistest.StartN(b, 5, redistest.Options{})
+	c := newTestClient(b, redistest.Addrs(srv), nil)
 	w := newLockWork(c)
 	ctx := context.Background()
 	for k := 0; k < 50; k++ {
@@ -37,8 +38,8 @@ func BenchmarkLockOp(b *testing.B) {
 // BenchmarkLockOpParallel: the same op from GOMAXPROCS goroutines sharing
 // one client (their commands pipelined on its shared connections).
 func BenchmarkLockOpParallel(b *testing.B) {
-	srv := realredis.StartNT(b, 5, realredis.Options{})
-	c := newTestClient(b, realredis.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
+	srv := redistest.StartN(b, 5, redistest.Options{})
+	c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		w := newLockWork(c)
@@ -227,14 +228,14 @@ func runFanout(b *testing.B, addrs []string, cmd []byte, _ Policy) {
 //
 //	go test -run '^$' -bench BenchmarkLatencyCompare -benchtime 3000x ./mux
 func BenchmarkLatencyCompare(b *testing.B) {
-	cmd := resp.AppendSetNXPX(nil, "bench:latency", []byte("0123456789abcdefghij"), 60000)
+	cmd := lockcmd.AppendSetNXPX(nil, "bench:latency", []byte("0123456789abcdefghij"), 60000)
 	strategies := []struct {
 		name string
 		f    strategy
 	}{{"mux", runMux}, {"single", runSingle}, {"seq", runSeq}, {"fanout", runFanout}}
 
 	b.Run("real5", func(b *testing.B) {
-		addrs := realredis.Addrs(realredis.StartNT(b, 5, realredis.Options{}))
+		addrs := redistest.Addrs(redistest.StartN(b, 5, redistest.Options{}))
 		for _, s := range strategies {
 			b.Run(s.name, func(b *testing.B) { s.f(b, addrs, cmd, Policy{}) })
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -22,7 +23,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	b := c.NewBatch()
 	val := []byte("v1-0123456789abcdef")
 	b.SetKey(key)
-	b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+	b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
 	out, err := c.Do(context.Background(), b, Policy{Success: isOK})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	// Second SET NX: every node refuses (nil), so every node "fails" the
 	// predicate but has no error.
 	b.Reset()
-	b.Broadcast(resp.AppendSetNXPX(nil, key, []byte("other"), 10000))
+	b.Broadcast(lockcmd.AppendSetNXPX(nil, key, []byte("other"), 10000))
 	out, err = c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func testAllReplies(t *testing.T, c *Client) {
 	}
 	// Release with EVALSHA.
 	b.Reset()
-	b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+	b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 	out, err = c.Do(context.Background(), b, Policy{Success: isOne})
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +118,9 @@ func testNoScript(t *testing.T, c *Client) {
 	for round := 0; round < 2*c.cfg.Conns; round++ {
 		b.Reset()
 		b.route = uint32(round) // every connection meets the flushed cache
-		b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
-		b.Broadcast(resp.AppendEvalSHAInt(nil, scripts.Extend.SHA, key, val, 20000))
-		b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+		b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
+		b.Broadcast(lockcmd.AppendEvalSHAInt(nil, scripts.Extend.SHA, key, val, 20000))
+		b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 		out, err := c.Do(context.Background(), b, Policy{Success: isOne})
 		if err != nil {
 			t.Fatal(err)
@@ -172,14 +173,14 @@ func testConcurrent(t *testing.T, c *Client) {
 				key := uniqueKey("conc")
 				b.SetKey(key)
 				b.Reset()
-				b.Broadcast(resp.AppendSetNXPX(nil, key, val, 10000))
+				b.Broadcast(lockcmd.AppendSetNXPX(nil, key, val, 10000))
 				out, err := c.Do(context.Background(), b, Policy{Success: isOK, Quorum: c.N()/2 + 1})
 				if err != nil || out.Successes < c.N()/2+1 {
 					errs <- errors.Join(err, errors.New("acquire failed"))
 					return
 				}
 				b.Reset()
-				b.Broadcast(resp.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
+				b.Broadcast(lockcmd.AppendEvalSHA(nil, scripts.Release.SHA, key, val))
 				out, err = c.Do(context.Background(), b, Policy{Success: isInt})
 				if err != nil || out.Successes != c.N() {
 					errs <- errors.Join(err, fmt.Errorf("release failed: %+v", out))

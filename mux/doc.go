@@ -11,7 +11,7 @@
 //	defer c.Close()
 //	b := c.NewBatch()                     // reusable; one per goroutine
 //	b.SetKey(key)                         // same key, same connection: in order
-//	b.Broadcast(resp.AppendSetNXPX(b.Scratch(), key, val, 30000))
+//	b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", key, val, "NX", "PX", "30000"))
 //	out, err := c.Do(ctx, b, mux.Policy{Quorum: c.N()/2 + 1, Success: isOK})
 //	r, err := b.Last(i)                   // node i's reply, or its error
 //

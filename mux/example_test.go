@@ -32,13 +32,13 @@ func Example() {
 	defer c.Close()
 
 	b := c.NewBatch()
-	val := []byte("unique-value-0001")
-	b.Broadcast(resp.AppendSetNXPX(b.Scratch(), "lock:example", val, 30000))
+	val := "unique-value-0001"
+	b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", "lock:example", val, "NX", "PX", "30000"))
 	out, err := c.Do(context.Background(), b, mux.Policy{Quorum: c.N()/2 + 1, Success: isOK, Timeout: time.Second})
 	fmt.Println("acquired:", err == nil && out.Successes >= 3, "decided:", out.Decided)
 
 	b.Reset()
-	b.Broadcast(resp.AppendEvalSHA(b.Scratch(), scripts.Release.SHA, "lock:example", val))
+	b.Broadcast(resp.AppendCommand(b.Scratch(), "EVALSHA", scripts.Release.SHA, "1", "lock:example", val))
 	out, err = c.Do(context.Background(), b, mux.Policy{Success: isOne, Timeout: time.Second})
 	fmt.Println("released on", out.Successes, "nodes", err)
 	// Output:

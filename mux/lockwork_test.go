@@ -3,8 +3,8 @@ package mux
 import (
 	"context"
 
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/redlock/scripts"
-	"github.com/redmux/redmux/resp"
 )
 
 // lockWork is one acquire (SET NX PX) and one release (EVALSHA) broadcast.
@@ -32,14 +32,14 @@ func (w *lockWork) next() {
 func (w *lockWork) op(ctx context.Context) {
 	w.next()
 	w.b.Reset()
-	w.cmd = resp.AppendSetNXPX(w.cmd[:0], w.key, w.val[:], 10000)
+	w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], w.key, w.val[:], 10000)
 	w.b.Broadcast(w.cmd)
 	out, err := w.c.Do(ctx, w.b, Policy{Success: isOK})
 	if err != nil || out.Successes != w.c.N() {
 		w.fails++
 	}
 	w.b.Reset()
-	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, w.key, w.val[:])
+	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, w.key, w.val[:])
 	w.b.Broadcast(w.cmd)
 	out, err = w.c.Do(ctx, w.b, Policy{Success: isOne})
 	if err != nil || out.Successes != w.c.N() {
@@ -50,11 +50,11 @@ func (w *lockWork) op(ctx context.Context) {
 func (w *lockWork) opQuorum(ctx context.Context) {
 	w.next()
 	w.b.Reset()
-	w.cmd = resp.AppendSetNXPX(w.cmd[:0], w.key, w.val[:], 10000)
+	w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], w.key, w.val[:], 10000)
 	w.b.Broadcast(w.cmd)
 	_, _ = w.c.Do(ctx, w.b, Policy{Success: isOK, Quorum: 1})
 	w.b.Reset()
-	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, w.key, w.val[:])
+	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, w.key, w.val[:])
 	w.b.Broadcast(w.cmd)
 	_, _ = w.c.Do(ctx, w.b, Policy{Success: isOne, Quorum: 1})
 }

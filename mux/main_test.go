@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 // allocation counts are the client's alone), closed when t ends.
 func startChild(t testing.TB, n int) []string {
 	t.Helper()
-	cl, err := fakeserver.StartChild(n, fakeserver.Config{}, "-test.run=^$")
+	cl, err := fakeserver.StartChild(n, fakeserver.ChildOptions{Args: []string{"-test.run=^$"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,24 +6,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
 )
 
 func TestRealCore(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), nil)
+	srv := redistest.StartN(t, 5, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv), nil)
 	runCore(t, c)
 }
 
 func TestRealRESP3Select(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.RESP3 = true; cfg.DB = 3 })
+	srv := redistest.StartN(t, 5, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv), func(cfg *Config) { cfg.RESP3 = true; cfg.DB = 3 })
 	runCore(t, c)
 	// Keys went to db 3.
 	key := uniqueKey("db")
 	broadcast(t, c, Policy{}, "SET", key, "1")
-	plain := newTestClient(t, realredis.Addrs(srv), nil)
+	plain := newTestClient(t, redistest.Addrs(srv), nil)
 	b, _ := broadcast(t, plain, Policy{}, "EXISTS", key)
 	for i := 0; i < 5; i++ {
 		if r, err := b.Last(i); err != nil || r.N != 0 {
@@ -34,8 +34,8 @@ func TestRealRESP3Select(t *testing.T) {
 
 func TestRealAuth(t *testing.T) {
 	const pw = "s3cret-pass-word"
-	srv := realredis.StartNT(t, 5, realredis.Options{Password: pw})
-	addrs := realredis.Addrs(srv)
+	srv := redistest.StartN(t, 5, redistest.Options{Password: pw})
+	addrs := redistest.Addrs(srv)
 	c := newTestClient(t, addrs, func(cfg *Config) { cfg.Password = pw })
 	testAllReplies(t, c)
 
@@ -88,7 +88,7 @@ func contains(s, sub string) bool {
 // quorum batch decides without it, and once it resumes, its owed reply is
 // skipped and the next batch on that connection reads its own reply.
 func TestRealQuorumEarlyPaused(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	c := newTestClient(t, realredis.Addrs(srv), func(cfg *Config) { cfg.Conns = 2 })
+	srv := redistest.StartN(t, 5, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 2 })
 	testQuorumEarly(t, c, func() { _ = srv[4].Pause() }, func() { _ = srv[4].Resume() }, 4)
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
-	"github.com/redmux/redmux/resp"
 )
 
 // Acquire takes the lock named resource. It makes up to WithTries attempts
@@ -111,7 +111,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	b := w.b
 	b.Reset()
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
-	w.cmd = resp.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
+	w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 
 	t1 := mono() // step 1: before the first byte is sent
@@ -159,7 +159,7 @@ func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, t
 	b := w.b
 	b.Reset()
 	b.SetKey(resource)
-	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
+	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
 	b.Broadcast(w.cmd)
 	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
-	"github.com/redmux/redmux/resp"
 )
 
 // Lock is an acquired lock. It is a plain value (returning it allocates
@@ -129,7 +129,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource) // one connection per node for this resource: a release never overtakes its SET
-	w.cmd = resp.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	w.cmd = lockcmd.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
@@ -191,7 +191,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource)
-	w.cmd = resp.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
+	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	t2 := mono()

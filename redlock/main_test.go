@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 // the whole process) measure the client alone.
 func startExternalCluster(tb testing.TB, n int) []string {
 	tb.Helper()
-	c, err := fakeserver.StartChild(n, fakeserver.Config{}, "-test.run=^$")
+	c, err := fakeserver.StartChild(n, fakeserver.ChildOptions{Args: []string{"-test.run=^$"}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/checker"
 )
@@ -18,8 +18,8 @@ import (
 // 5 real redis-server processes (skipped loudly without redis-server unless
 // REDMUX_REQUIRE_REDIS is set).
 func TestRealRedis(t *testing.T) {
-	srv := realredis.StartNT(t, 5, realredis.Options{})
-	addrs := realredis.Addrs(srv)
+	srv := redistest.StartN(t, 5, redistest.Options{})
+	addrs := redistest.Addrs(srv)
 	ctx := context.Background()
 	t.Cleanup(func() {
 		for _, s := range srv {

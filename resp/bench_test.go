@@ -50,34 +50,26 @@ func BenchmarkParseLockReply(b *testing.B) {
 	}
 }
 
-func BenchmarkEncodeLockCommand(b *testing.B) {
+func BenchmarkEncodeCommand(b *testing.B) {
 	buf := make([]byte, 0, 512)
 	key := "lock:orders:12345"
-	b.Run("SetNXPX", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			buf = resp.AppendSetNXPX(buf[:0], key, benchValue, 30000)
-		}
-		b.SetBytes(int64(len(buf)))
-	})
-	b.Run("EvalSHA", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			buf = resp.AppendEvalSHA(buf[:0], benchSHA, key, benchValue)
-		}
-		b.SetBytes(int64(len(buf)))
-	})
-	b.Run("EvalSHAInt", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			buf = resp.AppendEvalSHAInt(buf[:0], benchSHA, key, benchValue, 30000)
-		}
-		b.SetBytes(int64(len(buf)))
-	})
 	b.Run("AppendCommand", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			buf = resp.AppendCommand(buf[:0], "SET", key, "0123456789abcdefghij", "NX", "PX", "30000")
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("ByArgument", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			buf = resp.AppendArrayHeader(buf[:0], 6)
+			buf = resp.AppendBulkString(buf, "SET")
+			buf = resp.AppendBulkString(buf, key)
+			buf = resp.AppendBulk(buf, benchValue)
+			buf = resp.AppendBulkString(buf, "NX")
+			buf = resp.AppendBulkString(buf, "PX")
+			buf = resp.AppendBulkInt(buf, 30000)
 		}
 		b.SetBytes(int64(len(buf)))
 	})
@@ -125,9 +117,10 @@ func benchSets() []struct {
 	var cmds []byte
 	for i := 0; i < 300; i++ {
 		key := "lock:orders:" + strconv.Itoa(i)
-		cmds = resp.AppendSetNXPX(cmds, key, benchValue, 30000)
-		cmds = resp.AppendEvalSHA(cmds, benchSHA, key, benchValue)
-		cmds = resp.AppendEvalSHAInt(cmds, benchSHA, key, benchValue, 30000)
+		v := string(benchValue)
+		cmds = resp.AppendCommand(cmds, "SET", key, v, "NX", "PX", "30000")
+		cmds = resp.AppendCommand(cmds, "EVALSHA", benchSHA, "1", key, v)
+		cmds = resp.AppendCommand(cmds, "EVALSHA", benchSHA, "1", key, v, "30000")
 	}
 	return []struct {
 		name string

@@ -8,12 +8,21 @@
 // connection can build a whole pipeline in one reused slice without
 // allocating:
 //
-//	buf = resp.AppendSetNXPX(buf[:0], "lock:orders", value[:], 10000)
-//	buf = resp.AppendEvalSHA(buf, releaseSHA, "lock:orders", value[:])
+//	buf = resp.AppendCommand(buf[:0], "GET", "lock:orders")
+//	buf = resp.AppendArrayHeader(buf, 2)
+//	buf = resp.AppendBulkString(buf, "PTTL")
+//	buf = resp.AppendBulk(buf, key)
 //
-// Besides the generic AppendCommand, there are encoders for the exact frames
-// of the lock hot path (SET key value NX PX ms; EVALSHA sha 1 key value [ms])
-// and for every reply type, RESP3 included, for servers and tests.
+// Commands are arrays of bulk strings: AppendCommand (or AppendCommandBytes)
+// writes a whole one; AppendArrayHeader followed by AppendBulk,
+// AppendBulkString and AppendBulkInt builds one argument at a time without
+// allocating. There are encoders for every reply type too, RESP3 included,
+// for servers and tests. The codec knows no command: the lock's own command
+// shapes are built by the lock (internal/lockcmd) from these helpers.
+//
+// AppendSimpleString and AppendError write one line: a CR or LF in their
+// text is written as a space, so the frame stays valid; AppendBulkString and
+// AppendBulkError carry any bytes.
 //
 // # Parsing
 //

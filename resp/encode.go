@@ -3,6 +3,7 @@ package resp
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The Append* functions encode RESP frames at the end of dst and return the
@@ -67,17 +68,34 @@ func AppendNull(dst []byte) []byte { return append(dst, "_\r\n"...) }
 // AppendInt appends an integer reply ":v\r\n".
 func AppendInt(dst []byte, v int64) []byte { return appendHeader(dst, TypeInteger, v) }
 
-// AppendSimpleString appends "+s\r\n". s must not contain CR or LF.
+// AppendSimpleString appends "+s\r\n". A simple string is one line, so each
+// CR or LF in s is written as a space (as Redis does for error replies):
+// the frame stays valid whatever s holds. Use AppendBulkString for text that
+// may hold line breaks.
 func AppendSimpleString(dst []byte, s string) []byte {
-	dst = append(dst, TypeSimpleString)
-	dst = append(dst, s...)
-	return append(dst, '\r', '\n')
+	return appendLine(dst, TypeSimpleString, s)
 }
 
-// AppendError appends "-s\r\n". s must not contain CR or LF; by convention it
-// starts with an upper-case code such as ERR.
+// AppendError appends "-s\r\n"; by convention s starts with an upper-case
+// code such as ERR. As for AppendSimpleString, each CR or LF in s is written
+// as a space; AppendBulkError carries text with line breaks.
 func AppendError(dst []byte, s string) []byte {
-	dst = append(dst, TypeError)
+	return appendLine(dst, TypeError, s)
+}
+
+// appendLine appends a one-line frame of type t, with each CR or LF in s
+// replaced by a space.
+func appendLine(dst []byte, t byte, s string) []byte {
+	dst = append(dst, t)
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			break
+		}
+		dst = append(dst, s[:i]...)
+		dst = append(dst, ' ')
+		s = s[i+1:]
+	}
 	dst = append(dst, s...)
 	return append(dst, '\r', '\n')
 }
@@ -148,51 +166,4 @@ func AppendCommandBytes(dst []byte, args ...[]byte) []byte {
 		dst = AppendBulk(dst, a)
 	}
 	return dst
-}
-
-// AppendSetNXPX appends the lock acquisition command
-// "SET key value NX PX ttlMillis".
-func AppendSetNXPX(dst []byte, key string, value []byte, ttlMillis int64) []byte {
-	dst = append(dst, "*6\r\n$3\r\nSET\r\n"...)
-	dst = AppendBulkString(dst, key)
-	dst = AppendBulk(dst, value)
-	dst = append(dst, "$2\r\nNX\r\n$2\r\nPX\r\n"...)
-	return AppendBulkInt(dst, ttlMillis)
-}
-
-// AppendEvalSHA appends "EVALSHA sha 1 key value", the shape of the lock
-// release call.
-func AppendEvalSHA(dst []byte, sha, key string, value []byte) []byte {
-	dst = append(dst, "*5\r\n$7\r\nEVALSHA\r\n"...)
-	return appendScriptTail(dst, sha, key, value)
-}
-
-// AppendEvalSHAInt appends "EVALSHA sha 1 key value n", the shape of the lock
-// extension call (n is the new TTL in milliseconds).
-func AppendEvalSHAInt(dst []byte, sha, key string, value []byte, n int64) []byte {
-	dst = append(dst, "*6\r\n$7\r\nEVALSHA\r\n"...)
-	dst = appendScriptTail(dst, sha, key, value)
-	return AppendBulkInt(dst, n)
-}
-
-// AppendEval appends "EVAL script 1 key value", the fallback for
-// AppendEvalSHA when the server answers NOSCRIPT.
-func AppendEval(dst []byte, script, key string, value []byte) []byte {
-	dst = append(dst, "*5\r\n$4\r\nEVAL\r\n"...)
-	return appendScriptTail(dst, script, key, value)
-}
-
-// AppendEvalInt appends "EVAL script 1 key value n", the fallback for
-// AppendEvalSHAInt.
-func AppendEvalInt(dst []byte, script, key string, value []byte, n int64) []byte {
-	dst = append(dst, "*6\r\n$4\r\nEVAL\r\n"...)
-	dst = appendScriptTail(dst, script, key, value)
-	return AppendBulkInt(dst, n)
-}
-
-func appendScriptTail(dst []byte, body, key string, value []byte) []byte {
-	dst = AppendBulkString(dst, body)
-	dst = append(dst, "$1\r\n1\r\n"...)
-	dst = AppendBulkString(dst, key)
-	return AppendBulk(dst, value)
 }

@@ -89,21 +89,24 @@ func ExampleReply_ErrorPrefix() {
 	// Output: NOSCRIPT true false
 }
 
-// AppendSetNXPX writes the lock acquisition command into a reused buffer.
-func ExampleAppendSetNXPX() {
+// A command built one argument at a time into a reused buffer, without
+// allocating: the shape the lock's own command builders use.
+func ExampleAppendArrayHeader() {
 	buf := make([]byte, 0, 128)
 	value := []byte("f3a9c2")
-	buf = resp.AppendSetNXPX(buf[:0], "lock:orders", value, 30000)
+	buf = resp.AppendArrayHeader(buf[:0], 3)
+	buf = resp.AppendBulkString(buf, "PEXPIRE")
+	buf = resp.AppendBulk(buf, value)
+	buf = resp.AppendBulkInt(buf, 30000)
 	fmt.Printf("%q\n", buf)
-	// Output: "*6\r\n$3\r\nSET\r\n$11\r\nlock:orders\r\n$6\r\nf3a9c2\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n"
+	// Output: "*3\r\n$7\r\nPEXPIRE\r\n$6\r\nf3a9c2\r\n$5\r\n30000\r\n"
 }
 
-func ExampleAppendEvalSHA() {
-	const releaseSHA = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
-	buf := resp.AppendEvalSHA(nil, releaseSHA, "lock:orders", []byte("f3a9c2"))
-	r, _, _ := resp.Parse(buf)
-	fmt.Println(r.Value())
-	// Output: [EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 1 lock:orders f3a9c2]
+// A simple string or error is one line: line breaks in its text become
+// spaces.
+func ExampleAppendError() {
+	fmt.Printf("%q\n", resp.AppendError(nil, "ERR bad\r\nthing"))
+	// Output: "-ERR bad  thing\r\n"
 }
 
 func ExampleAppendCommand() {

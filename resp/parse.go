@@ -18,10 +18,13 @@ type limits struct {
 	maxBulk, agg int64
 	depth        int
 	line         int
+	// noFast turns the fast path off at every depth, so that only the
+	// general path parses: parseGeneral, the fuzz target's reference.
+	noFast bool
 }
 
 func (p *Parser) limits() limits {
-	l := limits{DefaultMaxBulkLen, DefaultMaxAggregateLen, DefaultMaxDepth, DefaultMaxLineLen}
+	l := limits{maxBulk: DefaultMaxBulkLen, agg: DefaultMaxAggregateLen, depth: DefaultMaxDepth, line: DefaultMaxLineLen}
 	if p == nil {
 		return l
 	}
@@ -69,6 +72,23 @@ func (p *Parser) Parse(b []byte) (Reply, int, error) {
 	if t, data, n, end, ok := l.fast(b); ok {
 		return Reply{Type: t, Null: isNull(t, n), Data: data, N: n, Raw: b[:end:end]}, end, nil
 	}
+	return l.parse(b)
+}
+
+// parseGeneral is Parse without the fast path at any depth: the reference
+// the fuzz target compares Parse (and Iter, and the aggregate validator's
+// use of the fast path) against. Nothing else calls it.
+func (p *Parser) parseGeneral(b []byte) (Reply, int, error) {
+	l := p.limits()
+	l.noFast = true
+	if len(b) == 0 {
+		return Reply{}, 0, ErrIncomplete
+	}
+	return l.parse(b)
+}
+
+// parse is Parse's general path: leading attributes, then one frame.
+func (l *limits) parse(b []byte) (Reply, int, error) {
 	off := 0
 	if b[0] == TypeAttribute {
 		var err error
@@ -97,7 +117,7 @@ func (p *Parser) Parse(b []byte) (Reply, int, error) {
 // Only the null bulk has n == -1. The results travel in registers: a Reply
 // returned through memory and copied again costs more than this parse.
 func (l *limits) fast(b []byte) (t byte, data []byte, n int64, end int, ok bool) {
-	if len(b) < 4 {
+	if len(b) < 4 || l.noFast {
 		return 0, nil, 0, 0, false
 	}
 	switch t = b[0]; t {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redmux/redmux/fakeserver/realredis"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -138,7 +138,7 @@ func mapGet(t *testing.T, r resp.Reply, key string) resp.Reply {
 // TestRealRedis talks to a real redis-server in RESP2, then after HELLO 3
 // in RESP3, and parses real replies of every type the server produces.
 func TestRealRedis(t *testing.T) {
-	srv := realredis.StartT(t, realredis.Options{Extra: []string{"--enable-debug-command", "yes"}})
+	srv := redistest.Start(t, redistest.Options{Extra: []string{"--enable-debug-command", "yes"}})
 	c := dialRedis(t, srv.Addr, 7)
 
 	// RESP2.
@@ -199,7 +199,7 @@ func TestRealRedis(t *testing.T) {
 	// A pipeline: 200 commands written at once, replies parsed back to back.
 	var pipe []byte
 	for i := 0; i < 200; i++ {
-		pipe = resp.AppendSetNXPX(pipe, "lock:"+strconv.Itoa(i%100), []byte("value-"+strconv.Itoa(i)), 30000)
+		pipe = resp.AppendCommand(pipe, "SET", "lock:"+strconv.Itoa(i%100), "value-"+strconv.Itoa(i), "NX", "PX", "30000")
 	}
 	if _, err := c.c.Write(pipe); err != nil {
 		t.Fatal(err)

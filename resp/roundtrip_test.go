@@ -60,16 +60,6 @@ func TestEncodeRoundTrip(t *testing.T) {
 		{"command", AppendCommand(nil, "GET", "k"), "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", []any{"GET", "k"}, nil},
 		{"command empty", AppendCommand(nil), "*0\r\n", []any{}, nil},
 		{"command bytes", AppendCommandBytes(nil, []byte("DEL"), value), "", []any{"DEL", string(value)}, nil},
-		{"set nx px", AppendSetNXPX(nil, "lock:{a}", value, 30000), "",
-			[]any{"SET", "lock:{a}", string(value), "NX", "PX", "30000"}, nil},
-		{"evalsha", AppendEvalSHA(nil, sha, "lock:{a}", value), "",
-			[]any{"EVALSHA", sha, "1", "lock:{a}", string(value)}, nil},
-		{"evalsha int", AppendEvalSHAInt(nil, sha, "lock:{a}", value, 15000), "",
-			[]any{"EVALSHA", sha, "1", "lock:{a}", string(value), "15000"}, nil},
-		{"eval", AppendEval(nil, "return 1", "k", value), "",
-			[]any{"EVAL", "return 1", "1", "k", string(value)}, nil},
-		{"eval int", AppendEvalInt(nil, "return 1", "k", value, -1), "",
-			[]any{"EVAL", "return 1", "1", "k", string(value), "-1"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,51 +80,37 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
-// TestLockCommandsMatchGeneric checks the specialised lock encoders write
-// exactly what AppendCommand writes for the same arguments, append to what
-// is already in dst, and parse back field by field.
-func TestLockCommandsMatchGeneric(t *testing.T) {
-	value := []byte("0123456789abcdefghij")
-	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
-	for _, ttl := range []int64{0, 1, 9, 10, 30000, math.MaxInt64, -5} {
-		ms := strconv.FormatInt(ttl, 10)
-		pairs := [][2][]byte{
-			{AppendSetNXPX(nil, "k", value, ttl), AppendCommand(nil, "SET", "k", string(value), "NX", "PX", ms)},
-			{AppendEvalSHAInt(nil, sha, "k", value, ttl), AppendCommand(nil, "EVALSHA", sha, "1", "k", string(value), ms)},
-			{AppendEvalInt(nil, "s", "k", value, ttl), AppendCommandBytes(nil, []byte("EVAL"), []byte("s"), []byte("1"), []byte("k"), value, []byte(ms))},
+// TestLineFramesReplaceLineBreaks checks AppendSimpleString and AppendError
+// write each CR or LF of their text as a space, so the frame stays one valid
+// line that parses back whole.
+func TestLineFramesReplaceLineBreaks(t *testing.T) {
+	cases := []struct{ in, out string }{
+		{"", ""},
+		{"OK", "OK"},
+		{"a\r\nb", "a  b"},
+		{"\r", " "},
+		{"\n\n", "  "},
+		{"x\r\n+OK\r\n", "x  +OK  "},
+		{"ends\r", "ends "},
+	}
+	for _, tc := range cases {
+		for _, enc := range []struct {
+			name string
+			f    func([]byte, string) []byte
+			t    byte
+		}{{"simple", AppendSimpleString, TypeSimpleString}, {"error", AppendError, TypeError}} {
+			t.Run(enc.name+"/"+strconv.Quote(tc.in), func(t *testing.T) {
+				b := enc.f([]byte("prefix"), tc.in)
+				want := "prefix" + string(enc.t) + tc.out + "\r\n"
+				if string(b) != want {
+					t.Fatalf("got %q, want %q", b, want)
+				}
+				r, n, err := Parse(b[len("prefix"):])
+				if err != nil || n != len(b)-len("prefix") || r.Type != enc.t || string(r.Data) != tc.out {
+					t.Fatalf("Parse: %v n=%d err=%v", r, n, err)
+				}
+			})
 		}
-		for _, p := range pairs {
-			if !bytes.Equal(p[0], p[1]) {
-				t.Errorf("ttl %d: %q != %q", ttl, p[0], p[1])
-			}
-		}
-	}
-	if got, want := AppendEvalSHA(nil, sha, "k", value), AppendCommand(nil, "EVALSHA", sha, "1", "k", string(value)); !bytes.Equal(got, want) {
-		t.Errorf("%q != %q", got, want)
-	}
-	// Appends after existing content, and two commands in one buffer.
-	buf := append([]byte(nil), "+prefix"...)
-	buf = AppendSetNXPX(buf, "a", value, 100)
-	buf = AppendEvalSHA(buf, sha, "a", value)
-	rest := buf[len("+prefix"):]
-	r, n, err := Parse(rest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Type != TypeArray || r.N != 6 {
-		t.Fatalf("SET: %v", r)
-	}
-	want := []string{"SET", "a", string(value), "NX", "PX", "100"}
-	it := r.Iter()
-	var c Reply
-	for i := 0; it.Next(&c); i++ {
-		if c.Type != TypeBulkString || string(c.Data) != want[i] || c.N != int64(len(want[i])) {
-			t.Errorf("SET arg %d = %v", i, c)
-		}
-	}
-	r, n2, err := Parse(rest[n:])
-	if err != nil || n+n2 != len(rest) || r.N != 5 {
-		t.Fatalf("EVALSHA: %v n=%d err=%v", r, n2, err)
 	}
 }
 

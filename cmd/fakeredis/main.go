@@ -8,7 +8,7 @@
 // prints "stopped N nodes". Exit status: 0 after a clean stop, 1 when the
 // nodes cannot start or stop (a port in use), 2 for a bad command line. Faults
 // can also be changed at run time with the FAKE admin command (see
-// docs/FAKESERVER.md).
+// docs/FAKESERVER.md). The flags and the rest are fakeserver.Main's.
 package main
 
 import (
@@ -17,13 +17,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redmux/redmux/fakeserver"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := fakeserver.Main(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeredis:", err)
-		os.Exit(exitCode(err))
+		os.Exit(fakeserver.ExitCode(err))
 	}
 }

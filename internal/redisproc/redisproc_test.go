@@ -1,20 +1,23 @@
-package realredis
+package redisproc_test
 
 import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/redmux/redmux/internal/redisproc"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 )
 
 func TestStartStop(t *testing.T) {
-	s := StartT(t, Options{Password: "s3cret"})
+	s := redistest.Start(t, redistest.Options{Password: "s3cret"})
 	if s.Port == 6379 {
 		t.Fatal("must never use 6379")
 	}
-	if err := ping(s.Addr, "s3cret"); err != nil {
+	if err := redisproc.Ping(s.Addr, "s3cret"); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	if err := ping(s.Addr, ""); err == nil {
+	if err := redisproc.Ping(s.Addr, ""); err == nil {
 		t.Fatal("ping without password should fail")
 	}
 	pid := s.Pid()
@@ -23,7 +26,7 @@ func TestStartStop(t *testing.T) {
 		// The process may linger as a zombie only if not reaped; Wait reaped it.
 		t.Fatalf("process %d still exists after Stop", pid)
 	}
-	if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
-		t.Fatalf("dir %s not removed", s.dir)
+	if _, err := os.Stat(redisproc.Dir(s)); !os.IsNotExist(err) {
+		t.Fatalf("dir %s not removed", redisproc.Dir(s))
 	}
 }

@@ -1,6 +1,6 @@
 //go:build windows
 
-package realredis
+package redisproc
 
 import "syscall"
 

@@ -1,6 +1,6 @@
 //go:build !linux && !windows
 
-package realredis
+package redisproc
 
 import "syscall"
 

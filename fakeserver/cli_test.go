@@ -1,4 +1,4 @@
-package main
+package fakeserver
 
 import (
 	"bufio"
@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-func TestRunServesUntilCancelled(t *testing.T) {
+func TestCLIServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-nodes", "3", "-port", "0", "-password", "hunter2",
+		done <- Main(ctx, []string{"-nodes", "3", "-port", "0", "-password", "hunter2",
 			"-latency", "0,30ms,0", "-blackhole", "2", "-fail-next", "0,0,0"}, pw, io.Discard)
 		pw.Close()
 	}()
@@ -80,10 +80,10 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("run: %v", err)
+			t.Fatalf("Main: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("run did not return after cancel")
+		t.Fatal("Main did not return after cancel")
 	}
 	if out := <-rest; out != "stopped 3 nodes\n" {
 		t.Errorf("output after the ready lines: %q, want the stop line", out)
@@ -96,7 +96,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 }
 
-func TestRunFixedPortsAndDown(t *testing.T) {
+func TestCLIFixedPortsAndDown(t *testing.T) {
 	// Consecutive fixed ports can be taken by another test process between
 	// choosing and binding them: retry that clash a few times, never more.
 	for attempt := 1; ; attempt++ {
@@ -124,7 +124,7 @@ func freeConsecutivePorts(t *testing.T, n int) int {
 		ls := []net.Listener{l}
 		ok := true
 		for k := 1; k < n; k++ {
-			lk, err := net.Listen("tcp", "127.0.0.1:"+itoa(port+k))
+			lk, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+k))
 			if err != nil {
 				ok = false
 				break
@@ -143,14 +143,14 @@ func freeConsecutivePorts(t *testing.T, n int) int {
 }
 
 // runFixedPortsAndDown runs two nodes from port with node 1 down; it
-// returns run's error if the nodes could not start.
+// returns Main's error if the nodes could not start.
 func runFixedPortsAndDown(t *testing.T, port int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-nodes", "2", "-port", itoa(port), "-down", "1"}, pw, io.Discard)
+		done <- Main(ctx, []string{"-nodes", "2", "-port", strconv.Itoa(port), "-down", "1"}, pw, io.Discard)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -159,7 +159,7 @@ func runFixedPortsAndDown(t *testing.T, port int) error {
 		lines = append(lines, sc.Text())
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	want := []string{"ready 127.0.0.1:" + itoa(port), "ready 127.0.0.1:" + itoa(port+1)}
+	want := []string{"ready 127.0.0.1:" + strconv.Itoa(port), "ready 127.0.0.1:" + strconv.Itoa(port+1)}
 	if len(lines) == 0 {
 		if err := <-done; err != nil {
 			return err
@@ -180,9 +180,7 @@ func runFixedPortsAndDown(t *testing.T, port int) error {
 	return nil
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
-
-func TestBadFlags(t *testing.T) {
+func TestCLIBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-nodes", "0"},
 		{"-nodes", "3", "-latency", "1ms,2ms"},
@@ -195,12 +193,12 @@ func TestBadFlags(t *testing.T) {
 		{"-port", "0", "-clock-drift", "-1"},
 		{"-port", "0", "-clock-offset", "1000000h"},
 	} {
-		err := run(context.Background(), args, io.Discard, io.Discard)
+		err := Main(context.Background(), args, io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%q: no error", args)
 		}
-		if exitCode(err) != 2 {
-			t.Errorf("%q: exit status %d for a usage error, want 2", args, exitCode(err))
+		if ExitCode(err) != 2 {
+			t.Errorf("%q: exit status %d for a usage error, want 2", args, ExitCode(err))
 		}
 	}
 }
@@ -214,8 +212,8 @@ func TestRunFailureExitsOne(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	err = run(context.Background(), []string{"-nodes", "1", "-port", strconv.Itoa(port)}, io.Discard, io.Discard)
-	if err == nil || exitCode(err) != 1 {
-		t.Fatalf("port in use: err %v, exit status %d, want 1", err, exitCode(err))
+	err = Main(context.Background(), []string{"-nodes", "1", "-port", strconv.Itoa(port)}, io.Discard, io.Discard)
+	if err == nil || ExitCode(err) != 1 {
+		t.Fatalf("port in use: err %v, exit status %d, want 1", err, ExitCode(err))
 	}
 }

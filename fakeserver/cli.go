@@ -1,4 +1,4 @@
-package main
+package fakeserver
 
 import (
 	"context"
@@ -10,12 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redmux/redmux/fakeserver"
 )
 
-// options are the parsed command line.
-type options struct {
+// cliOptions are the parsed command line of Main.
+type cliOptions struct {
 	nodes    int
 	host     string
 	port     int
@@ -30,10 +28,10 @@ type options struct {
 	down, blackhole              map[int]bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+func parseCLI(args []string, stderr io.Writer) (*cliOptions, error) {
 	fs := flag.NewFlagSet("fakeredis", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := &options{}
+	o := &cliOptions{}
 	var lat, jit, off, drift, fail, malform, down, hole string
 	fs.IntVar(&o.nodes, "nodes", 5, "number of nodes")
 	fs.StringVar(&o.host, "host", "127.0.0.1", "listen host")
@@ -64,40 +62,40 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-port %d: nodes would not fit below 65536", o.port)
 	}
 	var err error
-	if o.latency, err = durList("latency", lat, o.nodes); err != nil {
+	if o.latency, err = cliDurations("latency", lat, o.nodes); err != nil {
 		return nil, err
 	}
-	if o.jitter, err = durList("jitter", jit, o.nodes); err != nil {
+	if o.jitter, err = cliDurations("jitter", jit, o.nodes); err != nil {
 		return nil, err
 	}
-	if o.clockOffset, err = durList("clock-offset", off, o.nodes); err != nil {
+	if o.clockOffset, err = cliDurations("clock-offset", off, o.nodes); err != nil {
 		return nil, err
 	}
-	if o.drift, err = list("clock-drift", drift, o.nodes, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+	if o.drift, err = cliList("clock-drift", drift, o.nodes, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
 		return nil, err
 	}
 	for i := range o.drift {
-		if err := fakeserver.CheckClock(o.clockOffset[i], o.drift[i]); err != nil {
+		if err := CheckClock(o.clockOffset[i], o.drift[i]); err != nil {
 			return nil, fmt.Errorf("-clock-offset/-clock-drift for node %d: %v", i, err)
 		}
 	}
-	if o.failNext, err = list("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
+	if o.failNext, err = cliList("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
 		return nil, err
 	}
-	if o.malform, err = list("malform-next", malform, o.nodes, strconv.Atoi); err != nil {
+	if o.malform, err = cliList("malform-next", malform, o.nodes, strconv.Atoi); err != nil {
 		return nil, err
 	}
-	if o.down, err = indexSet("down", down, o.nodes); err != nil {
+	if o.down, err = cliIndexSet("down", down, o.nodes); err != nil {
 		return nil, err
 	}
-	if o.blackhole, err = indexSet("blackhole", hole, o.nodes); err != nil {
+	if o.blackhole, err = cliIndexSet("blackhole", hole, o.nodes); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// list parses "" (zero for all), "v" (v for all) or "v0,v1,..." (one per node).
-func list[T any](name, s string, n int, parse func(string) (T, error)) ([]T, error) {
+// cliList parses "" (zero for all), "v" (v for all) or "v0,v1,..." (one per node).
+func cliList[T any](name, s string, n int, parse func(string) (T, error)) ([]T, error) {
 	out := make([]T, n)
 	if s == "" {
 		return out, nil
@@ -123,11 +121,11 @@ func list[T any](name, s string, n int, parse func(string) (T, error)) ([]T, err
 	return out, nil
 }
 
-func durList(name, s string, n int) ([]time.Duration, error) {
-	return list(name, s, n, time.ParseDuration)
+func cliDurations(name, s string, n int) ([]time.Duration, error) {
+	return cliList(name, s, n, time.ParseDuration)
 }
 
-func indexSet(name, s string, n int) (map[int]bool, error) {
+func cliIndexSet(name, s string, n int) (map[int]bool, error) {
 	out := map[int]bool{}
 	if s == "" {
 		return out, nil
@@ -143,14 +141,15 @@ func indexSet(name, s string, n int) (map[int]bool, error) {
 }
 
 // usageError is a bad command line (exit status 2); any other error from
-// run is a run failure (exit status 1).
+// Main is a run failure (exit status 1).
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitCode maps run's error to the process exit status.
-func exitCode(err error) int {
+// ExitCode maps Main's error to fakeredis's exit status: 0 for nil, 2 for a
+// bad command line, 1 for a run failure (a node that cannot start or stop).
+func ExitCode(err error) int {
 	var ue usageError
 	switch {
 	case err == nil:
@@ -161,23 +160,28 @@ func exitCode(err error) int {
 	return 1
 }
 
-// run starts the nodes, applies the start-up faults, prints the ready
-// lines, serves until ctx is done and prints a "stopped" line.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+// Main is the fakeredis command (cmd/fakeredis is only this call and signal
+// handling): it parses args as fakeredis's flags (usage and flag errors go
+// to stderr), starts the nodes, applies the start-up faults, prints one
+// "ready <addr>" line per node to stdout once every node accepts
+// connections, serves until ctx is done, then closes the nodes and prints
+// "stopped N nodes". -h returns nil; ExitCode maps any other error to the
+// exit status. The password is never printed.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseCLI(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}
 	}
-	cfg := fakeserver.Config{
+	cfg := Config{
 		Addr:          net.JoinHostPort(o.host, strconv.Itoa(o.port)),
 		Password:      o.password,
 		DisableAdmin:  o.noAdmin,
 		SweepInterval: o.sweep,
 	}
-	cl, err := fakeserver.StartCluster(o.nodes, cfg)
+	cl, err := StartCluster(o.nodes, cfg)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package realredis
+package redisproc
 
 import "syscall"
 

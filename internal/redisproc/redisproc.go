@@ -1,13 +1,14 @@
-// Package realredis starts and stops real redis-server processes on free
-// loopback ports, for tests and benchmarks that compare against real Redis.
+// Package redisproc starts and stops real redis-server processes on free
+// loopback ports, for benchmarks (redmux-bench -real-local) and tests that
+// compare against real Redis.
 //
 // Every server is started with persistence off, bound to 127.0.0.1, on a port
 // chosen free by the kernel (never 6379), and is stopped by its pid.
 //
-// Tests call Require (or RequireN): when redis-server is not installed the
-// test is skipped with a loud message, unless REDMUX_REQUIRE_REDIS is set (CI
-// sets it), in which case the test fails.
-package realredis
+// It does not import package testing, so the benchmark binary can link it;
+// the test helpers (skip or fail when redis-server is absent, stop in
+// t.Cleanup) are in package redistest.
+package redisproc
 
 import (
 	"bufio"
@@ -20,13 +21,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
-
-// EnvRequire is the environment variable that turns a missing redis-server
-// into a test failure instead of a skip.
-const EnvRequire = "REDMUX_REQUIRE_REDIS"
 
 // Server is one running redis-server process.
 type Server struct {
@@ -51,26 +47,6 @@ func Binary() string {
 // Available reports whether redis-server is installed.
 func Available() bool { return Binary() != "" }
 
-// Required reports whether REDMUX_REQUIRE_REDIS is set to a non-empty value
-// other than "0".
-func Required() bool {
-	v := os.Getenv(EnvRequire)
-	return v != "" && v != "0"
-}
-
-// Require skips t (loudly) when redis-server is absent and not required, and
-// fails t when it is absent but required.
-func Require(t testing.TB) {
-	t.Helper()
-	if Available() {
-		return
-	}
-	if Required() {
-		t.Fatalf("redis-server is not installed but %s is set: install it (apt-get install redis-server)", EnvRequire)
-	}
-	t.Skipf("SKIPPED: redis-server is not installed (set %s=1 to make this a failure); this test did NOT run against real Redis", EnvRequire)
-}
-
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,7 +70,7 @@ type Options struct {
 func Start(opt Options) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
-		return nil, errors.New("realredis: redis-server is not installed")
+		return nil, errors.New("redisproc: redis-server is not installed")
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -147,7 +123,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 		select {
 		case <-s.done:
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("realredis: redis-server exited at start on port %d", port)
+			return nil, fmt.Errorf("redisproc: redis-server exited at start on port %d", port)
 		default:
 		}
 		if err := ping(s.Addr, opt.Password); err == nil {
@@ -156,7 +132,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.Stop()
-	return nil, fmt.Errorf("realredis: redis-server on port %d did not answer PING within 10s", port)
+	return nil, fmt.Errorf("redisproc: redis-server on port %d did not answer PING within 10s", port)
 }
 
 func ping(addr, password string) error {
@@ -184,7 +160,7 @@ func ping(addr, password string) error {
 		return err
 	}
 	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("realredis: unexpected PING reply %q", line)
+		return fmt.Errorf("redisproc: unexpected PING reply %q", line)
 	}
 	return nil
 }
@@ -246,29 +222,4 @@ func Addrs(list []*Server) []string {
 		out[i] = s.Addr
 	}
 	return out
-}
-
-// StartT is Start for tests: it calls Require, fails t on error, and stops
-// the server in t.Cleanup.
-func StartT(t testing.TB, opt Options) *Server {
-	t.Helper()
-	Require(t)
-	s, err := Start(opt)
-	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(s.Stop)
-	return s
-}
-
-// StartNT is StartN for tests.
-func StartNT(t testing.TB, n int, opt Options) []*Server {
-	t.Helper()
-	Require(t)
-	list, err := StartN(n, opt)
-	if err != nil {
-		t.Fatalf("start %d redis-servers: %v", n, err)
-	}
-	t.Cleanup(func() { StopAll(list) })
-	return list
 }

@@ -1,0 +1,32 @@
+//go:build !race
+
+package lockcmd
+
+import "testing"
+
+// The race detector's instrumentation allocates, so this runs without it.
+
+// TestZeroAlloc proves the lock path's builders allocate nothing when the
+// buffer has room.
+func TestZeroAlloc(t *testing.T) {
+	var value [20]byte
+	copy(value[:], "0123456789abcdefghij")
+	key := "lock:orders"
+	buf := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(200, func() {
+		buf = buf[:0]
+		for i := 0; i < 5; i++ {
+			buf = AppendSetNXPX(buf, key, value[:], 30000)
+			buf = AppendEvalSHA(buf, sha, key, value[:])
+			buf = AppendEvalSHAInt(buf, sha, key, value[:], 15000)
+			buf = AppendEval(buf, "return 1", key, value[:])
+			buf = AppendEvalInt(buf, "return 1", key, value[:], -1)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("building lock commands: %v allocs per run, want 0", allocs)
+	}
+	if cap(buf) != 4096 {
+		t.Fatalf("buffer grew to %d", cap(buf))
+	}
+}

@@ -1,0 +1,54 @@
+package lockcmd
+
+import "github.com/redmux/redmux/resp"
+
+// The Append* functions append one command, as a RESP array of bulk
+// strings, to dst and return the extended slice. They never allocate when
+// dst has room for the command.
+
+// AppendSetNXPX appends the lock acquisition command
+// "SET key value NX PX ttlMillis".
+func AppendSetNXPX(dst []byte, key string, value []byte, ttlMillis int64) []byte {
+	dst = append(dst, "*6\r\n$3\r\nSET\r\n"...)
+	dst = resp.AppendBulkString(dst, key)
+	dst = resp.AppendBulk(dst, value)
+	dst = append(dst, "$2\r\nNX\r\n$2\r\nPX\r\n"...)
+	return resp.AppendBulkInt(dst, ttlMillis)
+}
+
+// AppendEvalSHA appends "EVALSHA sha 1 key value", the shape of the lock
+// release call.
+func AppendEvalSHA(dst []byte, sha, key string, value []byte) []byte {
+	dst = append(dst, "*5\r\n$7\r\nEVALSHA\r\n"...)
+	return appendScriptTail(dst, sha, key, value)
+}
+
+// AppendEvalSHAInt appends "EVALSHA sha 1 key value n", the shape of the lock
+// extension call (n is the new TTL in milliseconds).
+func AppendEvalSHAInt(dst []byte, sha, key string, value []byte, n int64) []byte {
+	dst = append(dst, "*6\r\n$7\r\nEVALSHA\r\n"...)
+	dst = appendScriptTail(dst, sha, key, value)
+	return resp.AppendBulkInt(dst, n)
+}
+
+// AppendEval appends "EVAL script 1 key value", the fallback for
+// AppendEvalSHA when the server answers NOSCRIPT.
+func AppendEval(dst []byte, script, key string, value []byte) []byte {
+	dst = append(dst, "*5\r\n$4\r\nEVAL\r\n"...)
+	return appendScriptTail(dst, script, key, value)
+}
+
+// AppendEvalInt appends "EVAL script 1 key value n", the fallback for
+// AppendEvalSHAInt.
+func AppendEvalInt(dst []byte, script, key string, value []byte, n int64) []byte {
+	dst = append(dst, "*6\r\n$4\r\nEVAL\r\n"...)
+	dst = appendScriptTail(dst, script, key, value)
+	return resp.AppendBulkInt(dst, n)
+}
+
+func appendScriptTail(dst []byte, body, key string, value []byte) []byte {
+	dst = resp.AppendBulkString(dst, body)
+	dst = append(dst, "$1\r\n1\r\n"...)
+	dst = resp.AppendBulkString(dst, key)
+	return resp.AppendBulk(dst, value)
+}

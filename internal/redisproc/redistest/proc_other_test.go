@@ -1,0 +1,5 @@
+//go:build !unix
+
+package redistest
+
+func processExists(int) bool { return false }
