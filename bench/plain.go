@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/internal/lockcmd"
+	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
