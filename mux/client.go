@@ -230,6 +230,10 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	b.begin(p)
 	gen := b.call.gen
 	b.mu.Unlock()
+	aw, _ := c.drv.(awaiter)
+	if aw != nil {
+		aw.enter()
+	}
 
 	for i := 0; i < c.n; i++ {
 		if len(b.offs[i]) == 0 {
@@ -252,7 +256,11 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	b.mu.Lock()
 	settled := b.call.settled()
 	b.mu.Unlock()
-	if !settled {
+	switch {
+	case settled:
+	case aw != nil:
+		err = aw.await(ctx, b, deadline, ctxDeadline)
+	default:
 		err = b.wait(ctx, deadline, ctxDeadline, c.done)
 	}
 	b.mu.Lock()

@@ -380,9 +380,17 @@ func TestDeadlineCoversQueueWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node that answers the set-up, then never reads again (until the
+	// test ends: its socket must not outlive the test, the fd-leak test
+	// counts sockets).
+	stop := make(chan struct{})
+	var served sync.WaitGroup
+	defer served.Wait()
 	defer ln.Close()
-	// A node that answers the set-up, then never reads again.
+	defer close(stop)
+	served.Add(1)
 	go func() {
+		defer served.Done()
 		nc, err := ln.Accept()
 		if err != nil {
 			return
@@ -391,7 +399,10 @@ func TestDeadlineCoversQueueWait(t *testing.T) {
 		buf := make([]byte, 4096)
 		_, _ = nc.Read(buf)
 		_, _ = nc.Write([]byte("+OK\r\n"))
-		<-time.After(5 * time.Second)
+		select {
+		case <-stop:
+		case <-time.After(5 * time.Second):
+		}
 	}()
 	c := newTestClient(t, []string{ln.Addr().String()}, func(cfg *Config) {
 		cfg.Scripts = nil

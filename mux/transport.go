@@ -1,6 +1,9 @@
 package mux
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // The seam between the engine (conn.go, ingest.go, client.go: queues,
 // reply matching, decisions) and the bytes. A driver dials connections and
@@ -47,4 +50,13 @@ type driver interface {
 	// close stops the read side: every connection is failed with
 	// ErrClosed and closed, and the driver's goroutines have ended.
 	close()
+}
+
+// awaiter is a driver that lets a caller read its own replies (the epoll
+// driver: a lone caller leads). Do calls enter before it sends and await
+// when the call has not settled by the time everything is sent. Without
+// it, Do waits on the batch and the driver's reader side wakes it.
+type awaiter interface {
+	enter()
+	await(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error
 }

@@ -688,8 +688,12 @@ func TestExtendContextEndsAfterSendShortens(t *testing.T) {
 func TestReleaseNeverOvertakesItsSet(t *testing.T) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
+	// HardTimeout is long so that no connection is replaced while its node
+	// holds requests (on a loaded machine the attempts can take longer than
+	// the 1s default): a command on a new connection may overtake one held
+	// on the old; that is not the ordering under test.
 	c := newClient(t, addrs, redlock.WithNodeTimeout(20*time.Millisecond),
-		redlock.WithMuxConfig(mux.Config{Conns: 4}))
+		redlock.WithMuxConfig(mux.Config{Conns: 4, HardTimeout: time.Minute}))
 	warm(t, c)
 	for i := 0; i < 2; i++ {
 		cl.Nodes[i].Blackhole()
