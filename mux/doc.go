@@ -59,18 +59,30 @@
 //
 // # Reading, timeouts and the supervisor
 //
-// On Linux one poller goroutine per client waits on an epoll instance that
-// holds every connection (level-triggered), parked in the Go netpoller (the
-// epoll descriptor is itself pollable; epoll_wait is only called with a
-// zero timeout, so no OS thread is held in a blocking syscall). It reads
-// replies, delivers them and wakes a batch's caller once its outcome is
-// decided; it resumes writes that found a socket full (EPOLLOUT); and every
-// HardTimeout/4 it closes a connection whose oldest outstanding reply's
-// batch deadline passed more than HardTimeout ago with no reply since (the
-// node then fails with ErrNodeDown, cause "reply not received within
-// HardTimeout"). A connection that breaks fails every batch still waiting
-// on it at once. The caller waits on its batch: a reply wake-up, its
-// deadline, ctx, or Close, whichever comes first.
+// On Linux every connection of a client is in one epoll instance
+// (level-triggered). Whoever waits on it holds the client's reader token
+// and reads for every connection: it parses replies, delivers them and
+// wakes each batch's caller once its outcome is decided; it resumes writes
+// that found a socket full (EPOLLOUT); and every HardTimeout/4 it closes a
+// connection whose oldest outstanding reply's batch deadline passed more
+// than HardTimeout ago with no reply since (the node then fails with
+// ErrNodeDown, cause "reply not received within HardTimeout"). The waiting
+// is done in the Go netpoller (the epoll descriptor is itself pollable;
+// epoll_wait is only called with a zero timeout, so no OS thread is held in
+// a blocking syscall).
+//
+// A caller that finds no other caller waiting and the token free takes it
+// (it leads): it reads its own replies, woken by the kernel directly, and
+// gives the token back once its own call has settled. Callers that come
+// while someone holds it follow: each waits on its batch for a reply
+// wake-up, its deadline, ctx, or Close, whichever comes first. One poller
+// goroutine per client takes the token when a leader leaves with followers
+// still waiting, when a write waits for the socket to drain, and at each
+// sweep; it reads first what arrived while nobody read. So one caller pays
+// no goroutine hand-off, and many callers are served by the poller as
+// before. A leader whose ctx can be cancelled looks at it at least every
+// 2ms. A connection that breaks fails every batch still waiting on it at
+// once.
 //
 // One background goroutine per node, its supervisor, redials that node's
 // connections that broke or could not be made, with exponential backoff
@@ -121,7 +133,8 @@
 // (tested in CI), use Go's net.Conn: one reader goroutine per connection,
 // writes bounded to short slices so a caller never blocks past its
 // deadline; same API and semantics, more goroutines, and no zero-allocation
-// promise. Close makes the poller stop (or closes the net.Conns), fails
+// promise (every caller follows: its connections' reader goroutines wake
+it). Close makes the poller stop (or closes the net.Conns), fails
 // every waiting batch with ErrClosed, closes every socket, and returns when
 // every goroutine of the client has ended.
 //
