@@ -134,8 +134,8 @@
 // writes bounded to short slices so a caller never blocks past its
 // deadline; same API and semantics, more goroutines, and no zero-allocation
 // promise (every caller follows: its connections' reader goroutines wake
-it). Close makes the poller stop (or closes the net.Conns), fails
-// every waiting batch with ErrClosed, closes every socket, and returns when
+// it). Close makes the poller stop (or closes the net.Conns), fails every
+// waiting batch with ErrClosed, closes every socket, and returns when
 // every goroutine of the client has ended.
 //
 // # Zero allocation
