@@ -641,6 +641,11 @@ func TestExtendContextEndsAfterSendShortens(t *testing.T) {
 		{"deadline", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 30*time.Millisecond)
 		}, context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(30*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 5)
