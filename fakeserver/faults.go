@@ -144,6 +144,14 @@ func (n *Node) beforeExec(fc *fconn) bool {
 			}
 		}
 	}
+	if fc.lost.Load() {
+		// This connection already lost a request or a reply: like a byte
+		// stream with a hole, nothing after the hole may reach the client
+		// (it would be taken for the answer to an earlier request). Its
+		// requests are dropped until the partition's end closes it; a heal
+		// racing with this request must not let it through.
+		return false
+	}
 	switch Direction(n.part.Load()) {
 	case Requests:
 		fc.lost.Store(true)

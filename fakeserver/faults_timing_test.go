@@ -108,6 +108,35 @@ func TestPartitionDirections(t *testing.T) {
 	}
 }
 
+// A connection that lost a request or a reply never answers again, even a
+// request that comes after the partition ended and before the heal closed
+// it: that answer would be taken for the lost one's (the client matches
+// replies in order). The window is opened by ending the partition without
+// the close.
+func TestLossyConnectionNeverAnswersAgain(t *testing.T) {
+	for _, dir := range []Direction{Requests, Replies} {
+		t.Run(dir.String(), func(t *testing.T) {
+			n := startNode(t, Config{})
+			c := dial(t, n.Addr())
+			n.Partition(dir)
+			c.send("SET", "k", "v1")
+			if r, err := c.tryRead(100 * time.Millisecond); err == nil {
+				t.Fatalf("got a reply %q through the partition", r)
+			}
+			n.part.Store(int32(NoPartition)) // ended, not yet closed (the heal's window)
+			c.send("SET", "k2", "v2")
+			if r, err := c.tryRead(200 * time.Millisecond); err == nil {
+				t.Fatalf("the lossy connection answered a later request: %q", r)
+			}
+			if _, ok := n.Get("k2"); ok {
+				t.Fatal("the later request ran on the lossy connection")
+			}
+			fresh := dial(t, n.Addr())
+			eqReply(t, "a fresh connection", fresh.do("PING"), pongReply)
+		})
+	}
+}
+
 func TestPartitionHealAndClear(t *testing.T) {
 	n := startNode(t, Config{})
 	n.Partition(Replies)
