@@ -26,7 +26,7 @@ import (
 // touch a later attempt's lock.
 //
 // opts override the client's defaults for this call. The returned Lock is a
-// value; keep it in a variable and call Release (and Extend) on it.
+// handle: copies of it refer to the same lock (see Lock).
 func (c *Client) Acquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
 	return c.acquire(ctx, resource, false, opts)
 }
@@ -87,7 +87,7 @@ func (c *Client) acquire(ctx context.Context, resource string, once bool, opts [
 			break
 		}
 	}
-	if err == nil && l.c != nil {
+	if err == nil && l.st != nil {
 		return l, nil
 	}
 	return Lock{}, &NotAcquiredError{
@@ -126,12 +126,16 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
+		st := c.states.Get().(*lockState)
+		st.mu.Lock()
+		st.end, st.ttl, st.ext = end, ttl, 0
+		gen := st.gen
+		st.mu.Unlock()
 		*l = Lock{
-			c:           c,
+			st:          st,
+			gen:         gen,
 			resource:    resource,
 			value:       w.val,
-			end:         end,
-			ttl:         ttl,
 			driftFactor: s.driftFactor,
 			driftFixed:  s.driftFixed,
 			nodeTimeout: s.nodeTimeout,

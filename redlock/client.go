@@ -30,6 +30,7 @@ type Client struct {
 	values io.Reader
 	closed atomic.Bool
 	pool   sync.Pool // *worker
+	states sync.Pool // *lockState, recycled at Release
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -143,6 +144,7 @@ func mergeScripts(user []mux.Script) []mux.Script {
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	c := &Client{m: m, n: m.N(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
 	c.pool.New = func() any { return c.newWorker() }
+	c.states.New = func() any { return &lockState{c: c} }
 	return c
 }
 

@@ -56,6 +56,15 @@
 // # Allocation
 //
 // Acquire, Release and Extend allocate nothing in steady state: Lock is a
-// value, options per call are values, commands are encoded into pooled
-// buffers and replies parsed in place. Errors allocate.
+// small handle value whose shared state the Client recycles at Release,
+// options per call are values, commands are encoded into pooled buffers
+// and replies parsed in place. Errors allocate.
+//
+// # Copies of a Lock
+//
+// Every copy of a Lock refers to the same lock: an Extend through one copy
+// moves every copy's Validity, and once one copy is released every copy
+// reports zero Validity and ErrNotHeld, also after the Client reused the
+// released state for another lock (each handle carries a generation
+// number). A Lock is safe for concurrent use.
 package redlock

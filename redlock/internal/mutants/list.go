@@ -77,7 +77,7 @@ var mutants = []Mutant{
 		Name: "extend-after-end", Class: "an extension counted after the validity ended", Test: safetyTest,
 		Edits: []Edit{
 			{"redlock/lock.go",
-				"if err == nil && out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {",
+				"if err == nil && out.Successes >= c.quorum && t2 < end && t2 < newEnd {",
 				"if err == nil && out.Successes >= c.quorum && t2 < newEnd {"},
 			{"redlock/lock.go",
 				"\tif remaining <= 0 {\n\t\treturn &ExtendError{Resource: l.resource, Expired: true}\n\t}\n",
@@ -93,14 +93,14 @@ var mutants = []Mutant{
 	{
 		Name: "failed-extend-keeps-end", Class: "a failed extension leaving the old (longer) validity in place", Test: safetyTest,
 		Edits: []Edit{{"redlock/lock.go",
-			"\tif newEnd < l.end {\n\t\tl.end = newEnd\n\t}\n",
+			"\tif newEnd < end {\n\t\tend = newEnd\n\t}\n",
 			""}},
 	},
 	{
 		Name: "d1-ctx-extend", Class: "a failed Extend whose ctx ended mid-call keeps the old end (issue 16 D1)", Test: safetyTest,
 		Edits: []Edit{{"redlock/lock.go",
 			"\tif err == nil {\n\t\terr = ctxEnded(ctx) // the deadline that bounded the wait was ctx's\n\t}\n",
-			"\tif err != nil {\n\t\treturn &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= l.end, Err: closedErr(err)}\n\t}\n\terr = ctxEnded(ctx)\n"}},
+			"\tif err != nil {\n\t\treturn &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= end, Err: closedErr(err)}\n\t}\n\terr = ctxEnded(ctx)\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
