@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,12 @@ import (
 // uses a fresh value, so a delayed command of a failed attempt can never
 // touch a later attempt's lock.
 //
+// Acquire does not retry when an attempt found more than N-quorum nodes
+// down (not connected: connection refused, dial or set-up failed) or
+// refusing authentication: it fails at once with ErrUnreachable and the
+// nodes' causes (WithFailFast(false) retries instead). Contention (nodes
+// holding another value) and timeouts are retried.
+//
 // opts override the client's defaults for this call. The returned Lock is a
 // handle: copies of it refer to the same lock (see Lock).
 func (c *Client) Acquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
@@ -40,6 +47,8 @@ func (c *Client) TryAcquire(ctx context.Context, resource string, opts ...LockOp
 type tally struct {
 	granted, refused, failed, pending int
 	tooShort                          bool
+	unreachable                       bool // more than n-quorum nodes down or refusing authentication
+	recorded                          bool // w.nodes holds this attempt's per-node answers
 }
 
 func (c *Client) acquire(ctx context.Context, resource string, once bool, opts []LockOption) (Lock, error) {
@@ -70,6 +79,7 @@ func (c *Client) acquire(ctx context.Context, resource string, once bool, opts [
 	for try = 1; ; try++ {
 		if c.closed.Load() {
 			err = ErrClosed
+			try-- // this attempt was not made
 			break
 		}
 		if err = ctx.Err(); err != nil {
@@ -77,24 +87,36 @@ func (c *Client) acquire(ctx context.Context, resource string, once bool, opts [
 			break
 		}
 		t, err = c.attempt(ctx, w, resource, &s, &l)
-		if err != nil || (t.granted >= c.quorum && !t.tooShort) {
-			break
+		if err != nil || (t.granted >= c.quorum && !t.tooShort) || (t.unreachable && !s.noFailFast) {
+			break // acquired, or no point retrying
 		}
 		if try >= tries {
 			break
 		}
-		if err = w.sleep(ctx, w.retryDelay(&s)); err != nil {
+		d, ok := s.retryDelay(w, try)
+		if !ok {
+			break // the retry function says stop
+		}
+		if err = w.sleep(ctx, d); err != nil {
 			break
 		}
 	}
 	if err == nil && l.st != nil {
 		return l, nil
 	}
-	return Lock{}, &NotAcquiredError{
+	e := &NotAcquiredError{
 		Resource: resource, Tries: try,
-		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending, TooShort: t.tooShort,
+		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending,
+		TooShort: t.tooShort, Unreachable: t.unreachable,
 		Err: closedErr(err),
 	}
+	if t.recorded {
+		e.Nodes = make([]NodeResult, c.n)
+		for i, r := range w.nodes {
+			e.Nodes[i] = NodeResult{Node: i, Addr: c.addrs[i], Status: r.status, Err: r.err}
+		}
+	}
+	return Lock{}, e
 }
 
 // attempt is one Redlock acquisition. On success it fills *l.
@@ -121,8 +143,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or
 		// a bug): release whatever may have been written, then report.
+		t := c.record(w, out)
 		c.releaseQuick(ctx, w, resource, s.nodeTimeout)
-		return tally{failed: c.n}, err
+		return t, err
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
@@ -143,16 +166,42 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 		}
 		return tally{granted: out.Successes}, nil
 	}
-	t := tally{granted: out.Successes, tooShort: out.Successes >= c.quorum}
-	for i := 0; i < c.n; i++ {
-		if r, err := b.Last(i); err == nil && r.IsNil() {
-			t.refused++
-		}
-	}
-	t.pending = out.Pending
-	t.failed = c.n - t.granted - t.refused - t.pending
+	t := c.record(w, out)
+	t.tooShort = out.Successes >= c.quorum
 	c.releaseQuick(ctx, w, resource, s.nodeTimeout)
 	return t, nil
+}
+
+// record reads a failed attempt's per-node answers from w.b into w.nodes
+// and counts them. Only failures come here: the errors it keeps may
+// allocate (a server error's text).
+func (c *Client) record(w *worker, out mux.Outcome) tally {
+	t := tally{granted: out.Successes, pending: out.Pending, recorded: true}
+	down := 0
+	for i := 0; i < c.n; i++ {
+		r, err := w.b.Last(i)
+		rec := nodeRec{}
+		switch {
+		case err == nil && r.IsOK():
+			rec.status = NodeGranted
+		case err == nil && r.IsNil():
+			rec.status = NodeRefused
+			t.refused++
+		case errors.Is(err, mux.ErrTimeout) || errors.Is(err, mux.ErrPending):
+			rec.status, rec.err = NodePending, err
+		case err == nil:
+			rec.status, rec.err = NodeFailed, fmt.Errorf("unexpected reply %s", r.String())
+		default:
+			rec.status, rec.err = NodeFailed, closedErr(err)
+		}
+		if rec.status == NodeFailed && unreachable(rec.err) {
+			down++
+		}
+		w.nodes[i] = rec
+	}
+	t.failed = c.n - t.granted - t.refused - t.pending
+	t.unreachable = QuorumLost(down, c.quorum, c.n)
+	return t
 }
 
 // releaseQuick sends the release of w.val for resource to all N nodes and

@@ -25,6 +25,7 @@ type Client struct {
 	m      *mux.Client
 	ownMux bool
 	n      int
+	addrs  []string
 	quorum int
 	def    lockSettings
 	values io.Reader
@@ -43,6 +44,13 @@ type worker struct {
 	cmd   []byte
 	val   [ValueSize]byte
 	timer *time.Timer
+	nodes []nodeRec // the last failed attempt, per node
+}
+
+// nodeRec is one node's answer to a failed attempt.
+type nodeRec struct {
+	status NodeStatus
+	err    error
 }
 
 // epoch is the origin of the monotonic clock the package uses: every
@@ -142,7 +150,7 @@ func mergeScripts(user []mux.Script) []mux.Script {
 }
 
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
-	c := &Client{m: m, n: m.N(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
+	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
 	c.pool.New = func() any { return c.newWorker() }
 	c.states.New = func() any { return &lockState{c: c} }
 	return c
@@ -151,7 +159,7 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256)}
+	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n)}
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }
@@ -188,13 +196,38 @@ func (c *Client) newValue(w *worker) error {
 	return nil
 }
 
-// retryDelay draws the wait before the next attempt from [min, max).
-func (w *worker) retryDelay(s *lockSettings) time.Duration {
+// retryDelay returns the wait after failed attempt number try (1, 2, ...)
+// and whether to retry at all.
+func (s *lockSettings) retryDelay(w *worker, try int) (time.Duration, bool) {
+	switch {
+	case s.retryFn != nil:
+		d, ok := s.retryFn(try)
+		if d < 0 {
+			d = 0
+		}
+		return d, ok
+	case s.backoffBase > 0:
+		return backoff(s.backoffBase, s.backoffMax, try, w.rng.Uint64()), true
+	}
 	span := s.retryMax - s.retryMin
 	if span <= 0 {
-		return s.retryMin
+		return s.retryMin, true
 	}
-	return s.retryMin + time.Duration(w.rng.Uint64()%uint64(span))
+	return s.retryMin + time.Duration(w.rng.Uint64()%uint64(span)), true
+}
+
+// backoff is the exponential backoff with jitter after failed attempt try:
+// d = min(max, base * 2^(try-1)), and the wait is drawn from [d/2, d] with
+// the random number r.
+func backoff(base, max time.Duration, try int, r uint64) time.Duration {
+	d := max
+	if try-1 < 62 {
+		if x := base << (try - 1); x > 0 && x>>(try-1) == base && x < max {
+			d = x
+		}
+	}
+	half := d / 2
+	return half + time.Duration(r%uint64(d-half+1))
 }
 
 // sleep waits d or until ctx is done, reusing the worker's timer.
@@ -241,10 +274,10 @@ func cleanupCtx(ctx context.Context) context.Context {
 	return ctx
 }
 
-// closedErr maps mux's closed error to ours.
+// closedErr maps mux's closed error to ours: one fact, one message.
 func closedErr(err error) error {
-	if errors.Is(err, mux.ErrClosed) && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
+	if errors.Is(err, mux.ErrClosed) {
+		return ErrClosed
 	}
 	return err
 }

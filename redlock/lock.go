@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -195,7 +194,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil && out == (mux.Outcome{}) {
 		// Nothing was sent (ctx done or client closed before the write):
 		// the lock is as it was.
-		return fmt.Errorf("redlock: extend %q: %w", l.resource, err)
+		return wrapOp("extend", l.resource, closedErr(err))
 	}
 	if err == nil {
 		err = ctxEnded(ctx) // the deadline that bounded the wait was ctx's
@@ -291,7 +290,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	t2 := mono()
 	if err != nil && ctx.Err() != nil && out == (mux.Outcome{}) {
-		return false, fmt.Errorf("redlock: release %q: %w", l.resource, err)
+		return false, wrapOp("release", l.resource, closedErr(err))
 	}
 	end := l.retire(t0)
 	if err != nil {
@@ -311,33 +310,29 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 			released++
 		}
 	}
-	var rerr error
+	var rerr *ReleaseError
 	if failed > 0 {
-		re := &ReleaseError{Resource: l.resource, Released: released}
+		re := &ReleaseError{Resource: l.resource, Released: released, Expired: expired}
 		for i := 0; i < c.n; i++ {
-			r, err := b.Last(i)
+			r, err := b.Last(i) // an error reply comes as a *mux.ServerError
 			if err == nil {
 				if _, ok := r.Int(); ok {
 					continue
 				}
-				if r.IsError() {
-					err = &mux.ServerError{Node: i, Text: string(r.ErrorText())}
-				} else {
-					err = fmt.Errorf("redlock: node %d: unexpected reply %s", i, r.String())
-				}
+				err = fmt.Errorf("node %d: unexpected reply %s", i, r.String())
 			}
 			re.Failed = append(re.Failed, i)
-			re.Errs = append(re.Errs, err)
+			re.Errs = append(re.Errs, closedErr(err))
 		}
 		rerr = re
 	}
 	switch {
-	case expired:
-		return true, errors.Join(fmt.Errorf("redlock: release %q: %w", l.resource, ErrLockExpired), rerr)
 	case rerr != nil:
 		return true, rerr
+	case expired:
+		return true, wrapOp("release", l.resource, ErrLockExpired)
 	case released < c.quorum && t2 < end:
-		return true, fmt.Errorf("redlock: release %q: only %d of %d nodes held the value: %w", l.resource, released, c.n, ErrLockLost)
+		return true, wrapOp("release", l.resource, fmt.Errorf("only %d of %d nodes held the value: %w", released, c.n, ErrLockLost))
 	}
 	return true, nil
 }

@@ -145,7 +145,8 @@ func TestSafetyRestartScripted(t *testing.T) {
 			const ttl = time.Second
 			a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond))
 			b := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond),
-				redlock.WithRetryDelay(2*time.Millisecond, 5*time.Millisecond), redlock.WithTries(1000))
+				redlock.WithRetryDelay(2*time.Millisecond, 5*time.Millisecond), redlock.WithTries(1000),
+				redlock.WithFailFast(false)) // B waits for the restarting nodes
 			warm(t, a)
 			warm(t, b)
 			ctx := context.Background()

@@ -105,8 +105,8 @@ var mutants = []Mutant{
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
 		Edits: []Edit{{"redlock/acquire.go",
-			"\tt.failed = c.n - t.granted - t.refused - t.pending\n\tc.releaseQuick(ctx, w, resource, s.nodeTimeout)\n",
-			"\tt.failed = c.n - t.granted - t.refused - t.pending\n"}},
+			"\tt.tooShort = out.Successes >= c.quorum\n\tc.releaseQuick(ctx, w, resource, s.nodeTimeout)\n",
+			"\tt.tooShort = out.Successes >= c.quorum\n"}},
 	},
 	// The mux mutant targets the pipelined mux (mux/ingest.go): replies are
 	// matched in FIFO order to slots that name their batch and its call
