@@ -151,7 +151,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		st := c.states.Get().(*lockState)
 		st.mu.Lock()
-		st.end, st.ttl, st.ext = end, ttl, 0
+		st.end, st.start, st.ttl, st.ext = end, t1, ttl, 0
 		gen := st.gen
 		st.mu.Unlock()
 		*l = Lock{

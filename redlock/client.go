@@ -32,6 +32,7 @@ type Client struct {
 	closed atomic.Bool
 	pool   sync.Pool // *worker
 	states sync.Pool // *lockState, recycled at Release
+	ka     scheduler // keep-alive
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -152,7 +153,8 @@ func mergeScripts(user []mux.Script) []mux.Script {
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
 	c.pool.New = func() any { return c.newWorker() }
-	c.states.New = func() any { return &lockState{c: c} }
+	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
+	c.ka.c = c
 	return c
 }
 
@@ -171,13 +173,15 @@ func (c *Client) N() int { return c.n }
 // Quorum returns the number of nodes that must agree.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close marks the client closed (later calls fail with ErrClosed) and, for
-// a client made by New, closes its connections. Locks still held are not
+// Close marks the client closed (later calls fail with ErrClosed), stops
+// keep-alive (its contexts are cancelled with ErrClosed) and, for a client
+// made by New, closes its connections. Locks still held are not
 // released: their keys expire after their TTL.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.ka.close()
 	if c.ownMux {
 		return c.m.Close()
 	}

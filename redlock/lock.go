@@ -44,18 +44,22 @@ type lockState struct {
 	op sync.Mutex
 	mu sync.Mutex
 	// guarded by mu
-	gen uint64
-	end int64 // end of validity, monotonic ns since epoch
-	ttl time.Duration
-	ext int
+	gen   uint64
+	end   int64 // end of validity, monotonic ns since epoch
+	start int64 // when the acquisition began (t1)
+	ttl   time.Duration
+	ext   int
+	// guarded by c.ka.mu
+	ka kaState
 }
 
 // view is a consistent reading of a lock's state.
 type view struct {
-	held bool
-	end  int64
-	ttl  time.Duration
-	ext  int
+	held  bool
+	end   int64
+	start int64
+	ttl   time.Duration
+	ext   int
 }
 
 func (l Lock) view() view {
@@ -64,7 +68,7 @@ func (l Lock) view() view {
 		return view{}
 	}
 	st.mu.Lock()
-	v := view{held: st.gen == l.gen, end: st.end, ttl: st.ttl, ext: st.ext}
+	v := view{held: st.gen == l.gen, end: st.end, start: st.start, ttl: st.ttl, ext: st.ext}
 	st.mu.Unlock()
 	return v
 }
@@ -293,6 +297,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 		return false, wrapOp("release", l.resource, closedErr(err))
 	}
 	end := l.retire(t0)
+	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any
 	if err != nil {
 		return true, &ReleaseError{Resource: l.resource, Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
 	}
