@@ -46,8 +46,25 @@ func TestZeroAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Release(ctx)
-	if acquireRelease != 0 || extend != 0 {
-		t.Fatalf("allocs per op: acquire+release %v, extend %v; want 0", acquireRelease, extend)
+	keys := []string{"alloc:m1", "alloc:m2", "alloc:m3", "alloc:m4"}
+	multi := testing.AllocsPerRun(200, func() {
+		l, e := c.TryAcquireMulti(ctx, keys, ttl)
+		if e != nil {
+			err = e
+			return
+		}
+		if e := l.Extend(ctx, time.Minute); e != nil {
+			err = e
+		}
+		if e := l.Release(ctx); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acquireRelease != 0 || extend != 0 || multi != 0 {
+		t.Fatalf("allocs per op: acquire+release %v, extend %v, multi acquire+extend+release %v; want 0", acquireRelease, extend, multi)
 	}
 }
 

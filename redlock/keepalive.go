@@ -213,7 +213,7 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 	}
 	if st.ka.on {
 		cancel(ErrBadOption)
-		return nil, fmt.Errorf("%w: lock %q is already kept alive", ErrBadOption, l.resource)
+		return nil, fmt.Errorf("%w: lock %q is already kept alive", ErrBadOption, l.name())
 	}
 	v = l.view() // again, under the scheduler's lock: Release may have run
 	if !v.held {
@@ -222,7 +222,7 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 	}
 	if v.end <= mono() {
 		cancel(ErrLockExpired)
-		return nil, wrapOp("keep-alive", l.resource, ErrLockExpired)
+		return nil, wrapOp("keep-alive", l.name(), ErrLockExpired)
 	}
 	k.on, k.lock, k.ctx, k.cancel, k.end, k.start = true, l, hctx, cancel, v.end, v.start
 	st.ka = k
@@ -310,7 +310,7 @@ func (s *scheduler) loop() {
 				s.del(0)
 				cause := k.stopped
 				if cause == nil {
-					cause = wrapOp("keep-alive", k.lock.resource, ErrLockExpired)
+					cause = wrapOp("keep-alive", k.lock.name(), ErrLockExpired)
 				}
 				s.finish(st, cause)
 				continue

@@ -28,6 +28,7 @@ type Lock struct {
 	st          *lockState
 	gen         uint64 // st.gen while the lock is held; st.gen moves on at Release
 	resource    string
+	keys        []string // every resource of a multi-resource lock (AcquireMulti); nil for one
 	value       [ValueSize]byte
 	driftFactor float64
 	driftFixed  time.Duration
@@ -73,8 +74,21 @@ func (l Lock) view() view {
 	return v
 }
 
-// Resource returns the lock's name (the key on every node).
+// Resource returns the lock's name (the key on every node); the first
+// resource of a multi-resource lock.
 func (l Lock) Resource() string { return l.resource }
+
+// Resources returns every resource of the lock: the slice given to
+// AcquireMulti (do not modify it), or a new one-element slice.
+func (l Lock) Resources() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	if l.resource == "" {
+		return nil
+	}
+	return []string{l.resource}
+}
 
 // Value returns a copy of the lock's random value.
 func (l Lock) Value() []byte {
@@ -126,10 +140,14 @@ func (l Lock) Extensions() int { return l.view().ext }
 // String describes the lock for logs: resource, value in hex, validity.
 func (l Lock) String() string {
 	if !l.Held() {
-		return fmt.Sprintf("redlock.Lock{%q not held}", l.resource)
+		return fmt.Sprintf("redlock.Lock{%q not held}", l.name())
 	}
-	return fmt.Sprintf("redlock.Lock{%q %s valid %v}", l.resource, hex.EncodeToString(l.value[:]), l.Validity())
+	return fmt.Sprintf("redlock.Lock{%q %s valid %v}", l.name(), hex.EncodeToString(l.value[:]), l.Validity())
 }
+
+// name is the lock's resource, or its resources joined with "+" (errors
+// and logs only: it allocates for a multi-resource lock).
+func (l *Lock) name() string { return lockName(l.resource, l.keys) }
 
 func (l *Lock) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*l.driftFactor) + l.driftFixed
@@ -179,7 +197,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	t1 := mono()
 	remaining := time.Duration(end - t1)
 	if remaining <= 0 {
-		return &ExtendError{Resource: l.resource, Expired: true}
+		return &ExtendError{Resource: l.name(), Expired: true}
 	}
 	timeout := l.nodeTimeout
 	if timeout > remaining {
@@ -190,7 +208,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource) // one connection per node for this resource: a release never overtakes its SET
-	w.cmd = lockcmd.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	if l.keys == nil {
+		w.cmd = lockcmd.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	} else {
+		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
+	}
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
@@ -198,7 +220,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil && out == (mux.Outcome{}) {
 		// Nothing was sent (ctx done or client closed before the write):
 		// the lock is as it was.
-		return wrapOp("extend", l.resource, closedErr(err))
+		return wrapOp("extend", l.name(), closedErr(err))
 	}
 	if err == nil {
 		err = ctxEnded(ctx) // the deadline that bounded the wait was ctx's
@@ -213,7 +235,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	if newEnd < end {
 		end = newEnd
 	}
-	e := &ExtendError{Resource: l.resource, Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
+	e := &ExtendError{Resource: l.name(), Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
 	for i := 0; i < c.n; i++ {
 		if r, err := b.Last(i); err == nil {
 			if v, ok := r.Int(); ok && v == 0 {
@@ -289,20 +311,24 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource)
-	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
+	w.cmd = appendRelease(w.cmd[:0], l.resource, l.keys, l.value[:])
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	t2 := mono()
 	if err != nil && ctx.Err() != nil && out == (mux.Outcome{}) {
-		return false, wrapOp("release", l.resource, closedErr(err))
+		return false, wrapOp("release", l.name(), closedErr(err))
 	}
 	end := l.retire(t0)
 	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any
 	if err != nil {
-		return true, &ReleaseError{Resource: l.resource, Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
+		return true, &ReleaseError{Resource: l.name(), Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
 	}
 	expired := t0 >= end
 	var failed, released int
+	want := int64(1) // keys deleted by a node that still held the value
+	if l.keys != nil {
+		want = int64(len(l.keys))
+	}
 	for i := 0; i < c.n; i++ {
 		r, err := b.Last(i)
 		if err != nil {
@@ -311,13 +337,13 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 		}
 		if v, ok := r.Int(); !ok {
 			failed++
-		} else if v == 1 {
+		} else if v == want {
 			released++
 		}
 	}
 	var rerr *ReleaseError
 	if failed > 0 {
-		re := &ReleaseError{Resource: l.resource, Released: released, Expired: expired}
+		re := &ReleaseError{Resource: l.name(), Released: released, Expired: expired}
 		for i := 0; i < c.n; i++ {
 			r, err := b.Last(i) // an error reply comes as a *mux.ServerError
 			if err == nil {
@@ -335,9 +361,9 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	case rerr != nil:
 		return true, rerr
 	case expired:
-		return true, wrapOp("release", l.resource, ErrLockExpired)
+		return true, wrapOp("release", l.name(), ErrLockExpired)
 	case released < c.quorum && t2 < end:
-		return true, wrapOp("release", l.resource, fmt.Errorf("only %d of %d nodes held the value: %w", released, c.n, ErrLockLost))
+		return true, wrapOp("release", l.name(), fmt.Errorf("only %d of %d nodes held the value: %w", released, c.n, ErrLockLost))
 	}
 	return true, nil
 }

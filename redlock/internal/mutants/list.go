@@ -105,7 +105,7 @@ var mutants = []Mutant{
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
 		Edits: []Edit{{"redlock/acquire.go",
-			"\tt.tooShort = out.Successes >= c.quorum\n\tc.releaseQuick(ctx, w, resource, s.nodeTimeout)\n",
+			"\tt.tooShort = out.Successes >= c.quorum\n\tc.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)\n",
 			"\tt.tooShort = out.Successes >= c.quorum\n"}},
 	},
 	// The mux mutant targets the pipelined mux (mux/ingest.go): replies are
