@@ -74,6 +74,7 @@ func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) chec
 		ExtendDeadlineRate: 0.3,
 		PauseRate:          0.02,
 		KeepAliveRate:      0.1,
+		MultiRate:          0.1,
 		Seed:               seed,
 		Faults:             inj,
 	}

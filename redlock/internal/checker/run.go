@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,11 @@ type Config struct {
 	// extensions pass the pause hook too. Default KeepAliveHold: 6 TTLs.
 	KeepAliveRate float64
 	KeepAliveHold time.Duration
+	// MultiRate: holdings that take 2..MultiMax resources at once with
+	// AcquireMulti (resource sets overlap each other and single locks);
+	// a holding claims every resource of its set. Default MultiMax: 3.
+	MultiRate float64
+	MultiMax  int
 
 	// Faults runs while the workload runs (may be nil).
 	Faults Injector
@@ -96,6 +102,7 @@ type Result struct {
 	HeldToEnd      int64 // holders that kept the lock to the end of validity
 	Extended       int64 // successful extensions
 	ExtendFailed   int64 // failed extensions after which the holder kept holding what Validity said
+	Multi          int64 // holdings of several resources (AcquireMulti)
 	KeptAlive      int64 // holdings kept with KeepAlive
 	KeepAliveEnded int64 // of those, ended by the keep-alive context (lost, expired, limit) before the holder let go
 	Paused         int64 // client pauses injected
@@ -109,8 +116,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d acquired (%d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive) in %d attempts, %d not acquired, %d extended, %d failed extensions, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Acquired, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.Attempts, r.NotAcquired, r.Extended, r.ExtendFailed, r.Paused, r.LongestPause.Round(time.Microsecond),
+	return fmt.Sprintf("%d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive) in %d attempts, %d not acquired, %d extended, %d failed extensions, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.Attempts, r.NotAcquired, r.Extended, r.ExtendFailed, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
 
@@ -138,6 +145,12 @@ func (c *Config) defaults() {
 	}
 	if c.RetryMax <= 0 {
 		c.RetryMax = 300 * time.Microsecond
+	}
+	if c.MultiMax < 2 {
+		c.MultiMax = 3
+	}
+	if c.MultiMax > c.Resources {
+		c.MultiMax = c.Resources
 	}
 	if c.KeepAliveHold <= 0 {
 		c.KeepAliveHold = 6 * c.TTL
@@ -314,7 +327,7 @@ func Run(cfg Config) (Result, error) {
 	res.Acquired, res.NotAcquired, res.OtherErrors = s.acquired.Load(), s.notAcq.Load(), s.other.Load()
 	res.Crashed, res.HeldToEnd = s.crashed.Load(), s.heldToEnd.Load()
 	res.Extended, res.ExtendFailed = s.extended.Load(), s.extFailed.Load()
-	res.KeptAlive, res.KeepAliveEnded = s.keptAlive.Load(), s.kaEnded.Load()
+	res.KeptAlive, res.KeepAliveEnded, res.Multi = s.keptAlive.Load(), s.kaEnded.Load(), s.multi.Load()
 	for _, h := range holders {
 		res.Attempts += h.attempts.Load()
 		res.Paused += h.paused.Load()
@@ -331,7 +344,7 @@ func Run(cfg Config) (Result, error) {
 
 type stats struct {
 	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
-	keptAlive, kaEnded                                               atomic.Int64
+	keptAlive, kaEnded, multi                                        atomic.Int64
 }
 
 // worker is one contending goroutine.
@@ -352,8 +365,24 @@ func (w *worker) loop(runCtx context.Context) {
 	ctx := context.WithValue(runCtx, holderKey{}, h)
 	for ctx.Err() == nil && w.s.acquired.Load() < int64(cfg.Acquisitions) {
 		r := w.resources[rng.IntN(len(w.resources))]
+		var rs []string // the set of a multi-resource holding
+		if rng.Float64() < cfg.MultiRate {
+			k := 2 + rng.IntN(cfg.MultiMax-1)
+			for _, i := range rng.Perm(len(w.resources))[:k] {
+				rs = append(rs, w.resources[i])
+			}
+			r = strings.Join(rs, "+")
+		}
 		h.fired = false
-		l, err := w.c.Acquire(ctx, r)
+		var (
+			l   redlock.Lock
+			err error
+		)
+		if rs != nil {
+			l, err = w.c.AcquireMulti(ctx, rs)
+		} else {
+			l, err = w.c.Acquire(ctx, r)
+		}
 		if err != nil {
 			if !errors.Is(err, redlock.ErrNotAcquired) {
 				w.note(err)
@@ -363,6 +392,9 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		got := time.Now()
 		w.s.acquired.Add(1)
+		if rs != nil {
+			w.s.multi.Add(1)
+		}
 		if cfg.won != nil {
 			v := l.ValueArray()
 			cfg.won.Store(string(v[:]), true)
@@ -373,7 +405,13 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		holding := w.rec.NewHolding()
 		claim := func(from, to time.Time) {
-			w.rec.Add(Interval{Resource: r, Holder: w.id, Holding: holding, Start: from, End: to})
+			if rs == nil {
+				w.rec.Add(Interval{Resource: r, Holder: w.id, Holding: holding, Start: from, End: to})
+				return
+			}
+			for _, x := range rs {
+				w.rec.Add(Interval{Resource: x, Holder: w.id, Holding: holding, Start: from, End: to})
+			}
 		}
 		if rng.Float64() < cfg.KeepAliveRate {
 			w.keepAlive(runCtx, l, r, got, claim)
@@ -605,7 +643,7 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 		return res, err
 	}
 	cfg.defaults()
-	if err := minorityAttempts(cfg, vs, won); err != nil {
+	if err := minorityAttempts(cfg, vs, won, kl); err != nil {
 		return res, err
 	}
 	// Releases after failed attempts wait for one answer only; let the
@@ -635,7 +673,7 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 // client on all of them tries each resource a few times (each try is
 // granted by the other nodes, refused by the majority, and must release
 // what it got). Then the blocker releases.
-func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map) error {
+func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map, kl KeyLister) error {
 	ctx := context.Background()
 	q := len(cfg.Addrs)/2 + 1
 	opts := []redlock.Option{redlock.WithTTL(cfg.TTL), redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithValueSource(vs), redlock.WithTries(100)}
@@ -657,6 +695,23 @@ func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map) error {
 		}
 		v := bl.ValueArray()
 		won.Store(string(v[:]), true)
+		// the blocker returned at its quorum (2 of 3): wait until its
+		// third SET landed too, or a contender could win that node first
+		for wait := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+			vals, _ := kl.KeyValues(key)
+			n := 0
+			for _, x := range vals[:q] {
+				if string(x) == string(v[:]) {
+					n++
+				}
+			}
+			if n == q {
+				break
+			}
+			if time.Now().After(wait) {
+				return fmt.Errorf("checker: blocker's SET never reached all %d nodes of its majority", q)
+			}
+		}
 		for k := 0; k < 5; k++ {
 			if l, err := c.TryAcquire(ctx, key); err == nil {
 				_ = l.Release(ctx)
