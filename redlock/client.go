@@ -73,8 +73,11 @@ func MuxScripts() []mux.Script {
 	return out
 }
 
-// New connects to the nodes at addrs (host:port of N independent Redis
-// masters) and returns a Client whose Close also closes the connections.
+// New connects to the nodes at addrs (N independent Redis masters, each
+// host:port or redis://[[user]:password@]host:port[/db]; see ParseAddr) and
+// returns a Client whose Close also closes the connections. Credentials and
+// database in URLs apply to every node (mux has one set): URLs that differ
+// in them are refused.
 // Nodes that cannot be reached are redialled in the background (mux's
 // behaviour); New fails on invalid options or when mux.New fails.
 func New(addrs []string, opts ...Option) (*Client, error) {
@@ -82,8 +85,23 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostports, cred, err := parseAddrs(addrs)
+	if err != nil {
+		return nil, err
+	}
 	mc := cfg.muxCfg
-	mc.Addrs = append([]string(nil), addrs...)
+	mc.Addrs = hostports
+	if cred.URL {
+		if (mc.Password != "" && mc.Password != cred.Password) || (mc.Username != "" && mc.Username != cred.Username) || (mc.DB != 0 && mc.DB != cred.DB) {
+			return nil, fmt.Errorf("%w: the addresses' credentials or database differ from WithMuxConfig's", ErrBadOption)
+		}
+		if cred.Password != "" {
+			mc.Username, mc.Password = cred.Username, cred.Password
+		}
+		if cred.DB != 0 {
+			mc.DB = cred.DB
+		}
+	}
 	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
