@@ -32,6 +32,9 @@ const DefaultKeepAliveFraction = 0.5
 // at once.
 const keepAliveWorkers = 8
 
+// kaQueue is how many due extensions may wait for a worker.
+const kaQueue = 4096
+
 // KeepAliveOption sets one parameter of KeepAlive. It is a small value.
 type KeepAliveOption struct {
 	kind uint8
@@ -72,11 +75,12 @@ type kaState struct {
 	ttl     time.Duration
 	frac    float64
 	maxHold time.Duration
-	due     int64 // next extension; math.MaxInt64 while none is due
-	end     int64 // end of validity as last seen
-	stopped error // non-nil: no more extensions (limit); cancel with it at end
-	idx     int   // position in the heap, -1 when not in it
-	start   int64 // when the lock was acquired (KeepAliveMaxHold counts from it)
+	due     int64  // next extension; math.MaxInt64 while none is due
+	end     int64  // end of validity as last seen
+	stopped error  // non-nil: no more extensions (limit); cancel with it at end
+	idx     int    // position in the heap, -1 when not in it
+	start   int64  // when the lock was acquired (KeepAliveMaxHold counts from it)
+	seq     uint64 // which KeepAlive call (a job of an earlier one is stale)
 }
 
 // next is the time of the state's next event.
@@ -86,6 +90,7 @@ type kaJob struct {
 	st  *lockState
 	l   Lock
 	ttl time.Duration
+	seq uint64
 }
 
 // scheduler is a Client's keep-alive scheduler.
@@ -96,16 +101,16 @@ type scheduler struct {
 	heap   []*lockState
 	wake   chan struct{}
 	jobs   chan kaJob
-	ready  []kaJob // jobs gathered under mu, sent after (reused)
 	done   chan struct{}
 	wg     sync.WaitGroup
 	closed bool
+	seq    uint64 // KeepAlive calls so far
 }
 
 func (s *scheduler) start() {
 	s.once.Do(func() {
 		s.wake = make(chan struct{}, 1)
-		s.jobs = make(chan kaJob, keepAliveWorkers)
+		s.jobs = make(chan kaJob, kaQueue)
 		s.done = make(chan struct{})
 		s.wg.Add(1 + keepAliveWorkers)
 		go s.loop()
@@ -211,6 +216,13 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		cancel(ErrClosed)
 		return nil, ErrClosed
 	}
+	if st.ka.on && st.ka.ctx.Err() != nil {
+		// the previous keep-alive's ctx ended; the loop has not seen it yet
+		if st.ka.idx >= 0 {
+			s.del(st.ka.idx)
+		}
+		s.finish(st, context.Cause(st.ka.ctx))
+	}
 	if st.ka.on {
 		cancel(ErrBadOption)
 		return nil, fmt.Errorf("%w: lock %q is already kept alive", ErrBadOption, l.name())
@@ -224,7 +236,8 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		cancel(ErrLockExpired)
 		return nil, wrapOp("keep-alive", l.name(), ErrLockExpired)
 	}
-	k.on, k.lock, k.ctx, k.cancel, k.end, k.start = true, l, hctx, cancel, v.end, v.start
+	s.seq++
+	k.on, k.lock, k.ctx, k.cancel, k.end, k.start, k.seq = true, l, hctx, cancel, v.end, v.start, s.seq
 	st.ka = k
 	s.schedule(st, v.ttl)
 	s.push(st)
@@ -297,7 +310,6 @@ func (s *scheduler) loop() {
 	for {
 		s.mu.Lock()
 		now := mono()
-		s.ready = s.ready[:0]
 		for len(s.heap) > 0 && s.heap[0].ka.next() <= now {
 			st := s.heap[0]
 			k := &st.ka
@@ -322,22 +334,22 @@ func (s *scheduler) loop() {
 				s.fix(0)
 				continue
 			}
-			k.due = math.MaxInt64 // in flight; the end is still watched
+			// Hand it to a worker without blocking (the loop must stay
+			// free to watch deadlines); with the queue full, try again
+			// in a millisecond.
+			select {
+			case s.jobs <- kaJob{st: st, l: k.lock, ttl: ttl, seq: k.seq}:
+				k.due = math.MaxInt64 // in flight; the end is still watched
+			default:
+				k.due = now + int64(time.Millisecond)
+			}
 			s.fix(0)
-			s.ready = append(s.ready, kaJob{st: st, l: k.lock, ttl: ttl})
 		}
 		wait := time.Hour
 		if len(s.heap) > 0 {
 			wait = time.Duration(s.heap[0].ka.next() - now)
 		}
 		s.mu.Unlock()
-		for _, j := range s.ready {
-			select {
-			case s.jobs <- j:
-			case <-s.done:
-				return
-			}
-		}
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
@@ -361,7 +373,7 @@ func (s *scheduler) worker() {
 		}
 		s.mu.Lock()
 		k := &j.st.ka
-		live := k.on && k.lock.gen == j.l.gen
+		live := k.on && k.seq == j.seq
 		var ctx context.Context
 		if live {
 			ctx = k.ctx
@@ -373,7 +385,7 @@ func (s *scheduler) worker() {
 		err := j.l.Extend(ctx, j.ttl)
 		v := j.l.view()
 		s.mu.Lock()
-		if !k.on || k.lock.gen != j.l.gen || k.idx < 0 {
+		if !k.on || k.seq != j.seq || k.idx < 0 {
 			s.mu.Unlock()
 			continue // released (or ended) meanwhile
 		}
