@@ -4,12 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/redmux/redmux/mux"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
 )
 
 // EnvPassword is the environment variable read for the password when
@@ -204,7 +205,7 @@ func (l *faultList) Set(s string) error {
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(nodes, "nodes", "", "comma-separated `host:port` list of real Redis masters (no embedded cluster)")
+	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters, each host:port or redis://[[user]:password@]host:port[/db] (no embedded cluster; the password is never printed)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
@@ -284,6 +285,7 @@ func passwordsIn(args []string, getenv func(string) string) []string {
 		}
 	}
 	for i, a := range args {
+		out = append(out, urlPasswords(a)...)
 		switch {
 		case a == "-password" || a == "--password":
 			if i+1 < len(args) && args[i+1] != "" {
@@ -321,12 +323,32 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	c.Command = commandLine(args)
 
 	if nodes != "" {
+		var cred *redlock.NodeAddr
 		for _, a := range strings.Split(nodes, ",") {
-			a = strings.TrimSpace(a)
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return nil, usagef("bad -nodes address %q: want host:port", a)
+			na, err := redlock.ParseAddr(strings.TrimSpace(a))
+			if err != nil {
+				return nil, usagef("bad -nodes address: %v", err)
 			}
-			c.Nodes = append(c.Nodes, a)
+			c.Nodes = append(c.Nodes, na.Addr)
+			if !na.URL {
+				continue
+			}
+			if cred == nil {
+				cred = &na
+			} else if na.Username != cred.Username || na.Password != cred.Password || na.DB != cred.DB {
+				return nil, usagef("-nodes %s: credentials or database differ from %s (one set for all nodes)", na, cred)
+			}
+		}
+		if cred != nil {
+			if (set["password"] || set["user"] || set["db"]) && (cred.Password != "" || cred.DB != 0) {
+				return nil, usagef("-nodes URLs carry credentials or a database: do not also give -user, -password or -db")
+			}
+			if cred.Password != "" {
+				c.User, c.Password = cred.Username, cred.Password
+			}
+			if cred.DB != 0 {
+				c.DB = cred.DB
+			}
 		}
 	}
 	external := len(c.Nodes) > 0 || c.RealLocal > 0
@@ -409,6 +431,7 @@ func commandLine(args []string) string {
 	out := []string{"redmux-bench"}
 	hide := false
 	for _, a := range args {
+		a = redactURLs(a)
 		switch {
 		case hide:
 			a, hide = "***", false
@@ -427,4 +450,57 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// urlPasswords returns the passwords in the redis:// URLs of a
+// comma-separated argument (also as -nodes=...), so that output can be
+// scrubbed of them.
+func urlPasswords(arg string) []string {
+	var out []string
+	for _, part := range strings.Split(arg, ",") {
+		if _, pw, ok := urlUserinfo(part); ok && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+// urlUserinfo finds the password of a URL's userinfo ("user:pw" or "pw"
+// alone, as redlock.ParseAddr reads it) and where the userinfo starts.
+func urlUserinfo(s string) (start int, pw string, ok bool) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return 0, "", false
+	}
+	rest := s[i+3:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return 0, "", false
+	}
+	user := rest[:at]
+	if c := strings.IndexByte(user, ':'); c >= 0 {
+		return i + 3, user[c+1:], true
+	}
+	return i + 3, user, true
+}
+
+// redactURLs replaces the passwords of the redis:// URLs in a
+// comma-separated argument with "xxxxx".
+func redactURLs(arg string) string {
+	parts := strings.Split(arg, ",")
+	for i, p := range parts {
+		start, pw, ok := urlUserinfo(p)
+		if !ok || pw == "" {
+			continue
+		}
+		at := start + strings.LastIndex(p[start:], "@")
+		user := p[start:at]
+		if c := strings.IndexByte(user, ':'); c >= 0 {
+			user = user[:c+1] + "xxxxx"
+		} else {
+			user = ":xxxxx"
+		}
+		parts[i] = p[:start] + user + p[at:]
+	}
+	return strings.Join(parts, ",")
 }

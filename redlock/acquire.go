@@ -2,7 +2,9 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
@@ -25,24 +27,87 @@ import (
 // uses a fresh value, so a delayed command of a failed attempt can never
 // touch a later attempt's lock.
 //
+// Acquire does not retry when an attempt found more than N-quorum nodes
+// down (not connected: connection refused, dial or set-up failed) or
+// refusing authentication: it fails at once with ErrUnreachable and the
+// nodes' causes (WithFailFast(false) retries instead). Contention (nodes
+// holding another value) and timeouts are retried.
+//
 // opts override the client's defaults for this call. The returned Lock is a
-// value; keep it in a variable and call Release (and Extend) on it.
+// handle: copies of it refer to the same lock (see Lock).
 func (c *Client) Acquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
-	return c.acquire(ctx, resource, false, opts)
+	return c.acquire(ctx, resource, nil, false, opts)
 }
 
 // TryAcquire is Acquire with exactly one attempt and no waiting.
 func (c *Client) TryAcquire(ctx context.Context, resource string, opts ...LockOption) (Lock, error) {
-	return c.acquire(ctx, resource, true, opts)
+	return c.acquire(ctx, resource, nil, true, opts)
+}
+
+// AcquireMulti takes every resource of resources as one lock, all or
+// nothing: each attempt runs one script per node that sets every key (to
+// the attempt's value, with the TTL) if none of them exists, else sets
+// nothing, and the lock is acquired when a quorum of nodes set them all,
+// with the validity of a single lock (the same rules, retries and
+// options as Acquire). It conflicts with any lock, single or multi, on any
+// of its resources. Extend, Release, KeepAlive and Validity work on the
+// whole set; Resource returns the first resource, Resources all of them.
+//
+// resources must be non-empty and free of duplicates and empty names. The
+// Lock keeps the slice (it allocates nothing): do not modify it while the
+// lock is held. The keys should live on the same Redis instance per node
+// (Redis Cluster would need them in one hash slot, as any multi-key
+// script does).
+func (c *Client) AcquireMulti(ctx context.Context, resources []string, opts ...LockOption) (Lock, error) {
+	if err := checkResources(resources); err != nil {
+		return Lock{}, err
+	}
+	return c.acquire(ctx, resources[0], resources, false, opts)
+}
+
+// TryAcquireMulti is AcquireMulti with exactly one attempt and no waiting.
+func (c *Client) TryAcquireMulti(ctx context.Context, resources []string, opts ...LockOption) (Lock, error) {
+	if err := checkResources(resources); err != nil {
+		return Lock{}, err
+	}
+	return c.acquire(ctx, resources[0], resources, true, opts)
+}
+
+func checkResources(rs []string) error {
+	if len(rs) == 0 {
+		return fmt.Errorf("%w: no resources", ErrBadOption)
+	}
+	for i, r := range rs {
+		if r == "" {
+			return fmt.Errorf("%w: empty resource name", ErrBadOption)
+		}
+		for _, o := range rs[:i] {
+			if o == r {
+				return fmt.Errorf("%w: resource %q twice", ErrBadOption, r)
+			}
+		}
+	}
+	return nil
+}
+
+// lockName is how errors name a lock: its resource, or its resources
+// joined with "+" (errors only: it allocates).
+func lockName(resource string, keys []string) string {
+	if len(keys) > 1 {
+		return strings.Join(keys, "+")
+	}
+	return resource
 }
 
 // tally counts the node answers of one attempt.
 type tally struct {
 	granted, refused, failed, pending int
 	tooShort                          bool
+	unreachable                       bool // more than n-quorum nodes down or refusing authentication
+	recorded                          bool // w.nodes holds this attempt's per-node answers
 }
 
-func (c *Client) acquire(ctx context.Context, resource string, once bool, opts []LockOption) (Lock, error) {
+func (c *Client) acquire(ctx context.Context, resource string, keys []string, once bool, opts []LockOption) (Lock, error) {
 	s := c.def
 	if len(opts) > 0 {
 		for _, o := range opts {
@@ -70,35 +135,48 @@ func (c *Client) acquire(ctx context.Context, resource string, once bool, opts [
 	for try = 1; ; try++ {
 		if c.closed.Load() {
 			err = ErrClosed
+			try-- // this attempt was not made
 			break
 		}
 		if err = ctx.Err(); err != nil {
 			try-- // this attempt was not made
 			break
 		}
-		t, err = c.attempt(ctx, w, resource, &s, &l)
-		if err != nil || (t.granted >= c.quorum && !t.tooShort) {
-			break
+		t, err = c.attempt(ctx, w, resource, keys, &s, &l)
+		if err != nil || (t.granted >= c.quorum && !t.tooShort) || (t.unreachable && !s.noFailFast) {
+			break // acquired, or no point retrying
 		}
 		if try >= tries {
 			break
 		}
-		if err = w.sleep(ctx, w.retryDelay(&s)); err != nil {
+		d, ok := s.retryDelay(w, try)
+		if !ok {
+			break // the retry function says stop
+		}
+		if err = w.sleep(ctx, d); err != nil {
 			break
 		}
 	}
-	if err == nil && l.c != nil {
+	if err == nil && l.st != nil {
 		return l, nil
 	}
-	return Lock{}, &NotAcquiredError{
-		Resource: resource, Tries: try,
-		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending, TooShort: t.tooShort,
+	e := &NotAcquiredError{
+		Resource: lockName(resource, keys), Tries: try,
+		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending,
+		TooShort: t.tooShort, Unreachable: t.unreachable,
 		Err: closedErr(err),
 	}
+	if t.recorded {
+		e.Nodes = make([]NodeResult, c.n)
+		for i, r := range w.nodes {
+			e.Nodes[i] = NodeResult{Node: i, Addr: c.addrs[i], Status: r.status, Err: r.err}
+		}
+	}
+	return Lock{}, e
 }
 
 // attempt is one Redlock acquisition. On success it fills *l.
-func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *lockSettings, l *Lock) (tally, error) {
+func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys []string, s *lockSettings, l *Lock) (tally, error) {
 	if err := c.newValue(w); err != nil {
 		return tally{failed: c.n}, err
 	}
@@ -111,27 +189,39 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 	b := w.b
 	b.Reset()
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
-	w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
+	granted := isOK
+	if keys == nil {
+		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
+	} else {
+		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, keys, w.val[:], ttlMillis(ttl))
+		granted = isOne
+	}
 	b.Broadcast(w.cmd)
 
 	t1 := mono() // step 1: before the first byte is sent
-	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOK, Timeout: timeout})
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: granted, Timeout: timeout})
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or
 		// a bug): release whatever may have been written, then report.
-		c.releaseQuick(ctx, w, resource, s.nodeTimeout)
-		return tally{failed: c.n}, err
+		t := c.record(w, out, keys != nil)
+		c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
+		return t, err
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
+		st := c.states.Get().(*lockState)
+		st.mu.Lock()
+		st.end, st.start, st.ttl, st.ext = end, t1, ttl, 0
+		gen := st.gen
+		st.mu.Unlock()
 		*l = Lock{
-			c:           c,
+			st:          st,
+			gen:         gen,
 			resource:    resource,
+			keys:        keys,
 			value:       w.val,
-			end:         end,
-			ttl:         ttl,
 			driftFactor: s.driftFactor,
 			driftFixed:  s.driftFixed,
 			nodeTimeout: s.nodeTimeout,
@@ -139,27 +229,63 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, s *loc
 		}
 		return tally{granted: out.Successes}, nil
 	}
-	t := tally{granted: out.Successes, tooShort: out.Successes >= c.quorum}
-	for i := 0; i < c.n; i++ {
-		if r, err := b.Last(i); err == nil && r.IsNil() {
-			t.refused++
-		}
-	}
-	t.pending = out.Pending
-	t.failed = c.n - t.granted - t.refused - t.pending
-	c.releaseQuick(ctx, w, resource, s.nodeTimeout)
+	t := c.record(w, out, keys != nil)
+	t.tooShort = out.Successes >= c.quorum
+	c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
 	return t, nil
+}
+
+// record reads a failed attempt's per-node answers from w.b into w.nodes
+// and counts them. Only failures come here: the errors it keeps may
+// allocate (a server error's text).
+func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
+	t := tally{granted: out.Successes, pending: out.Pending, recorded: true}
+	down := 0
+	for i := 0; i < c.n; i++ {
+		r, err := w.b.Last(i)
+		rec := nodeRec{}
+		v, isInt := r.Int()
+		switch {
+		case err == nil && (r.IsOK() || multi && isInt && v == 1):
+			rec.status = NodeGranted
+		case err == nil && (r.IsNil() || multi && isInt && v == 0):
+			rec.status = NodeRefused
+			t.refused++
+		case errors.Is(err, mux.ErrTimeout) || errors.Is(err, mux.ErrPending):
+			rec.status, rec.err = NodePending, err
+		case err == nil:
+			rec.status, rec.err = NodeFailed, fmt.Errorf("unexpected reply %s", r.String())
+		default:
+			rec.status, rec.err = NodeFailed, closedErr(err)
+		}
+		if rec.status == NodeFailed && unreachable(rec.err) {
+			down++
+		}
+		w.nodes[i] = rec
+	}
+	t.failed = c.n - t.granted - t.refused - t.pending
+	t.unreachable = QuorumLost(down, c.quorum, c.n)
+	return t
 }
 
 // releaseQuick sends the release of w.val for resource to all N nodes and
 // waits only for the first answer (or the timeout): what matters is that
 // every reachable node gets the command; answers still owed are skipped by
 // mux later. Used after a failed attempt.
-func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, timeout time.Duration) {
+func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, keys []string, timeout time.Duration) {
 	b := w.b
 	b.Reset()
 	b.SetKey(resource)
-	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, resource, w.val[:])
+	w.cmd = appendRelease(w.cmd[:0], resource, keys, w.val[:])
 	b.Broadcast(w.cmd)
 	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
+}
+
+// appendRelease appends the release command of a lock: compare-and-delete
+// of its key, or of every key of a multi-resource lock.
+func appendRelease(dst []byte, resource string, keys []string, value []byte) []byte {
+	if keys == nil {
+		return lockcmd.AppendEvalSHA(dst, scripts.Release.SHA, resource, value)
+	}
+	return lockcmd.AppendEvalSHAKeys(dst, scripts.ReleaseMulti.SHA, keys, value)
 }

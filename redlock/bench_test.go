@@ -2,8 +2,10 @@ package redlock_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,4 +76,115 @@ func BenchmarkExtend(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = l.Release(ctx)
+}
+
+// BenchmarkMultiLock: TryAcquireMulti + Release of k resources (one script
+// per node covers them all) against k single locks taken and released one
+// after another, as a caller without AcquireMulti would (and without its
+// all-or-nothing guarantee).
+func BenchmarkMultiLock(b *testing.B) {
+	c := newClient(b, startExternalCluster(b, 5), redlock.WithNodeTimeout(time.Second))
+	ctx := context.Background()
+	warm(b, c)
+	for _, k := range []int{1, 4, 16} {
+		keys := make([]string, k)
+		for i := range keys {
+			keys[i] = "bench:multi:" + strconv.Itoa(i)
+		}
+		b.Run("multi/"+strconv.Itoa(k), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				l, err := c.TryAcquireMulti(ctx, keys)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("single/"+strconv.Itoa(k), func(b *testing.B) {
+			b.ReportAllocs()
+			ls := make([]redlock.Lock, k)
+			for i := 0; i < b.N; i++ {
+				for j, key := range keys {
+					l, err := c.TryAcquire(ctx, key)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ls[j] = l
+				}
+				for _, l := range ls {
+					if err := l.Release(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkKeepAlive10k: 10,000 locks kept alive by one Client's scheduler
+// (TTL 2 s, extended every second: about 10,000 extensions a second); one
+// op is one extension. Reported: the client process's CPU time per
+// extension (user + system, getrusage) and its allocations per extension
+// (runtime.MemStats: the whole process; the fake runs in a child).
+func BenchmarkKeepAlive10k(b *testing.B) {
+	const n = 10_000
+	c := newClient(b, startExternalCluster(b, 5), redlock.WithNodeTimeout(time.Second),
+		redlock.WithMaxExtensions(1<<62))
+	ctx := context.Background()
+	warm(b, c)
+	locks := make([]redlock.Lock, n)
+	for i := range locks {
+		l, err := c.Acquire(ctx, "bench:ka:"+strconv.Itoa(i), redlock.WithTTL(2*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.KeepAlive(ctx); err != nil {
+			b.Fatal(err)
+		}
+		locks[i] = l
+	}
+	defer func() {
+		for _, l := range locks {
+			_ = l.Release(ctx)
+		}
+	}()
+	total := func() int {
+		s := 0
+		for _, l := range locks {
+			s += l.Extensions()
+		}
+		return s
+	}
+	for total() < n { // every lock extended once: warm
+		time.Sleep(10 * time.Millisecond)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0 := processCPU()
+	e0 := total()
+	b.ResetTimer()
+	for total()-e0 < b.N {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.StopTimer()
+	ext := total() - e0
+	cpu := processCPU() - cpu0
+	runtime.ReadMemStats(&m1)
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(ext), "cpu-ns/ext")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(ext), "allocs/ext")
+	for _, l := range locks {
+		if l.Validity() == 0 {
+			b.Fatalf("%v lost", l)
+		}
+	}
+}
+
+// processCPU is this process's user + system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

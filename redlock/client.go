@@ -25,11 +25,14 @@ type Client struct {
 	m      *mux.Client
 	ownMux bool
 	n      int
+	addrs  []string
 	quorum int
 	def    lockSettings
 	values io.Reader
 	closed atomic.Bool
 	pool   sync.Pool // *worker
+	states sync.Pool // *lockState, recycled at Release
+	ka     scheduler // keep-alive
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -42,6 +45,13 @@ type worker struct {
 	cmd   []byte
 	val   [ValueSize]byte
 	timer *time.Timer
+	nodes []nodeRec // the last failed attempt, per node
+}
+
+// nodeRec is one node's answer to a failed attempt.
+type nodeRec struct {
+	status NodeStatus
+	err    error
 }
 
 // epoch is the origin of the monotonic clock the package uses: every
@@ -56,15 +66,18 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // NewWithMux must have them in Config.Scripts so that EVALSHA hits and a
 // NOSCRIPT reply falls back to EVAL.
 func MuxScripts() []mux.Script {
-	out := make([]mux.Script, len(scripts.All))
-	for i, s := range scripts.All {
-		out[i] = mux.Script{Text: s.Text, SHA: s.SHA}
+	out := make([]mux.Script, 0, len(scripts.All)+len(scripts.Multi))
+	for _, s := range append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...) {
+		out = append(out, mux.Script{Text: s.Text, SHA: s.SHA})
 	}
 	return out
 }
 
-// New connects to the nodes at addrs (host:port of N independent Redis
-// masters) and returns a Client whose Close also closes the connections.
+// New connects to the nodes at addrs (N independent Redis masters, each
+// host:port or redis://[[user]:password@]host:port[/db]; see ParseAddr) and
+// returns a Client whose Close also closes the connections. Credentials and
+// database in URLs apply to every node (mux has one set): URLs that differ
+// in them are refused.
 // Nodes that cannot be reached are redialled in the background (mux's
 // behaviour); New fails on invalid options or when mux.New fails.
 func New(addrs []string, opts ...Option) (*Client, error) {
@@ -72,8 +85,23 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostports, cred, err := parseAddrs(addrs)
+	if err != nil {
+		return nil, err
+	}
 	mc := cfg.muxCfg
-	mc.Addrs = append([]string(nil), addrs...)
+	mc.Addrs = hostports
+	if cred.URL {
+		if (mc.Password != "" && mc.Password != cred.Password) || (mc.Username != "" && mc.Username != cred.Username) || (mc.DB != 0 && mc.DB != cred.DB) {
+			return nil, fmt.Errorf("%w: the addresses' credentials or database differ from WithMuxConfig's", ErrBadOption)
+		}
+		if cred.Password != "" {
+			mc.Username, mc.Password = cred.Username, cred.Password
+		}
+		if cred.DB != 0 {
+			mc.DB = cred.DB
+		}
+	}
 	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
@@ -141,15 +169,17 @@ func mergeScripts(user []mux.Script) []mux.Script {
 }
 
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
-	c := &Client{m: m, n: m.N(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
+	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
 	c.pool.New = func() any { return c.newWorker() }
+	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
+	c.ka.c = c
 	return c
 }
 
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256)}
+	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n)}
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }
@@ -161,13 +191,15 @@ func (c *Client) N() int { return c.n }
 // Quorum returns the number of nodes that must agree.
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close marks the client closed (later calls fail with ErrClosed) and, for
-// a client made by New, closes its connections. Locks still held are not
+// Close marks the client closed (later calls fail with ErrClosed), stops
+// keep-alive (its contexts are cancelled with ErrClosed) and, for a client
+// made by New, closes its connections. Locks still held are not
 // released: their keys expire after their TTL.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.ka.close()
 	if c.ownMux {
 		return c.m.Close()
 	}
@@ -186,13 +218,38 @@ func (c *Client) newValue(w *worker) error {
 	return nil
 }
 
-// retryDelay draws the wait before the next attempt from [min, max).
-func (w *worker) retryDelay(s *lockSettings) time.Duration {
+// retryDelay returns the wait after failed attempt number try (1, 2, ...)
+// and whether to retry at all.
+func (s *lockSettings) retryDelay(w *worker, try int) (time.Duration, bool) {
+	switch {
+	case s.retryFn != nil:
+		d, ok := s.retryFn(try)
+		if d < 0 {
+			d = 0
+		}
+		return d, ok
+	case s.backoffBase > 0:
+		return backoff(s.backoffBase, s.backoffMax, try, w.rng.Uint64()), true
+	}
 	span := s.retryMax - s.retryMin
 	if span <= 0 {
-		return s.retryMin
+		return s.retryMin, true
 	}
-	return s.retryMin + time.Duration(w.rng.Uint64()%uint64(span))
+	return s.retryMin + time.Duration(w.rng.Uint64()%uint64(span)), true
+}
+
+// backoff is the exponential backoff with jitter after failed attempt try:
+// d = min(max, base * 2^(try-1)), and the wait is drawn from [d/2, d] with
+// the random number r.
+func backoff(base, max time.Duration, try int, r uint64) time.Duration {
+	d := max
+	if try-1 < 62 {
+		if x := base << (try - 1); x > 0 && x>>(try-1) == base && x < max {
+			d = x
+		}
+	}
+	half := d / 2
+	return half + time.Duration(r%uint64(d-half+1))
 }
 
 // sleep waits d or until ctx is done, reusing the worker's timer.
@@ -239,10 +296,10 @@ func cleanupCtx(ctx context.Context) context.Context {
 	return ctx
 }
 
-// closedErr maps mux's closed error to ours.
+// closedErr maps mux's closed error to ours: one fact, one message.
 func closedErr(err error) error {
-	if errors.Is(err, mux.ErrClosed) && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
+	if errors.Is(err, mux.ErrClosed) {
+		return ErrClosed
 	}
 	return err
 }

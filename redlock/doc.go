@@ -5,19 +5,25 @@
 //
 //	c, err := redlock.New([]string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379",
 //		"10.0.0.4:6379", "10.0.0.5:6379"}, redlock.WithTTL(30*time.Second))
+//	// or "redis://:password@10.0.0.1:6379/0" (ParseAddr); the password is never printed
 //	defer c.Close()
 //
 //	l, err := c.Acquire(ctx, "payments:batch-42")
-//	if err != nil { ... } // errors.Is(err, redlock.ErrNotAcquired)
+//	if err != nil { ... } // *NotAcquiredError: errors.Is(err, redlock.ErrNotAcquired), per-node causes
 //	defer l.Release(context.WithoutCancel(ctx))
-//	for step := range work {
-//		if l.Validity() < 10*time.Second {
-//			if err := l.Extend(ctx, 30*time.Second); err != nil {
-//				return err // ErrLockLost / ErrLockExpired: stop working now
-//			}
+//	work, err := l.KeepAlive(ctx, redlock.KeepAliveMaxHold(time.Hour))
+//	if err != nil { ... }
+//	for step := range steps {
+//		if work.Err() != nil {
+//			return context.Cause(work) // ErrLockLost, ErrLockExpired, ErrHoldLimit, ...
 //		}
-//		do(step) // must finish well within l.Validity()
+//		do(work, step) // bounded steps; check l.Validity() before acting
 //	}
+//
+// Without keep-alive, a holder calls l.Extend itself before l.Validity()
+// runs low. AcquireMulti takes several resources all or nothing; Inspect
+// asks the nodes who holds a resource and for how long; WithBackoff and
+// WithRetryFunc shape the retries.
 //
 // # The algorithm
 //
@@ -41,6 +47,29 @@
 //
 // Time comes only from the monotonic clock. Until is for display.
 //
+// # Keep-alive
+//
+// Lock.KeepAlive extends a lock in the background until the holder's
+// context ends, the lock is released or a limit (KeepAliveMaxHold,
+// WithMaxExtensions) is reached, and cancels the context it returns, with
+// the cause, the moment the lock cannot be counted on: an extension found
+// it lost, or its validity ended before an extension reached the quorum.
+// One scheduler per Client keeps every kept-alive lock in a heap ordered
+// on the monotonic clock by its next extension (computed from its validity
+// deadline after every extension: no ticker, no drift) or by its deadline;
+// extensions due together leave in one write per node, and none
+// allocates.
+//
+// # Errors
+//
+// Acquire's *NotAcquiredError carries the last attempt's per-node results
+// (granted, refused, failed with which error: WRONGPASS, NOAUTH,
+// connection refused, timeout), reachable with errors.Is/As. An attempt
+// that finds more than N-quorum nodes down or refusing authentication ends
+// Acquire at once with ErrUnreachable instead of retrying
+// (WithFailFast(false) retries). Every message starts with "redlock: "
+// once.
+//
 // # What it guarantees
 //
 // While Validity is positive, no other client of a correctly configured
@@ -56,6 +85,15 @@
 // # Allocation
 //
 // Acquire, Release and Extend allocate nothing in steady state: Lock is a
-// value, options per call are values, commands are encoded into pooled
-// buffers and replies parsed in place. Errors allocate.
+// small handle value whose shared state the Client recycles at Release,
+// options per call are values, commands are encoded into pooled buffers
+// and replies parsed in place. Errors allocate.
+//
+// # Copies of a Lock
+//
+// Every copy of a Lock refers to the same lock: an Extend through one copy
+// moves every copy's Validity, and once one copy is released every copy
+// reports zero Validity and ErrNotHeld, also after the Client reused the
+// released state for another lock (each handle carries a generation
+// number). A Lock is safe for concurrent use.
 package redlock

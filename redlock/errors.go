@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // Errors. Compare with errors.Is; the typed errors below match the
@@ -34,22 +36,112 @@ var (
 	ErrBadOption = errors.New("redlock: invalid option")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("redlock: client closed")
+	// ErrUnreachable: in an acquisition attempt so many nodes were down
+	// (not connected: connection refused, dial or set-up failed) or
+	// refused authentication (WRONGPASS, NOAUTH) that no quorum was
+	// possible. Acquire does not retry then: it fails at once with the
+	// nodes' causes. Matched by a *NotAcquiredError whose Unreachable is
+	// set.
+	ErrUnreachable = errors.New("redlock: quorum unreachable")
 )
 
-// NotAcquiredError reports a failed Acquire or TryAcquire: the counts are
-// those of the last attempt. errors.Is(err, ErrNotAcquired) is true;
-// errors.Is(err, ErrValidityTooShort) is true when the last attempt reached
-// the quorum but not enough validity; the cause (a context error,
-// ErrClosed, ...) is reachable with errors.Is/As too.
+// Messages. Every error of this package starts with "redlock: ", once: a
+// cause from this package is added without its prefix, a cause from
+// another package (mux's "mux: node down: ...") keeps its own, which says
+// where it came from. One fact gets one message (a closed client is
+// ErrClosed, not ErrClosed wrapping mux.ErrClosed).
+
+// causeText is err's message without this package's prefix.
+func causeText(err error) string { return strings.TrimPrefix(err.Error(), "redlock: ") }
+
+// opError is "redlock: <op>: <cause>", wrapping cause.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string { return "redlock: " + e.op + ": " + causeText(e.err) }
+func (e *opError) Unwrap() error { return e.err }
+
+func wrapOp(op, resource string, err error) error {
+	return &opError{op: op + " " + strconv.Quote(resource), err: err}
+}
+
+// NodeStatus is what one node answered in an attempt.
+type NodeStatus uint8
+
+// Node statuses.
+const (
+	NodeGranted NodeStatus = iota + 1 // answered OK: the node holds the value
+	NodeRefused                       // answered nil: another value holds the resource there
+	NodeFailed                        // an error reply, down, broken connection (Err says which)
+	NodePending                       // no answer when the attempt ended (Err: mux.ErrTimeout, or mux.ErrPending once the outcome was known)
+)
+
+func (s NodeStatus) String() string {
+	switch s {
+	case NodeGranted:
+		return "granted"
+	case NodeRefused:
+		return "refused"
+	case NodeFailed:
+		return "failed"
+	case NodePending:
+		return "pending"
+	}
+	return "unknown"
+}
+
+// NodeResult is one node's part in an acquisition attempt.
+type NodeResult struct {
+	Node   int        // index in the client's addresses
+	Addr   string     // the node's address (never a password)
+	Status NodeStatus //
+	Err    error      // why, for NodeFailed (a *mux.NodeError, *mux.ServerError, ...) and NodePending
+}
+
+func (r NodeResult) String() string {
+	s := "node " + strconv.Itoa(r.Node) + " (" + r.Addr + ") " + r.Status.String()
+	if r.Err != nil {
+		s += ": " + causeText(r.Err)
+	}
+	return s
+}
+
+// unreachable reports whether a node's error means it cannot take part
+// until an operator or a redial fixes it: not connected (down, refused,
+// set-up failed) or refusing authentication. Timeouts are not: a slow or
+// partitioned node may answer the next attempt.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, mux.ErrNodeDown) || errors.Is(err, mux.ErrAuth) {
+		return true
+	}
+	var se *mux.ServerError
+	return errors.As(err, &se) && (strings.HasPrefix(se.Text, "NOAUTH") || strings.HasPrefix(se.Text, "WRONGPASS"))
+}
+
+// NotAcquiredError reports a failed Acquire or TryAcquire: the counts and
+// Nodes are those of the last attempt. errors.Is(err, ErrNotAcquired) is
+// true; errors.Is(err, ErrValidityTooShort) is true when the last attempt
+// reached the quorum but not enough validity; errors.Is(err,
+// ErrUnreachable) when Acquire gave up at once because a majority was down
+// or refused authentication. The cause (a context error, ErrClosed) and
+// every failed or timed-out node's error (mux.ErrAuth, mux.ErrNodeDown,
+// mux.ErrTimeout, a *mux.ServerError, ...) are reachable with errors.Is/As.
 type NotAcquiredError struct {
-	Resource string
-	Tries    int  // attempts made
-	Granted  int  // nodes that answered OK to SET NX in the last attempt
-	Refused  int  // nodes that answered nil: the resource was locked there
-	Failed   int  // nodes that answered an error, were down or broke the connection
-	Pending  int  // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
-	TooShort bool // the last attempt had a quorum but too little validity
-	Err      error
+	Resource    string
+	Tries       int          // attempts made
+	Granted     int          // nodes that answered OK to SET NX in the last attempt
+	Refused     int          // nodes that answered nil: the resource was locked there
+	Failed      int          // nodes that answered an error, were down or broke the connection
+	Pending     int          // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
+	TooShort    bool         // the last attempt had a quorum but too little validity
+	Unreachable bool         // more than N-quorum nodes down or refusing authentication: not retried
+	Nodes       []NodeResult // the last attempt, per node (nil if no attempt reached the nodes)
+	Err         error        // what ended the retries, if not the nodes' answers (ctx, ErrClosed, the value source)
 }
 
 func (e *NotAcquiredError) Error() string {
@@ -58,27 +150,79 @@ func (e *NotAcquiredError) Error() string {
 	b.WriteString(strconv.Quote(e.Resource))
 	b.WriteString(" not acquired after ")
 	b.WriteString(strconv.Itoa(e.Tries))
-	b.WriteString(" tries (last: ")
+	if e.Tries == 1 {
+		b.WriteString(" try (")
+	} else {
+		b.WriteString(" tries (")
+	}
+	if e.Tries > 0 {
+		b.WriteString("last: ")
+	}
 	fmt.Fprintf(&b, "%d granted, %d refused, %d failed, %d pending", e.Granted, e.Refused, e.Failed, e.Pending)
 	if e.TooShort {
 		b.WriteString(", validity too short")
 	}
 	b.WriteString(")")
+	if e.Unreachable {
+		b.WriteString(": quorum unreachable")
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(causeText(e.Err))
+	}
+	// the failed nodes' causes: the first in full, then how many more
+	// failed with a different message
+	var first string
+	more := 0
+	for _, n := range e.Nodes {
+		if n.Status != NodeFailed || n.Err == nil {
+			continue
+		}
+		if first == "" {
+			first = causeText(n.Err)
+			b.WriteString(": ")
+			var ne *mux.NodeError
+			var se *mux.ServerError
+			if errors.As(n.Err, &ne) || errors.As(n.Err, &se) {
+				b.WriteString(first) // names the node itself
+			} else {
+				b.WriteString(n.String())
+			}
+		} else {
+			more++
+		}
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, " (and %d more failed node", more)
+		if more > 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }
 
-// Is reports whether target is ErrNotAcquired, or ErrValidityTooShort for
-// an attempt that failed on validity.
+// Is reports whether target is ErrNotAcquired, ErrValidityTooShort for an
+// attempt that failed on validity, or ErrUnreachable.
 func (e *NotAcquiredError) Is(target error) bool {
-	return target == ErrNotAcquired || (e.TooShort && target == ErrValidityTooShort)
+	return target == ErrNotAcquired || (e.TooShort && target == ErrValidityTooShort) ||
+		(e.Unreachable && target == ErrUnreachable)
 }
 
-// Unwrap returns the cause, if any.
-func (e *NotAcquiredError) Unwrap() error { return e.Err }
+// Unwrap returns the cause, if any, and the failed and timed-out nodes'
+// errors of the last attempt.
+func (e *NotAcquiredError) Unwrap() []error {
+	var out []error
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	for _, n := range e.Nodes {
+		if n.Err != nil && n.Err != mux.ErrPending {
+			out = append(out, n.Err)
+		}
+	}
+	return out
+}
 
 // ExtendError reports a failed Extend. It matches ErrLockExpired when the
 // validity ran out first, else ErrLockLost. After it the Lock's validity is
@@ -102,7 +246,7 @@ func (e *ExtendError) Error() string {
 	s := fmt.Sprintf("redlock: extend %q failed, lock %s (%d extended, %d refused, %d failed, %d pending)",
 		e.Resource, what, e.Extended, e.Refused, e.Failed, e.Pending)
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		s += ": " + causeText(e.Err)
 	}
 	return s
 }
@@ -120,12 +264,14 @@ func (e *ExtendError) Unwrap() error { return e.Err }
 
 // ReleaseError reports the nodes that did not confirm a release (error
 // reply, timeout, down). errors.Is(err, ErrReleasePartial) is true, and each
-// node's error is reachable through Errs.
+// node's error is reachable through Errs; errors.Is(err, ErrLockExpired)
+// too when the validity had already ended at the Release.
 type ReleaseError struct {
 	Resource string
 	Released int   // nodes that deleted the key
 	Failed   []int // node indices that did not answer with an integer
 	Errs     []error
+	Expired  bool // the validity had ended before Release was called
 }
 
 func (e *ReleaseError) Error() string {
@@ -133,14 +279,19 @@ func (e *ReleaseError) Error() string {
 	fmt.Fprintf(&b, "redlock: release %q partly failed (%d released; failed nodes %v", e.Resource, e.Released, e.Failed)
 	if len(e.Errs) > 0 && e.Errs[0] != nil {
 		b.WriteString("; first: ")
-		b.WriteString(e.Errs[0].Error())
+		b.WriteString(causeText(e.Errs[0]))
 	}
 	b.WriteString(")")
+	if e.Expired {
+		b.WriteString("; lock validity had expired")
+	}
 	return b.String()
 }
 
-// Is matches ErrReleasePartial.
-func (e *ReleaseError) Is(target error) bool { return target == ErrReleasePartial }
+// Is matches ErrReleasePartial, and ErrLockExpired when Expired.
+func (e *ReleaseError) Is(target error) bool {
+	return target == ErrReleasePartial || (e.Expired && target == ErrLockExpired)
+}
 
 // Unwrap returns the per-node errors.
 func (e *ReleaseError) Unwrap() []error { return e.Errs }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
 
@@ -114,4 +116,159 @@ func ExampleLock_Release() {
 	// Output:
 	// <nil>
 	// redlock: lock not held
+}
+
+// KeepAlive holds the lock while the work runs: it extends it in the
+// background and cancels the returned context, with the cause, the moment
+// the lock cannot be counted on. Work runs under that context.
+func ExampleLock_KeepAlive() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+
+	l, err := c.Acquire(ctx, "nightly-report", redlock.WithTTL(100*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+	work, err := l.KeepAlive(ctx, redlock.KeepAliveMaxHold(10*time.Minute))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	select { // the "work": five TTLs long
+	case <-time.After(500 * time.Millisecond):
+		fmt.Println("done, lock still valid:", l.Validity() > 0, "extended:", l.Extensions() > 1)
+	case <-work.Done():
+		fmt.Println("stop, the lock is gone:", context.Cause(work))
+	}
+	// Output: done, lock still valid: true extended: true
+}
+
+// The keep-alive context says why it ended: here every node lost the key.
+func ExampleLock_KeepAlive_lost() {
+	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := c.Acquire(ctx, "job", redlock.WithTTL(100*time.Millisecond))
+	work, _ := l.KeepAlive(ctx)
+	for _, n := range cl.Nodes {
+		n.Del("job") // say, an operator's FLUSHALL
+	}
+	<-work.Done()
+	fmt.Println(errors.Is(context.Cause(work), redlock.ErrLockLost), l.Validity())
+	// Output: true 0s
+}
+
+// AcquireMulti takes several resources all or nothing.
+func ExampleClient_AcquireMulti() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+
+	other, _ := c.Acquire(ctx, "account:2")
+	_, err := c.TryAcquireMulti(ctx, []string{"account:1", "account:2"})
+	fmt.Println("while account:2 is held:", errors.Is(err, redlock.ErrNotAcquired))
+	_ = other.Release(ctx)
+
+	l, err := c.AcquireMulti(ctx, []string{"account:1", "account:2"})
+	fmt.Println(err, l.Resources())
+	fmt.Println(l.Release(ctx))
+	// Output:
+	// while account:2 is held: true
+	// <nil> [account:1 account:2]
+	// <nil>
+}
+
+// Inspect asks the nodes who holds a resource and for how long.
+func ExampleClient_Inspect() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := c.Acquire(ctx, "inventory", redlock.WithTTL(time.Minute))
+	time.Sleep(20 * time.Millisecond) // let the SETs a quorum did not need land too
+	in, _ := c.Inspect(ctx, "inventory")
+	fmt.Println(in.HeldBy(l), in.Agree, in.TTL > 50*time.Second)
+	_ = l.Release(ctx)
+	in, _ = c.Inspect(ctx, "inventory")
+	fmt.Println(in.Held(), in.Agree)
+	// Output:
+	// true 5 true
+	// false 0
+}
+
+// WithBackoff: waits that double from base up to max, with jitter.
+func ExampleWithBackoff() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs(), redlock.WithBackoff(5*time.Millisecond, 200*time.Millisecond))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	l, err := c.Acquire(ctx, "queue")
+	fmt.Println(err)
+	_ = l.Release(ctx)
+	// Output: <nil>
+}
+
+// WithRetryFunc: the caller decides after each failed attempt.
+func ExampleWithRetryFunc() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs())
+	defer c.Close()
+	ctx := context.Background()
+
+	held, _ := c.Acquire(ctx, "leader")
+	defer held.Release(ctx)
+	threeQuickTries := redlock.WithRetryFunc(func(attempt int) (time.Duration, bool) {
+		return time.Millisecond, attempt < 3
+	})
+	_, err := c.Acquire(ctx, "leader", threeQuickTries)
+	var na *redlock.NotAcquiredError
+	fmt.Println(errors.As(err, &na), na.Tries)
+	// Output: true 3
+}
+
+// A majority that cannot be reached is not retried: the error says why,
+// node by node.
+func ExampleNotAcquiredError() {
+	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{Password: "right"})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs(), redlock.WithMuxConfig(mux.Config{Password: "wrong"}))
+	defer c.Close()
+
+	_, err := c.Acquire(context.Background(), "k")
+	var na *redlock.NotAcquiredError
+	errors.As(err, &na)
+	fmt.Println(errors.Is(err, redlock.ErrUnreachable), errors.Is(err, mux.ErrAuth), na.Tries)
+	for _, n := range na.Nodes[:1] {
+		fmt.Println(n.Status, strings.Contains(n.Err.Error(), "WRONGPASS"))
+	}
+	// Output:
+	// true true 1
+	// failed true
+}
+
+// ParseAddr reads host:port or a redis:// URL; String never shows the
+// password.
+func ExampleParseAddr() {
+	a, err := redlock.ParseAddr("redis://app:s3cret@10.0.0.1:6379/2")
+	fmt.Println(err, a.Addr, a.Username, a.DB)
+	fmt.Println(a)
+	// Output:
+	// <nil> 10.0.0.1:6379 app 2
+	// redis://app:xxxxx@10.0.0.1:6379/2
 }

@@ -3,8 +3,8 @@ package redlock
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
@@ -13,27 +13,82 @@ import (
 	"github.com/redmux/redmux/redlock/scripts"
 )
 
-// Lock is an acquired lock. It is a plain value (returning it allocates
-// nothing) that carries everything Release and Extend need. Keep it in a
-// variable and call Release and Extend on that variable: they update it
-// (Extend moves its validity, Release marks it released). A Lock is not
-// safe for concurrent use; copies made before an Extend keep the old
-// validity. The zero Lock is not held.
+// Lock is a handle to an acquired lock. It is a small value (returning it
+// allocates nothing), and every copy of it refers to the same lock: Extend
+// on one copy moves the validity every copy reports, and once any copy is
+// released every copy reports zero Validity and ErrNotHeld. A Lock is safe
+// for concurrent use (Validity while another goroutine extends or
+// releases; Extend and Release on one lock are serialised). The zero Lock
+// is not held.
+//
+// The state a Lock refers to is recycled by its Client after Release; a
+// generation number in each handle makes a released lock's copies see
+// "not held" even once the state serves another lock.
 type Lock struct {
-	c           *Client
+	st          *lockState
+	gen         uint64 // st.gen while the lock is held; st.gen moves on at Release
 	resource    string
+	keys        []string // every resource of a multi-resource lock (AcquireMulti); nil for one
 	value       [ValueSize]byte
-	end         int64 // end of validity, monotonic ns since epoch
-	ttl         time.Duration
 	driftFactor float64
 	driftFixed  time.Duration
 	nodeTimeout time.Duration
 	maxExt      int
-	ext         int
 }
 
-// Resource returns the lock's name (the key on every node).
+// lockState is the mutable part of a lock, shared by every copy of its
+// handle. op serialises the operations that talk to the nodes (Extend,
+// Release, the keep-alive scheduler's extensions); mu guards the fields,
+// held only for reads and writes of them, never across a network call.
+type lockState struct {
+	c  *Client
+	op sync.Mutex
+	mu sync.Mutex
+	// guarded by mu
+	gen   uint64
+	end   int64 // end of validity, monotonic ns since epoch
+	start int64 // when the acquisition began (t1)
+	ttl   time.Duration
+	ext   int
+	// guarded by c.ka.mu
+	ka kaState
+}
+
+// view is a consistent reading of a lock's state.
+type view struct {
+	held  bool
+	end   int64
+	start int64
+	ttl   time.Duration
+	ext   int
+}
+
+func (l Lock) view() view {
+	st := l.st
+	if st == nil {
+		return view{}
+	}
+	st.mu.Lock()
+	v := view{held: st.gen == l.gen, end: st.end, start: st.start, ttl: st.ttl, ext: st.ext}
+	st.mu.Unlock()
+	return v
+}
+
+// Resource returns the lock's name (the key on every node); the first
+// resource of a multi-resource lock.
 func (l Lock) Resource() string { return l.resource }
+
+// Resources returns every resource of the lock: the slice given to
+// AcquireMulti (do not modify it), or a new one-element slice.
+func (l Lock) Resources() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	if l.resource == "" {
+		return nil
+	}
+	return []string{l.resource}
+}
 
 // Value returns a copy of the lock's random value.
 func (l Lock) Value() []byte {
@@ -44,15 +99,20 @@ func (l Lock) Value() []byte {
 // ValueArray returns the lock's random value without allocating.
 func (l Lock) ValueArray() [ValueSize]byte { return l.value }
 
+// Held reports whether the lock has not been released (through any copy).
+// A held lock's validity may still have ended: decide with Validity.
+func (l Lock) Held() bool { return l.view().held }
+
 // Validity returns how much of the lock's validity remains, from the
-// monotonic clock: 0 once it has ended, for a released lock and for the
-// zero Lock. Work protected by the lock must finish (or Extend) before it
-// reaches 0.
+// monotonic clock: 0 once it has ended, for a released lock (released
+// through any copy) and for the zero Lock. Work protected by the lock must
+// finish (or Extend) before it reaches 0.
 func (l Lock) Validity() time.Duration {
-	if l.c == nil {
+	v := l.view()
+	if !v.held {
 		return 0
 	}
-	d := time.Duration(l.end - mono())
+	d := time.Duration(v.end - mono())
 	if d < 0 {
 		return 0
 	}
@@ -64,25 +124,30 @@ func (l Lock) Validity() time.Duration {
 // is also monotonic; decide with Validity. The zero Time for a lock not
 // held.
 func (l Lock) Until() time.Time {
-	if l.c == nil {
+	v := l.view()
+	if !v.held {
 		return time.Time{}
 	}
-	return epoch.Add(time.Duration(l.end))
+	return epoch.Add(time.Duration(v.end))
 }
 
 // TTL returns the TTL of the last acquisition or extension.
-func (l Lock) TTL() time.Duration { return l.ttl }
+func (l Lock) TTL() time.Duration { return l.view().ttl }
 
 // Extensions returns how many times the lock has been extended.
-func (l Lock) Extensions() int { return l.ext }
+func (l Lock) Extensions() int { return l.view().ext }
 
 // String describes the lock for logs: resource, value in hex, validity.
 func (l Lock) String() string {
-	if l.c == nil {
-		return fmt.Sprintf("redlock.Lock{%q not held}", l.resource)
+	if !l.Held() {
+		return fmt.Sprintf("redlock.Lock{%q not held}", l.name())
 	}
-	return fmt.Sprintf("redlock.Lock{%q %s valid %v}", l.resource, hex.EncodeToString(l.value[:]), l.Validity())
+	return fmt.Sprintf("redlock.Lock{%q %s valid %v}", l.name(), hex.EncodeToString(l.value[:]), l.Validity())
 }
+
+// name is the lock's resource, or its resources joined with "+" (errors
+// and logs only: it allocates for a multi-resource lock).
+func (l *Lock) name() string { return lockName(l.resource, l.keys) }
 
 func (l *Lock) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*l.driftFactor) + l.driftFixed
@@ -100,25 +165,39 @@ func (l *Lock) drift(ttl time.Duration) time.Duration {
 // path once the command was sent, ctx cancelled or past its deadline
 // mid-call included (the ExtendError then carries ctx's error). Only when
 // nothing was sent (ctx already done, client closed) is the lock unchanged.
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	c := l.c
-	if c == nil {
+// The extension applies to every copy of the Lock.
+func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	st := l.st
+	if st == nil {
 		return ErrNotHeld
 	}
+	st.op.Lock()
+	defer st.op.Unlock()
+	return l.extend(ctx, ttl)
+}
+
+// extend is Extend with st.op held.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+	v := l.view()
+	if !v.held {
+		return ErrNotHeld
+	}
+	c := l.st.c
 	drift := l.drift(ttl)
 	if ttl < time.Millisecond || ttl > maxTTL || drift >= ttl {
 		return fmt.Errorf("%w: extend TTL %v (drift %v)", ErrBadOption, ttl, drift)
 	}
-	if l.ext >= l.maxExt {
+	if v.ext >= l.maxExt {
 		return ErrExtendLimit
 	}
 	if c.closed.Load() {
 		return ErrClosed
 	}
+	end := v.end
 	t1 := mono()
-	remaining := time.Duration(l.end - t1)
+	remaining := time.Duration(end - t1)
 	if remaining <= 0 {
-		return &ExtendError{Resource: l.resource, Expired: true}
+		return &ExtendError{Resource: l.name(), Expired: true}
 	}
 	timeout := l.nodeTimeout
 	if timeout > remaining {
@@ -129,7 +208,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource) // one connection per node for this resource: a release never overtakes its SET
-	w.cmd = lockcmd.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	if l.keys == nil {
+		w.cmd = lockcmd.AppendEvalSHAInt(w.cmd[:0], scripts.Extend.SHA, l.resource, l.value[:], ttlMillis(ttl))
+	} else {
+		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
+	}
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
@@ -137,24 +220,22 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil && out == (mux.Outcome{}) {
 		// Nothing was sent (ctx done or client closed before the write):
 		// the lock is as it was.
-		return fmt.Errorf("redlock: extend %q: %w", l.resource, err)
+		return wrapOp("extend", l.name(), closedErr(err))
 	}
 	if err == nil {
 		err = ctxEnded(ctx) // the deadline that bounded the wait was ctx's
 	}
 	newEnd := t1 + int64(ttl-drift)
-	if err == nil && out.Successes >= c.quorum && t2 < l.end && t2 < newEnd {
-		l.end = newEnd
-		l.ttl = ttl
-		l.ext++
+	if err == nil && out.Successes >= c.quorum && t2 < end && t2 < newEnd {
+		l.set(newEnd, ttl, v.ext+1)
 		return nil
 	}
 	// Failed, but the PEXPIREs were sent: any node may have applied ttl, so
 	// from here on every path keeps the shorter of the two ends.
-	if newEnd < l.end {
-		l.end = newEnd
+	if newEnd < end {
+		end = newEnd
 	}
-	e := &ExtendError{Resource: l.resource, Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
+	e := &ExtendError{Resource: l.name(), Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
 	for i := 0; i < c.n; i++ {
 		if r, err := b.Last(i); err == nil {
 			if v, ok := r.Int(); ok && v == 0 {
@@ -163,51 +244,91 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		}
 	}
 	e.Failed = c.n - e.Extended - e.Refused - e.Pending
-	e.Expired = t2 >= l.end
-	if e.Refused > c.n-c.quorum && t2 < l.end {
-		l.end = t2 // at most quorum-1 nodes hold the value: lost
+	e.Expired = t2 >= end
+	if e.Refused > c.n-c.quorum && t2 < end {
+		end = t2 // at most quorum-1 nodes hold the value: lost
 	}
+	l.set(end, v.ttl, v.ext)
 	return e
+}
+
+// set stores a new end, TTL and extension count (st.op held).
+func (l *Lock) set(end int64, ttl time.Duration, ext int) {
+	st := l.st
+	st.mu.Lock()
+	if st.gen == l.gen {
+		st.end, st.ttl, st.ext = end, ttl, ext
+	}
+	st.mu.Unlock()
 }
 
 // Release deletes the lock on every node that still holds its value
 // (compare-and-delete on all N at once) and waits for every node's answer
 // (at most the node timeout). The lock is then not held, whatever the
-// result. Errors: a *ReleaseError (ErrReleasePartial) naming the nodes that
-// did not confirm; ErrLockExpired if the validity had already ended when
-// Release was called (the protected work overran it); ErrLockLost if every
-// node answered but fewer than the quorum still held the value although
-// the validity had not ended (a node lost its data or its clock ran fast
-// beyond the drift allowance). If ctx is done before anything is sent, the
-// lock stays held and ctx's error is returned.
-func (l *Lock) Release(ctx context.Context) error {
-	c := l.c
-	if c == nil {
+// result, through every copy of the Lock. Errors: a *ReleaseError
+// (ErrReleasePartial) naming the nodes that did not confirm; ErrLockExpired
+// if the validity had already ended when Release was called (the protected
+// work overran it); ErrLockLost if every node answered but fewer than the
+// quorum still held the value although the validity had not ended (a node
+// lost its data or its clock ran fast beyond the drift allowance);
+// ErrNotHeld for a lock already released. If ctx is done before anything
+// is sent, the lock stays held and ctx's error is returned.
+func (l Lock) Release(ctx context.Context) error {
+	st := l.st
+	if st == nil {
 		return ErrNotHeld
 	}
+	st.op.Lock()
+	retired, err := l.release(ctx)
+	st.op.Unlock()
+	if retired {
+		st.c.states.Put(st) // after op is free: the next lock may use it at once
+	}
+	return err
+}
+
+// retire marks the lock released for every copy (st.op held).
+func (l *Lock) retire(t0 int64) (end int64) {
+	st := l.st
+	st.mu.Lock()
+	end = st.end
+	st.gen++
+	st.end = t0
+	st.mu.Unlock()
+	return end
+}
+
+// release is Release with st.op held; retired reports that the state may
+// be recycled.
+func (l *Lock) release(ctx context.Context) (bool, error) {
+	if !l.view().held {
+		return false, ErrNotHeld
+	}
+	c := l.st.c
 	t0 := mono()
 	w := c.getWorker()
 	defer c.putWorker(w)
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource)
-	w.cmd = lockcmd.AppendEvalSHA(w.cmd[:0], scripts.Release.SHA, l.resource, l.value[:])
+	w.cmd = appendRelease(w.cmd[:0], l.resource, l.keys, l.value[:])
 	b.Broadcast(w.cmd)
 	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	t2 := mono()
 	if err != nil && ctx.Err() != nil && out == (mux.Outcome{}) {
-		return fmt.Errorf("redlock: release %q: %w", l.resource, err)
+		return false, wrapOp("release", l.name(), closedErr(err))
 	}
-	end := l.end
-	l.c = nil
-	if end > t0 {
-		l.end = t0
-	}
+	end := l.retire(t0)
+	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any
 	if err != nil {
-		return &ReleaseError{Resource: l.resource, Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
+		return true, &ReleaseError{Resource: l.name(), Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
 	}
 	expired := t0 >= end
 	var failed, released int
+	want := int64(1) // keys deleted by a node that still held the value
+	if l.keys != nil {
+		want = int64(len(l.keys))
+	}
 	for i := 0; i < c.n; i++ {
 		r, err := b.Last(i)
 		if err != nil {
@@ -216,39 +337,35 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		if v, ok := r.Int(); !ok {
 			failed++
-		} else if v == 1 {
+		} else if v == want {
 			released++
 		}
 	}
-	var rerr error
+	var rerr *ReleaseError
 	if failed > 0 {
-		re := &ReleaseError{Resource: l.resource, Released: released}
+		re := &ReleaseError{Resource: l.name(), Released: released, Expired: expired}
 		for i := 0; i < c.n; i++ {
-			r, err := b.Last(i)
+			r, err := b.Last(i) // an error reply comes as a *mux.ServerError
 			if err == nil {
 				if _, ok := r.Int(); ok {
 					continue
 				}
-				if r.IsError() {
-					err = &mux.ServerError{Node: i, Text: string(r.ErrorText())}
-				} else {
-					err = fmt.Errorf("redlock: node %d: unexpected reply %s", i, r.String())
-				}
+				err = fmt.Errorf("node %d: unexpected reply %s", i, r.String())
 			}
 			re.Failed = append(re.Failed, i)
-			re.Errs = append(re.Errs, err)
+			re.Errs = append(re.Errs, closedErr(err))
 		}
 		rerr = re
 	}
 	switch {
-	case expired:
-		return errors.Join(fmt.Errorf("redlock: release %q: %w", l.resource, ErrLockExpired), rerr)
 	case rerr != nil:
-		return rerr
+		return true, rerr
+	case expired:
+		return true, wrapOp("release", l.name(), ErrLockExpired)
 	case released < c.quorum && t2 < end:
-		return fmt.Errorf("redlock: release %q: only %d of %d nodes held the value: %w", l.resource, released, c.n, ErrLockLost)
+		return true, wrapOp("release", l.name(), fmt.Errorf("only %d of %d nodes held the value: %w", released, c.n, ErrLockLost))
 	}
-	return nil
+	return true, nil
 }
 
 func allNodes(n int) []int {

@@ -33,6 +33,10 @@ type lockSettings struct {
 	nodeTimeout time.Duration
 	maxExt      int
 	minValidity time.Duration
+	backoffBase time.Duration // > 0: exponential backoff (WithBackoff) instead of the uniform range
+	backoffMax  time.Duration
+	retryFn     RetryFunc // non-nil: WithRetryFunc
+	noFailFast  bool      // WithFailFast(false): retry when a majority is unreachable
 }
 
 func defaultLockSettings() lockSettings {
@@ -63,6 +67,8 @@ func (s *lockSettings) validate() error {
 		return fmt.Errorf("%w: tries %d is below 1", ErrBadOption, s.tries)
 	case s.retryMin < 0 || s.retryMax < s.retryMin:
 		return fmt.Errorf("%w: retry delay range [%v, %v] is invalid", ErrBadOption, s.retryMin, s.retryMax)
+	case s.backoffBase < 0 || (s.backoffBase > 0 && s.backoffMax < s.backoffBase):
+		return fmt.Errorf("%w: backoff base %v, max %v (want 0 < base <= max)", ErrBadOption, s.backoffBase, s.backoffMax)
 	case math.IsNaN(s.driftFactor) || s.driftFactor < 0 || s.driftFactor >= 1:
 		return fmt.Errorf("%w: drift factor %v is outside [0, 1)", ErrBadOption, s.driftFactor)
 	case s.driftFixed < 0:
@@ -96,6 +102,9 @@ const (
 	optNodeTimeout
 	optMaxExt
 	optMinValidity
+	optBackoff
+	optRetryFunc
+	optFailFast
 )
 
 // LockOption sets one parameter of a lock. Pass it to New (it then becomes
@@ -107,6 +116,7 @@ type LockOption struct {
 	d, d2 time.Duration
 	n     int
 	f     float64
+	fn    RetryFunc
 }
 
 func (o LockOption) apply(s *lockSettings) {
@@ -117,6 +127,17 @@ func (o LockOption) apply(s *lockSettings) {
 		s.tries = o.n
 	case optRetryDelay:
 		s.retryMin, s.retryMax = o.d, o.d2
+		s.backoffBase, s.backoffMax, s.retryFn = 0, 0, nil
+	case optBackoff:
+		s.backoffBase, s.backoffMax, s.retryFn = o.d, o.d2, nil
+		if o.d <= 0 {
+			s.backoffBase = -1 // invalid (validate says so); 0 would mean "no backoff"
+		}
+	case optFailFast:
+		s.noFailFast = o.n == 0
+	case optRetryFunc:
+		s.retryFn = o.fn
+		s.backoffBase, s.backoffMax = 0, 0
 	case optDriftFactor:
 		s.driftFactor = o.f
 	case optDriftFixed:
@@ -144,10 +165,34 @@ func WithTries(n int) LockOption { return LockOption{kind: optTries, n: n} }
 
 // WithRetryDelay sets the range of the random delay between attempts: each
 // wait is drawn uniformly from [min, max) (exactly min when they are equal),
-// which desynchronises clients that collide. Default [50ms, 250ms).
+// which desynchronises clients that collide. Default [50ms, 250ms). It
+// replaces a WithBackoff or WithRetryFunc given before it.
 func WithRetryDelay(min, max time.Duration) LockOption {
 	return LockOption{kind: optRetryDelay, d: min, d2: max}
 }
+
+// WithBackoff makes the wait between attempts grow exponentially, with
+// jitter: after the k-th failed attempt, d = min(max, base * 2^(k-1)) and
+// the wait is drawn uniformly from [d/2, d]. Contenders that keep
+// colliding spread out, and a long-held lock is polled less often. Needs
+// 0 < base <= max. Replaces WithRetryDelay and WithRetryFunc given before
+// it; WithTries and ctx still bound the attempts.
+func WithBackoff(base, max time.Duration) LockOption {
+	return LockOption{kind: optBackoff, d: base, d2: max}
+}
+
+// RetryFunc decides the wait after failed attempt number attempt (1, 2,
+// ...): wait (negative counts as 0), or ok false to stop retrying at once
+// (Acquire then fails with that attempt's answers). It is called from the
+// goroutine of the Acquire, once per failed attempt, and must not block.
+type RetryFunc func(attempt int) (wait time.Duration, ok bool)
+
+// WithRetryFunc lets f shape the retries: it is asked after every failed
+// attempt whether, and how long after, to try again. WithTries, ctx and
+// the fail-fast rule (ErrUnreachable) still apply. A nil f falls back to the
+// WithRetryDelay range. Replaces WithRetryDelay and WithBackoff given before
+// it.
+func WithRetryFunc(f RetryFunc) LockOption { return LockOption{kind: optRetryFunc, fn: f} }
 
 // WithDriftFactor sets the clock drift allowance per unit of TTL: validity
 // is TTL - elapsed - (TTL*factor + fixed drift). Default 0.01
@@ -180,6 +225,20 @@ func WithMaxExtensions(n int) LockOption { return LockOption{kind: optMaxExt, n:
 // finally fails with ErrValidityTooShort). Default 0: any positive
 // validity.
 func WithMinValidity(d time.Duration) LockOption { return LockOption{kind: optMinValidity, d: d} }
+
+// WithFailFast(false) makes Acquire retry (within WithTries and ctx) also
+// when an attempt found a majority of nodes down or refusing
+// authentication, for callers that expect nodes to come back (a rolling
+// restart) and would rather wait. Default true: such an attempt ends
+// Acquire at once with ErrUnreachable and the nodes' causes, since no
+// retry within the usual delays can succeed.
+func WithFailFast(on bool) LockOption {
+	o := LockOption{kind: optFailFast}
+	if on {
+		o.n = 1
+	}
+	return o
+}
 
 // Option configures a Client in New or NewWithMux. Every LockOption is
 // also an Option (it sets the client's default for that parameter).

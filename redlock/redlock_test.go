@@ -331,7 +331,7 @@ func TestExtend(t *testing.T) {
 	require.NoError(t, l.Extend(ctx, 3*time.Second))
 	require.Equal(t, 1, l.Extensions())
 	require.Greater(t, l.Validity(), 2*time.Second)
-	require.Less(t, copyBefore.Validity(), 300*time.Millisecond, "copies keep the old validity")
+	require.Greater(t, copyBefore.Validity(), 2*time.Second, "a copy is the same lock: it sees the extension")
 	eventually(t, time.Second, func() bool {
 		for _, n := range cl.Nodes {
 			if n.PTTL("x") < 2*time.Second {

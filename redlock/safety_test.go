@@ -73,6 +73,8 @@ func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) chec
 		ExtendRate:         0.3,
 		ExtendDeadlineRate: 0.3,
 		PauseRate:          0.02,
+		KeepAliveRate:      0.1,
+		MultiRate:          0.1,
 		Seed:               seed,
 		Faults:             inj,
 	}
@@ -145,7 +147,8 @@ func TestSafetyRestartScripted(t *testing.T) {
 			const ttl = time.Second
 			a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond))
 			b := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond),
-				redlock.WithRetryDelay(2*time.Millisecond, 5*time.Millisecond), redlock.WithTries(1000))
+				redlock.WithRetryDelay(2*time.Millisecond, 5*time.Millisecond), redlock.WithTries(1000),
+				redlock.WithFailFast(false)) // B waits for the restarting nodes
 			warm(t, a)
 			warm(t, b)
 			ctx := context.Background()

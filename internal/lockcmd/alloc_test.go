@@ -12,7 +12,8 @@ func TestZeroAlloc(t *testing.T) {
 	var value [20]byte
 	copy(value[:], "0123456789abcdefghij")
 	key := "lock:orders"
-	buf := make([]byte, 0, 4096)
+	keys := []string{key, "lock:items", "lock:stock"}
+	buf := make([]byte, 0, 8192)
 	allocs := testing.AllocsPerRun(200, func() {
 		buf = buf[:0]
 		for i := 0; i < 5; i++ {
@@ -21,12 +22,14 @@ func TestZeroAlloc(t *testing.T) {
 			buf = AppendEvalSHAInt(buf, sha, key, value[:], 15000)
 			buf = AppendEval(buf, "return 1", key, value[:])
 			buf = AppendEvalInt(buf, "return 1", key, value[:], -1)
+			buf = AppendEvalSHAKeys(buf, sha, keys, value[:])
+			buf = AppendEvalSHAKeysInt(buf, sha, keys, value[:], 15000)
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("building lock commands: %v allocs per run, want 0", allocs)
 	}
-	if cap(buf) != 4096 {
+	if cap(buf) != 8192 {
 		t.Fatalf("buffer grew to %d", cap(buf))
 	}
 }

@@ -52,3 +52,30 @@ func appendScriptTail(dst []byte, body, key string, value []byte) []byte {
 	dst = resp.AppendBulkString(dst, key)
 	return resp.AppendBulk(dst, value)
 }
+
+// AppendEvalSHAKeys appends "EVALSHA sha len(keys) keys... value", the
+// shape of the multi-resource release.
+func AppendEvalSHAKeys(dst []byte, sha string, keys []string, value []byte) []byte {
+	dst = resp.AppendArrayHeader(dst, 4+len(keys))
+	dst = append(dst, "$7\r\nEVALSHA\r\n"...)
+	return appendKeys(dst, sha, keys, value)
+}
+
+// AppendEvalSHAKeysInt appends "EVALSHA sha len(keys) keys... value n",
+// the shape of the multi-resource acquisition and extension (n is the TTL
+// in milliseconds).
+func AppendEvalSHAKeysInt(dst []byte, sha string, keys []string, value []byte, n int64) []byte {
+	dst = resp.AppendArrayHeader(dst, 5+len(keys))
+	dst = append(dst, "$7\r\nEVALSHA\r\n"...)
+	dst = appendKeys(dst, sha, keys, value)
+	return resp.AppendBulkInt(dst, n)
+}
+
+func appendKeys(dst []byte, sha string, keys []string, value []byte) []byte {
+	dst = resp.AppendBulkString(dst, sha)
+	dst = resp.AppendBulkInt(dst, int64(len(keys)))
+	for _, k := range keys {
+		dst = resp.AppendBulkString(dst, k)
+	}
+	return resp.AppendBulk(dst, value)
+}

@@ -21,6 +21,10 @@ func generic(key string, value []byte, n int64) [][2][]byte {
 		{AppendEvalSHAInt(nil, sha, key, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "1", key, v, ms)},
 		{AppendEval(nil, "return 1", key, value), resp.AppendCommand(nil, "EVAL", "return 1", "1", key, v)},
 		{AppendEvalInt(nil, "return 1", key, value, n), resp.AppendCommand(nil, "EVAL", "return 1", "1", key, v, ms)},
+		{AppendEvalSHAKeys(nil, sha, []string{key}, value), resp.AppendCommand(nil, "EVALSHA", sha, "1", key, v)},
+		{AppendEvalSHAKeysInt(nil, sha, []string{key}, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "1", key, v, ms)},
+		{AppendEvalSHAKeys(nil, sha, []string{key, "b", ""}, value), resp.AppendCommand(nil, "EVALSHA", sha, "3", key, "b", "", v)},
+		{AppendEvalSHAKeysInt(nil, sha, []string{key, "b", "c", "d"}, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "4", key, "b", "c", "d", v, ms)},
 	}
 }
 

@@ -53,3 +53,48 @@ end`)
 // All lists every script redlock uses, in the order they are loaded on a new
 // connection.
 var All = []Script{Release, Extend}
+
+// The multi-resource scripts (redlock's AcquireMulti): one call per node
+// covers every key of the lock, so a node grants all of them or none.
+// They run in the fake server's Lua interpreter (no native version), and
+// are not in All.
+
+// AcquireMulti sets every KEYS[i] to ARGV[1] with a TTL of ARGV[2]
+// milliseconds if none of them exists, else sets nothing. Replies 1 if it
+// set them, 0 otherwise.
+var AcquireMulti = newScript("acquire-multi", `for i = 1, #KEYS do
+    if redis.call("exists",KEYS[i]) == 1 then
+        return 0
+    end
+end
+for i = 1, #KEYS do
+    redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+end
+return 1`)
+
+// ReleaseMulti deletes every KEYS[i] whose value equals ARGV[1]. Replies
+// the number of keys deleted.
+var ReleaseMulti = newScript("release-multi", `local n = 0
+for i = 1, #KEYS do
+    if redis.call("get",KEYS[i]) == ARGV[1] then
+        n = n + redis.call("del",KEYS[i])
+    end
+end
+return n`)
+
+// ExtendMulti sets the TTL of every KEYS[i] to ARGV[2] milliseconds if all
+// of them hold ARGV[1], else changes nothing. Replies 1 if it set them, 0
+// otherwise.
+var ExtendMulti = newScript("extend-multi", `for i = 1, #KEYS do
+    if redis.call("get",KEYS[i]) ~= ARGV[1] then
+        return 0
+    end
+end
+for i = 1, #KEYS do
+    redis.call("pexpire",KEYS[i],ARGV[2])
+end
+return 1`)
+
+// Multi lists the multi-resource scripts, loaded on every connection after
+// All.
+var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,18 @@ type Config struct {
 	MaxPause  time.Duration
 	// RetryMax: contenders retry after U[0, RetryMax); default 300us.
 	RetryMax time.Duration
+	// KeepAliveRate: holders that keep the lock with Lock.KeepAlive
+	// (fraction U[0.3, 0.7)) for U[0, KeepAliveHold), claiming what
+	// Validity says while the keep-alive context lives, then release
+	// (or, at CrashRate, crash: keep-alive stops, no release). Their
+	// extensions pass the pause hook too. Default KeepAliveHold: 6 TTLs.
+	KeepAliveRate float64
+	KeepAliveHold time.Duration
+	// MultiRate: holdings that take 2..MultiMax resources at once with
+	// AcquireMulti (resource sets overlap each other and single locks);
+	// a holding claims every resource of its set. Default MultiMax: 3.
+	MultiRate float64
+	MultiMax  int
 
 	// Faults runs while the workload runs (may be nil).
 	Faults Injector
@@ -89,6 +102,9 @@ type Result struct {
 	HeldToEnd      int64 // holders that kept the lock to the end of validity
 	Extended       int64 // successful extensions
 	ExtendFailed   int64 // failed extensions after which the holder kept holding what Validity said
+	Multi          int64 // holdings of several resources (AcquireMulti)
+	KeptAlive      int64 // holdings kept with KeepAlive
+	KeepAliveEnded int64 // of those, ended by the keep-alive context (lost, expired, limit) before the holder let go
 	Paused         int64 // client pauses injected
 	LongestPause   time.Duration
 	Elapsed        time.Duration
@@ -100,8 +116,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d acquired (%d held to the end, %d crashed) in %d attempts, %d not acquired, %d extended, %d failed extensions, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Acquired, r.HeldToEnd, r.Crashed, r.Attempts, r.NotAcquired, r.Extended, r.ExtendFailed, r.Paused, r.LongestPause.Round(time.Microsecond),
+	return fmt.Sprintf("%d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive) in %d attempts, %d not acquired, %d extended, %d failed extensions, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.Attempts, r.NotAcquired, r.Extended, r.ExtendFailed, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
 
@@ -129,6 +145,15 @@ func (c *Config) defaults() {
 	}
 	if c.RetryMax <= 0 {
 		c.RetryMax = 300 * time.Microsecond
+	}
+	if c.MultiMax < 2 {
+		c.MultiMax = 3
+	}
+	if c.MultiMax > c.Resources {
+		c.MultiMax = c.Resources
+	}
+	if c.KeepAliveHold <= 0 {
+		c.KeepAliveHold = 6 * c.TTL
 	}
 	if c.MaxDuration <= 0 {
 		c.MaxDuration = time.Minute
@@ -277,11 +302,15 @@ func Run(cfg Config) (Result, error) {
 		for wi := 0; wi < cfg.WorkersPerClient; wi++ {
 			id := ci*cfg.WorkersPerClient + wi
 			h := &holder{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause}
-			holders = append(holders, h)
+			// the pause hook's state for this worker's keep-alive
+			// extensions (run by the client's scheduler, one at a time
+			// per lock, one lock at a time per worker)
+			kh := &holder{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)|1<<32)), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause}
+			holders = append(holders, h, kh)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := &worker{cfg: &cfg, c: c, id: id, h: h, rec: rec, s: &s, resources: resources,
+				w := &worker{cfg: &cfg, c: c, id: id, h: h, kh: kh, rec: rec, s: &s, resources: resources,
 					note: func(err error) {
 						s.other.Add(1)
 						firstErr.CompareAndSwap(nil, &err)
@@ -298,6 +327,7 @@ func Run(cfg Config) (Result, error) {
 	res.Acquired, res.NotAcquired, res.OtherErrors = s.acquired.Load(), s.notAcq.Load(), s.other.Load()
 	res.Crashed, res.HeldToEnd = s.crashed.Load(), s.heldToEnd.Load()
 	res.Extended, res.ExtendFailed = s.extended.Load(), s.extFailed.Load()
+	res.KeptAlive, res.KeepAliveEnded, res.Multi = s.keptAlive.Load(), s.kaEnded.Load(), s.multi.Load()
 	for _, h := range holders {
 		res.Attempts += h.attempts.Load()
 		res.Paused += h.paused.Load()
@@ -314,6 +344,7 @@ func Run(cfg Config) (Result, error) {
 
 type stats struct {
 	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
+	keptAlive, kaEnded, multi                                        atomic.Int64
 }
 
 // worker is one contending goroutine.
@@ -322,6 +353,7 @@ type worker struct {
 	c         *redlock.Client
 	id        int
 	h         *holder
+	kh        *holder // the pause hook's state for keep-alive extensions
 	rec       *Recorder
 	s         *stats
 	resources []string
@@ -333,8 +365,24 @@ func (w *worker) loop(runCtx context.Context) {
 	ctx := context.WithValue(runCtx, holderKey{}, h)
 	for ctx.Err() == nil && w.s.acquired.Load() < int64(cfg.Acquisitions) {
 		r := w.resources[rng.IntN(len(w.resources))]
+		var rs []string // the set of a multi-resource holding
+		if rng.Float64() < cfg.MultiRate {
+			k := 2 + rng.IntN(cfg.MultiMax-1)
+			for _, i := range rng.Perm(len(w.resources))[:k] {
+				rs = append(rs, w.resources[i])
+			}
+			r = strings.Join(rs, "+")
+		}
 		h.fired = false
-		l, err := w.c.Acquire(ctx, r)
+		var (
+			l   redlock.Lock
+			err error
+		)
+		if rs != nil {
+			l, err = w.c.AcquireMulti(ctx, rs)
+		} else {
+			l, err = w.c.Acquire(ctx, r)
+		}
 		if err != nil {
 			if !errors.Is(err, redlock.ErrNotAcquired) {
 				w.note(err)
@@ -344,6 +392,9 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		got := time.Now()
 		w.s.acquired.Add(1)
+		if rs != nil {
+			w.s.multi.Add(1)
+		}
 		if cfg.won != nil {
 			v := l.ValueArray()
 			cfg.won.Store(string(v[:]), true)
@@ -354,7 +405,17 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		holding := w.rec.NewHolding()
 		claim := func(from, to time.Time) {
-			w.rec.Add(Interval{Resource: r, Holder: w.id, Holding: holding, Start: from, End: to})
+			if rs == nil {
+				w.rec.Add(Interval{Resource: r, Holder: w.id, Holding: holding, Start: from, End: to})
+				return
+			}
+			for _, x := range rs {
+				w.rec.Add(Interval{Resource: x, Holder: w.id, Holding: holding, Start: from, End: to})
+			}
+		}
+		if rng.Float64() < cfg.KeepAliveRate {
+			w.keepAlive(runCtx, l, r, got, claim)
+			continue
 		}
 		if rng.Float64() < cfg.CrashRate {
 			// A crashed holder: it believes it holds the lock until its
@@ -384,6 +445,82 @@ func (w *worker) loop(runCtx context.Context) {
 			w.checkRelease(r, err)
 		}
 	}
+}
+
+// keepAlive holds l under KeepAlive for U[0, KeepAliveHold): it works
+// while the keep-alive context lives, claiming at each look (every TTL/6)
+// the validity Lock.Until then reports; a claim is cut where the next look
+// saw another end, where the holder let go (release, or seeing the context
+// cancelled). A crashing holder stops the keep-alive and keeps its last
+// claim to its end, never releasing. The scheduler's extensions run under
+// a context carrying w.kh, so the pause hook stalls them too (a pause past
+// the validity must end the keep-alive, not extend it).
+func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got time.Time, claim func(from, to time.Time)) {
+	cfg, rng := w.cfg, w.h.rng
+	kctx, stop := context.WithCancel(context.WithValue(runCtx, holderKey{}, w.kh))
+	defer stop()
+	curStart, curEnd := got, l.Until()
+	hctx, err := l.KeepAlive(kctx, redlock.KeepAliveFraction(0.3+0.4*rng.Float64()))
+	if err != nil {
+		// its validity ended already (a pause at the acquisition)
+		claim(curStart, minTime(curEnd, time.Now()))
+		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrClosed) {
+			w.note(err)
+		}
+		_ = l.Release(context.Background())
+		return
+	}
+	w.s.keptAlive.Add(1)
+	crash := rng.Float64() < cfg.CrashRate
+	deadline := got.Add(time.Duration(rng.Int64N(int64(cfg.KeepAliveHold))))
+	look := cfg.TTL / 6
+	for {
+		now := time.Now()
+		if hctx.Err() != nil {
+			// cancelled: lost, expired, limit, or the run ended; the
+			// holder stops here
+			claim(curStart, minTime(curEnd, now))
+			w.s.kaEnded.Add(1)
+			_ = l.Release(context.Background())
+			return
+		}
+		if !now.Before(deadline) {
+			break
+		}
+		if u := l.Until(); !u.Equal(curEnd) {
+			claim(curStart, minTime(curEnd, now))
+			curStart, curEnd = now, u
+		}
+		d := minTime(deadline, now.Add(look)).Sub(now)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-hctx.Done():
+		}
+		t.Stop()
+	}
+	if crash {
+		stop() // the process died: keep-alive stops, the lock is not released
+		w.s.crashed.Add(1)
+		if u := l.Until(); u.After(curEnd) { // an extension that ended meanwhile
+			claim(curStart, curEnd)
+			curStart, curEnd = time.Now(), u
+		}
+		claim(curStart, curEnd)
+		return
+	}
+	relAt := time.Now()
+	claim(curStart, minTime(curEnd, relAt))
+	if err := l.Release(context.Background()); err != nil {
+		w.checkRelease(r, err)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // checkRelease records a BadReply for every node error of a release that
@@ -506,7 +643,7 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 		return res, err
 	}
 	cfg.defaults()
-	if err := minorityAttempts(cfg, vs, won); err != nil {
+	if err := minorityAttempts(cfg, vs, won, kl); err != nil {
 		return res, err
 	}
 	// Releases after failed attempts wait for one answer only; let the
@@ -536,7 +673,7 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 // client on all of them tries each resource a few times (each try is
 // granted by the other nodes, refused by the majority, and must release
 // what it got). Then the blocker releases.
-func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map) error {
+func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map, kl KeyLister) error {
 	ctx := context.Background()
 	q := len(cfg.Addrs)/2 + 1
 	opts := []redlock.Option{redlock.WithTTL(cfg.TTL), redlock.WithNodeTimeout(cfg.NodeTimeout), redlock.WithValueSource(vs), redlock.WithTries(100)}
@@ -558,6 +695,23 @@ func minorityAttempts(cfg Config, vs *valueSource, won *sync.Map) error {
 		}
 		v := bl.ValueArray()
 		won.Store(string(v[:]), true)
+		// the blocker returned at its quorum (2 of 3): wait until its
+		// third SET landed too, or a contender could win that node first
+		for wait := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+			vals, _ := kl.KeyValues(key)
+			n := 0
+			for _, x := range vals[:q] {
+				if string(x) == string(v[:]) {
+					n++
+				}
+			}
+			if n == q {
+				break
+			}
+			if time.Now().After(wait) {
+				return fmt.Errorf("checker: blocker's SET never reached all %d nodes of its majority", q)
+			}
+		}
 		for k := 0; k < 5; k++ {
 			if l, err := c.TryAcquire(ctx, key); err == nil {
 				_ = l.Release(ctx)
