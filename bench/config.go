@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -120,6 +121,11 @@ type Config struct {
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
 	Title        string        // -title (report heading)
+	TLS          bool          // -tls: every node over TLS
+	CACert       string        // -cacert: CA bundle (PEM) the servers' certificates must chain to
+	Cert, Key    string        // -cert, -key: client certificate and key (PEM), for servers that require one
+	SNI          string        // -sni: server name to send and check (default: each node's host)
+	Insecure     bool          // -insecure: do not verify the servers' certificates
 
 	// Command is the command line as given, with the password replaced.
 	Command string
@@ -204,7 +210,7 @@ func (l *faultList) Set(s string) error {
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(nodes, "nodes", "", "comma-separated `host:port` list of real Redis masters (no embedded cluster)")
+	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters (no embedded cluster): host:port, or redis://[[user]:password@]host[:port][/db] and rediss://... URLs (mux.Config.Addrs documents their options)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
@@ -233,6 +239,12 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
 	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
 	fs.StringVar(&c.Title, "title", "", "report title")
+	fs.BoolVar(&c.TLS, "tls", false, "connect to every node over TLS (with -real-local: start TLS-only servers, certificates made for the run); rediss:// nodes use TLS without it")
+	fs.StringVar(&c.CACert, "cacert", "", "with -tls: CA certificate `FILE` (PEM) the servers' certificates must chain to (default: the system's)")
+	fs.StringVar(&c.Cert, "cert", "", "with -tls: client certificate `FILE` (PEM), for servers that require one")
+	fs.StringVar(&c.Key, "key", "", "with -tls: client private key `FILE` (PEM)")
+	fs.StringVar(&c.SNI, "sni", "", "with -tls: server `NAME` to send and verify (default: each node's host)")
+	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
 	return fs
 }
 
@@ -283,8 +295,21 @@ func passwordsIn(args []string, getenv func(string) string) []string {
 			out = append(out, pw)
 		}
 	}
+	urls := func(list string) {
+		for _, a := range strings.Split(list, ",") {
+			if pw := mux.URLPassword(a); pw != "" {
+				out = append(out, pw, urlEscapedPassword(a))
+			}
+		}
+	}
 	for i, a := range args {
 		switch {
+		case a == "-nodes" || a == "--nodes":
+			if i+1 < len(args) {
+				urls(args[i+1])
+			}
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			urls(a[strings.IndexByte(a, '=')+1:])
 		case a == "-password" || a == "--password":
 			if i+1 < len(args) && args[i+1] != "" {
 				out = append(out, args[i+1])
@@ -323,11 +348,26 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	if nodes != "" {
 		for _, a := range strings.Split(nodes, ",") {
 			a = strings.TrimSpace(a)
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return nil, usagef("bad -nodes address %q: want host:port", a)
+			if strings.Contains(a, "://") {
+				if _, err := mux.ParseAddr(a, mux.Config{}); err != nil {
+					return nil, usagef("bad -nodes address: %v", err)
+				}
+			} else if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return nil, usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
 			}
 			c.Nodes = append(c.Nodes, a)
 		}
+	}
+	tlsFlag := set["cacert"] || set["cert"] || set["key"] || set["sni"] || set["insecure"]
+	switch {
+	case tlsFlag && !c.TLS:
+		return nil, usagef("-cacert, -cert, -key, -sni and -insecure need -tls (a rediss:// node takes cacert=, cert=, key=, sni=, insecure= in its URL)")
+	case c.TLS && len(c.Nodes) == 0 && c.RealLocal == 0:
+		return nil, usagef("-tls needs -nodes or -real-local: the embedded fake cluster speaks no TLS")
+	case c.RealLocal > 0 && (set["cacert"] || set["cert"] || set["key"]):
+		return nil, usagef("-real-local -tls makes its own certificates; -cacert, -cert and -key are for -nodes")
+	case (c.Cert == "") != (c.Key == ""):
+		return nil, usagef("-cert and -key go together")
 	}
 	external := len(c.Nodes) > 0 || c.RealLocal > 0
 	switch {
@@ -404,22 +444,95 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	return c, nil
 }
 
-// commandLine renders args as a shell command, with any password replaced.
+// commandLine renders args as a shell command, with any password replaced
+// (-password's value, and the password of every URL in -nodes).
 func commandLine(args []string) string {
 	out := []string{"redmux-bench"}
-	hide := false
+	hide, nodes := false, false
 	for _, a := range args {
 		switch {
 		case hide:
 			a, hide = "***", false
+		case nodes:
+			a, nodes = hideURLPasswords(a), false
 		case a == "-password" || a == "--password":
 			hide = true
 		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
 			a = a[:strings.IndexByte(a, '=')+1] + "***"
+		case a == "-nodes" || a == "--nodes":
+			nodes = true
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			a = a[:strings.IndexByte(a, '=')+1] + hideURLPasswords(a[strings.IndexByte(a, '=')+1:])
 		}
 		out = append(out, shellQuote(a))
 	}
 	return strings.Join(out, " ")
+}
+
+// hideURLPasswords replaces the password of every URL in a -nodes list by
+// ***, keeping the rest (options included) as given.
+func hideURLPasswords(list string) string {
+	parts := strings.Split(list, ",")
+	for i, a := range parts {
+		k := strings.Index(a, "://")
+		at := strings.LastIndex(a, "@")
+		if k < 0 || at < k {
+			continue
+		}
+		if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+			parts[i] = a[:k+3+c+1] + "***" + a[at:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// secrets returns every password the configuration holds: -password's
+// and those of -nodes URLs, for scrubbing error texts.
+func (c *Config) secrets() []string {
+	var out []string
+	if c.Password != "" {
+		out = append(out, c.Password)
+	}
+	for _, a := range c.Nodes {
+		if pw := mux.URLPassword(a); pw != "" {
+			out = append(out, pw, urlEscapedPassword(a))
+		}
+	}
+	return out
+}
+
+// urlEscapedPassword is a URL's password as written (percent-escapes kept).
+func urlEscapedPassword(a string) string {
+	k := strings.Index(a, "://")
+	at := strings.LastIndex(a, "@")
+	if k < 0 || at < k {
+		return ""
+	}
+	if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+		return a[k+3+c+1 : at]
+	}
+	return ""
+}
+
+// tlsConfig builds the TLS configuration of -tls from -cacert, -cert,
+// -key, -sni and -insecure.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{ServerName: c.SNI, InsecureSkipVerify: c.Insecure}
+	if c.CACert != "" {
+		pool, err := mux.LoadCertPool(c.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("-cacert: %w", err)
+		}
+		tc.RootCAs = pool
+	}
+	if c.Cert != "" {
+		kp, err := tls.LoadX509KeyPair(c.Cert, c.Key)
+		if err != nil {
+			return nil, fmt.Errorf("-cert/-key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{kp}
+	}
+	return tc, nil
 }
 
 func shellQuote(s string) string {

@@ -296,3 +296,40 @@ func LoadCertPool(file string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// NodeAddr is one Config.Addrs entry resolved as New resolves it, for
+// code that reaches the same nodes by other means (redmux-bench's plain
+// connections).
+type NodeAddr struct {
+	Addr               string // host:port to dial
+	Display            string // the address as printed: a URL's password as ***
+	Username, Password string
+	DB                 int
+	RESP3              bool
+	TLS                *tls.Config // nil: plaintext
+}
+
+// ParseAddr resolves addr (host:port or a redis:// or rediss:// URL) with
+// cfg's Username, Password, DB, RESP3, ClientName and TLS as defaults, as
+// New does. Errors wrap ErrConfig and never contain the password.
+func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
+	ns, err := parseAddr(0, addr, &cfg)
+	if err != nil {
+		return NodeAddr{}, err
+	}
+	return NodeAddr{
+		Addr: net.JoinHostPort(ns.host, strconv.Itoa(ns.port)), Display: ns.display,
+		Username: ns.username, Password: ns.password, DB: ns.db, RESP3: ns.resp3, TLS: ns.tls,
+	}, nil
+}
+
+// URLPassword returns the password of a redis:// or rediss:// URL's user
+// information ("" if none), found without parsing, so that callers can
+// scrub it from texts of their own.
+func URLPassword(addr string) string {
+	pw := urlPassword(addr)
+	if u, err := url.PathUnescape(pw); err == nil {
+		return u
+	}
+	return pw
+}
