@@ -369,6 +369,11 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	case (c.Cert == "") != (c.Key == ""):
 		return nil, usagef("-cert and -key go together")
 	}
+	for _, a := range c.Nodes {
+		if c.TLS && strings.HasPrefix(a, "redis://") {
+			return nil, usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
+		}
+	}
 	external := len(c.Nodes) > 0 || c.RealLocal > 0
 	switch {
 	case len(c.Nodes) > 0 && c.RealLocal > 0:

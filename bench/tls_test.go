@@ -22,6 +22,7 @@ func TestParseTLSAndURLErrors(t *testing.T) {
 		"-cert and -key go together":   {"-nodes", "127.0.0.1:1", "-tls", "-cert", "c.pem"},
 		"unknown option":               {"-nodes", "redis://:pw-in-url@127.0.0.1:1?bogus=1"},
 		"want redis or rediss":         {"-nodes", "http://127.0.0.1:1"},
+		"write rediss://":              {"-nodes", "redis://:pw-in-url@127.0.0.1:1", "-tls"},
 	}
 	for want, args := range cases {
 		_, err := ParseArgs(args, noEnv)

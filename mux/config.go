@@ -46,8 +46,8 @@ type Config struct {
 	ReconnectMax   time.Duration // backoff cap (with jitter); default 2s
 	Parser         resp.Parser   // reply limits; zero = resp defaults
 	// TLS, when set, connects every node over TLS with this configuration
-	// (rediss:// URLs turn TLS on for their node alone, with this as the
-	// base when set). It is cloned per node; ServerName defaults to the
+	// (host:port and rediss:// nodes; a redis:// URL is then an error).
+	// Without it, rediss:// URLs turn TLS on for their node alone. It is cloned per node; ServerName defaults to the
 	// node's host, MinVersion to TLS 1.2. Certificates are verified
 	// (RootCAs, or the system's pool when nil) unless InsecureSkipVerify
 	// is set here or by a URL's skip_verify/insecure option: never by

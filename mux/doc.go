@@ -112,8 +112,9 @@
 // Client.Addrs show its password as *** (RedactURL); ParseAddr resolves an
 // address the way New does, for code that reaches the same nodes otherwise.
 //
-// Config.TLS (a *tls.Config) connects every node over TLS; a rediss:// URL
-// turns it on for one node, with Config.TLS as its base when set. Each node
+// Config.TLS (a *tls.Config) connects every node over TLS (a redis:// URL
+// beside it is a config error, not a silent plaintext node); without it, a
+// rediss:// URL turns TLS on for its node alone. Each node
 // gets a clone: ServerName defaults to the node's host, MinVersion to TLS
 // 1.2, certificates are verified against RootCAs (or the system's roots),
 // and verification is skipped only when InsecureSkipVerify is set there or

@@ -75,6 +75,9 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 		resp3: cfg.RESP3, clientName: cfg.ClientName,
 	}
 	bad := func(format string, args ...any) error {
+		if i < 0 {
+			return fmt.Errorf("%w: address %q: %s", ErrConfig, RedactURL(a), fmt.Sprintf(format, args...))
+		}
 		return fmt.Errorf("%w: address %d %q: %s", ErrConfig, i, RedactURL(a), fmt.Sprintf(format, args...))
 	}
 	if !strings.Contains(a, "://") {
@@ -193,6 +196,11 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 		ns.clientName = v
 	}
 	tlsKeys := []string{"skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
+	if !secure && cfg.TLS != nil {
+		// Config.TLS asks for TLS everywhere; a plaintext scheme is a
+		// contradiction, not something to settle silently either way.
+		return ns, bad("redis:// is plaintext but Config.TLS is set: write rediss://, or host:port")
+	}
 	if !secure {
 		for _, k := range tlsKeys {
 			if q.Has(k) {
@@ -313,7 +321,7 @@ type NodeAddr struct {
 // cfg's Username, Password, DB, RESP3, ClientName and TLS as defaults, as
 // New does. Errors wrap ErrConfig and never contain the password.
 func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
-	ns, err := parseAddr(0, addr, &cfg)
+	ns, err := parseAddr(-1, addr, &cfg)
 	if err != nil {
 		return NodeAddr{}, err
 	}

@@ -69,6 +69,9 @@ func TestParseAddr(t *testing.T) {
 	if ns.tls.MinVersion != tls.VersionTLS12 {
 		t.Fatalf("default MinVersion %x", ns.tls.MinVersion)
 	}
+	if _, err := parseAddr(0, "redis://db1.example:7000", &Config{TLS: mine}); err == nil || !strings.Contains(err.Error(), "write rediss://") {
+		t.Fatalf("redis:// with Config.TLS: %v", err)
+	}
 }
 
 func TestParseAddrErrors(t *testing.T) {
