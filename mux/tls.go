@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -64,6 +65,9 @@ func (d *netDriver) dialTLS(node int, nc net.Conn, deadline time.Time) (link, er
 		_ = nc.Close()
 		if c.life.Err() != nil {
 			return nil, ErrClosed
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("no handshake within DialTimeout (%v): %w", c.cfg.DialTimeout, err)
 		}
 		return nil, &tlsError{server: cfg.ServerName, err: err, noCert: *noCert}
 	}

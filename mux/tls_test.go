@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -307,4 +308,47 @@ func waitNodeDown(t *testing.T, c *Client, i int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestTLSHandshakeBoundedByDialTimeout: a node that accepts TCP and never
+// answers the TLS handshake is down after DialTimeout with a TLS error
+// naming the timeout; New does not wait longer, and calls fail at once.
+func TestTLSHandshakeBoundedByDialTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, exited := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); _ = ln.Close(); <-exited })
+	go func() {
+		defer close(exited)
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	start := time.Now()
+	c := newTestClient(t, []string{"rediss://" + ln.Addr().String()}, func(cfg *Config) {
+		cfg.DialTimeout = 200 * time.Millisecond
+		cfg.ReconnectMin, cfg.ReconnectMax = time.Second, time.Second
+	})
+	// Functional bound: the 200ms dial must not wait for anything longer.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("New took %v with DialTimeout 200ms", d)
+	}
+	checkAllDown(t, c, ErrTLS, "no handshake within DialTimeout (200ms)", "")
 }
