@@ -1,16 +1,16 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redmux/redmux/mux"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redmux/redmux/mux"
-	"github.com/redmux/redmux/redlock"
 )
 
 // EnvPassword is the environment variable read for the password when
@@ -121,6 +121,11 @@ type Config struct {
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
 	Title        string        // -title (report heading)
+	TLS          bool          // -tls: every node over TLS
+	CACert       string        // -cacert: CA bundle (PEM) the servers' certificates must chain to
+	Cert, Key    string        // -cert, -key: client certificate and key (PEM), for servers that require one
+	SNI          string        // -sni: server name to send and check (default: each node's host)
+	Insecure     bool          // -insecure: do not verify the servers' certificates
 
 	// Command is the command line as given, with the password replaced.
 	Command string
@@ -205,7 +210,7 @@ func (l *faultList) Set(s string) error {
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters, each host:port or redis://[[user]:password@]host:port[/db] (no embedded cluster; the password is never printed)")
+	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters (no embedded cluster): host:port, or redis://[[user]:password@]host[:port][/db] and rediss://... URLs (mux.Config.Addrs documents their options)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
@@ -234,6 +239,12 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
 	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
 	fs.StringVar(&c.Title, "title", "", "report title")
+	fs.BoolVar(&c.TLS, "tls", false, "connect to every node over TLS (with -real-local: start TLS-only servers, certificates made for the run); rediss:// nodes use TLS without it")
+	fs.StringVar(&c.CACert, "cacert", "", "with -tls: CA certificate `FILE` (PEM) the servers' certificates must chain to (default: the system's)")
+	fs.StringVar(&c.Cert, "cert", "", "with -tls: client certificate `FILE` (PEM), for servers that require one")
+	fs.StringVar(&c.Key, "key", "", "with -tls: client private key `FILE` (PEM)")
+	fs.StringVar(&c.SNI, "sni", "", "with -tls: server `NAME` to send and verify (default: each node's host)")
+	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
 	return fs
 }
 
@@ -284,9 +295,21 @@ func passwordsIn(args []string, getenv func(string) string) []string {
 			out = append(out, pw)
 		}
 	}
+	urls := func(list string) {
+		for _, a := range strings.Split(list, ",") {
+			if pw := mux.URLPassword(a); pw != "" {
+				out = append(out, pw, urlEscapedPassword(a))
+			}
+		}
+	}
 	for i, a := range args {
-		out = append(out, urlPasswords(a)...)
 		switch {
+		case a == "-nodes" || a == "--nodes":
+			if i+1 < len(args) {
+				urls(args[i+1])
+			}
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			urls(a[strings.IndexByte(a, '=')+1:])
 		case a == "-password" || a == "--password":
 			if i+1 < len(args) && args[i+1] != "" {
 				out = append(out, args[i+1])
@@ -323,32 +346,32 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	c.Command = commandLine(args)
 
 	if nodes != "" {
-		var cred *redlock.NodeAddr
 		for _, a := range strings.Split(nodes, ",") {
-			na, err := redlock.ParseAddr(strings.TrimSpace(a))
-			if err != nil {
-				return nil, usagef("bad -nodes address: %v", err)
+			a = strings.TrimSpace(a)
+			if strings.Contains(a, "://") {
+				if _, err := mux.ParseAddr(a, mux.Config{}); err != nil {
+					return nil, usagef("bad -nodes address: %v", err)
+				}
+			} else if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+				return nil, usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
 			}
-			c.Nodes = append(c.Nodes, na.Addr)
-			if !na.URL {
-				continue
-			}
-			if cred == nil {
-				cred = &na
-			} else if na.Username != cred.Username || na.Password != cred.Password || na.DB != cred.DB {
-				return nil, usagef("-nodes %s: credentials or database differ from %s (one set for all nodes)", na, cred)
-			}
+			c.Nodes = append(c.Nodes, a)
 		}
-		if cred != nil {
-			if (set["password"] || set["user"] || set["db"]) && (cred.Password != "" || cred.DB != 0) {
-				return nil, usagef("-nodes URLs carry credentials or a database: do not also give -user, -password or -db")
-			}
-			if cred.Password != "" {
-				c.User, c.Password = cred.Username, cred.Password
-			}
-			if cred.DB != 0 {
-				c.DB = cred.DB
-			}
+	}
+	tlsFlag := set["cacert"] || set["cert"] || set["key"] || set["sni"] || set["insecure"]
+	switch {
+	case tlsFlag && !c.TLS:
+		return nil, usagef("-cacert, -cert, -key, -sni and -insecure need -tls (a rediss:// node takes cacert=, cert=, key=, sni=, insecure= in its URL)")
+	case c.TLS && len(c.Nodes) == 0 && c.RealLocal == 0:
+		return nil, usagef("-tls needs -nodes or -real-local: the embedded fake cluster speaks no TLS")
+	case c.RealLocal > 0 && (set["cacert"] || set["cert"] || set["key"]):
+		return nil, usagef("-real-local -tls makes its own certificates; -cacert, -cert and -key are for -nodes")
+	case (c.Cert == "") != (c.Key == ""):
+		return nil, usagef("-cert and -key go together")
+	}
+	for _, a := range c.Nodes {
+		if c.TLS && strings.HasPrefix(a, "redis://") {
+			return nil, usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
 		}
 	}
 	external := len(c.Nodes) > 0 || c.RealLocal > 0
@@ -426,23 +449,95 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 	return c, nil
 }
 
-// commandLine renders args as a shell command, with any password replaced.
+// commandLine renders args as a shell command, with any password replaced
+// (-password's value, and the password of every URL in -nodes).
 func commandLine(args []string) string {
 	out := []string{"redmux-bench"}
-	hide := false
+	hide, nodes := false, false
 	for _, a := range args {
-		a = redactURLs(a)
 		switch {
 		case hide:
 			a, hide = "***", false
+		case nodes:
+			a, nodes = hideURLPasswords(a), false
 		case a == "-password" || a == "--password":
 			hide = true
 		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
 			a = a[:strings.IndexByte(a, '=')+1] + "***"
+		case a == "-nodes" || a == "--nodes":
+			nodes = true
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			a = a[:strings.IndexByte(a, '=')+1] + hideURLPasswords(a[strings.IndexByte(a, '=')+1:])
 		}
 		out = append(out, shellQuote(a))
 	}
 	return strings.Join(out, " ")
+}
+
+// hideURLPasswords replaces the password of every URL in a -nodes list by
+// ***, keeping the rest (options included) as given.
+func hideURLPasswords(list string) string {
+	parts := strings.Split(list, ",")
+	for i, a := range parts {
+		k := strings.Index(a, "://")
+		at := strings.LastIndex(a, "@")
+		if k < 0 || at < k {
+			continue
+		}
+		if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+			parts[i] = a[:k+3+c+1] + "***" + a[at:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// secrets returns every password the configuration holds: -password's
+// and those of -nodes URLs, for scrubbing error texts.
+func (c *Config) secrets() []string {
+	var out []string
+	if c.Password != "" {
+		out = append(out, c.Password)
+	}
+	for _, a := range c.Nodes {
+		if pw := mux.URLPassword(a); pw != "" {
+			out = append(out, pw, urlEscapedPassword(a))
+		}
+	}
+	return out
+}
+
+// urlEscapedPassword is a URL's password as written (percent-escapes kept).
+func urlEscapedPassword(a string) string {
+	k := strings.Index(a, "://")
+	at := strings.LastIndex(a, "@")
+	if k < 0 || at < k {
+		return ""
+	}
+	if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+		return a[k+3+c+1 : at]
+	}
+	return ""
+}
+
+// tlsConfig builds the TLS configuration of -tls from -cacert, -cert,
+// -key, -sni and -insecure.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{ServerName: c.SNI, InsecureSkipVerify: c.Insecure}
+	if c.CACert != "" {
+		pool, err := mux.LoadCertPool(c.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("-cacert: %w", err)
+		}
+		tc.RootCAs = pool
+	}
+	if c.Cert != "" {
+		kp, err := tls.LoadX509KeyPair(c.Cert, c.Key)
+		if err != nil {
+			return nil, fmt.Errorf("-cert/-key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{kp}
+	}
+	return tc, nil
 }
 
 func shellQuote(s string) string {
@@ -450,57 +545,4 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// urlPasswords returns the passwords in the redis:// URLs of a
-// comma-separated argument (also as -nodes=...), so that output can be
-// scrubbed of them.
-func urlPasswords(arg string) []string {
-	var out []string
-	for _, part := range strings.Split(arg, ",") {
-		if _, pw, ok := urlUserinfo(part); ok && pw != "" {
-			out = append(out, pw)
-		}
-	}
-	return out
-}
-
-// urlUserinfo finds the password of a URL's userinfo ("user:pw" or "pw"
-// alone, as redlock.ParseAddr reads it) and where the userinfo starts.
-func urlUserinfo(s string) (start int, pw string, ok bool) {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return 0, "", false
-	}
-	rest := s[i+3:]
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return 0, "", false
-	}
-	user := rest[:at]
-	if c := strings.IndexByte(user, ':'); c >= 0 {
-		return i + 3, user[c+1:], true
-	}
-	return i + 3, user, true
-}
-
-// redactURLs replaces the passwords of the redis:// URLs in a
-// comma-separated argument with "xxxxx".
-func redactURLs(arg string) string {
-	parts := strings.Split(arg, ",")
-	for i, p := range parts {
-		start, pw, ok := urlUserinfo(p)
-		if !ok || pw == "" {
-			continue
-		}
-		at := start + strings.LastIndex(p[start:], "@")
-		user := p[start:at]
-		if c := strings.IndexByte(user, ':'); c >= 0 {
-			user = user[:c+1] + "xxxxx"
-		} else {
-			user = ":xxxxx"
-		}
-		parts[i] = p[:start] + user + p[at:]
-	}
-	return strings.Join(parts, ",")
 }

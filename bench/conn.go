@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,12 +37,20 @@ var (
 
 const maxReadBuf = 1 << 20
 
-// connOpts are the connection settings shared by every plain connection.
+// connOpts are the connection settings shared by every plain connection;
+// a node URL's own user, password, db and TLS options win over them.
 type connOpts struct {
 	user, password string
 	db             int
+	tls            *tls.Config // every node over TLS (-tls); nil: only rediss:// nodes
 	dialTimeout    time.Duration
 	timeout        time.Duration // per node, per command
+}
+
+// node resolves addr (host:port or a redis:// or rediss:// URL) as mux
+// does, so every strategy reaches a node the same way.
+func (o *connOpts) node(addr string) (mux.NodeAddr, error) {
+	return mux.ParseAddr(addr, mux.Config{Username: o.user, Password: o.password, DB: o.db, TLS: o.tls})
 }
 
 // plainConn is one blocking net.Conn to one node, as a naive client holds
@@ -50,6 +59,8 @@ type connOpts struct {
 // next use (on the caller's path, as naive clients do).
 type plainConn struct {
 	addr string
+	node mux.NodeAddr // addr resolved; perr if it does not resolve
+	perr error
 	opt  *connOpts
 	c    net.Conn
 	wbuf []byte
@@ -59,7 +70,9 @@ type plainConn struct {
 }
 
 func newPlainConn(addr string, opt *connOpts) *plainConn {
-	return &plainConn{addr: addr, opt: opt, wbuf: make([]byte, 0, 512), rbuf: make([]byte, 4096)}
+	pc := &plainConn{addr: addr, opt: opt, wbuf: make([]byte, 0, 512), rbuf: make([]byte, 4096)}
+	pc.node, pc.perr = opt.node(addr)
+	return pc
 }
 
 func (pc *plainConn) close() {
@@ -70,32 +83,48 @@ func (pc *plainConn) close() {
 	pc.r, pc.w = 0, 0
 }
 
-// connect dials and runs the set-up pipeline: AUTH, SELECT, SCRIPT LOAD of
-// every lock script. Replies are read within the per-node timeout (at least
-// the dial timeout for the first connection of a run).
+// connect dials (and runs the TLS handshake for a TLS node) and runs the
+// set-up pipeline: AUTH, SELECT, SCRIPT LOAD of every lock script. Replies
+// are read within the per-node timeout (at least the dial timeout for the
+// first connection of a run).
 func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) error {
 	pc.close()
+	if pc.perr != nil {
+		return pc.perr
+	}
+	nd := &pc.node
 	d := net.Dialer{Timeout: pc.opt.dialTimeout}
-	c, err := d.DialContext(ctx, "tcp", pc.addr)
+	c, err := d.DialContext(ctx, "tcp", nd.Addr)
 	if err != nil {
 		return err
 	}
-	pc.c = c
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if nd.TLS != nil {
+		tc := tls.Client(c, nd.TLS)
+		hctx, cancel := context.WithTimeout(ctx, max(setupTimeout, pc.opt.dialTimeout))
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = c.Close()
+			return fmt.Errorf("TLS handshake (server name %s): %w", nd.TLS.ServerName, err)
+		}
+		c = tc
+	}
+	pc.c = c
 	b := pc.wbuf[:0]
 	n := 0
-	if pc.opt.password != "" {
-		if pc.opt.user != "" {
-			b = resp.AppendCommand(b, "AUTH", pc.opt.user, pc.opt.password)
+	if nd.Password != "" {
+		if nd.Username != "" {
+			b = resp.AppendCommand(b, "AUTH", nd.Username, nd.Password)
 		} else {
-			b = resp.AppendCommand(b, "AUTH", pc.opt.password)
+			b = resp.AppendCommand(b, "AUTH", nd.Password)
 		}
 		n++
 	}
-	if pc.opt.db > 0 {
-		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(pc.opt.db))
+	if nd.DB > 0 {
+		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(nd.DB))
 		n++
 	}
 	for _, s := range scripts.All {
@@ -120,13 +149,13 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 		if r.IsError() {
 			text := string(r.ErrorText())
 			pc.close()
-			if i == 0 && pc.opt.password != "" {
-				return fmt.Errorf("%w: %s", ErrAuth, redact(text, pc.opt.password))
+			if i == 0 && nd.Password != "" {
+				return fmt.Errorf("%w: %s", ErrAuth, redact(text, nd.Password))
 			}
-			if pc.opt.password == "" && r.HasErrorPrefix("NOAUTH") {
+			if nd.Password == "" && r.HasErrorPrefix("NOAUTH") {
 				return fmt.Errorf("%w: %s", ErrAuthRequired, text)
 			}
-			return fmt.Errorf("%w: %s", ErrServerReply, redact(text, pc.opt.password))
+			return fmt.Errorf("%w: %s", ErrServerReply, redact(text, nd.Password))
 		}
 	}
 	return nil

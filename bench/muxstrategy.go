@@ -25,7 +25,7 @@ type muxStrategy struct {
 func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 	m, err := mux.New(mux.Config{
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
-		Username: p.User, Password: p.Password, DB: p.DB,
+		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
 		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(),
 	})
 	if err != nil {
@@ -36,10 +36,10 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 	for i := range addrs {
 		if e := m.NodeErr(i); errors.Is(e, mux.ErrAuth) {
 			_ = m.Close()
-			if p.Password == "" {
-				return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuthRequired)
+			if p.Password == "" && mux.URLPassword(addrs[i]) == "" {
+				return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), ErrAuthRequired)
 			}
-			return nil, fmt.Errorf("node %s: %w", addrs[i], ErrAuth)
+			return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), ErrAuth)
 		}
 	}
 	c, err := redlock.NewWithMux(m,

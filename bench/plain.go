@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -61,6 +62,7 @@ type LockParams struct {
 	User        string
 	Password    string
 	DB          int
+	TLS         *tls.Config // every node over TLS (nil: only rediss:// nodes)
 }
 
 func (p LockParams) drift() time.Duration {
@@ -79,7 +81,7 @@ type plainStrategy struct {
 
 // newPlainStrategy returns the seq (parallel=false) or fanout strategy.
 func newPlainStrategy(name string, parallel bool, addrs []string, p LockParams) *plainStrategy {
-	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, opt: connOpts{
+	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, opt: connOpts{tls: p.TLS,
 		user: p.User, password: p.Password, db: p.DB, dialTimeout: p.DialTimeout, timeout: p.Timeout,
 	}}
 }

@@ -13,6 +13,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // Report is the whole run's outcome: the -json object and what report.md
@@ -36,6 +38,7 @@ type ReportConfig struct {
 	Target      string   `json:"target"`
 	TargetKind  string   `json:"target_kind"` // embedded, real-local, nodes
 	Nodes       []string `json:"nodes"`
+	TLS         bool     `json:"tls,omitempty"` // -tls: every node over TLS
 	Strategies  []string `json:"strategies"`
 	Workers     int      `json:"workers"`
 	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
@@ -117,6 +120,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
 	}
 	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
+	secrets := cfg.secrets()
 
 	var t *target
 	var err error
@@ -124,17 +128,27 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	case len(cfg.Nodes) > 0:
 		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
 	case cfg.RealLocal > 0:
-		t, err = startRealLocal(cfg.RealLocal, cfg.Password)
+		t, err = startRealLocal(cfg.RealLocal, cfg.Password, cfg.TLS)
 	default:
 		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
 	}
 	if err != nil {
-		return nil, redactErr(err, cfg.Password)
+		return nil, redactErr(err, secrets...)
 	}
 	defer t.close()
+	if cfg.TLS {
+		tc, err := cfg.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		if t.rootCAs != nil {
+			tc.RootCAs = t.rootCAs
+		}
+		params.TLS, opt.tls = tc, tc
+	}
 
 	if err := preflight(ctx, t.addrs, opt); err != nil {
-		return nil, redactErr(err, cfg.Password)
+		return nil, redactErr(err, secrets...)
 	}
 	rep := &Report{Config: reportConfig(cfg, t, params), Env: environment()}
 	rep.Env.Server = serverInfo(ctx, t.addrs[0], opt)
@@ -148,7 +162,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	}
 	if t.admin {
 		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.Faults); err != nil {
-			return nil, redactErr(err, cfg.Password)
+			return nil, redactErr(err, secrets...)
 		}
 	}
 
@@ -169,7 +183,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 		s, err := newStrategy(name, t.addrs, params, cfg.Conns)
 		if err != nil {
-			return nil, redactErr(fmt.Errorf("%s: %w", name, err), cfg.Password)
+			return nil, redactErr(fmt.Errorf("%s: %w", name, err), secrets...)
 		}
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, RunConfig{
@@ -183,7 +197,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 			progress(Progress{}) // clears a terminal's live line
 		}
 		if err != nil && ctx.Err() == nil {
-			return nil, redactErr(err, cfg.Password)
+			return nil, redactErr(err, secrets...)
 		}
 		if res != nil {
 			res.Server = serverCost(before, after, res.Ops, len(t.addrs))
@@ -202,7 +216,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		WriteTable(tableOut, rep)
 	}
 	if err := writeOutputs(cfg, rep, o.Stdout); err != nil {
-		return rep, redactErr(err, cfg.Password)
+		return rep, redactErr(err, secrets...)
 	}
 	if rep.Interrupted {
 		return rep, fmt.Errorf("%w: the report covers what was measured (%s)", ErrInterrupted, measuredList(rep))
@@ -241,12 +255,20 @@ func newStrategy(name string, addrs []string, p LockParams, conns int) (Strategy
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
 
-// redactErr makes sure no error text carries the password.
-func redactErr(err error, password string) error {
-	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
+// redactErr makes sure no error text carries a password (-password's,
+// or one in a node URL).
+func redactErr(err error, passwords ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, pw := range passwords {
+		msg = redact(msg, pw)
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return errors.New(redact(err.Error(), password))
+	return errors.New(msg)
 }
 
 // progressFunc returns the progress sink: on a terminal a live line
@@ -307,7 +329,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	rc := ReportConfig{
-		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
+		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
@@ -320,6 +342,15 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 		rc.Faults = append(rc.Faults, f.String())
 	}
 	return rc
+}
+
+// shownAddrs returns addrs as reports show them: a URL's password as ***.
+func shownAddrs(addrs []string) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = mux.RedactURL(a)
+	}
+	return out
 }
 
 func environment() Env {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/internal/redisproc"
+	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -42,6 +44,9 @@ type target struct {
 	pids  []int  // processes whose CPU is the servers' (empty: unknown)
 	admin bool   // nodes accept FAKE admin commands
 	close func()
+	// rootCAs is the CA of certificates made for the run (-real-local
+	// -tls); nil otherwise.
+	rootCAs *x509.CertPool
 }
 
 // startEmbedded starts an n-node fake cluster, in a child process when
@@ -78,17 +83,46 @@ func startChild(n int, password string) (*target, error) {
 }
 
 // startRealLocal starts n local redis-server processes (stopped by pid in
-// close).
-func startRealLocal(n int, password string) (*target, error) {
-	list, err := redisproc.StartN(n, redisproc.Options{Password: password})
+// close). With useTLS they speak TLS only, with a CA and certificates made
+// for the run in a temporary directory (removed in close); t.rootCAs is
+// that CA.
+func startRealLocal(n int, password string, useTLS bool) (*target, error) {
+	opt := redisproc.Options{Password: password}
+	cleanup := func() {}
+	var pool *x509.CertPool
+	if useTLS {
+		if !redisproc.SupportsTLS() {
+			return nil, fmt.Errorf("-real-local -tls: %s was built without TLS (--tls-port)", redisproc.Binary())
+		}
+		dir, err := os.MkdirTemp("", "redmux-bench-tls-")
+		if err != nil {
+			return nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+		files, err := redisproc.WriteCerts(dir, redisproc.CertOptions{})
+		if err == nil {
+			pool, err = mux.LoadCertPool(files.CAFile)
+		}
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("certificates for -real-local -tls: %w", err)
+		}
+		opt.TLS = files
+	}
+	list, err := redisproc.StartN(n, opt)
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
-	t := &target{addrs: redisproc.Addrs(list), kind: "real-local", close: func() { redisproc.StopAll(list) }}
+	t := &target{addrs: redisproc.Addrs(list), kind: "real-local", rootCAs: pool,
+		close: func() { redisproc.StopAll(list); cleanup() }}
 	for _, s := range list {
 		t.pids = append(t.pids, s.Pid())
 	}
 	t.desc = fmt.Sprintf("%d local redis-server processes (started and stopped by redmux-bench)", n)
+	if useTLS {
+		t.desc = fmt.Sprintf("%d local redis-server processes over TLS (certificates made for the run; started and stopped by redmux-bench)", n)
+	}
 	return t, nil
 }
 
@@ -116,10 +150,11 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
+			shown := mux.RedactURL(a)
 			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) {
-				return fmt.Errorf("node %s: %w", a, err)
+				return fmt.Errorf("node %s: %w", shown, err)
 			}
-			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, a, redact(err.Error(), opt.password))
+			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, shown, redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
 		}
 	}
 	return nil

@@ -2,10 +2,9 @@ package mux
 
 import (
 	"crypto/sha1"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +23,13 @@ type Script struct {
 
 // Config configures a Client. Zero values take the documented defaults.
 type Config struct {
-	Addrs          []string      // host:port of every node; required, 1..64 nodes
+	// Addrs are the nodes, 1..64 of them, each "host:port" or a URL:
+	// redis://[[user]:password@]host[:port][/db][?options], or rediss://
+	// for TLS. A URL's user, password, db and options apply to its node
+	// and win over the fields below; see the package documentation
+	// ("Node URLs and TLS") for the options. Errors, NodeError.Addr and
+	// Client.Addrs show a URL's password as ***.
+	Addrs          []string
 	Conns          int           // connections per node, shared by every caller; default 1, at most 64
 	DialTimeout    time.Duration // connect + set-up pipeline; default 1s
 	Timeout        time.Duration // default per-batch deadline of Do; default 50ms
@@ -40,6 +45,15 @@ type Config struct {
 	ReconnectMin   time.Duration // first redial backoff; default 50ms
 	ReconnectMax   time.Duration // backoff cap (with jitter); default 2s
 	Parser         resp.Parser   // reply limits; zero = resp defaults
+	// TLS, when set, connects every node over TLS with this configuration
+	// (host:port and rediss:// nodes; a redis:// URL is then an error).
+	// Without it, rediss:// URLs turn TLS on for their node alone. It is cloned per node; ServerName defaults to the
+	// node's host, MinVersion to TLS 1.2. Certificates are verified
+	// (RootCAs, or the system's pool when nil) unless InsecureSkipVerify
+	// is set here or by a URL's skip_verify/insecure option: never by
+	// default. A client with any TLS node runs every connection on the
+	// net.Conn transport (see Transports).
+	TLS *tls.Config
 }
 
 // Defaults of a zero Config field.
@@ -62,8 +76,8 @@ const (
 // resolved is a Config with every default applied and every field checked.
 type resolved struct {
 	Config
-	hosts []string
-	ports []int
+	nodes []nodeSpec // per node: address, credentials, db, TLS
+	tls   bool       // some node uses TLS: the net.Conn transport runs the client
 }
 
 func resolve(cfg Config) (*resolved, error) {
@@ -74,22 +88,6 @@ func resolve(cfg Config) (*resolved, error) {
 	}
 	if n > MaxNodes {
 		return nil, fmt.Errorf("%w: %d addresses, at most %d", ErrConfig, n, MaxNodes)
-	}
-	r.Addrs = append([]string(nil), cfg.Addrs...)
-	for i, a := range r.Addrs {
-		h, p, err := net.SplitHostPort(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: address %d %q: %v", ErrConfig, i, a, err)
-		}
-		port, err := strconv.Atoi(p)
-		if err != nil || port <= 0 || port > 65535 {
-			return nil, fmt.Errorf("%w: address %d %q: bad port", ErrConfig, i, a)
-		}
-		if h == "" {
-			h = "127.0.0.1"
-		}
-		r.hosts = append(r.hosts, h)
-		r.ports = append(r.ports, port)
 	}
 	if r.Conns == 0 {
 		r.Conns = DefaultConns
@@ -143,6 +141,21 @@ func resolve(cfg Config) (*resolved, error) {
 	}
 	if strings.ContainsAny(r.ClientName, " \r\n") {
 		return nil, fmt.Errorf("%w: ClientName %q has spaces or newlines", ErrConfig, r.ClientName)
+	}
+	// Addresses last: a URL's values default to the fields checked above.
+	// r.Addrs become the printable forms (a URL's password as ***).
+	r.Addrs = make([]string, n)
+	for i, a := range cfg.Addrs {
+		ns, err := parseAddr(i, a, &r.Config)
+		if err != nil {
+			return nil, err
+		}
+		if strings.ContainsAny(ns.clientName, " \r\n") {
+			return nil, fmt.Errorf("%w: address %d: client_name %q has spaces or newlines", ErrConfig, i, ns.clientName)
+		}
+		r.nodes = append(r.nodes, ns)
+		r.Addrs[i] = ns.display
+		r.tls = r.tls || ns.tls != nil
 	}
 	r.Scripts = append([]Script(nil), cfg.Scripts...)
 	for i, s := range r.Scripts {

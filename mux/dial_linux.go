@@ -22,7 +22,7 @@ var errDialTimeout = errors.New("timeout")
 func (c *Client) dialRaw(i, efd int) (int, error) {
 	start := time.Now()
 	deadline := start.Add(c.cfg.DialTimeout)
-	host, port := c.cfg.hosts[i], c.cfg.ports[i]
+	host, port := c.cfg.nodes[i].host, c.cfg.nodes[i].port
 	ips, err := c.lookup(host, deadline)
 	if err != nil {
 		return -1, err
@@ -35,7 +35,7 @@ func (c *Client) dialRaw(i, efd int) (int, error) {
 			continue
 		}
 		rw := rawRW{fd: fd, efd: efd}
-		if err := runSetup(&rw, c.cfg, deadline); err != nil {
+		if err := runSetup(&rw, c.cfg, i, deadline); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
 		}

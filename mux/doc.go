@@ -1,5 +1,6 @@
 // Package mux is redmux's N-node client: "poor man's multiplexing" to N
-// independent Redis masters on raw non-blocking sockets. A call writes
+// independent Redis masters on raw non-blocking sockets (or Go's net.Conn,
+// for TLS and other systems). A call writes
 // every node's commands first, then reads the replies as they arrive
 // (epoll), so it costs about one round trip to the slowest node the
 // decision needs, not the sum of N round trips; and in steady state it
@@ -92,14 +93,54 @@
 // ErrNodeDown (its last error is the cause; see NodeErr and NodeUp). New
 // fails only on a bad Config.
 //
-// Every new connection is set up in one pipelined write: AUTH (password,
-// or ACL user and password), HELLO 3 (Config.RESP3), SELECT (Config.DB),
+// Every new connection is set up in one pipelined write (after the TLS
+// handshake, for a TLS node): AUTH (password, or ACL user and password),
+// HELLO 3 (Config.RESP3), SELECT (Config.DB),
 // CLIENT SETNAME, and SCRIPT LOAD of every Config.Scripts entry; every reply
 // is checked, a refused AUTH gives an error wrapping ErrAuth (the password
 // never appears in errors), and bytes past the last set-up reply fail the
 // dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
 // the same Do resends that command once as EVAL with the script's text,
 // then SCRIPT LOADs it again; a second NOSCRIPT is the node's error.
+//
+// # Node URLs and TLS
+//
+// Config.Addrs takes "host:port" or a URL per node, in the Redis URI scheme
+// that redis-cli and go-redis accept:
+//
+//	redis://[[user]:password@]host[:port][/db][?option=value&...]
+//	rediss://...            the same over TLS
+//
+// The port defaults to 6379; the password must be percent-escaped where it
+// holds '/', '?', '#' or '%' (a URL that would put part of it
+// elsewhere is refused). A URL's user, password and db apply to its node
+// and win over Config.Username, Password and DB; "redis://:pw@host" is the
+// default user. Options (unknown ones are an error, as in go-redis): db,
+// protocol (2 or 3: HELLO 3), client_name (go-redis's names); and, for
+// rediss:// only, cacert (a PEM CA bundle), cert and key (a client
+// certificate for mutual TLS), sni (the server name to send and verify),
+// insecure or skip_verify (true: do not verify the server's certificate),
+// min_version (1.2 or 1.3). Errors about a URL, NodeError.Addr and
+// Client.Addrs show its password as *** (RedactURL); ParseAddr resolves an
+// address the way New does, for code that reaches the same nodes otherwise.
+//
+// Config.TLS (a *tls.Config) connects every node over TLS (a redis:// URL
+// beside it is a config error, not a silent plaintext node); without it, a
+// rediss:// URL turns TLS on for its node alone. Each node
+// gets a clone: ServerName defaults to the node's host, MinVersion to TLS
+// 1.2, certificates are verified against RootCAs (or the system's roots),
+// and verification is skipped only when InsecureSkipVerify is set there or
+// by a URL's option. The handshake is part of the background dial, bounded
+// by DialTimeout with the set-up pipeline; a caller never waits for one. A
+// failed handshake leaves the node down with a cause that wraps ErrTLS and
+// the crypto/tls error (errors.As finds *tls.CertificateVerificationError,
+// x509.UnknownAuthorityError, x509.HostnameError, ...), in one line, e.g.
+//
+//	mux: node down: node 0 (rediss://10.0.0.5:6380): TLS handshake failed (server name 10.0.0.5): tls: failed to verify certificate: x509: certificate signed by unknown authority
+//
+// A server that requires a client certificate the client lacks is named as
+// such (TLS 1.3 servers refuse it only after the client's handshake is done:
+// the refusal arrives during the set-up and is reported the same way).
 //
 // # Bounds
 //
@@ -121,6 +162,7 @@
 //	MaxReplyBytes   largest reply; default 1 MiB
 //	ReconnectMin, ReconnectMax  redial backoff; default 50ms, 2s
 //	Parser          reply limits (resp.Parser); zero = resp's defaults
+//	TLS             *tls.Config for every node; nil = plaintext (rediss:// URLs per node)
 //
 // # Transports
 //
@@ -134,8 +176,14 @@
 // writes bounded to short slices so a caller never blocks past its
 // deadline; same API and semantics, more goroutines, and no zero-allocation
 // promise (every caller follows: its connections' reader goroutines wake
-// it). Close makes the poller stop (or closes the net.Conns), fails every
-// waiting batch with ErrClosed, closes every socket, and returns when
+// it). A client with any TLS node runs every connection on the net.Conn
+// transport (a *tls.Conn is a net.Conn; results/tls measures the cost): a
+// TLS write that would block is never timed out, which would break the TLS
+// connection for good; what the socket does not take within the write
+// slice is kept under the TLS layer and written in the background while
+// the engine holds its queue. Close makes the poller stop (or closes the
+// net.Conns), fails every waiting batch with ErrClosed, closes every
+// socket, and returns when
 // every goroutine of the client has ended.
 //
 // # Zero allocation

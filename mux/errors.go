@@ -97,3 +97,10 @@ func (e *setupError) Error() string {
 }
 
 func (e *setupError) Unwrap() error { return e.kind }
+
+// ErrTLS is wrapped by the node error of a connection whose TLS handshake
+// failed (an untrusted or expired certificate, a name mismatch, a client
+// certificate the server requires or refuses, no common version). The
+// underlying crypto/tls or crypto/x509 error is wrapped too (errors.As
+// finds, for example, a *tls.CertificateVerificationError).
+var ErrTLS = errors.New("mux: TLS handshake failed")

@@ -380,17 +380,13 @@ func TestDeadlineCoversQueueWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A node that answers the set-up, then never reads again (until the
-	// test ends: its socket must not outlive the test, the fd-leak test
-	// counts sockets).
-	stop := make(chan struct{})
-	var served sync.WaitGroup
-	defer served.Wait()
-	defer ln.Close()
-	defer close(stop)
-	served.Add(1)
+	// A node that answers the set-up, then never reads again, until the
+	// test ends (its socket must not outlive the test: a later test counts
+	// file descriptors).
+	stop, exited := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); _ = ln.Close(); <-exited })
 	go func() {
-		defer served.Done()
+		defer close(exited)
 		nc, err := ln.Accept()
 		if err != nil {
 			return
@@ -399,10 +395,7 @@ func TestDeadlineCoversQueueWait(t *testing.T) {
 		buf := make([]byte, 4096)
 		_, _ = nc.Read(buf)
 		_, _ = nc.Write([]byte("+OK\r\n"))
-		select {
-		case <-stop:
-		case <-time.After(5 * time.Second):
-		}
+		<-stop
 	}()
 	c := newTestClient(t, []string{ln.Addr().String()}, func(cfg *Config) {
 		cfg.Scripts = nil

@@ -22,27 +22,30 @@ type setupRW interface {
 	read(b []byte, deadline time.Time) (int, error)
 }
 
-// pipeline builds the set-up commands, all written in one go.
-func (r *resolved) pipeline() ([]byte, []setupStep) {
+// pipeline builds node i's set-up commands, all written in one go. The
+// credentials, protocol, db and name are the node's own (its URL's, else
+// the Config's).
+func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
+	ns := &r.nodes[i]
 	var b []byte
 	var steps []setupStep
-	if r.Password != "" {
-		if r.Username != "" {
-			b = resp.AppendCommand(b, "AUTH", r.Username, r.Password)
+	if ns.password != "" {
+		if ns.username != "" {
+			b = resp.AppendCommand(b, "AUTH", ns.username, ns.password)
 		} else {
-			b = resp.AppendCommand(b, "AUTH", r.Password)
+			b = resp.AppendCommand(b, "AUTH", ns.password)
 		}
 		steps = append(steps, setupStep{name: "AUTH", auth: true})
 	}
-	if r.RESP3 {
+	if ns.resp3 {
 		b = resp.AppendCommand(b, "HELLO", "3")
 		steps = append(steps, setupStep{name: "HELLO 3"})
 	}
-	if r.DB > 0 {
-		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(r.DB))
+	if ns.db > 0 {
+		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(ns.db))
 		steps = append(steps, setupStep{name: "SELECT"})
 	}
-	b = resp.AppendCommand(b, "CLIENT", "SETNAME", r.ClientName)
+	b = resp.AppendCommand(b, "CLIENT", "SETNAME", ns.clientName)
 	steps = append(steps, setupStep{name: "CLIENT SETNAME"})
 	for _, s := range r.Scripts {
 		b = resp.AppendCommand(b, "SCRIPT", "LOAD", s.Text)
@@ -51,11 +54,12 @@ func (r *resolved) pipeline() ([]byte, []setupStep) {
 	return b, steps
 }
 
-// runSetup writes the set-up pipeline and checks every reply. Bytes past
+// runSetup writes node i's set-up pipeline and checks every reply. Bytes past
 // the last set-up reply are an error: nothing was asked for them, and
 // matched to the first command they would shift every reply after it.
-func runSetup(rw setupRW, r *resolved, deadline time.Time) error {
-	cmds, steps := r.pipeline()
+func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
+	cmds, steps := r.pipeline(i)
+	password := r.nodes[i].password
 	if err := rw.write(cmds, deadline); err != nil {
 		return &setupError{step: "write", text: err.Error()}
 	}
@@ -74,7 +78,7 @@ func runSetup(rw setupRW, r *resolved, deadline time.Time) error {
 			if rep.Type == resp.TypePush {
 				continue
 			}
-			if err := checkStep(steps[step], rep, r.Password); err != nil {
+			if err := checkStep(steps[step], rep, password); err != nil {
 				return err
 			}
 			step++

@@ -55,16 +55,21 @@ func (d *netDriver) sweep() {
 }
 
 // dial connects to node with net.Dialer (TCP_NODELAY is Go's default;
-// keepalive 15s), bounded by DialTimeout, and runs the set-up pipeline.
+// keepalive 15s), runs the TLS handshake for a TLS node (tls.go) and the
+// set-up pipeline, all bounded by DialTimeout.
 func (d *netDriver) dial(node int) (link, error) {
 	c := d.c
+	ns := &c.cfg.nodes[node]
 	deadline := time.Now().Add(c.cfg.DialTimeout)
 	nd := net.Dialer{Deadline: deadline, KeepAlive: 15 * time.Second}
-	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(c.cfg.hosts[node], strconv.Itoa(c.cfg.ports[node])))
+	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(ns.host, strconv.Itoa(ns.port)))
 	if err != nil {
 		return nil, &setupError{step: "connect", text: err.Error()}
 	}
-	if err := runSetup(netRW{nc}, c.cfg, deadline); err != nil {
+	if ns.tls != nil {
+		return d.dialTLS(node, nc, deadline)
+	}
+	if err := runSetup(netRW{nc}, c.cfg, node, deadline); err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
@@ -83,11 +88,12 @@ func (d *netDriver) close() {
 	d.wg.Wait()
 }
 
-// netLink is one net.Conn.
+// netLink is one net.Conn: a TCP connection, or a *tls.Conn over sc.
 type netLink struct {
 	d  *netDriver
 	nc net.Conn
 	cn *pconn
+	sc *spillConn // TLS: the TCP connection under nc; nil for plaintext
 }
 
 // netWriteSlice bounds one blocking write: a writer (a caller of Do) that
@@ -96,6 +102,9 @@ type netLink struct {
 const netWriteSlice = 2 * time.Millisecond
 
 func (l *netLink) write(p []byte) (int, error) {
+	if l.sc != nil {
+		return l.sc.writeTLS(l.nc, p)
+	}
 	_ = l.nc.SetWriteDeadline(time.Now().Add(netWriteSlice))
 	n, err := l.nc.Write(p)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -112,6 +121,10 @@ func (l *netLink) nonBlocking() bool { return false }
 // no writability notification, so a full socket is retried every
 // millisecond or two until it drains (or HardTimeout replaces it).
 func (l *netLink) wantWrite(on bool) error {
+	if on && l.sc != nil {
+		l.sc.wantWrite(l.cn)
+		return nil
+	}
 	if on {
 		cn := l.cn
 		time.AfterFunc(time.Millisecond, cn.writable)
@@ -122,6 +135,11 @@ func (l *netLink) wantWrite(on bool) error {
 // start runs the connection's reader goroutine.
 func (l *netLink) start(cn *pconn) error {
 	l.cn = cn
+	if l.sc != nil {
+		l.sc.mu.Lock()
+		l.sc.cn = cn
+		l.sc.mu.Unlock()
+	}
 	d := l.d
 	d.mu.Lock()
 	d.live[l] = struct{}{}
@@ -141,9 +159,18 @@ func (l *netLink) unregister() {
 	l.d.mu.Unlock()
 }
 
-func (l *netLink) abort() { _ = l.nc.Close() }
+// abort and close close the TCP connection (under a TLS one too: no
+// close_notify, which could wait behind a blocked write).
+func (l *netLink) abort() { _ = l.tcp().Close() }
 
-func (l *netLink) close() { _ = l.nc.Close() }
+func (l *netLink) close() { _ = l.tcp().Close() }
+
+func (l *netLink) tcp() net.Conn {
+	if l.sc != nil {
+		return l.sc.Conn
+	}
+	return l.nc
+}
 
 // netRW is blocking-with-deadline I/O for the set-up pipeline.
 type netRW struct{ nc net.Conn }

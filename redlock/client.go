@@ -74,39 +74,29 @@ func MuxScripts() []mux.Script {
 }
 
 // New connects to the nodes at addrs (N independent Redis masters, each
-// host:port or redis://[[user]:password@]host:port[/db]; see ParseAddr) and
-// returns a Client whose Close also closes the connections. Credentials and
-// database in URLs apply to every node (mux has one set): URLs that differ
-// in them are refused.
+// host:port or a node URL, redis://[[user]:password@]host[:port][/db] or
+// rediss://... for TLS, with the options mux.Config.Addrs documents) and
+// returns a Client whose Close also closes the connections. A URL's
+// credentials, database and TLS settings are its node's own; WithMuxConfig's
+// are the defaults. The password never appears in an error.
 // Nodes that cannot be reached are redialled in the background (mux's
-// behaviour); New fails on invalid options or when mux.New fails.
+// behaviour); New fails on invalid options or addresses (ErrBadOption) or
+// when mux.New fails.
 func New(addrs []string, opts ...Option) (*Client, error) {
 	cfg, err := buildConfig(len(addrs), opts)
 	if err != nil {
 		return nil, err
 	}
-	hostports, cred, err := parseAddrs(addrs)
-	if err != nil {
-		return nil, err
-	}
 	mc := cfg.muxCfg
-	mc.Addrs = hostports
-	if cred.URL {
-		if (mc.Password != "" && mc.Password != cred.Password) || (mc.Username != "" && mc.Username != cred.Username) || (mc.DB != 0 && mc.DB != cred.DB) {
-			return nil, fmt.Errorf("%w: the addresses' credentials or database differ from WithMuxConfig's", ErrBadOption)
-		}
-		if cred.Password != "" {
-			mc.Username, mc.Password = cred.Username, cred.Password
-		}
-		if cred.DB != 0 {
-			mc.DB = cred.DB
-		}
-	}
+	mc.Addrs = addrs
 	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
 	}
 	m, err := mux.New(mc)
+	if errors.Is(err, mux.ErrConfig) {
+		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}

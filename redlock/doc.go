@@ -5,7 +5,7 @@
 //
 //	c, err := redlock.New([]string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379",
 //		"10.0.0.4:6379", "10.0.0.5:6379"}, redlock.WithTTL(30*time.Second))
-//	// or "redis://:password@10.0.0.1:6379/0" (ParseAddr); the password is never printed
+//	// or URLs: "redis://:password@10.0.0.1:6379/0", "rediss://..." (TLS); see mux.Config.Addrs
 //	defer c.Close()
 //
 //	l, err := c.Acquire(ctx, "payments:batch-42")

@@ -261,14 +261,3 @@ func ExampleNotAcquiredError() {
 	// true true 1
 	// failed true
 }
-
-// ParseAddr reads host:port or a redis:// URL; String never shows the
-// password.
-func ExampleParseAddr() {
-	a, err := redlock.ParseAddr("redis://app:s3cret@10.0.0.1:6379/2")
-	fmt.Println(err, a.Addr, a.Username, a.DB)
-	fmt.Println(a)
-	// Output:
-	// <nil> 10.0.0.1:6379 app 2
-	// redis://app:xxxxx@10.0.0.1:6379/2
-}

@@ -12,6 +12,8 @@ package redisproc
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +30,7 @@ import (
 type Server struct {
 	Addr string // "127.0.0.1:port"
 	Port int
+	TLS  bool // the port speaks TLS only
 
 	cmd      *exec.Cmd
 	dir      string
@@ -63,7 +66,50 @@ type Options struct {
 	Password string
 	// Extra are additional "--name value" arguments for redis-server.
 	Extra []string
+	// Port, when not 0, is the port to listen on (to restart a server on
+	// the port it had); 0 picks a free one.
+	Port int
+	// TLS, when set, makes the server speak TLS only (--tls-port; the
+	// plaintext port is off).
+	TLS *TLS
 }
+
+// TLS is a server's TLS set-up: PEM files.
+type TLS struct {
+	CertFile, KeyFile string // the server's certificate and key
+	CAFile            string // CA that client certificates must chain to
+	// AuthClients requires a client certificate (--tls-auth-clients yes);
+	// else one is optional (checked against CAFile when sent).
+	AuthClients bool
+	// ClientCertFile and ClientKeyFile are the readiness probe's client
+	// certificate when AuthClients is set.
+	ClientCertFile, ClientKeyFile string
+}
+
+// SupportsTLS reports whether the installed redis-server was built with
+// TLS (it accepts --tls-port). It runs redis-server once with no port at
+// all (it exits at once, "not listen anywhere") to find out; the answer is
+// kept.
+func SupportsTLS() bool {
+	tlsOnce.Do(func() {
+		bin := Binary()
+		if bin == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		out, _ := exec.CommandContext(ctx, bin, "--port", "0", "--tls-port", "0").CombinedOutput()
+		// A build without TLS rejects the directive while reading its
+		// configuration; one with TLS gets past it and exits.
+		tlsOK = ctx.Err() == nil && !strings.Contains(string(out), "Bad directive")
+	})
+	return tlsOK
+}
+
+var (
+	tlsOnce sync.Once
+	tlsOK   bool
+)
 
 // Start launches redis-server on a free loopback port and waits (up to 10 s)
 // until it answers PING. The caller must Stop it.
@@ -74,9 +120,15 @@ func Start(opt Options) (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
+		port := opt.Port
+		if port == 0 {
+			p, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			port = p
+		} else if attempt > 0 {
+			time.Sleep(100 * time.Millisecond)
 		}
 		s, err := start(bin, port, opt)
 		if err == nil {
@@ -92,8 +144,17 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	portArgs := []string{"--port", strconv.Itoa(port)}
+	if t := opt.TLS; t != nil {
+		auth := "optional"
+		if t.AuthClients {
+			auth = "yes"
+		}
+		portArgs = []string{"--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", t.CertFile, "--tls-key-file", t.KeyFile,
+			"--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", auth}
+	}
 	args := []string{
-		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -106,6 +167,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	if opt.Password != "" {
 		args = append(args, "--requirepass", opt.Password)
 	}
+	args = append(portArgs, args...)
 	args = append(args, opt.Extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -116,7 +178,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, TLS: opt.TLS != nil, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -126,7 +188,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 			return nil, fmt.Errorf("redisproc: redis-server exited at start on port %d", port)
 		default:
 		}
-		if err := ping(s.Addr, opt.Password); err == nil {
+		if err := ping(s.Addr, opt.Password, opt.TLS); err == nil {
 			return s, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -135,8 +197,24 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	return nil, fmt.Errorf("redisproc: redis-server on port %d did not answer PING within 10s", port)
 }
 
-func ping(addr, password string) error {
-	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+func ping(addr, password string, t *TLS) error {
+	var c net.Conn
+	var err error
+	if t != nil {
+		// A readiness probe of our own child process, not a security
+		// check: the server's certificate may be one a test made invalid.
+		cfg := &tls.Config{InsecureSkipVerify: true}
+		if t.AuthClients {
+			kp, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
+			if err != nil {
+				return err
+			}
+			cfg.Certificates = []tls.Certificate{kp}
+		}
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 500 * time.Millisecond}, "tcp", addr, cfg)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	}
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ func TestStartStop(t *testing.T) {
 	if s.Port == 6379 {
 		t.Fatal("must never use 6379")
 	}
-	if err := redisproc.Ping(s.Addr, "s3cret"); err != nil {
+	if err := redisproc.Ping(s.Addr, "s3cret", nil); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	if err := redisproc.Ping(s.Addr, ""); err == nil {
+	if err := redisproc.Ping(s.Addr, "", nil); err == nil {
 		t.Fatal("ping without password should fail")
 	}
 	pid := s.Pid()
@@ -28,5 +28,38 @@ func TestStartStop(t *testing.T) {
 	}
 	if _, err := os.Stat(redisproc.Dir(s)); !os.IsNotExist(err) {
 		t.Fatalf("dir %s not removed", redisproc.Dir(s))
+	}
+}
+
+// TestStartTLS starts a TLS-only server with certificates made for the
+// test, checks that it speaks TLS and not plaintext on its port, that a
+// client certificate is required when asked, and that it restarts on the
+// same port.
+func TestStartTLS(t *testing.T) {
+	files := redistest.Certs(t, redisproc.CertOptions{})
+	files.AuthClients = true
+	s := redistest.Start(t, redistest.Options{Password: "s3cret", TLS: files})
+	if !s.TLS {
+		t.Fatal("Server.TLS not set")
+	}
+	if err := redisproc.Ping(s.Addr, "s3cret", files); err != nil {
+		t.Fatalf("TLS ping: %v", err)
+	}
+	if err := redisproc.Ping(s.Addr, "s3cret", nil); err == nil {
+		t.Fatal("a plaintext PING on the TLS port answered")
+	}
+	noCert := *files
+	noCert.ClientCertFile, noCert.ClientKeyFile = files.CertFile, files.KeyFile // a server-only certificate
+	if err := redisproc.Ping(s.Addr, "s3cret", &noCert); err == nil {
+		t.Fatal("a client certificate without client-auth usage was accepted")
+	}
+	port := s.Port
+	s.Stop()
+	s2 := redistest.Start(t, redistest.Options{Password: "s3cret", TLS: files, Port: port})
+	if s2.Port != port {
+		t.Fatalf("restart on port %d got %d", port, s2.Port)
+	}
+	if err := redisproc.Ping(s2.Addr, "s3cret", files); err != nil {
+		t.Fatalf("TLS ping after restart: %v", err)
 	}
 }

@@ -42,10 +42,38 @@ func Require(t testing.TB) {
 	t.Skipf("SKIPPED: redis-server is not installed (set %s=1 to make this a failure); this test did NOT run against real Redis", EnvRequire)
 }
 
+// RequireTLS is Require for a redis-server built with TLS (--tls-port):
+// one without it skips t loudly, or fails t under REDMUX_REQUIRE_REDIS.
+func RequireTLS(t testing.TB) {
+	t.Helper()
+	Require(t)
+	if redisproc.SupportsTLS() {
+		return
+	}
+	if Required() {
+		t.Fatalf("redis-server %s was built without TLS (--tls-port) but %s is set: install one built with BUILD_TLS=yes (Debian's is)", redisproc.Binary(), EnvRequire)
+	}
+	t.Skipf("SKIPPED: redis-server %s was built without TLS (set %s=1 to make this a failure); this test did NOT run against real Redis over TLS", redisproc.Binary(), EnvRequire)
+}
+
+// Certs writes a fresh CA, server and client certificates into a
+// directory removed when t ends (redisproc.WriteCerts).
+func Certs(t testing.TB, opt redisproc.CertOptions) *redisproc.TLS {
+	t.Helper()
+	files, err := redisproc.WriteCerts(t.TempDir(), opt)
+	if err != nil {
+		t.Fatalf("certificates: %v", err)
+	}
+	return files
+}
+
 // Start calls Require, starts one redis-server (failing t on error) and
 // stops it in t.Cleanup.
 func Start(t testing.TB, opt Options) *redisproc.Server {
 	t.Helper()
+	if opt.TLS != nil {
+		RequireTLS(t)
+	}
 	Require(t)
 	s, err := redisproc.Start(opt)
 	if err != nil {
@@ -58,6 +86,9 @@ func Start(t testing.TB, opt Options) *redisproc.Server {
 // StartN is Start for n servers.
 func StartN(t testing.TB, n int, opt Options) []*redisproc.Server {
 	t.Helper()
+	if opt.TLS != nil {
+		RequireTLS(t)
+	}
 	Require(t)
 	list, err := redisproc.StartN(n, opt)
 	if err != nil {

@@ -1,0 +1,343 @@
+package mux
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// nodeSpec is one node's resolved connection settings: its address (from a
+// host:port or a redis:// / rediss:// URL) and what the URL or the Config
+// says about credentials, database, protocol and TLS.
+type nodeSpec struct {
+	host       string
+	port       int
+	display    string // the address as printed: the URL with its password as ***
+	username   string
+	password   string
+	db         int
+	resp3      bool
+	clientName string
+	tls        *tls.Config // nil: plaintext
+}
+
+// DefaultPort is the port of a redis:// or rediss:// URL that names none.
+const DefaultPort = 6379
+
+// urlOptions are the query parameters a node URL accepts. db, protocol,
+// client_name and skip_verify are go-redis's (redis.ParseURL); cacert,
+// cert, key, sni and insecure are redis-cli's TLS flags (--cacert, --cert,
+// --key, --sni, --insecure); min_version is ours (1.2 or 1.3).
+var urlOptions = []string{"db", "protocol", "client_name", "skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
+
+// RedactURL returns addr with the password of a URL's user information
+// replaced by ***, and its query left out. Anything that is not a URL is
+// returned as it is. It works on malformed URLs too, so that an error about
+// one never shows its password.
+func RedactURL(addr string) string {
+	i := strings.Index(addr, "://")
+	if i < 0 {
+		return addr
+	}
+	rest := addr[i+3:]
+	// The user information ends at the last '@': a password may hold any
+	// character, '/', '?' and '#' included, when it was not escaped.
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user := rest[:at]
+		if c := strings.Index(user, ":"); c >= 0 {
+			user = user[:c] + ":***"
+		}
+		tail := rest[at+1:]
+		if q := strings.IndexAny(tail, "?#"); q >= 0 {
+			tail = tail[:q]
+		}
+		return addr[:i+3] + user + "@" + tail
+	}
+	if q := strings.IndexAny(rest, "?#"); q >= 0 {
+		rest = rest[:q]
+	}
+	return addr[:i+3] + rest
+}
+
+// parseAddr resolves one entry of Config.Addrs into a nodeSpec, with the
+// Config's settings as defaults (a URL's own values win). Errors never
+// contain the password.
+func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
+	ns := nodeSpec{
+		username: cfg.Username, password: cfg.Password, db: cfg.DB,
+		resp3: cfg.RESP3, clientName: cfg.ClientName,
+	}
+	bad := func(format string, args ...any) error {
+		if i < 0 {
+			return fmt.Errorf("%w: address %q: %s", ErrConfig, RedactURL(a), fmt.Sprintf(format, args...))
+		}
+		return fmt.Errorf("%w: address %d %q: %s", ErrConfig, i, RedactURL(a), fmt.Sprintf(format, args...))
+	}
+	if !strings.Contains(a, "://") {
+		h, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return ns, bad("want host:port or a redis:// or rediss:// URL")
+		}
+		port, err := strconv.Atoi(p)
+		if err != nil || port <= 0 || port > 65535 {
+			return ns, bad("bad port")
+		}
+		if h == "" {
+			h = "127.0.0.1"
+		}
+		ns.host, ns.port, ns.display = h, port, a
+		if cfg.TLS != nil {
+			ns.tls = nodeTLS(cfg.TLS, h)
+		}
+		return ns, nil
+	}
+	u, err := url.Parse(a)
+	if err != nil {
+		if urlPassword(a) != "" {
+			// The parser's text may quote part of the password.
+			return ns, bad("malformed URL (escape special characters of the password with %%XX)")
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return ns, bad("%v", err)
+	}
+	if raw := urlPassword(a); raw != "" {
+		// The parser must have seen the same password we would redact;
+		// an unescaped '/', '?' or '#' in it makes part of it the path.
+		pw, ok := "", false
+		if u.User != nil {
+			pw, ok = u.User.Password()
+		}
+		if want, err := url.PathUnescape(raw); !ok || err != nil || pw != want {
+			return ns, bad("malformed URL (escape special characters of the password with %%XX)")
+		}
+	}
+	var secure bool
+	switch u.Scheme {
+	case "redis":
+	case "rediss":
+		secure = true
+	default:
+		return ns, bad("scheme %q, want redis or rediss", u.Scheme)
+	}
+	if u.Opaque != "" {
+		return ns, bad("want redis://host:port")
+	}
+	ns.host = u.Hostname()
+	if ns.host == "" {
+		ns.host = "127.0.0.1"
+	}
+	ns.port = DefaultPort
+	if p := u.Port(); p != "" {
+		ns.port, err = strconv.Atoi(p)
+		if err != nil || ns.port <= 0 || ns.port > 65535 {
+			return ns, bad("bad port")
+		}
+	}
+	if u.User != nil {
+		pw, ok := u.User.Password()
+		switch {
+		case ok && pw == "":
+			return ns, bad("empty password")
+		case ok:
+			ns.username, ns.password = u.User.Username(), pw
+		default:
+			// redis://user@host: no password given. The Redis URI scheme
+			// has none here; our Config has no user without a password.
+			return ns, bad("user without password (write redis://user:password@host, or :password@ for the default user)")
+		}
+	}
+	path := strings.TrimPrefix(u.Path, "/")
+	if path != "" {
+		db, err := strconv.Atoi(path)
+		if err != nil || db < 0 {
+			return ns, bad("path %q: want /db (a database number)", "/"+path)
+		}
+		ns.db = db
+	}
+	q := u.Query()
+	for k := range q {
+		if !slices.Contains(urlOptions, k) {
+			return ns, bad("unknown option %q (known: %s)", k, strings.Join(urlOptions, ", "))
+		}
+		if len(q[k]) > 1 {
+			return ns, bad("option %q given twice", k)
+		}
+	}
+	if v := q.Get("db"); v != "" {
+		db, err := strconv.Atoi(v)
+		if err != nil || db < 0 {
+			return ns, bad("db=%q: want a database number", v)
+		}
+		if path != "" && db != ns.db {
+			return ns, bad("db=%s and path /%s disagree", v, path)
+		}
+		ns.db = db
+	}
+	switch v := q.Get("protocol"); v {
+	case "":
+	case "2":
+		ns.resp3 = false
+	case "3":
+		ns.resp3 = true
+	default:
+		return ns, bad("protocol=%q: want 2 or 3", v)
+	}
+	if v := q.Get("client_name"); v != "" {
+		ns.clientName = v
+	}
+	tlsKeys := []string{"skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
+	if !secure && cfg.TLS != nil {
+		// Config.TLS asks for TLS everywhere; a plaintext scheme is a
+		// contradiction, not something to settle silently either way.
+		return ns, bad("redis:// is plaintext but Config.TLS is set: write rediss://, or host:port")
+	}
+	if !secure {
+		for _, k := range tlsKeys {
+			if q.Has(k) {
+				return ns, bad("option %q needs rediss:// (TLS)", k)
+			}
+		}
+		ns.display = RedactURL(a)
+		return ns, nil
+	}
+	base := cfg.TLS
+	if base == nil {
+		base = &tls.Config{}
+	}
+	tc := nodeTLS(base, ns.host)
+	for _, k := range []string{"skip_verify", "insecure"} {
+		if v := q.Get(k); q.Has(k) {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return ns, bad("%s=%q: want true or false", k, v)
+			}
+			tc.InsecureSkipVerify = b
+		}
+	}
+	if v := q.Get("sni"); v != "" {
+		tc.ServerName = v
+	}
+	if v := q.Get("cacert"); v != "" {
+		pool, err := LoadCertPool(v)
+		if err != nil {
+			return ns, bad("cacert: %v", err)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := q.Get("cert"), q.Get("key")
+	if (cert == "") != (key == "") {
+		return ns, bad("cert and key go together")
+	}
+	if cert != "" {
+		kp, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return ns, bad("cert/key: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{kp}
+	}
+	switch v := q.Get("min_version"); v {
+	case "":
+	case "1.2":
+		tc.MinVersion = tls.VersionTLS12
+	case "1.3":
+		tc.MinVersion = tls.VersionTLS13
+	default:
+		return ns, bad("min_version=%q: want 1.2 or 1.3", v)
+	}
+	ns.tls = tc
+	ns.display = RedactURL(a)
+	return ns, nil
+}
+
+// urlPassword returns the password in a URL's user information, found
+// without parsing (for scrubbing error texts of a URL that does not parse).
+func urlPassword(a string) string {
+	i := strings.Index(a, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := a[i+3:]
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return ""
+	}
+	user := rest[:at]
+	if c := strings.Index(user, ":"); c >= 0 {
+		return user[c+1:]
+	}
+	return ""
+}
+
+// nodeTLS clones base for one node: ServerName defaults to the node's host
+// (certificates are checked against it), MinVersion to TLS 1.2.
+func nodeTLS(base *tls.Config, host string) *tls.Config {
+	tc := base.Clone()
+	if tc.ServerName == "" {
+		tc.ServerName = host
+	}
+	if tc.MinVersion == 0 {
+		tc.MinVersion = tls.VersionTLS12
+	}
+	return tc
+}
+
+// LoadCertPool reads PEM certificates (a CA bundle) from file into a new
+// pool, for tls.Config.RootCAs. It fails if the file holds no certificate.
+func LoadCertPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// NodeAddr is one Config.Addrs entry resolved as New resolves it, for
+// code that reaches the same nodes by other means (redmux-bench's plain
+// connections).
+type NodeAddr struct {
+	Addr               string // host:port to dial
+	Display            string // the address as printed: a URL's password as ***
+	Username, Password string
+	DB                 int
+	RESP3              bool
+	TLS                *tls.Config // nil: plaintext
+}
+
+// ParseAddr resolves addr (host:port or a redis:// or rediss:// URL) with
+// cfg's Username, Password, DB, RESP3, ClientName and TLS as defaults, as
+// New does. Errors wrap ErrConfig and never contain the password.
+func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
+	ns, err := parseAddr(-1, addr, &cfg)
+	if err != nil {
+		return NodeAddr{}, err
+	}
+	return NodeAddr{
+		Addr: net.JoinHostPort(ns.host, strconv.Itoa(ns.port)), Display: ns.display,
+		Username: ns.username, Password: ns.password, DB: ns.db, RESP3: ns.resp3, TLS: ns.tls,
+	}, nil
+}
+
+// URLPassword returns the password of a redis:// or rediss:// URL's user
+// information ("" if none), found without parsing, so that callers can
+// scrub it from texts of their own.
+func URLPassword(addr string) string {
+	pw := urlPassword(addr)
+	if u, err := url.PathUnescape(pw); err == nil {
+		return u
+	}
+	return pw
+}

@@ -1,0 +1,164 @@
+package mux
+
+import (
+	"crypto/tls"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redmux/redmux/internal/redisproc"
+	"github.com/redmux/redmux/internal/redisproc/redistest"
+)
+
+func TestParseAddr(t *testing.T) {
+	files, err := redisproc.WriteCerts(t.TempDir(), redisproc.CertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Username: "u0", Password: "p0", DB: 1, ClientName: "base"}
+	cases := []struct {
+		addr    string
+		host    string
+		port    int
+		user    string
+		pass    string
+		db      int
+		resp3   bool
+		name    string
+		tls     bool
+		sni     string
+		skip    bool
+		display string
+	}{
+		{addr: "10.0.0.1:7000", host: "10.0.0.1", port: 7000, user: "u0", pass: "p0", db: 1, name: "base", display: "10.0.0.1:7000"},
+		{addr: ":7000", host: "127.0.0.1", port: 7000, user: "u0", pass: "p0", db: 1, name: "base", display: ":7000"},
+		{addr: "redis://h.example:7001", host: "h.example", port: 7001, user: "u0", pass: "p0", db: 1, name: "base", display: "redis://h.example:7001"},
+		{addr: "redis://h.example", host: "h.example", port: DefaultPort, user: "u0", pass: "p0", db: 1, name: "base", display: "redis://h.example"},
+		{addr: "redis://:pw@h:7002/3", host: "h", port: 7002, user: "", pass: "pw", db: 3, name: "base", display: "redis://:***@h:7002/3"},
+		{addr: "redis://alice:a%2Fb%40c@h:7003/0?protocol=3&client_name=x", host: "h", port: 7003, user: "alice", pass: "a/b@c", db: 0, resp3: true, name: "x", display: "redis://alice:***@h:7003/0"},
+		{addr: "redis://[::1]:7004?db=4", host: "::1", port: 7004, user: "u0", pass: "p0", db: 4, name: "base", display: "redis://[::1]:7004"},
+		{addr: "rediss://h.example:7005", host: "h.example", port: 7005, user: "u0", pass: "p0", db: 1, name: "base", tls: true, sni: "h.example", display: "rediss://h.example:7005"},
+		{addr: "rediss://:pw@10.1.1.1:7006?sni=redis.example&skip_verify=true&min_version=1.3&cacert=" + files.CAFile + "&cert=" + files.ClientCertFile + "&key=" + files.ClientKeyFile,
+			host: "10.1.1.1", port: 7006, pass: "pw", db: 1, name: "base", tls: true, sni: "redis.example", skip: true, display: "rediss://:***@10.1.1.1:7006"},
+		{addr: "rediss://h:7007?insecure=1", host: "h", port: 7007, user: "u0", pass: "p0", db: 1, name: "base", tls: true, sni: "h", skip: true, display: "rediss://h:7007"},
+	}
+	for _, c := range cases {
+		ns, err := parseAddr(0, c.addr, &base)
+		if err != nil {
+			t.Errorf("%s: %v", c.addr, err)
+			continue
+		}
+		if ns.host != c.host || ns.port != c.port || ns.username != c.user || ns.password != c.pass ||
+			ns.db != c.db || ns.resp3 != c.resp3 || ns.clientName != c.name || ns.display != c.display || (ns.tls != nil) != c.tls {
+			t.Errorf("%s: got %+v", c.addr, ns)
+			continue
+		}
+		if ns.tls != nil {
+			if ns.tls.ServerName != c.sni || ns.tls.InsecureSkipVerify != c.skip || ns.tls.MinVersion < tls.VersionTLS12 {
+				t.Errorf("%s: tls ServerName %q skip %v min %x", c.addr, ns.tls.ServerName, ns.tls.InsecureSkipVerify, ns.tls.MinVersion)
+			}
+		}
+	}
+	// A Config.TLS makes plain host:port nodes TLS ones, with the node's
+	// host as ServerName and without touching the caller's config.
+	mine := &tls.Config{}
+	ns, err := parseAddr(0, "db1.example:7000", &Config{TLS: mine})
+	if err != nil || ns.tls == nil || ns.tls.ServerName != "db1.example" || ns.tls.InsecureSkipVerify || mine.ServerName != "" {
+		t.Fatalf("Config.TLS: %+v %v", ns, err)
+	}
+	if ns.tls.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("default MinVersion %x", ns.tls.MinVersion)
+	}
+	if _, err := parseAddr(0, "redis://db1.example:7000", &Config{TLS: mine}); err == nil || !strings.Contains(err.Error(), "write rediss://") {
+		t.Fatalf("redis:// with Config.TLS: %v", err)
+	}
+}
+
+func TestParseAddrErrors(t *testing.T) {
+	const pw = "Sup3rSecret"
+	cases := []struct{ addr, want string }{
+		{"h", "want host:port"},
+		{"h:0", "bad port"},
+		{"http://h:1", "scheme"},
+		{"redis://h:99999", "bad port"},
+		{"redis://:" + pw + "@h:99999", "bad port"},
+		{"redis://user@h:1", "user without password"},
+		{"redis://user:@h:1", "empty password"},
+		{"redis://:" + pw + "@h:1/x", "want /db"},
+		{"redis://:" + pw + "@h:1?tls=1", "unknown option"},
+		{"redis://:" + pw + "@h:1?cacert=/x", "needs rediss://"},
+		{"redis://:" + pw + "@h:1?db=2&db=3", "given twice"},
+		{"redis://:" + pw + "@h:1/2?db=3", "disagree"},
+		{"redis://:" + pw + "@h:1?protocol=4", "protocol"},
+		{"rediss://:" + pw + "@h:1?cert=/x", "go together"},
+		{"rediss://:" + pw + "@h:1?cacert=/nonexistent/ca.crt", "cacert"},
+		{"rediss://:" + pw + "@h:1?skip_verify=maybe", "skip_verify"},
+		{"rediss://:" + pw + "@h:1?min_version=1.1", "min_version"},
+		{"redis://:" + pw + "@h:1?client_name=a%20b", "spaces"},
+		// An unescaped '/' or '#' in the password: the parser would take
+		// part of it for the path; the error must not show any of it.
+		{"redis://:Sup3r/Secret@h:1", "malformed URL"},
+		{"redis://:Sup3r#Secret@h:1", "malformed URL"},
+		{"redis://:Sup3r%zzSecret@h:1", "malformed URL"},
+	}
+	for _, c := range cases {
+		_, err := New(Config{Addrs: []string{c.addr}})
+		if err == nil {
+			t.Errorf("%s: no error", c.addr)
+			continue
+		}
+		msg := err.Error()
+		if !errors.Is(err, ErrConfig) || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: %v (want %q)", c.addr, err, c.want)
+		}
+		for _, part := range []string{pw, "Sup3r", "Secret"} {
+			if strings.Contains(msg, part) {
+				t.Errorf("%s: password in error: %v", c.addr, err)
+			}
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"127.0.0.1:6000":                    "127.0.0.1:6000",
+		"redis://h:1":                       "redis://h:1",
+		"redis://:pw@h:1/2?cacert=/a/b.crt": "redis://:***@h:1/2",
+		"rediss://alice:pw@h:1":             "rediss://alice:***@h:1",
+		"rediss://alice@h:1":                "rediss://alice@h:1",
+		"redis://:p/w?x#y@h:1/0":            "redis://:***@h:1/0",
+		"redis://:p@ss@h:1":                 "redis://:***@h:1",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestURLClient runs a client whose nodes are given as redis:// URLs with
+// a password against real servers: the URL's password and db are used,
+// and neither errors nor Addrs show the password.
+func TestURLClient(t *testing.T) {
+	const pw = "url-pass-word"
+	srv := redistest.StartN(t, 3, redistest.Options{Password: pw})
+	var addrs []string
+	for _, s := range srv {
+		addrs = append(addrs, "redis://:"+pw+"@"+s.Addr+"/5")
+	}
+	c := newTestClient(t, addrs, nil)
+	testAllReplies(t, c)
+	for i, a := range c.Addrs() {
+		if a != "redis://:***@"+srv[i].Addr+"/5" {
+			t.Errorf("Addrs()[%d] = %q", i, a)
+		}
+	}
+	if _, ok := c.drv.(*netDriver); ok && !portable {
+		t.Error("a plaintext client runs on the net.Conn driver")
+	}
+	srv[0].Stop()
+	waitNodeDown(t, c, 0)
+	if msg := c.NodeErr(0).Error(); strings.Contains(msg, pw) || !strings.Contains(msg, "redis://:***@") {
+		t.Fatalf("NodeErr: %q", msg)
+	}
+}
