@@ -55,6 +55,8 @@ type ReportConfig struct {
 	Faults      []string `json:"faults,omitempty"`
 	DriftFactor float64  `json:"drift_factor"`
 	DriftMs     float64  `json:"drift_fixed_ms"`
+	// NodeCap is -node-cap: commands/s each embedded node serves.
+	NodeCap float64 `json:"node_cap,omitempty"`
 	// CapacityRate is the extra target rate of the capacity section.
 	CapacityRate float64 `json:"capacity_rate,omitempty"`
 	// Percentiles are the -percentiles list (empty: the defaults).
@@ -111,46 +113,13 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	params := LockParams{
-		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
-		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
-		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
-	}
-	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
-
-	var t *target
-	var err error
-	switch {
-	case len(cfg.Nodes) > 0:
-		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
-	case cfg.RealLocal > 0:
-		t, err = startRealLocal(cfg.RealLocal, cfg.Password)
-	default:
-		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
-	}
+	sess, err := prepare(ctx, cfg)
 	if err != nil {
-		return nil, redactErr(err, cfg.Password)
+		return nil, err
 	}
-	defer t.close()
-
-	if err := preflight(ctx, t.addrs, opt); err != nil {
-		return nil, redactErr(err, cfg.Password)
-	}
-	rep := &Report{Config: reportConfig(cfg, t, params), Env: environment()}
-	rep.Env.Server = serverInfo(ctx, t.addrs[0], opt)
-	switch {
-	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
-		rep.Env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
-	case len(t.pids) > 0:
-		rep.Env.ServerCPU = "/proc/<pid>/stat of the server processes"
-	default:
-		rep.Env.ServerCPU = "INFO commandstats only"
-	}
-	if t.admin {
-		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.Faults); err != nil {
-			return nil, redactErr(err, cfg.Password)
-		}
-	}
+	defer sess.t.close()
+	t, params, opt := sess.t, sess.params, sess.opt
+	rep := &Report{Config: sess.config, Env: sess.env}
 
 	var hbuf bytes.Buffer
 	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command)
@@ -214,6 +183,64 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// session is a prepared target: nodes up and reachable, faults applied.
+type session struct {
+	t      *target
+	params LockParams
+	opt    *connOpts
+	config ReportConfig
+	env    Env
+}
+
+// prepare sets up the target of cfg (starting the embedded cluster or local
+// servers), checks every node, applies -latency, -node-cap and -fault, and
+// describes the run. The caller closes sess.t.
+func prepare(ctx context.Context, cfg *Config) (*session, error) {
+	params := LockParams{
+		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
+		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
+		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
+	}
+	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
+
+	var t *target
+	var err error
+	switch {
+	case len(cfg.Nodes) > 0:
+		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
+	case cfg.RealLocal > 0:
+		t, err = startRealLocal(cfg.RealLocal, cfg.Password)
+	default:
+		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
+	}
+	if err != nil {
+		return nil, redactErr(err, cfg.Password)
+	}
+	fail := func(err error) (*session, error) {
+		t.close()
+		return nil, redactErr(err, cfg.Password)
+	}
+	if err := preflight(ctx, t.addrs, opt); err != nil {
+		return fail(err)
+	}
+	s := &session{t: t, params: params, opt: opt, config: reportConfig(cfg, t, params), env: environment()}
+	s.env.Server = serverInfo(ctx, t.addrs[0], opt)
+	switch {
+	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
+		s.env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
+	case len(t.pids) > 0:
+		s.env.ServerCPU = "/proc/<pid>/stat of the server processes"
+	default:
+		s.env.ServerCPU = "INFO commandstats only"
+	}
+	if t.admin {
+		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.NodeCap, cfg.Faults); err != nil {
+			return fail(err)
+		}
+	}
+	return s, nil
 }
 
 // measuredList names the strategies of rep and how each ended.
@@ -311,7 +338,7 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
-		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
+		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
 		rc.Loop = "open"

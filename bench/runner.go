@@ -22,12 +22,18 @@ type RunConfig struct {
 	Workers  int           // concurrent workers (closed loop: each as fast as it goes)
 	Duration time.Duration // measured duration (when Ops is 0)
 	Ops      int64         // measured operations (when > 0, instead of Duration)
-	Warmup   time.Duration // unrecorded closed-loop run first
-	Rate     float64       // open loop: target ops/s over all workers; 0 = closed loop
-	Keys     int           // key space size
-	Workload string
-	Interval time.Duration // histogram log / progress interval; default 1s
-	Prefix   string        // key prefix, unique per run
+	Warmup   time.Duration // unrecorded run first (closed loop unless WarmupRate)
+	// WarmupRate, when > 0, runs the warm-up open loop at this rate (a
+	// sweep step settles at its own rate).
+	WarmupRate float64
+	Rate       float64 // open loop: target ops/s over all workers; 0 = closed loop
+	Keys       int     // key space size
+	Workload   string
+	Interval   time.Duration // histogram log / progress interval; default 1s
+	// Tag prefixes the interval log's tags ("<Tag>.<metric>"); default the
+	// strategy's name.
+	Tag    string
+	Prefix string // key prefix, unique per run
 	// Percentiles are reported in each Latency's Percentiles (optional).
 	Percentiles []float64
 
@@ -166,36 +172,65 @@ func (ls *loadState) backlog(now time.Time) int64 {
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
 func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
+	workers, err := newWorkers(ctx, s, cfg.Workers)
+	defer closeWorkers(workers)
+	if err != nil {
+		return nil, err
+	}
+	return measure(ctx, s, workers, cfg, hlog, progress)
+}
+
+// newWorkers makes n workers of s; on error, those made so far are
+// returned with it (for closeWorkers).
+func newWorkers(ctx context.Context, s Strategy, n int) ([]Worker, error) {
+	workers := make([]Worker, 0, n)
+	for i := 0; i < n; i++ {
+		w, err := s.NewWorker(ctx)
+		if err != nil {
+			return workers, fmt.Errorf("%s: worker %d: %w", s.Name(), i, err)
+		}
+		workers = append(workers, w)
+	}
+	return workers, nil
+}
+
+func closeWorkers(workers []Worker) {
+	for _, w := range workers {
+		_ = w.Close()
+	}
+}
+
+// measure runs one warm-up and one measured phase on existing workers (a
+// sweep runs many on the same workers). Node errors are those of this
+// phase only.
+func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	tag := cfg.Tag
+	if tag == "" {
+		tag = s.Name()
 	}
 	// Operations run on a context without ctx's cancellation: a stop lets
 	// them finish instead of failing them.
 	opCtx := context.WithoutCancel(ctx)
-	workers := make([]Worker, 0, cfg.Workers)
-	defer func() {
-		for _, w := range workers {
-			_ = w.Close()
-		}
-	}()
-	for i := 0; i < cfg.Workers; i++ {
-		w, err := s.NewWorker(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: worker %d: %w", s.Name(), i, err)
-		}
-		workers = append(workers, w)
-	}
 	keys := keyNames(cfg.Prefix+s.Name()+":", cfg.Keys)
 
 	if cfg.Warmup > 0 {
 		wcfg := cfg
-		wcfg.Rate, wcfg.Ops, wcfg.Duration = 0, 0, cfg.Warmup
+		wcfg.Rate, wcfg.Ops, wcfg.Duration = cfg.WarmupRate, 0, cfg.Warmup
 		ls := newLoadState(wcfg, keys, workers)
 		wg := ls.launch(opCtx)
 		stopOnCancel(ctx, ls, wg)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	nodeErrs0 := map[string]int64{}
+	for _, w := range workers {
+		for k, v := range w.NodeErrors() {
+			nodeErrs0[k] += v
+		}
 	}
 	ls := newLoadState(cfg, keys, workers)
 	total := newIntervalAgg()
@@ -240,7 +275,7 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 				if interval.h[i].TotalCount() == 0 {
 					continue
 				}
-				if e := hlog.Write(s.Name()+"."+m, interval.h[i], last, now); e != nil && err == nil {
+				if e := hlog.Write(tag+"."+m, interval.h[i], last, now); e != nil && err == nil {
 					err = e
 				}
 			}
@@ -319,8 +354,22 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 			res.NodeErrors[k] += v
 		}
 	}
-	if elapsed > 0 {
-		res.OpsPerSec = float64(res.Ops) / elapsed.Seconds()
+	for k, v := range nodeErrs0 {
+		if res.NodeErrors[k] -= v; res.NodeErrors[k] == 0 {
+			delete(res.NodeErrors, k)
+		}
+	}
+	window := elapsed
+	if cfg.Rate > 0 && cfg.Ops <= 0 && !interrupted {
+		// Open loop: operations start within [start, start+Duration) and
+		// every one started is counted when it ends, so the achieved rate
+		// is over that window. Over the elapsed time, which includes the
+		// last operations' latency, a short step at high latency would look
+		// saturated when it kept up.
+		window = cfg.Duration
+	}
+	if window > 0 {
+		res.OpsPerSec = float64(res.Ops) / window.Seconds()
 	}
 	if cfg.Rate > 0 {
 		res.TargetRate = cfg.Rate
