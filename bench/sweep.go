@@ -136,6 +136,11 @@ type SweepStep struct {
 	Why string `json:"why,omitempty"`
 	// Refinement: a bisection step between the coarse ones.
 	Refinement bool `json:"refinement,omitempty"`
+	// Repeated: this step missed only the latency objective and was run
+	// again at the same rate; the repeat's verdict stands (a single
+	// latency spike on a shared machine does not make a knee, an overload
+	// repeats). Repeated steps are listed but take no part in the knee.
+	Repeated bool `json:"repeated,omitempty"`
 	// ClientCPUUsPerOp is this process's CPU per operation;
 	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
 	ClientCPUUsPerOp        float64          `json:"client_cpu_us_per_op"`
@@ -234,6 +239,9 @@ func (ss *SweepStrategy) kneeOf() {
 	sort.SliceStable(ss.Steps, func(i, j int) bool { return ss.Steps[i].TargetRate < ss.Steps[j].TargetRate })
 	ss.Knee, ss.KneeRate, ss.Saturated = nil, 0, false
 	for _, st := range ss.Steps {
+		if st.Repeated {
+			continue
+		}
 		if !st.Held {
 			ss.Saturated = true
 			break
@@ -246,7 +254,7 @@ func (ss *SweepStrategy) kneeOf() {
 // (nil if none).
 func (ss *SweepStrategy) firstFailAbove() *SweepStep {
 	for _, st := range ss.Steps {
-		if !st.Held && st.TargetRate > ss.KneeRate {
+		if !st.Held && !st.Repeated && st.TargetRate > ss.KneeRate {
 			return st
 		}
 	}
@@ -378,7 +386,7 @@ func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPre
 	if cfg.SLO != nil {
 		slo = *cfg.SLO
 	}
-	step := func(rate float64, refine bool) (*SweepStep, error) {
+	step1 := func(rate float64, refine bool) (*SweepStep, error) {
 		rc := base
 		rc.Rate, rc.WarmupRate = rate, rate
 		rc.Tag = name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
@@ -416,6 +424,16 @@ func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPre
 			}
 		}
 		return st, err
+	}
+	// step runs a rate, and once more when it missed only the latency
+	// objective (see SweepStep.Repeated).
+	step := func(rate float64, refine bool) (*SweepStep, error) {
+		st, err := step1(rate, refine)
+		if st == nil || err != nil || st.Held || st.Saturated || st.FailedShare > SweepMaxFailedShare || st.Ops == 0 {
+			return st, err
+		}
+		st.Repeated = true
+		return step1(rate, refine)
 	}
 	fails := 0
 	for i := 0; i < len(rates); i++ {

@@ -57,7 +57,7 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 	var refined int
 	for _, st := range ss.Steps {
 		require.NotEqual(t, 300.0, st.TargetRate, "the sweep went on past saturation")
-		if st.Refinement {
+		if st.Refinement && !st.Repeated {
 			refined++
 			require.Greater(t, st.TargetRate, ss.KneeRate-1e-9)
 		}
@@ -192,6 +192,13 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	require.Equal(t, 100.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
 	require.Equal(t, 200.0, ss.firstFailAbove().TargetRate)
+
+	// A step run again after missing only the objective: the repeat's
+	// verdict stands.
+	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
+	ss.kneeOf()
+	require.Equal(t, 200.0, ss.KneeRate)
+	require.Equal(t, 300.0, ss.firstFailAbove().TargetRate)
 }
 
 func steps(ss *SweepStrategy) []string {
