@@ -117,6 +117,8 @@ type Config struct {
 	Timeout      time.Duration // -timeout (per node)
 	Rate         float64       // -rate
 	Workload     string        // -workload
+	Hold         Hold          // -hold: time inside the lock
+	KeyDist      KeyDist       // -keys-dist
 	User         string        // -user
 	Password     string        // -password or REDMUX_PASSWORD; never printed
 	DB           int           // -db
@@ -240,6 +242,9 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
 	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended")
+	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
+	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
+	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
 	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")

@@ -48,6 +48,9 @@ type ReportConfig struct {
 	Rate        float64  `json:"rate,omitempty"`
 	Loop        string   `json:"loop"` // closed or open
 	Workload    string   `json:"workload"`
+	Hold        string   `json:"hold,omitempty"`
+	HoldMeanMs  float64  `json:"hold_mean_ms,omitempty"`
+	KeysDist    string   `json:"keys_dist"`
 	User        string   `json:"user,omitempty"`
 	PasswordSet bool     `json:"password_set"`
 	DB          int      `json:"db,omitempty"`
@@ -143,7 +146,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
-			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
 			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
 		}, hw, progress)
@@ -337,11 +340,14 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: t.addrs, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
-		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
+		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
 		rc.Loop = "open"
+	}
+	if cfg.Hold.Kind != "" {
+		rc.Hold, rc.HoldMeanMs = cfg.Hold.String(), float64(cfg.Hold.Mean())/1e6
 	}
 	for _, f := range cfg.Faults {
 		rc.Faults = append(rc.Faults, f.String())

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -29,7 +30,12 @@ type RunConfig struct {
 	Rate       float64 // open loop: target ops/s over all workers; 0 = closed loop
 	Keys       int     // key space size
 	Workload   string
-	Interval   time.Duration // histogram log / progress interval; default 1s
+	// Hold is the time each acquired lock is held before its release
+	// (-hold); it is part of the acquire_release latency.
+	Hold Hold
+	// KeyDist is the key popularity (-keys-dist); zero: round-robin.
+	KeyDist  KeyDist
+	Interval time.Duration // histogram log / progress interval; default 1s
 	// Tag prefixes the interval log's tags ("<Tag>.<metric>"); default the
 	// strategy's name.
 	Tag    string
@@ -85,7 +91,10 @@ type StrategyResult struct {
 	Errors         map[string]int64 `json:"errors"`
 	NodeErrors     map[string]int64 `json:"node_errors"`
 	Acquired       int64            `json:"acquired"`
-	NotAcquired    int64            `json:"not_acquired"`
+	// AcquiredPerSec is acquisitions (not attempts) per second: under
+	// contention, the lock's hand-offs per second.
+	AcquiredPerSec float64 `json:"acquired_per_sec"`
+	NotAcquired    int64   `json:"not_acquired"`
 	// Failed is the operations that ended in an error (at acquire, or at
 	// release after the lock was acquired: ReleaseFailed of them).
 	Failed        int64       `json:"failed"`
@@ -370,6 +379,7 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 	}
 	if window > 0 {
 		res.OpsPerSec = float64(res.Ops) / window.Seconds()
+		res.AcquiredPerSec = float64(res.Acquired) / window.Seconds()
 	}
 	if cfg.Rate > 0 {
 		res.TargetRate = cfg.Rate
@@ -459,14 +469,12 @@ func (ls *loadState) launch(ctx context.Context) *sync.WaitGroup {
 func (ls *loadState) loop(ctx context.Context, wi int) {
 	w, rec := ls.workers[wi], ls.recs[wi]
 	n := len(ls.workers)
-	nk := len(ls.keys)
 	open := ls.period > 0
-	var timer *time.Timer
-	if open {
-		timer = time.NewTimer(time.Hour)
-		timer.Stop()
-		defer timer.Stop()
-	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(wi)))
+	keys := newKeyPicker(ls.cfg.KeyDist, len(ls.keys), rng)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for k := 0; ; k++ {
 		if ls.stopped.Load() {
 			return
@@ -482,7 +490,6 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 			}
 		}
 		var t0 time.Time
-		var key string
 		if open {
 			t0 = ls.start.Add(time.Duration(i) * ls.period)
 			if !ls.end.IsZero() && !t0.Before(ls.end) {
@@ -496,15 +503,18 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 					return
 				}
 			}
-			key = ls.keys[int(i%int64(nk))]
 		} else {
 			t0 = time.Now()
 			if !ls.end.IsZero() && !t0.Before(ls.end) {
 				return
 			}
-			key = ls.keys[keyIndex(wi, k, n, nk)]
 		}
-		ls.op(ctx, w, rec, key, t0)
+		key := ls.keys[keys.pick(wi, k, n, i, open)]
+		var hold time.Duration
+		if ls.cfg.Hold.Kind != "" {
+			hold = ls.cfg.Hold.draw(rng)
+		}
+		ls.op(ctx, w, rec, key, t0, hold, timer)
 	}
 }
 
@@ -518,7 +528,10 @@ func keyIndex(wi, k, workers, keys int) int {
 	return (wi + k) % keys
 }
 
-func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time) {
+// op runs one operation: acquire, and when acquired the extension
+// (acquire-extend-release), the hold (on timer, stopped and drained) and the
+// release.
+func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time, hold time.Duration, timer *time.Timer) {
 	ok, err := w.Acquire(ctx, key)
 	t1 := time.Now()
 	rec.mu.Lock()
@@ -550,6 +563,12 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 			rec.notExt++
 		}
 		rec.mu.Unlock()
+	}
+	if hold > 0 {
+		// Held to its end even when the run is stopped: a hold is bounded
+		// (-hold), and cutting it would skew the last operations.
+		timer.Reset(hold)
+		<-timer.C
 	}
 	t2 := time.Now()
 	err = w.Release(ctx)

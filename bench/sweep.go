@@ -364,7 +364,7 @@ func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPre
 	ss := &SweepStrategy{Name: name}
 	base := RunConfig{
 		Workers: cfg.Workers, Duration: cfg.Step, Warmup: cfg.Warmup, Keys: cfg.Keys,
-		Workload: cfg.Workload, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+		Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
 	}
 	rates := cfg.Rates
 	if len(rates) == 0 {

@@ -102,13 +102,18 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 }
 
 // Without -rates, a closed-loop probe spaces the steps: with the cap
-// planted it finds about the cap's rate (100 ops/s; mux decides at a quorum,
-// so the two slowest nodes may lag and the probe read a little above).
+// planted it reads at most about the cap's rate (100 ops/s; mux decides at
+// a quorum, so the two slowest nodes may lag and the probe read a little
+// above), and the steps, going on past the probe while they hold, reach
+// saturation.
 func TestSweepProbeSpacesStepsUpToTheCap(t *testing.T) {
 	rep, _, stderr := runSweepArgs(t, "-fake", "5", "-strategy", "mux", "-node-cap", "200", "-steps", "3", "-refine", "0",
 		"-step", "1s", "-warmup", "300ms", "-timeout", "1s", "-slo", "p99<400ms", "-c", "32", "-out", "")
 	ss := rep.Strategies[0]
-	require.InDelta(t, 100, ss.ProbeOpsPerSec, 60, "probe: %s", stderr)
+	// The cap bounds the probe from above; a loaded machine (-race) can
+	// keep it well under.
+	require.Less(t, ss.ProbeOpsPerSec, 160.0, "probe: %s", stderr)
+	require.Greater(t, ss.ProbeOpsPerSec, 10.0, "probe: %s", stderr)
 	require.Contains(t, stderr, "closed-loop probe")
 	require.True(t, ss.Saturated, "steps up to 110%% of the probe must reach saturation: %+v", steps(ss))
 	require.Less(t, ss.KneeRate, 150.0)
