@@ -129,22 +129,19 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func mergeMain(files []string, stdout, stderr io.Writer) int {
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "redmux-bench: merge needs at least one interval log file (redmux-bench merge FILE...)")
+func mergeMain(args []string, stdout, stderr io.Writer) int {
+	c, err := ParseMergeArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		MergeUsage(stdout)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: merge: %v (see redmux-bench merge -h)\n", err)
 		return ExitUsage
 	}
-	for _, f := range files {
-		if strings.HasPrefix(f, "-") {
-			fmt.Fprintf(stderr, "redmux-bench: merge takes no flags, got %q (redmux-bench merge FILE...)\n", f)
-			return ExitUsage
-		}
-	}
-	merged, n, err := MergeFiles(files)
-	if err != nil {
+	if err := runMerge(c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "redmux-bench: merge: %s\n", oneLine(err.Error()))
 		return ExitFailure
 	}
-	WriteMergeSummary(stdout, merged, len(files), n)
 	return ExitOK
 }

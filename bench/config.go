@@ -135,6 +135,11 @@ type Config struct {
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
 	Title        string        // -title (report heading)
+	// StartAt is -start-at: the wall-clock time the first strategy's
+	// warm-up starts (zero: at once). Strategy i starts at StartAt +
+	// i*(Warmup + Duration + StartAtGap), so several redmux-bench processes
+	// given the same time measure in the same windows.
+	StartAt time.Time
 
 	// Sweep settings (redmux-bench sweep only).
 	Sweep  bool          // the sweep subcommand
@@ -174,6 +179,28 @@ func (f durationFlag) Set(s string) error {
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationFlag{p}, name, usage)
+}
+
+// StartAtGap separates the windows of consecutive strategies under
+// -start-at (their set-up and tear-down fit in it).
+const StartAtGap = 2 * time.Second
+
+type startAtFlag struct{ t *time.Time }
+
+func (f startAtFlag) String() string {
+	if f.t == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.UTC().Format(time.RFC3339Nano)
+}
+
+func (f startAtFlag) Set(s string) error {
+	t, err := parseWallTime(s)
+	if err != nil {
+		return errors.New("want an RFC 3339 time (2026-11-23T08:00:00Z) or Unix seconds")
+	}
+	*f.t = t
+	return nil
 }
 
 // percentileList is the -percentiles flag.
@@ -260,6 +287,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
 	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
 	fs.StringVar(&c.Title, "title", "", "report title")
+	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
 	if sweep {
 		c.Workers = 64
 		fs.Lookup("c").DefValue = "64"
@@ -474,6 +502,12 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		return nil, usagef("-capacity-rate must not be negative")
 	case c.JSON == "-" && c.CSV == "-":
 		return nil, usagef("-json - and -csv - both want stdout; send one to a file")
+	case !c.StartAt.IsZero() && set["n"]:
+		return nil, usagef("-start-at needs -d (every process's strategies then run in the same windows), not -n")
+	case !c.StartAt.IsZero() && !c.StartAt.After(time.Now()):
+		return nil, usagef("-start-at %s has passed (now %s)", c.StartAt.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	case !c.StartAt.IsZero() && c.StartAt.After(time.Now().Add(24*time.Hour)):
+		return nil, usagef("-start-at %s is more than 24h away", c.StartAt.UTC().Format(time.RFC3339))
 	}
 	switch c.Workload {
 	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease:

@@ -220,6 +220,9 @@ func warnings(rep *Report) []string {
 		if s.Saturated {
 			out = append(out, fmt.Sprintf("%s saturated: %s; latencies include queueing, capacity figures are not computed (lower -rate or run redmux-bench sweep)", s.Name, s.Saturation))
 		}
+		if s.StartLateMs > 100 {
+			out = append(out, fmt.Sprintf("%s started %s after its -start-at slot (set-up overran it): its window is not aligned with other machines'", s.Name, fmtUs(s.StartLateMs*1e3)))
+		}
 		if s.Failed > 0 && s.FailedShare() > 0.5 {
 			out = append(out, fmt.Sprintf("%s: %d of %d operations failed (%s); node errors: %s", s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors)))
 		}

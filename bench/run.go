@@ -62,6 +62,8 @@ type ReportConfig struct {
 	NodeCap float64 `json:"node_cap,omitempty"`
 	// CapacityRate is the extra target rate of the capacity section.
 	CapacityRate float64 `json:"capacity_rate,omitempty"`
+	// StartAt is -start-at (RFC 3339).
+	StartAt string `json:"start_at,omitempty"`
 	// Percentiles are the -percentiles list (empty: the defaults).
 	Percentiles []float64 `json:"percentiles,omitempty"`
 }
@@ -135,7 +137,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		tableOut = o.Stderr // stdout carries the JSON or CSV
 	}
 	progress := progressFunc(cfg, o)
-	for _, name := range cfg.Strategies {
+	for i, name := range cfg.Strategies {
 		if ctx.Err() != nil {
 			break
 		}
@@ -147,6 +149,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		res, err := runStrategy(ctx, s, RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
 			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+			StartAt:       strategyStart(cfg, i),
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
 			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
 		}, hw, progress)
@@ -244,6 +247,15 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		}
 	}
 	return s, nil
+}
+
+// strategyStart is when strategy i's warm-up starts under -start-at (zero
+// without it).
+func strategyStart(cfg *Config, i int) time.Time {
+	if cfg.StartAt.IsZero() {
+		return time.Time{}
+	}
+	return cfg.StartAt.Add(time.Duration(i) * (cfg.Warmup + cfg.Duration + StartAtGap))
 }
 
 // measuredList names the strategies of rep and how each ended.
@@ -345,6 +357,9 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	}
 	if cfg.Rate > 0 {
 		rc.Loop = "open"
+	}
+	if !cfg.StartAt.IsZero() {
+		rc.StartAt = cfg.StartAt.UTC().Format(time.RFC3339Nano)
 	}
 	if cfg.Hold.Kind != "" {
 		rc.Hold, rc.HoldMeanMs = cfg.Hold.String(), float64(cfg.Hold.Mean())/1e6

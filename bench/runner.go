@@ -36,6 +36,9 @@ type RunConfig struct {
 	// KeyDist is the key popularity (-keys-dist); zero: round-robin.
 	KeyDist  KeyDist
 	Interval time.Duration // histogram log / progress interval; default 1s
+	// StartAt, when set, is when the warm-up starts (-start-at): measure
+	// waits for it, or starts at once and reports how late it was.
+	StartAt time.Time
 	// Tag prefixes the interval log's tags ("<Tag>.<metric>"); default the
 	// strategy's name.
 	Tag    string
@@ -82,6 +85,10 @@ type StrategyResult struct {
 	// Interrupted: the run was stopped (SIGINT) before its end; the figures
 	// cover what was measured.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// With -start-at: when the measured window started, and how late the
+	// warm-up started after its slot (set-up overran it).
+	StartedAt   string  `json:"started_at,omitempty"`
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
 
 	Acquire        Latency          `json:"acquire"`
 	Release        Latency          `json:"release"`
@@ -225,6 +232,20 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 	opCtx := context.WithoutCancel(ctx)
 	keys := keyNames(cfg.Prefix+s.Name()+":", cfg.Keys)
 
+	var late time.Duration
+	if !cfg.StartAt.IsZero() {
+		if d := time.Until(cfg.StartAt); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		} else {
+			late = -d
+		}
+	}
 	if cfg.Warmup > 0 {
 		wcfg := cfg
 		wcfg.Rate, wcfg.Ops, wcfg.Duration = cfg.WarmupRate, 0, cfg.Warmup
@@ -354,6 +375,10 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 		Acquired: total.acquired, NotAcquired: total.notAcq, Failed: total.failedOps(), ReleaseFailed: total.relFailed,
 		Extended: total.extended, NotExtended: total.notExt,
 		hists: total.h,
+	}
+	if !cfg.StartAt.IsZero() {
+		res.StartedAt = ls.start.UTC().Format(time.RFC3339Nano)
+		res.StartLateMs = float64(late) / 1e6
 	}
 	for k, v := range total.errs {
 		res.Errors[k] = v

@@ -314,9 +314,24 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 		}
 	}
 
-	for _, name := range cfg.Strategies {
+	for i, name := range cfg.Strategies {
 		if ctx.Err() != nil {
 			break
+		}
+		if i == 0 && !cfg.StartAt.IsZero() {
+			// Several sweeps started together begin together; later steps
+			// drift apart (steps repeat and stop where each machine's
+			// target saturates).
+			say("waiting for -start-at %s", cfg.StartAt.UTC().Format(time.RFC3339))
+			t := time.NewTimer(time.Until(cfg.StartAt))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			if ctx.Err() != nil {
+				break
+			}
 		}
 		ss, err := sweepStrategy(ctx, cfg, sess, name, keyPrefix, hw, say)
 		if ss != nil && len(ss.Steps) > 0 {
