@@ -526,6 +526,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	et.row("server", e.Server)
 	et.row("server CPU measured with", e.ServerCPU)
+	if e.LoadAvgStart != "" {
+		et.row("load average (1 min) at start, end", e.LoadAvgStart+", "+e.LoadAvgEnd)
+	}
 	et.markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",

@@ -80,6 +80,23 @@ type Env struct {
 	Revision   string `json:"revision,omitempty"`
 	Server     string `json:"server,omitempty"`
 	ServerCPU  string `json:"server_cpu_source"`
+	// LoadAvg is /proc/loadavg's 1-minute load average when the run
+	// started and when it ended (Linux; how busy a shared machine was).
+	LoadAvgStart string `json:"load_avg_start,omitempty"`
+	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
+}
+
+// loadAvg returns the 1-minute load average ("" when unknown).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // Options are the non-flag inputs of Run.
@@ -173,6 +190,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		return nil, errors.New("no strategy could run")
 	}
 	rep.hlog = hbuf.Bytes()
+	rep.Env.LoadAvgEnd = loadAvg()
 	if !cfg.Quiet {
 		WriteTable(tableOut, rep)
 	}
@@ -373,7 +391,7 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 func environment() Env {
 	e := Env{
 		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), LoadAvgStart: loadAvg(),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

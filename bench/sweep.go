@@ -349,6 +349,7 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 		return nil, errors.New("no strategy could run")
 	}
 	rep.hlog = hbuf.Bytes()
+	rep.Env.LoadAvgEnd = loadAvg()
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {
 		tableOut = o.Stderr

@@ -28,7 +28,7 @@ func numCPU() int { return runtime.NumCPU() }
 func kneeCell(ss *SweepStrategy) string {
 	switch {
 	case ss.Knee == nil:
-		return "none held"
+		return "none (no step held)"
 	case !ss.Saturated:
 		return "> " + fmtCount(ss.KneeRate)
 	}
@@ -151,8 +151,11 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	if rep.Interrupted {
 		fmt.Fprintf(w, "> **Warning:** interrupted: the report covers the steps measured.\n\n")
 	}
-	fmt.Fprintf(w, "Target: %s. Open-loop steps of rising rate, workload `%s`, %d workers, %d keys; each step warmed up for %gs at its own rate, then measured for %gs. Machine: %s, %d logical CPUs (client and local servers share them).\n\n",
-		c.Target, c.Workload, c.Workers, c.Keys, c.WarmupS, c.DurationS, e.CPU, e.NumCPU)
+	fmt.Fprintf(w, "Target: %s. Open-loop steps of rising rate, workload `%s`, %d workers, %d keys%s; each step warmed up for %gs at its own rate, then measured for %gs. Machine: %s, %d logical CPUs (client and local servers share them", c.Target, c.Workload, c.Workers, c.Keys, workloadExtra(c), c.WarmupS, c.DurationS, e.CPU, e.NumCPU)
+	if e.LoadAvgStart != "" {
+		fmt.Fprintf(w, "; load average %s at the start, %s at the end", e.LoadAvgStart, e.LoadAvgEnd)
+	}
+	fmt.Fprint(w, ").\n\n")
 	fmt.Fprintf(w, "Reproduce:\n\n    %s\n\n", c.Command)
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
@@ -253,6 +256,9 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	}
 	ct.row("server", e.Server)
 	ct.row("server CPU measured with", e.ServerCPU)
+	if e.LoadAvgStart != "" {
+		ct.row("load average (1 min) at start, end", e.LoadAvgStart+", "+e.LoadAvgEnd+fmt.Sprintf(" (on %d logical CPUs; this benchmark's own processes included)", e.NumCPU))
+	}
 	ct.markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>` and `<strategy>.probe.<metric>`), [%s](%s).\n",
@@ -319,7 +325,11 @@ func sweepPlotTitle(rep *SweepReport) (string, string) {
 	if rep.Interrupted {
 		sub += "; INTERRUPTED"
 	}
-	return "Latency against throughput (open-loop steps)", sub
+	title := "Latency against throughput (open-loop steps)"
+	if c.Title != "" {
+		title = c.Title
+	}
+	return title, sub
 }
 
 // WriteSweepPlot draws latency (log y) against achieved throughput (x),
@@ -435,7 +445,11 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 		}
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+26, ly, color)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", lx+32, ly+4, html.EscapeString(ss.Name))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">capacity %s ops/s</text>`+"\n", lx+32, ly+18, html.EscapeString(kneeCell(ss)))
+		capText := "capacity " + kneeCell(ss) + " ops/s"
+		if ss.Knee == nil {
+			capText = "no step held"
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">%s</text>`+"\n", lx+32, ly+18, html.EscapeString(capText))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">solid %s, dashed p50</text>`+"\n", lx+32, ly+31, pctName(ss.SLOPct))
 		if !same {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">objective &lt; %s</text>`+"\n", lx+32, ly+44, fmtUs(ss.SLOBudgetUs))
