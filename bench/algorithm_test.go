@@ -183,3 +183,27 @@ func TestStrategiesDecideAlike(t *testing.T) {
 		require.ErrorIs(t, err, ErrNoQuorum, name)
 	}
 }
+
+// The validity rule is redlock's in every strategy: a quorum that answers
+// after the lock's validity (ttl - elapsed - drift) ran out is a failure
+// (ErrValidity), not an acquisition. With a 4ms TTL (drift 2.04ms) and every
+// node answering 5ms late, no attempt can finish in time, however fast the
+// machine.
+func TestStrategiesApplyTheValidityRuleAlike(t *testing.T) {
+	c, err := fakeserver.StartCluster(3, fakeserver.Config{})
+	require.NoError(t, err)
+	defer c.Close()
+	p := LockParams{TTL: 4 * time.Millisecond, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+	for _, name := range AllStrategies {
+		_, w := strategyWorker(t, name, c.Addrs(), p)
+		for _, n := range c.Nodes {
+			n.SetLatency(5*time.Millisecond, 0)
+		}
+		ok, err := w.Acquire(context.Background(), "v:"+name)
+		require.False(t, ok, name)
+		require.ErrorIs(t, err, ErrValidity, name)
+		for _, n := range c.Nodes {
+			n.SetLatency(0, 0)
+		}
+	}
+}

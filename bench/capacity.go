@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 )
 
-// Utilisation is the share of a core (client or server) the capacity plan
-// allows itself to use.
+// Utilisation is the share of a sweep's knee a capacity plan allows itself
+// to use (the headroom table of sweep.md).
 const Utilisation = 0.7
 
 // Capacity is the capacity estimate of one strategy.
@@ -24,15 +23,6 @@ type Capacity struct {
 	NodeSource  string
 	// MeanLatencyS is the mean acquire+release (acquire when none) latency.
 	MeanLatencyS float64
-}
-
-// Plan is what a target rate needs.
-type Plan struct {
-	Rate        float64
-	ClientCores int // 0 = unknown
-	Groups      int // independent N-node Redlock groups (0 = unknown)
-	Nodes       int
-	Concurrency int // operations in flight (Little's law)
 }
 
 // ErrNotSteady is returned by EstimateCapacity for a result that cannot be
@@ -78,34 +68,10 @@ func EstimateCapacity(s *StrategyResult) (Capacity, error) {
 	return c, nil
 }
 
-// PlanFor says what rate needs, for a cluster of n nodes per group.
-func (c Capacity) PlanFor(rate float64, n int) Plan {
-	p := Plan{Rate: rate}
-	if c.ClientOpsPerCore > 0 {
-		p.ClientCores = int(math.Ceil(rate / (c.ClientOpsPerCore * Utilisation)))
-	}
-	if c.NodeOpsPerS > 0 {
-		p.Groups = int(math.Ceil(rate / (c.NodeOpsPerS * Utilisation)))
-		p.Nodes = p.Groups * n
-	}
-	p.Concurrency = int(math.Ceil(rate * c.MeanLatencyS))
-	return p
-}
-
-func capacityRates(rep *Report) []float64 {
-	rates := []float64{1e3, 1e4, 1e5}
-	if r := rep.Config.CapacityRate; r > 0 {
-		rates = append(rates, r)
-	}
-	return rates
-}
-
 func writeCapacity(w io.Writer, rep *Report) {
-	n := len(rep.Config.Nodes)
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")
-	var caps []Capacity
 	var refused []string
 	for _, s := range rep.Strategies {
 		c, err := EstimateCapacity(s)
@@ -114,7 +80,6 @@ func writeCapacity(w io.Writer, rep *Report) {
 			t.row(s.Name, fmtCount(s.OpsPerSec), "-", "-", "not estimated", "-")
 			continue
 		}
-		caps = append(caps, c)
 		node, src := "-", "-"
 		if c.NodeOpsPerS > 0 {
 			node, src = fmtCount(c.NodeOpsPerS), c.NodeSource
@@ -130,26 +95,6 @@ func writeCapacity(w io.Writer, rep *Report) {
 	for _, r := range refused {
 		fmt.Fprintf(w, "Not estimated: %s. Capacity is only derived from runs that keep up with their load; lower -rate, or find the knee with `redmux-bench sweep`.\n\n", r)
 	}
-	if len(caps) == 0 {
-		return
-	}
-	pt := newTable("strategy", "target ops/s", "client cores", "Redlock groups", "nodes", "ops in flight")
-	for _, c := range caps {
-		for _, r := range capacityRates(rep) {
-			p := c.PlanFor(r, n)
-			cores, groups, nodes := "?", "?", "?"
-			if p.ClientCores > 0 {
-				cores = fmt.Sprint(p.ClientCores)
-			}
-			if p.Groups > 0 {
-				groups, nodes = fmt.Sprint(p.Groups), fmt.Sprint(p.Nodes)
-			}
-			pt.row(c.Strategy, fmtCount(r), cores, groups, nodes, fmt.Sprint(p.Concurrency))
-		}
-	}
-	pt.markdown(w)
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, `Assumptions: a lock operation is one acquire (SET NX PX on every node) plus one release (EVALSHA on every node); every node of a Redlock group sees every operation, so adding nodes to a group adds safety, not capacity — a higher rate needs more independent %d-node groups with the lock keys spread over them. Cores and nodes are planned at %.0f%% utilisation and scale linearly; Redis executes commands on one core per node. The client figure is this process's CPU per operation (getrusage), which includes histogram recording. Node figures from process CPU include network I/O; commandstats figures exclude it and overstate capacity (often by 2-4x). "Ops in flight" is Little's law with the mean latency measured here, at this run's load and network (%s): concurrency the clients need (workers) to sustain the rate; on a real network add the round-trip time.
-
-`, n, Utilisation*100, rep.Config.Target)
+	fmt.Fprintf(w, "These are one run's costs per operation, at this run's load; they do not say how far the rate can rise before latency breaks (queueing is not linear), so this report no longer extrapolates a capacity from them. For capacity, run the same target under `redmux-bench sweep` (open-loop steps of rising rate up to saturation; the highest rate that holds a latency objective, with server CPU per operation and headroom for a target rate).\n\n")
+	fmt.Fprintf(w, "The client figure is this process's CPU per operation (getrusage), which includes histogram recording. Node figures from process CPU include network I/O; commandstats figures exclude it and overstate capacity (often by 2-4x). Every node of a Redlock group sees every operation: adding nodes to a group adds safety, not capacity. Target: %s.\n\n", rep.Config.Target)
 }

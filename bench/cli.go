@@ -42,9 +42,20 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	if len(args) > 0 && args[0] == "merge" {
 		return mergeMain(args[1:], stdout, stderr)
 	}
-	cfg, err := ParseArgs(args, getenv)
+	sweep := len(args) > 0 && args[0] == "sweep"
+	var cfg *Config
+	var err error
+	if sweep {
+		cfg, err = ParseSweepArgs(args[1:], getenv)
+	} else {
+		cfg, err = ParseArgs(args, getenv)
+	}
 	if errors.Is(err, flag.ErrHelp) {
-		Usage(stdout)
+		if sweep {
+			SweepUsage(stdout)
+		} else {
+			Usage(stdout)
+		}
 		return ExitOK
 	}
 	if err != nil {
@@ -59,7 +70,33 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		<-ctx.Done()
 		stop()
 	}()
+	if sweep {
+		return sweepMain(ctx, cfg, stdout, stderr, hide)
+	}
 	return runMain(ctx, cfg, stdout, stderr, hide)
+}
+
+// sweepMain runs a parsed sweep and maps the outcome to an exit status.
+func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide func(string) string) int {
+	rep, err := RunSweep(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
+	where := ""
+	if rep != nil && cfg.Out != "" {
+		where = strings.TrimSuffix(cfg.Out, "/") + "/" + FileSweepReport
+	}
+	switch {
+	case err == nil:
+		if where != "" && !cfg.Quiet && cfg.JSON != "-" && cfg.CSV != "-" {
+			fmt.Fprintf(stdout, "report: %s\n", where)
+		}
+		return ExitOK
+	case where != "":
+		err = fmt.Errorf("%w; report: %s", err, where)
+	}
+	fmt.Fprintf(stderr, "redmux-bench: sweep: %s\n", oneLine(hide(err.Error())))
+	if errors.Is(err, ErrInterrupted) || ctx.Err() != nil {
+		return ExitInterrupted
+	}
+	return ExitFailure
 }
 
 // runMain runs a parsed configuration and maps the outcome to an exit
@@ -92,22 +129,19 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func mergeMain(files []string, stdout, stderr io.Writer) int {
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "redmux-bench: merge needs at least one interval log file (redmux-bench merge FILE...)")
+func mergeMain(args []string, stdout, stderr io.Writer) int {
+	c, err := ParseMergeArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		MergeUsage(stdout)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: merge: %v (see redmux-bench merge -h)\n", err)
 		return ExitUsage
 	}
-	for _, f := range files {
-		if strings.HasPrefix(f, "-") {
-			fmt.Fprintf(stderr, "redmux-bench: merge takes no flags, got %q (redmux-bench merge FILE...)\n", f)
-			return ExitUsage
-		}
-	}
-	merged, n, err := MergeFiles(files)
-	if err != nil {
+	if err := runMerge(c, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "redmux-bench: merge: %s\n", oneLine(err.Error()))
 		return ExitFailure
 	}
-	WriteMergeSummary(stdout, merged, len(files), n)
 	return ExitOK
 }

@@ -34,14 +34,18 @@ func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf
 
 // Fault is one injected fault of the embedded cluster (-fault).
 type Fault struct {
-	Kind   string        // "slow", "down" or "blackhole"
+	Kind   string        // "slow", "down", "blackhole" or "cap"
 	Node   int           // node index, 0-based
 	Fixed  time.Duration // slow: added reply latency
 	Jitter time.Duration // slow: extra uniform [0, Jitter)
+	Rate   float64       // cap: commands per second the node serves
 }
 
 func (f Fault) String() string {
 	s := f.Kind + ":" + strconv.Itoa(f.Node)
+	if f.Kind == "cap" {
+		return s + ":" + strconv.FormatFloat(f.Rate, 'f', -1, 64)
+	}
 	if f.Kind == "slow" {
 		s += ":" + f.Fixed.String()
 		if f.Jitter > 0 {
@@ -51,12 +55,13 @@ func (f Fault) String() string {
 	return s
 }
 
-// ParseFault parses "slow:<node>:<latency>[:<jitter>]", "down:<node>" or
-// "blackhole:<node>" (node indexes are 0-based).
+// ParseFault parses "slow:<node>:<latency>[:<jitter>]", "down:<node>",
+// "blackhole:<node>" or "cap:<node>:<commands/s>" (node indexes are
+// 0-based).
 func ParseFault(s string) (Fault, error) {
 	p := strings.Split(s, ":")
 	bad := func(why string) (Fault, error) {
-		return Fault{}, fmt.Errorf("bad -fault %q: %s (want slow:<node>:<latency>[:<jitter>], down:<node> or blackhole:<node>)", s, why)
+		return Fault{}, fmt.Errorf("bad -fault %q: %s (want slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node> or cap:<node>:<commands/s>)", s, why)
 	}
 	if len(p) < 2 {
 		return bad("missing node")
@@ -71,6 +76,13 @@ func ParseFault(s string) (Fault, error) {
 	case "down", "blackhole":
 		if len(p) != 2 {
 			return bad("too many fields")
+		}
+	case "cap":
+		if len(p) != 3 {
+			return bad("cap needs a rate in commands per second")
+		}
+		if f.Rate, err = strconv.ParseFloat(p[2], 64); err != nil || !(f.Rate > 0 && f.Rate <= 1e9) {
+			return bad("bad rate (commands per second, > 0)")
 		}
 	case "slow":
 		if len(p) < 3 || len(p) > 4 {
@@ -106,6 +118,8 @@ type Config struct {
 	Timeout      time.Duration // -timeout (per node)
 	Rate         float64       // -rate
 	Workload     string        // -workload
+	Hold         Hold          // -hold: time inside the lock
+	KeyDist      KeyDist       // -keys-dist
 	User         string        // -user
 	Password     string        // -password or REDMUX_PASSWORD; never printed
 	DB           int           // -db
@@ -117,7 +131,8 @@ type Config struct {
 	Latency      time.Duration // -latency (embedded cluster)
 	Faults       []Fault       // -fault (embedded cluster)
 	InProcess    bool          // -inprocess: embedded cluster in this process
-	CapacityRate float64       // -capacity-rate
+	NodeCap      float64       // -node-cap (embedded cluster): commands/s per node
+	CapacityRate float64       // -capacity-rate (sweep)
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
 	Title        string        // -title (report heading)
@@ -126,6 +141,19 @@ type Config struct {
 	Cert, Key    string        // -cert, -key: client certificate and key (PEM), for servers that require one
 	SNI          string        // -sni: server name to send and check (default: each node's host)
 	Insecure     bool          // -insecure: do not verify the servers' certificates
+	// StartAt is -start-at: the wall-clock time the first strategy's
+	// warm-up starts (zero: at once). Strategy i starts at StartAt +
+	// i*(Warmup + Duration + StartAtGap), so several redmux-bench processes
+	// given the same time measure in the same windows.
+	StartAt time.Time
+
+	// Sweep settings (redmux-bench sweep only).
+	Sweep  bool          // the sweep subcommand
+	SLO    *SLO          // -slo (nil: p99 within SweepAutoFactor of the lightest step's)
+	Rates  []float64     // -rates (nil: steps from a closed-loop probe)
+	Step   time.Duration // -step: measured time per step
+	Steps  int           // -steps: coarse steps up to the probe's rate
+	Refine int           // -refine: bisection steps between the last good and first bad step
 
 	// Command is the command line as given, with the password replaced.
 	Command string
@@ -157,6 +185,28 @@ func (f durationFlag) Set(s string) error {
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationFlag{p}, name, usage)
+}
+
+// StartAtGap separates the windows of consecutive strategies under
+// -start-at (their set-up and tear-down fit in it).
+const StartAtGap = 2 * time.Second
+
+type startAtFlag struct{ t *time.Time }
+
+func (f startAtFlag) String() string {
+	if f.t == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.UTC().Format(time.RFC3339Nano)
+}
+
+func (f startAtFlag) Set(s string) error {
+	t, err := parseWallTime(s)
+	if err != nil {
+		return errors.New("want an RFC 3339 time (2026-11-23T08:00:00Z) or Unix seconds")
+	}
+	*f.t = t
+	return nil
 }
 
 // percentileList is the -percentiles flag.
@@ -207,8 +257,9 @@ func (l *faultList) Set(s string) error {
 	return nil
 }
 
-func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.FlagSet {
+func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
+	c.Sweep = sweep
 	fs.SetOutput(io.Discard)
 	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters (no embedded cluster): host:port, or redis://[[user]:password@]host[:port][/db] and rediss://... URLs (mux.Config.Addrs documents their options)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
@@ -224,6 +275,9 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
 	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended")
+	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
+	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
+	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
 	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
@@ -233,9 +287,9 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
 	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
 	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
-	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node> (nodes 0-based)")
+	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
+	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
-	fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "extra target lock rate (ops/s) for the capacity section")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
 	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
 	fs.StringVar(&c.Title, "title", "", "report title")
@@ -245,6 +299,21 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string) *flag.Fla
 	fs.StringVar(&c.Key, "key", "", "with -tls: client private key `FILE` (PEM)")
 	fs.StringVar(&c.SNI, "sni", "", "with -tls: server `NAME` to send and verify (default: each node's host)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
+	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
+	if sweep {
+		c.Workers = 64
+		fs.Lookup("c").DefValue = "64"
+		fs.Lookup("c").Usage = "concurrent workers (open loop: they bound the rate a step can reach, about workers / latency)"
+		fs.Lookup("out").DefValue = DefaultSweepOut
+		c.Out = DefaultSweepOut
+		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none)"
+		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: headroom and client processes or Redlock groups needed")
+		fs.Var(sloFlag{&c.SLO}, "slo", "latency objective every step must hold, `pP<DURATION`, e.g. p99<2ms or p99.9<5ms, on every operation's latency (failures at their latency to failure); default p99 within 3x of the lightest step's (at least +1ms)")
+		fs.Var(rateList{&c.Rates}, "rates", "comma-separated open-loop `RATES` (ops/s) to step through, e.g. 500,1000,2000 (default: from a closed-loop probe)")
+		durationVar(fs, &c.Step, "step", 2*time.Second, "measured `duration` of each step (after -warmup at the step's rate)")
+		fs.IntVar(&c.Steps, "steps", 10, "coarse steps, evenly spaced up to the probe's closed-loop rate, then 10% beyond it (and on at that spacing while steps hold, up to 3x the probe)")
+		fs.IntVar(&c.Refine, "refine", 2, "extra bisection steps between the last step that held and the first that did not")
+	}
 	return fs
 }
 
@@ -253,12 +322,13 @@ func Usage(w io.Writer) {
 	var c Config
 	var f faultList
 	var a, b string
-	fs := newFlagSet(&c, &f, &a, &b)
+	fs := newFlagSet(&c, &f, &a, &b, false)
 	fs.SetOutput(w)
 	fmt.Fprintf(w, `redmux-bench: Redlock acquire/release latency and throughput, strategies side by side.
 
 Usage:
   redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
+  redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
 
 Flags:
@@ -269,12 +339,50 @@ Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usag
 `)
 }
 
+// SweepUsage writes the flag documentation of redmux-bench sweep.
+func SweepUsage(w io.Writer) {
+	var c Config
+	var f faultList
+	var a, b string
+	fs := newFlagSet(&c, &f, &a, &b, true)
+	fs.SetOutput(w)
+	fmt.Fprintf(w, `redmux-bench sweep: how many lock operations/s the target takes before latency breaks an objective.
+
+For each strategy: a closed-loop probe (skipped with -rates), then open-loop
+steps of rising rate, each warmed up at its rate (-warmup) and measured for
+-step, until a step saturates or two in a row miss the objective; then
+-refine bisection steps. The capacity is the highest rate that held.
+Writes sweep.md (capacity report), sweep.json, sweep.csv, sweep.svg
+(latency against throughput) and sweep.hlog to -out.
+
+Usage:
+  redmux-bench sweep [flags]
+
+Flags (-d, -n and -rate are the single run's; a sweep sets its own):
+`)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, `
+Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
+Exit status: 0 ok, 1 run failure, 2 usage error, 130 interrupted.
+`)
+}
+
 // ParseArgs parses the command line (without the program name). getenv
 // supplies REDMUX_PASSWORD. Bad input gives a *UsageError; -h gives
 // flag.ErrHelp. No error carries the password, however it was given (the
 // environment, or -password before or after the offending flag).
 func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
-	c, err := parseArgs(args, getenv)
+	return parseArgsMode(args, getenv, false)
+}
+
+// ParseSweepArgs parses the command line of redmux-bench sweep (the
+// arguments after "sweep"); errors as ParseArgs.
+func ParseSweepArgs(args []string, getenv func(string) string) (*Config, error) {
+	return parseArgsMode(args, getenv, true)
+}
+
+func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Config, error) {
+	c, err := parseArgs(args, getenv, sweep)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return c, err
 	}
@@ -323,11 +431,11 @@ func passwordsIn(args []string, getenv func(string) string) []string {
 	return out
 }
 
-func parseArgs(args []string, getenv func(string) string) (*Config, error) {
+func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, error) {
 	c := &Config{}
 	var faults faultList
 	var nodes, strategy string
-	fs := newFlagSet(c, &faults, &nodes, &strategy)
+	fs := newFlagSet(c, &faults, &nodes, &strategy, sweep)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
@@ -344,6 +452,25 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 		c.Password = getenv(EnvPassword)
 	}
 	c.Command = commandLine(args)
+	if sweep {
+		c.Command = commandLine(append([]string{"sweep"}, args...))
+		switch {
+		case set["rate"]:
+			return nil, usagef("sweep sets the rate of each step itself; give the steps with -rates")
+		case set["d"] || set["n"]:
+			return nil, usagef("sweep steps last -step each (-d and -n are for a single run)")
+		case c.Step <= 0:
+			return nil, usagef("-step must be positive, got %v", c.Step)
+		case c.Steps < 2 || c.Steps > 100:
+			return nil, usagef("-steps must be 2..100, got %d", c.Steps)
+		case c.Refine < 0 || c.Refine > 10:
+			return nil, usagef("-refine must be 0..10, got %d", c.Refine)
+		case c.JSON == "-" && c.CSV == "-":
+			return nil, usagef("-json - and -csv - both want stdout; send one to a file")
+		case c.Hlog != "":
+			return nil, usagef("sweep writes its interval log to -out DIR (sweep.hlog); -hlog is for a single run")
+		}
+	}
 
 	if nodes != "" {
 		for _, a := range strings.Split(nodes, ",") {
@@ -380,8 +507,10 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-nodes and -real-local are exclusive")
 	case external && set["fake"]:
 		return nil, usagef("-fake is for the embedded cluster; it cannot be combined with -nodes or -real-local")
-	case external && (len(c.Faults) > 0 || c.Latency != 0 || c.InProcess):
-		return nil, usagef("-fault, -latency and -inprocess apply to the embedded cluster only")
+	case external && (len(c.Faults) > 0 || c.Latency != 0 || c.InProcess || c.NodeCap != 0):
+		return nil, usagef("-fault, -latency, -node-cap and -inprocess apply to the embedded cluster only")
+	case c.NodeCap < 0 || c.NodeCap > 1e9:
+		return nil, usagef("-node-cap must be 0..1e9 commands/s, got %g", c.NodeCap)
 	case c.Fake < 1 || c.Fake > 64:
 		return nil, usagef("-fake must be 1..64, got %d", c.Fake)
 	case c.RealLocal < 0 || c.RealLocal > 64:
@@ -418,6 +547,12 @@ func parseArgs(args []string, getenv func(string) string) (*Config, error) {
 		return nil, usagef("-capacity-rate must not be negative")
 	case c.JSON == "-" && c.CSV == "-":
 		return nil, usagef("-json - and -csv - both want stdout; send one to a file")
+	case !c.StartAt.IsZero() && set["n"]:
+		return nil, usagef("-start-at needs -d (every process's strategies then run in the same windows), not -n")
+	case !c.StartAt.IsZero() && !c.StartAt.After(time.Now()):
+		return nil, usagef("-start-at %s has passed (now %s)", c.StartAt.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	case !c.StartAt.IsZero() && c.StartAt.After(time.Now().Add(24*time.Hour)):
+		return nil, usagef("-start-at %s is more than 24h away", c.StartAt.UTC().Format(time.RFC3339))
 	}
 	switch c.Workload {
 	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease:

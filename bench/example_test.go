@@ -15,7 +15,7 @@ func ExampleParseFault() {
 	fmt.Println(err)
 	// Output:
 	// slow 1 10ms <nil>
-	// bad -fault "slow:1": slow needs a latency (want slow:<node>:<latency>[:<jitter>], down:<node> or blackhole:<node>)
+	// bad -fault "slow:1": slow needs a latency (want slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node> or cap:<node>:<commands/s>)
 }
 
 func ExampleParseArgs() {

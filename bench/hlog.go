@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -124,25 +123,4 @@ func MergeFiles(paths []string) (map[string]*hdr.Histogram, int, error) {
 		return m, len(all), fmt.Errorf("%w: %d values outside 1us..60s were dropped", ErrBadHlog, dropped)
 	}
 	return m, len(all), nil
-}
-
-// WriteMergeSummary prints one row per tag of merged histograms: count and
-// percentiles in microseconds.
-func WriteMergeSummary(w io.Writer, merged map[string]*hdr.Histogram, files, intervals int) {
-	tags := make([]string, 0, len(merged))
-	for t := range merged {
-		tags = append(tags, t)
-	}
-	sort.Strings(tags)
-	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)\n", intervals, files)
-	tw := newTable("tag", "count", "min", "p50", "p90", "p99", "p99.9", "p99.99", "max")
-	for _, t := range tags {
-		l := Summarize(merged[t])
-		name := t
-		if name == "" {
-			name = "(untagged)"
-		}
-		tw.row(name, fmt.Sprint(l.Count), f1(l.MinUs), f1(l.P50Us), f1(l.P90Us), f1(l.P99Us), f1(l.P999Us), f1(l.P9999Us), f1(l.MaxUs))
-	}
-	tw.write(w)
 }

@@ -84,12 +84,20 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	w.countNodeErrs(nae.Failed, nae.Pending)
+	// Nodes still pending when redlock decided count as failed, as seq and
+	// fanout count a node that did not answer within the timeout. Redlock
+	// waits at most ttl - drift (no later answer could leave validity):
+	// when that cut the wait short, the quorum was lost to the validity
+	// rule, as seq and fanout find when the late answers arrive.
 	switch {
 	case nae.TooShort:
 		return false, ErrValidity
 	case nae.Err != nil:
 		return false, nae.Err
-	case redlock.QuorumLost(nae.Failed, w.s.quorum, w.s.n):
+	case redlock.QuorumLost(nae.Failed+nae.Pending, w.s.quorum, w.s.n):
+		if nae.Pending > 0 && w.s.params.TTL-w.s.params.drift() < w.s.params.Timeout {
+			return false, ErrValidity
+		}
 		return false, ErrNoQuorum
 	}
 	return false, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/redmux/redmux/mux"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -163,6 +164,10 @@ func summaryTable(rep *Report) *table {
 	if open {
 		head = append(head, "target/s")
 	}
+	cont := contention(rep.Config)
+	if cont {
+		head = append(head, "acquired/s")
+	}
 	for _, p := range acq {
 		head = append(head, "acq "+pctName(p))
 	}
@@ -182,6 +187,9 @@ func summaryTable(rep *Report) *table {
 		row := []string{name, fmtCount(s.OpsPerSec)}
 		if open {
 			row = append(row, fmtCount(s.TargetRate))
+		}
+		if cont {
+			row = append(row, fmtCount(s.AcquiredPerSec))
 		}
 		for _, p := range acq {
 			row = append(row, pctCell(s.Acquire, p))
@@ -212,6 +220,9 @@ func warnings(rep *Report) []string {
 		if s.Saturated {
 			out = append(out, fmt.Sprintf("%s saturated: %s; latencies include queueing, capacity figures are not computed (lower -rate or run redmux-bench sweep)", s.Name, s.Saturation))
 		}
+		if s.StartLateMs > 100 {
+			out = append(out, fmt.Sprintf("%s started %s after its -start-at slot (set-up overran it): its window is not aligned with other machines'", s.Name, fmtUs(s.StartLateMs*1e3)))
+		}
 		if s.Failed > 0 && s.FailedShare() > 0.5 {
 			out = append(out, fmt.Sprintf("%s: %d of %d operations failed (%s); node errors: %s", s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors)))
 		}
@@ -226,11 +237,73 @@ func WriteTable(w io.Writer, rep *Report) {
 	if c.Rate > 0 {
 		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
 	}
-	fmt.Fprintf(w, "%s; %s, %d workers, %s, workload %s, keys %d\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys)
+	fmt.Fprintf(w, "%s; %s, %d workers, %s, workload %s, keys %d%s\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
 	summaryTable(rep).write(w)
 	for _, l := range warnings(rep) {
 		fmt.Fprintln(w, "warning: "+l)
 	}
+}
+
+// contention reports whether the run's workers contend for keys (or hold
+// them), so that hand-offs per second are worth a column and a section.
+func contention(c ReportConfig) bool {
+	return c.Workload == WorkloadContended || (c.KeysDist != "" && c.KeysDist != KeysRoundRobin) || c.Hold != "" || c.Keys < c.Workers
+}
+
+// workloadExtra describes -keys-dist and -hold when they are set.
+func workloadExtra(c ReportConfig) string {
+	s := ""
+	if c.KeysDist != "" && c.KeysDist != KeysRoundRobin {
+		s += " (" + c.KeysDist + ")"
+	}
+	if c.Hold != "" {
+		s += ", hold " + c.Hold
+	}
+	return s
+}
+
+// writeContention writes the contended report: hand-offs per second
+// (acquisitions, not attempts), how many attempts each took, and how long
+// a lock was held.
+func writeContention(w io.Writer, rep *Report) {
+	c := rep.Config
+	if !contention(c) {
+		return
+	}
+	fmt.Fprintln(w, "### Contention")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Workers contend for keys (keys: %d, %s popularity, %d workers%s). A hand-off is an acquisition: the lock passing to a worker; refused attempts (held elsewhere) are not hand-offs. Held is from the end of a successful acquire to the end of its release (hold, extension and release).", c.Keys, c.KeysDist, c.Workers, map[bool]string{true: ", hold " + c.Hold, false: ""}[c.Hold != ""])
+	if c.Keys == 1 {
+		fmt.Fprint(w, " With one key, busy is the share of time the lock was held: near 100%, the hand-off rate is bound by the time inside the lock, not by Redis.")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	head := []string{"strategy", "attempts/s", "hand-offs/s", "attempts per hand-off", "refused", "held (mean)"}
+	if c.Keys == 1 {
+		head = append(head, "busy")
+	}
+	t := newTable(head...)
+	for _, s := range rep.Strategies {
+		per := "-"
+		if s.Acquired > 0 {
+			per = fmt.Sprintf("%.1f", float64(s.Ops)/float64(s.Acquired))
+		}
+		refused := "-"
+		if s.Ops > 0 {
+			refused = fmt.Sprintf("%.1f%%", 100*float64(s.NotAcquired)/float64(s.Ops))
+		}
+		held := 0.0
+		if s.AcquireRelease.Count > 0 {
+			held = s.AcquireRelease.MeanUs - s.Acquire.MeanUs
+		}
+		row := []string{s.Name, fmtCount(s.OpsPerSec), fmtCount(s.AcquiredPerSec), per, refused, fmtUs(max(held, 0))}
+		if c.Keys == 1 {
+			row = append(row, fmt.Sprintf("%.0f%%", math.Min(100, 100*s.AcquiredPerSec*max(held, 0)/1e6)))
+		}
+		t.row(row...)
+	}
+	t.markdown(w)
+	fmt.Fprintln(w)
 }
 
 // WriteCSV writes one row per strategy and metric: outcome counts, rates
@@ -354,7 +427,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	if len(warnings(rep)) > 0 {
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "Target: %s. %s loop, workload `%s`, %d workers, %d keys.\n\n", c.Target, strings.ToUpper(c.Loop[:1])+c.Loop[1:], c.Workload, c.Workers, c.Keys)
+	fmt.Fprintf(w, "Target: %s. %s loop, workload `%s`, %d workers, %d keys%s.\n\n", c.Target, strings.ToUpper(c.Loop[:1])+c.Loop[1:], c.Workload, c.Workers, c.Keys, workloadExtra(c))
 	fmt.Fprintf(w, "Reproduce:\n\n    %s\n\n", c.Command)
 	fmt.Fprintln(w, "## Results")
 	fmt.Fprintln(w)
@@ -399,6 +472,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w, "Op errors are operations that failed (no_quorum: too many nodes failed for a quorum; release_*/extend_*: the release or extension failed). Node errors count each node that failed within an operation (timeout, conn, server, protocol), including operations that still reached a quorum. Allocations and CPU are the benchmark process's (runtime.MemStats and getrusage deltas over the measured window) divided by operations: the client's cost, recording included.")
 	fmt.Fprintln(w)
 
+	writeContention(w, rep)
 	writeServerSection(w, rep)
 	writeCapacity(w, rep)
 
@@ -425,6 +499,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	ct.row("workload", c.Workload)
 	ct.row("keys", fmt.Sprint(c.Keys))
+	ct.row("key popularity (-keys-dist)", c.KeysDist)
+	if c.Hold != "" {
+		ct.row("hold inside the lock (-hold)", fmt.Sprintf("%s (mean %gms; part of acquire+release latency)", c.Hold, c.HoldMeanMs))
+	}
 	ct.row("ttl", fmt.Sprintf("%dms", c.TTLMs))
 	ct.row("per-node timeout", fmt.Sprintf("%gms", c.TimeoutMs))
 	ct.row("clock drift allowance", fmt.Sprintf("ttl*%g + %gms", c.DriftFactor, c.DriftMs))
@@ -448,6 +526,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	et.row("server", e.Server)
 	et.row("server CPU measured with", e.ServerCPU)
+	if e.LoadAvgStart != "" {
+		et.row("load average (1 min) at start, end", e.LoadAvgStart+", "+e.LoadAvgEnd)
+	}
 	et.markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",

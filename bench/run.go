@@ -51,6 +51,9 @@ type ReportConfig struct {
 	Rate        float64  `json:"rate,omitempty"`
 	Loop        string   `json:"loop"` // closed or open
 	Workload    string   `json:"workload"`
+	Hold        string   `json:"hold,omitempty"`
+	HoldMeanMs  float64  `json:"hold_mean_ms,omitempty"`
+	KeysDist    string   `json:"keys_dist"`
 	User        string   `json:"user,omitempty"`
 	PasswordSet bool     `json:"password_set"`
 	DB          int      `json:"db,omitempty"`
@@ -58,8 +61,12 @@ type ReportConfig struct {
 	Faults      []string `json:"faults,omitempty"`
 	DriftFactor float64  `json:"drift_factor"`
 	DriftMs     float64  `json:"drift_fixed_ms"`
+	// NodeCap is -node-cap: commands/s each embedded node serves.
+	NodeCap float64 `json:"node_cap,omitempty"`
 	// CapacityRate is the extra target rate of the capacity section.
 	CapacityRate float64 `json:"capacity_rate,omitempty"`
+	// StartAt is -start-at (RFC 3339).
+	StartAt string `json:"start_at,omitempty"`
 	// Percentiles are the -percentiles list (empty: the defaults).
 	Percentiles []float64 `json:"percentiles,omitempty"`
 }
@@ -76,6 +83,23 @@ type Env struct {
 	Revision   string `json:"revision,omitempty"`
 	Server     string `json:"server,omitempty"`
 	ServerCPU  string `json:"server_cpu_source"`
+	// LoadAvg is /proc/loadavg's 1-minute load average when the run
+	// started and when it ended (Linux; how busy a shared machine was).
+	LoadAvgStart string `json:"load_avg_start,omitempty"`
+	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
+}
+
+// loadAvg returns the 1-minute load average ("" when unknown).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // Options are the non-flag inputs of Run.
@@ -114,57 +138,14 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	params := LockParams{
-		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
-		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
-		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
-	}
-	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
-	secrets := cfg.secrets()
-
-	var t *target
-	var err error
-	switch {
-	case len(cfg.Nodes) > 0:
-		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
-	case cfg.RealLocal > 0:
-		t, err = startRealLocal(cfg.RealLocal, cfg.Password, cfg.TLS)
-	default:
-		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
-	}
+	sess, err := prepare(ctx, cfg)
 	if err != nil {
-		return nil, redactErr(err, secrets...)
+		return nil, err
 	}
-	defer t.close()
-	if cfg.TLS {
-		tc, err := cfg.tlsConfig()
-		if err != nil {
-			return nil, err
-		}
-		if t.rootCAs != nil {
-			tc.RootCAs = t.rootCAs
-		}
-		params.TLS, opt.tls = tc, tc
-	}
-
-	if err := preflight(ctx, t.addrs, opt); err != nil {
-		return nil, redactErr(err, secrets...)
-	}
-	rep := &Report{Config: reportConfig(cfg, t, params), Env: environment()}
-	rep.Env.Server = serverInfo(ctx, t.addrs[0], opt)
-	switch {
-	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
-		rep.Env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
-	case len(t.pids) > 0:
-		rep.Env.ServerCPU = "/proc/<pid>/stat of the server processes"
-	default:
-		rep.Env.ServerCPU = "INFO commandstats only"
-	}
-	if t.admin {
-		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.Faults); err != nil {
-			return nil, redactErr(err, secrets...)
-		}
-	}
+	defer sess.t.close()
+	t, params, opt := sess.t, sess.params, sess.opt
+	rep := &Report{Config: sess.config, Env: sess.env}
+	secrets := cfg.secrets()
 
 	var hbuf bytes.Buffer
 	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command)
@@ -177,7 +158,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		tableOut = o.Stderr // stdout carries the JSON or CSV
 	}
 	progress := progressFunc(cfg, o)
-	for _, name := range cfg.Strategies {
+	for i, name := range cfg.Strategies {
 		if ctx.Err() != nil {
 			break
 		}
@@ -188,7 +169,8 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
-			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+			StartAt:       strategyStart(cfg, i),
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
 			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
 		}, hw, progress)
@@ -212,6 +194,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		return nil, errors.New("no strategy could run")
 	}
 	rep.hlog = hbuf.Bytes()
+	rep.Env.LoadAvgEnd = loadAvg()
 	if !cfg.Quiet {
 		WriteTable(tableOut, rep)
 	}
@@ -228,6 +211,84 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// session is a prepared target: nodes up and reachable, faults applied.
+type session struct {
+	t      *target
+	params LockParams
+	opt    *connOpts
+	config ReportConfig
+	env    Env
+}
+
+// prepare sets up the target of cfg (starting the embedded cluster or local
+// servers), checks every node, applies -latency, -node-cap and -fault, and
+// describes the run. The caller closes sess.t.
+func prepare(ctx context.Context, cfg *Config) (*session, error) {
+	params := LockParams{
+		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
+		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
+		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
+	}
+	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
+	secrets := cfg.secrets()
+
+	var t *target
+	var err error
+	switch {
+	case len(cfg.Nodes) > 0:
+		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
+	case cfg.RealLocal > 0:
+		t, err = startRealLocal(cfg.RealLocal, cfg.Password, cfg.TLS)
+	default:
+		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
+	}
+	if err != nil {
+		return nil, redactErr(err, secrets...)
+	}
+	fail := func(err error) (*session, error) {
+		t.close()
+		return nil, redactErr(err, secrets...)
+	}
+	if cfg.TLS {
+		tc, err := cfg.tlsConfig()
+		if err != nil {
+			return fail(err)
+		}
+		if t.rootCAs != nil {
+			tc.RootCAs = t.rootCAs
+		}
+		params.TLS, opt.tls = tc, tc
+	}
+	if err := preflight(ctx, t.addrs, opt); err != nil {
+		return fail(err)
+	}
+	s := &session{t: t, params: params, opt: opt, config: reportConfig(cfg, t, params), env: environment()}
+	s.env.Server = serverInfo(ctx, t.addrs[0], opt)
+	switch {
+	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
+		s.env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
+	case len(t.pids) > 0:
+		s.env.ServerCPU = "/proc/<pid>/stat of the server processes"
+	default:
+		s.env.ServerCPU = "INFO commandstats only"
+	}
+	if t.admin {
+		if err := applyFaults(ctx, t, opt, cfg.Latency, cfg.NodeCap, cfg.Faults); err != nil {
+			return fail(err)
+		}
+	}
+	return s, nil
+}
+
+// strategyStart is when strategy i's warm-up starts under -start-at (zero
+// without it).
+func strategyStart(cfg *Config, i int) time.Time {
+	if cfg.StartAt.IsZero() {
+		return time.Time{}
+	}
+	return cfg.StartAt.Add(time.Duration(i) * (cfg.Warmup + cfg.Duration + StartAtGap))
 }
 
 // measuredList names the strategies of rep and how each ended.
@@ -332,11 +393,17 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
-		Loop: "closed", Workload: cfg.Workload, User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
-		LatencyMs: float64(cfg.Latency) / 1e6, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
+		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
+		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
 		rc.Loop = "open"
+	}
+	if !cfg.StartAt.IsZero() {
+		rc.StartAt = cfg.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	if cfg.Hold.Kind != "" {
+		rc.Hold, rc.HoldMeanMs = cfg.Hold.String(), float64(cfg.Hold.Mean())/1e6
 	}
 	for _, f := range cfg.Faults {
 		rc.Faults = append(rc.Faults, f.String())
@@ -356,7 +423,7 @@ func shownAddrs(addrs []string) []string {
 func environment() Env {
 	e := Env{
 		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
-		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), LoadAvgStart: loadAvg(),
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -22,12 +23,26 @@ type RunConfig struct {
 	Workers  int           // concurrent workers (closed loop: each as fast as it goes)
 	Duration time.Duration // measured duration (when Ops is 0)
 	Ops      int64         // measured operations (when > 0, instead of Duration)
-	Warmup   time.Duration // unrecorded closed-loop run first
-	Rate     float64       // open loop: target ops/s over all workers; 0 = closed loop
-	Keys     int           // key space size
-	Workload string
+	Warmup   time.Duration // unrecorded run first (closed loop unless WarmupRate)
+	// WarmupRate, when > 0, runs the warm-up open loop at this rate (a
+	// sweep step settles at its own rate).
+	WarmupRate float64
+	Rate       float64 // open loop: target ops/s over all workers; 0 = closed loop
+	Keys       int     // key space size
+	Workload   string
+	// Hold is the time each acquired lock is held before its release
+	// (-hold); it is part of the acquire_release latency.
+	Hold Hold
+	// KeyDist is the key popularity (-keys-dist); zero: round-robin.
+	KeyDist  KeyDist
 	Interval time.Duration // histogram log / progress interval; default 1s
-	Prefix   string        // key prefix, unique per run
+	// StartAt, when set, is when the warm-up starts (-start-at): measure
+	// waits for it, or starts at once and reports how late it was.
+	StartAt time.Time
+	// Tag prefixes the interval log's tags ("<Tag>.<metric>"); default the
+	// strategy's name.
+	Tag    string
+	Prefix string // key prefix, unique per run
 	// Percentiles are reported in each Latency's Percentiles (optional).
 	Percentiles []float64
 
@@ -70,6 +85,10 @@ type StrategyResult struct {
 	// Interrupted: the run was stopped (SIGINT) before its end; the figures
 	// cover what was measured.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// With -start-at: when the measured window started, and how late the
+	// warm-up started after its slot (set-up overran it).
+	StartedAt   string  `json:"started_at,omitempty"`
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
 
 	Acquire        Latency          `json:"acquire"`
 	Release        Latency          `json:"release"`
@@ -79,7 +98,10 @@ type StrategyResult struct {
 	Errors         map[string]int64 `json:"errors"`
 	NodeErrors     map[string]int64 `json:"node_errors"`
 	Acquired       int64            `json:"acquired"`
-	NotAcquired    int64            `json:"not_acquired"`
+	// AcquiredPerSec is acquisitions (not attempts) per second: under
+	// contention, the lock's hand-offs per second.
+	AcquiredPerSec float64 `json:"acquired_per_sec"`
+	NotAcquired    int64   `json:"not_acquired"`
 	// Failed is the operations that ended in an error (at acquire, or at
 	// release after the lock was acquired: ReleaseFailed of them).
 	Failed        int64       `json:"failed"`
@@ -166,36 +188,79 @@ func (ls *loadState) backlog(now time.Time) int64 {
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
 func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
+	workers, err := newWorkers(ctx, s, cfg.Workers)
+	defer closeWorkers(workers)
+	if err != nil {
+		return nil, err
+	}
+	return measure(ctx, s, workers, cfg, hlog, progress)
+}
+
+// newWorkers makes n workers of s; on error, those made so far are
+// returned with it (for closeWorkers).
+func newWorkers(ctx context.Context, s Strategy, n int) ([]Worker, error) {
+	workers := make([]Worker, 0, n)
+	for i := 0; i < n; i++ {
+		w, err := s.NewWorker(ctx)
+		if err != nil {
+			return workers, fmt.Errorf("%s: worker %d: %w", s.Name(), i, err)
+		}
+		workers = append(workers, w)
+	}
+	return workers, nil
+}
+
+func closeWorkers(workers []Worker) {
+	for _, w := range workers {
+		_ = w.Close()
+	}
+}
+
+// measure runs one warm-up and one measured phase on existing workers (a
+// sweep runs many on the same workers). Node errors are those of this
+// phase only.
+func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	tag := cfg.Tag
+	if tag == "" {
+		tag = s.Name()
 	}
 	// Operations run on a context without ctx's cancellation: a stop lets
 	// them finish instead of failing them.
 	opCtx := context.WithoutCancel(ctx)
-	workers := make([]Worker, 0, cfg.Workers)
-	defer func() {
-		for _, w := range workers {
-			_ = w.Close()
-		}
-	}()
-	for i := 0; i < cfg.Workers; i++ {
-		w, err := s.NewWorker(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: worker %d: %w", s.Name(), i, err)
-		}
-		workers = append(workers, w)
-	}
 	keys := keyNames(cfg.Prefix+s.Name()+":", cfg.Keys)
 
+	var late time.Duration
+	if !cfg.StartAt.IsZero() {
+		if d := time.Until(cfg.StartAt); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		} else {
+			late = -d
+		}
+	}
 	if cfg.Warmup > 0 {
 		wcfg := cfg
-		wcfg.Rate, wcfg.Ops, wcfg.Duration = 0, 0, cfg.Warmup
+		wcfg.Rate, wcfg.Ops, wcfg.Duration = cfg.WarmupRate, 0, cfg.Warmup
 		ls := newLoadState(wcfg, keys, workers)
 		wg := ls.launch(opCtx)
 		stopOnCancel(ctx, ls, wg)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	nodeErrs0 := map[string]int64{}
+	for _, w := range workers {
+		for k, v := range w.NodeErrors() {
+			nodeErrs0[k] += v
+		}
 	}
 	ls := newLoadState(cfg, keys, workers)
 	total := newIntervalAgg()
@@ -240,7 +305,7 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 				if interval.h[i].TotalCount() == 0 {
 					continue
 				}
-				if e := hlog.Write(s.Name()+"."+m, interval.h[i], last, now); e != nil && err == nil {
+				if e := hlog.Write(tag+"."+m, interval.h[i], last, now); e != nil && err == nil {
 					err = e
 				}
 			}
@@ -311,6 +376,10 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 		Extended: total.extended, NotExtended: total.notExt,
 		hists: total.h,
 	}
+	if !cfg.StartAt.IsZero() {
+		res.StartedAt = ls.start.UTC().Format(time.RFC3339Nano)
+		res.StartLateMs = float64(late) / 1e6
+	}
 	for k, v := range total.errs {
 		res.Errors[k] = v
 	}
@@ -319,8 +388,23 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 			res.NodeErrors[k] += v
 		}
 	}
-	if elapsed > 0 {
-		res.OpsPerSec = float64(res.Ops) / elapsed.Seconds()
+	for k, v := range nodeErrs0 {
+		if res.NodeErrors[k] -= v; res.NodeErrors[k] == 0 {
+			delete(res.NodeErrors, k)
+		}
+	}
+	window := elapsed
+	if cfg.Rate > 0 && cfg.Ops <= 0 && !interrupted {
+		// Open loop: operations start within [start, start+Duration) and
+		// every one started is counted when it ends, so the achieved rate
+		// is over that window. Over the elapsed time, which includes the
+		// last operations' latency, a short step at high latency would look
+		// saturated when it kept up.
+		window = cfg.Duration
+	}
+	if window > 0 {
+		res.OpsPerSec = float64(res.Ops) / window.Seconds()
+		res.AcquiredPerSec = float64(res.Acquired) / window.Seconds()
 	}
 	if cfg.Rate > 0 {
 		res.TargetRate = cfg.Rate
@@ -410,14 +494,12 @@ func (ls *loadState) launch(ctx context.Context) *sync.WaitGroup {
 func (ls *loadState) loop(ctx context.Context, wi int) {
 	w, rec := ls.workers[wi], ls.recs[wi]
 	n := len(ls.workers)
-	nk := len(ls.keys)
 	open := ls.period > 0
-	var timer *time.Timer
-	if open {
-		timer = time.NewTimer(time.Hour)
-		timer.Stop()
-		defer timer.Stop()
-	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(wi)))
+	keys := newKeyPicker(ls.cfg.KeyDist, len(ls.keys), rng)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for k := 0; ; k++ {
 		if ls.stopped.Load() {
 			return
@@ -433,7 +515,6 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 			}
 		}
 		var t0 time.Time
-		var key string
 		if open {
 			t0 = ls.start.Add(time.Duration(i) * ls.period)
 			if !ls.end.IsZero() && !t0.Before(ls.end) {
@@ -447,15 +528,18 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 					return
 				}
 			}
-			key = ls.keys[int(i%int64(nk))]
 		} else {
 			t0 = time.Now()
 			if !ls.end.IsZero() && !t0.Before(ls.end) {
 				return
 			}
-			key = ls.keys[keyIndex(wi, k, n, nk)]
 		}
-		ls.op(ctx, w, rec, key, t0)
+		key := ls.keys[keys.pick(wi, k, n, i, open)]
+		var hold time.Duration
+		if ls.cfg.Hold.Kind != "" {
+			hold = ls.cfg.Hold.draw(rng)
+		}
+		ls.op(ctx, w, rec, key, t0, hold, timer)
 	}
 }
 
@@ -469,7 +553,10 @@ func keyIndex(wi, k, workers, keys int) int {
 	return (wi + k) % keys
 }
 
-func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time) {
+// op runs one operation: acquire, and when acquired the extension
+// (acquire-extend-release), the hold (on timer, stopped and drained) and the
+// release.
+func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time, hold time.Duration, timer *time.Timer) {
 	ok, err := w.Acquire(ctx, key)
 	t1 := time.Now()
 	rec.mu.Lock()
@@ -501,6 +588,12 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 			rec.notExt++
 		}
 		rec.mu.Unlock()
+	}
+	if hold > 0 {
+		// Held to its end even when the run is stopped: a hold is bounded
+		// (-hold), and cutting it would skew the last operations.
+		timer.Reset(hold)
+		<-timer.C
 	}
 	t2 := time.Now()
 	err = w.Release(ctx)

@@ -160,13 +160,20 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	return nil
 }
 
-// applyFaults sets -latency on every embedded node, then each -fault, with
-// the FAKE admin command.
-func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Duration, faults []Fault) error {
+// applyFaults sets -latency and -node-cap on every embedded node, then each
+// -fault, with the FAKE admin command.
+func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Duration, nodeCap float64, faults []Fault) error {
 	if latency > 0 {
 		for _, a := range t.addrs {
 			if _, err := command(ctx, a, opt, "FAKE", "LATENCY", latency.String()); err != nil {
 				return fmt.Errorf("setting latency on %s: %w", a, err)
+			}
+		}
+	}
+	if nodeCap > 0 {
+		for _, a := range t.addrs {
+			if _, err := command(ctx, a, opt, "FAKE", "THROUGHPUT", strconv.FormatFloat(nodeCap, 'f', -1, 64)); err != nil {
+				return fmt.Errorf("setting the throughput cap on %s: %w", a, err)
 			}
 		}
 	}
@@ -178,6 +185,8 @@ func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Dur
 			_, err = command(ctx, a, opt, "FAKE", "LATENCY", f.Fixed.String(), f.Jitter.String())
 		case "blackhole":
 			_, err = command(ctx, a, opt, "FAKE", "BLACKHOLE")
+		case "cap":
+			_, err = command(ctx, a, opt, "FAKE", "THROUGHPUT", strconv.FormatFloat(f.Rate, 'f', -1, 64))
 		case "down":
 			// The node drops this connection too: no reply is expected.
 			// The node drops this connection too (no reply is expected) and

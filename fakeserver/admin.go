@@ -29,7 +29,7 @@ var adminHelp = []string{
 	"MALFORM <k>",
 	"    Replace the next k replies with malformed bytes (invalid type byte '?'); not executed.",
 	"CLEAR",
-	"    Remove latency and delays, blackhole and partitions, injected errors, malformed replies and clock skew.",
+	"    Remove latency and delays, throughput cap, blackhole and partitions, injected errors, malformed replies and clock skew.",
 	"HELP",
 	"    Print this help.",
 }

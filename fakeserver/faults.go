@@ -124,10 +124,70 @@ func (n *Node) ClockSkew() time.Duration {
 	return time.Duration(off)
 }
 
+// SetThroughput caps the node at perSec commands per second (FAKE
+// excepted), as a single-threaded server whose every command costs
+// 1/perSec of its time: commands run one service slot apart, in arrival
+// order over all connections, and wait for their slot. Below the cap a
+// command waits for nothing (its slot is already due); above it the queue,
+// and with it every command's latency, grows for as long as the overload
+// lasts. That is the knee a capacity sweep looks for. perSec <= 0 removes
+// the cap. A command whose connection closes while it waits gives its
+// slot back only when no later command has reserved one.
+func (n *Node) SetThroughput(perSec float64) {
+	var every int64
+	if perSec > 0 && !math.IsInf(perSec, 1) {
+		every = max(int64(float64(time.Second)/perSec), 1)
+	}
+	n.capMu.Lock()
+	n.capEvery.Store(every)
+	n.capNext = 0
+	n.capMu.Unlock()
+}
+
+// Throughput returns the cap set by SetThroughput in commands per second
+// (0: none).
+func (n *Node) Throughput() float64 {
+	if e := n.capEvery.Load(); e > 0 {
+		return float64(time.Second) / float64(e)
+	}
+	return 0
+}
+
+// waitSlot waits for the command's service slot under a throughput cap;
+// false if the connection closed meanwhile.
+func (n *Node) waitSlot(fc *fconn) bool {
+	every := n.capEvery.Load()
+	if every <= 0 {
+		return true
+	}
+	n.capMu.Lock()
+	now := time.Now().UnixNano()
+	slot := max(now, n.capNext)
+	n.capNext = slot + every
+	n.capMu.Unlock()
+	if slot <= now {
+		return true
+	}
+	t := time.NewTimer(time.Duration(slot - now))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-fc.done:
+		n.capMu.Lock()
+		if n.capNext == slot+every {
+			n.capNext = slot
+		}
+		n.capMu.Unlock()
+		return false
+	}
+}
+
 // beforeExec applies the request-side faults to one non-FAKE command on
-// the connection's goroutine: it waits out the request delay, and reports
-// false if the command is dropped (requests partitioned). With replies
-// partitioned it makes the command's reply vanish.
+// the connection's goroutine: it waits out the request delay and the
+// throughput cap's slot, and reports false if the command is dropped
+// (requests partitioned, or the connection closed while it waited). With
+// replies partitioned it makes the command's reply vanish.
 func (n *Node) beforeExec(fc *fconn) bool {
 	if fixed, jitter := n.reqFixed.Load(), n.reqJitter.Load(); fixed > 0 || jitter > 0 {
 		d := time.Duration(fixed)
@@ -152,6 +212,9 @@ func (n *Node) beforeExec(fc *fconn) bool {
 		// racing with this request must not let it through.
 		return false
 	}
+	if !n.waitSlot(fc) {
+		return false
+	}
 	switch Direction(n.part.Load()) {
 	case Requests:
 		fc.lost.Store(true)
@@ -172,6 +235,9 @@ var adminTimingHelp = []string{
 	"PARTITION REQUESTS|REPLIES|NONE [<duration>]",
 	"    Drop requests (never executed) or replies (executed, answer lost); FAKE excepted. NONE or HEAL ends it",
 	"    and closes every connection that lost a request or reply. Ends by itself after duration if given.",
+	"THROUGHPUT <commands/s>",
+	"    Cap the node at this many commands per second (0: no cap), as a single-threaded server with a fixed cost per",
+	"    command: commands wait for their slot in arrival order, so latency grows without bound above the cap.",
 	"CLOCKSTEP <delta> [<driftrate>]",
 	"    Move the node clock by delta from its current reading (negative: back) and set its drift rate from now.",
 }
@@ -246,6 +312,18 @@ func (n *Node) fakeTiming(c cmdCtx, sub string, a [][]byte) bool {
 				}
 			})
 		}
+		c.ok()
+	case "THROUGHPUT":
+		if len(a) != 1 {
+			bad("usage: FAKE THROUGHPUT <commands/s>")
+			return true
+		}
+		r, err := strconv.ParseFloat(string(a[0]), 64)
+		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
+			bad("invalid rate '" + trunc(a[0], 64) + "' (commands per second, 0..1e9; 0 = no cap)")
+			return true
+		}
+		n.SetThroughput(r)
 		c.ok()
 	case "CLOCKSTEP":
 		if len(a) < 1 || len(a) > 2 {

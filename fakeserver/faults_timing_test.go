@@ -47,7 +47,7 @@ func TestRequestDelayAppliesLate(t *testing.T) {
 	}
 	// FAKE commands are not delayed: an admin can still clear faults.
 	oStart := time.Now()
-	eqReply(t, "admin", other.do("FAKE", "HELP")[:4], "*29\r")
+	eqReply(t, "admin", other.do("FAKE", "HELP")[:4], "*32\r")
 	if took := time.Since(oStart); took > d/2 {
 		t.Errorf("FAKE waited %v behind the request delay", took)
 	}
@@ -238,4 +238,55 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, msg string) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// A throughput cap spaces commands one service slot apart over all
+// connections: 20 commands from 4 connections at 100 commands/s cannot all
+// be answered in less than 19 slots (190ms), however fast the machine. The
+// bound is a lower one, so a slow machine cannot make it fail; without the
+// cap the code path never waits (a cap of 0 is checked through the API).
+func TestThroughputCapSpacesCommands(t *testing.T) {
+	n := startNode(t, Config{})
+	admin := dial(t, n.Addr())
+	eqReply(t, "cap", admin.do("FAKE", "THROUGHPUT", "100"), okReply)
+	if r := n.Throughput(); r < 99.9 || r > 100.1 {
+		t.Fatalf("Throughput() = %v, want 100", r)
+	}
+	conns := make([]*tconn, 4)
+	for i := range conns {
+		conns[i] = dial(t, n.Addr())
+	}
+	start := time.Now()
+	for _, c := range conns {
+		for k := 0; k < 5; k++ {
+			c.send("PING")
+		}
+	}
+	// FAKE commands are never capped: an admin can lift the cap.
+	eqReply(t, "admin under cap", admin.do("FAKE", "HELP")[:4], "*32\r")
+	for _, c := range conns {
+		for k := 0; k < 5; k++ {
+			eqReply(t, "ping", c.read(), pongReply)
+		}
+	}
+	if took := time.Since(start); took < 190*time.Millisecond {
+		t.Fatalf("20 commands at 100/s answered in %v, want >= 190ms", took)
+	}
+	eqReply(t, "clear", admin.do("FAKE", "CLEAR"), okReply)
+	if r := n.Throughput(); r != 0 {
+		t.Fatalf("FAKE CLEAR left a cap of %v/s", r)
+	}
+	n.SetThroughput(50)
+	n.SetThroughput(0)
+	if r := n.Throughput(); r != 0 || n.capEvery.Load() != 0 {
+		t.Fatalf("SetThroughput(0) left a cap of %v/s", r)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"-1", "-ERR FAKE THROUGHPUT: invalid rate '-1' (commands per second, 0..1e9; 0 = no cap)\r\n"},
+		{"NaN", "-ERR FAKE THROUGHPUT: invalid rate 'NaN' (commands per second, 0..1e9; 0 = no cap)\r\n"},
+		{"fast", "-ERR FAKE THROUGHPUT: invalid rate 'fast' (commands per second, 0..1e9; 0 = no cap)\r\n"},
+	} {
+		eqReply(t, tc.arg, admin.do("FAKE", "THROUGHPUT", tc.arg), tc.want)
+	}
+	eqReply(t, "usage", admin.do("FAKE", "THROUGHPUT"), "-ERR FAKE THROUGHPUT: usage: FAKE THROUGHPUT <commands/s>\r\n")
 }

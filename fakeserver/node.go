@@ -88,6 +88,9 @@ type Node struct {
 	reqFixed  atomic.Int64 // request delay (faults.go)
 	reqJitter atomic.Int64
 	part      atomic.Int32 // Direction cut by Partition
+	capEvery  atomic.Int64 // throughput cap: ns of service per command (faults.go); 0 = none
+	capMu     sync.Mutex
+	capNext   int64 // unix ns when the next command may run, guarded by capMu
 
 	// lifecycle
 	ctl       sync.Mutex // serializes Down/Up/Restart/Close
@@ -438,6 +441,7 @@ func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
 func (n *Node) ClearFaults() {
 	n.SetLatency(0, 0)
 	n.SetRequestDelay(0, 0)
+	n.SetThroughput(0)
 	n.Heal()
 	n.failN.Store(0)
 	n.malformN.Store(0)

@@ -1,0 +1,488 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Files written by redmux-bench merge -out DIR.
+const (
+	FileMergedHlog = "merged.hlog"
+	FileMergedJSON = "merged.json"
+	FileMergedCSV  = "merged.csv"
+	FileMergedPlot = "merged.svg"
+)
+
+// MergeConfig is the command line of redmux-bench merge.
+type MergeConfig struct {
+	Files       []string
+	Start, End  timeBound // -start, -end: which intervals are kept (by their start time)
+	Tags        []string  // -tag: glob patterns (path.Match), any of which a tag must match; nil = all
+	Out         string    // -out DIR: merged.hlog, merged.json, merged.csv, merged.svg
+	Hlog        string    // -hlog FILE
+	JSON        string    // -json FILE ("-" = stdout)
+	CSV         string    // -csv FILE ("-" = stdout)
+	SVG         string    // -svg FILE
+	Percentiles []float64 // -percentiles
+	Title       string
+}
+
+// timeBound is a -start/-end bound: an absolute time (RFC 3339 or Unix
+// seconds), or a duration from the earliest interval's start over every
+// file.
+type timeBound struct {
+	set bool
+	abs time.Time
+	rel time.Duration
+	isR bool
+}
+
+func (b *timeBound) String() string {
+	switch {
+	case !b.set:
+		return ""
+	case b.isR:
+		return b.rel.String()
+	}
+	return b.abs.UTC().Format(time.RFC3339Nano)
+}
+
+func (b *timeBound) Set(s string) error {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return errors.New("a duration from the logs' start must not be negative")
+		}
+		*b = timeBound{set: true, rel: d, isR: true}
+		return nil
+	}
+	t, err := parseWallTime(s)
+	if err != nil {
+		return errors.New("want a duration from the logs' start (30s), an RFC 3339 time or Unix seconds")
+	}
+	*b = timeBound{set: true, abs: t}
+	return nil
+}
+
+// at resolves the bound against the logs' earliest start.
+func (b *timeBound) at(origin time.Time) time.Time {
+	if b.isR {
+		return origin.Add(b.rel)
+	}
+	return b.abs
+}
+
+// parseWallTime parses an RFC 3339 time or Unix seconds (with up to nine
+// decimals, read exactly).
+func parseWallTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	bad := fmt.Errorf("not an RFC 3339 time or Unix seconds: %q", s)
+	whole, frac, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || sec < 1e9 || sec > 1e11 || len(frac) > 9 {
+		return time.Time{}, bad
+	}
+	var ns int64
+	if frac != "" {
+		if ns, err = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil || ns < 0 {
+			return time.Time{}, bad
+		}
+	}
+	return time.Unix(sec, ns), nil
+}
+
+type tagList struct{ p *[]string }
+
+func (l tagList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l tagList) Set(s string) error {
+	for _, t := range strings.Split(s, ",") {
+		t = strings.TrimSpace(t)
+		if _, err := path.Match(t, ""); err != nil || t == "" {
+			return fmt.Errorf("bad tag pattern %q", t)
+		}
+		*l.p = append(*l.p, t)
+	}
+	return nil
+}
+
+func mergeFlagSet(c *MergeConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("redmux-bench merge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&c.Start, "start", "keep intervals starting at or after `T`: a duration from the earliest interval over all files (30s), an RFC 3339 time or Unix seconds")
+	fs.Var(&c.End, "end", "keep intervals starting before `T` (same forms as -start)")
+	fs.Var(tagList{&c.Tags}, "tag", "keep tags matching any of these comma-separated glob `PATTERNS`, e.g. 'mux.*' or '*.acquire_release' (default: every tag)")
+	fs.StringVar(&c.Out, "out", "", "write merged.hlog, merged.json, merged.csv and merged.svg to `DIR`")
+	fs.StringVar(&c.Hlog, "hlog", "", "write the kept intervals as one interval log to `FILE`")
+	fs.StringVar(&c.JSON, "json", "", "write the merged summary as JSON to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per tag to `FILE` (- = stdout; the table then goes to stderr)")
+	fs.StringVar(&c.SVG, "svg", "", "write a percentile plot of the merged tags to `FILE` (default tags plotted: *.acquire_release when there are any)")
+	fs.Var(percentileList{&c.Percentiles}, "percentiles", "`LIST` of percentiles for the table, JSON and CSV (default 50,90,99,99.9,99.99)")
+	fs.StringVar(&c.Title, "title", "", "plot title")
+	return fs
+}
+
+// MergeUsage writes redmux-bench merge's flag documentation.
+func MergeUsage(w io.Writer) {
+	var c MergeConfig
+	fs := mergeFlagSet(&c)
+	fs.SetOutput(w)
+	fmt.Fprintf(w, `redmux-bench merge: merge HdrHistogram interval logs (bench.hlog, sweep.hlog) from several load machines.
+
+Intervals are merged by tag, by their absolute times: runs started together
+with -start-at line up. The summary table goes to stdout.
+
+Usage:
+  redmux-bench merge [flags] FILE...
+
+Flags:
+`)
+	fs.PrintDefaults()
+}
+
+// ParseMergeArgs parses redmux-bench merge's arguments (after "merge").
+func ParseMergeArgs(args []string) (*MergeConfig, error) {
+	c := &MergeConfig{}
+	fs := mergeFlagSet(c)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	c.Files = fs.Args()
+	switch {
+	case len(c.Files) == 0:
+		return nil, usagef("merge needs at least one interval log file (redmux-bench merge [flags] FILE...)")
+	case c.JSON == "-" && c.CSV == "-":
+		return nil, usagef("-json - and -csv - both want stdout; send one to a file")
+	}
+	for _, f := range c.Files {
+		if strings.HasPrefix(f, "-") {
+			return nil, usagef("flags go before the files, got %q after them (redmux-bench merge [flags] FILE...)", f)
+		}
+	}
+	return c, nil
+}
+
+// MergedTag is one tag's merged distribution.
+type MergedTag struct {
+	Tag       string  `json:"tag"`
+	Intervals int     `json:"intervals"`
+	Files     int     `json:"files"` // how many files contributed
+	Start     string  `json:"start"` // earliest kept interval start (RFC 3339)
+	End       string  `json:"end"`   // latest kept interval end
+	PerSec    float64 `json:"per_sec"`
+	Latency   Latency `json:"latency"`
+
+	hist *hdr.Histogram
+}
+
+// MergeResult is redmux-bench merge's outcome (merged.json).
+type MergeResult struct {
+	Files     []string     `json:"files"`
+	Intervals int          `json:"intervals"` // kept
+	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
+	Start     string       `json:"start,omitempty"`
+	End       string       `json:"end,omitempty"`
+	Filters   string       `json:"filters,omitempty"`
+	Tags      []*MergedTag `json:"tags"`
+
+	kept []*hdr.Histogram
+}
+
+// Merge reads every file and merges the intervals the filters keep, by tag.
+func Merge(c *MergeConfig) (*MergeResult, error) {
+	type rec struct {
+		h    *hdr.Histogram
+		file int
+	}
+	var all []rec
+	for i, p := range c.Files {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		hs, err := ReadHlog(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if len(hs) == 0 {
+			return nil, fmt.Errorf("%s: %w: no interval histograms", p, ErrBadHlog)
+		}
+		for _, h := range hs {
+			all = append(all, rec{h, i})
+		}
+	}
+	origin := time.UnixMilli(all[0].h.StartTimeMs())
+	for _, r := range all {
+		if t := time.UnixMilli(r.h.StartTimeMs()); t.Before(origin) {
+			origin = t
+		}
+	}
+	res := &MergeResult{Files: c.Files}
+	var filters []string
+	if c.Start.set {
+		filters = append(filters, "start "+c.Start.at(origin).UTC().Format(time.RFC3339Nano))
+	}
+	if c.End.set {
+		filters = append(filters, "end "+c.End.at(origin).UTC().Format(time.RFC3339Nano))
+	}
+	if len(c.Tags) > 0 {
+		filters = append(filters, "tags "+strings.Join(c.Tags, ","))
+	}
+	res.Filters = strings.Join(filters, "; ")
+	byTag := map[string]*MergedTag{}
+	files := map[string]map[int]bool{}
+	var first, last int64
+	var dropped int64
+	for _, r := range all {
+		h := r.h
+		st := time.UnixMilli(h.StartTimeMs())
+		if (c.Start.set && st.Before(c.Start.at(origin))) || (c.End.set && !st.Before(c.End.at(origin))) || !tagMatches(h.Tag(), c.Tags) {
+			res.Skipped++
+			continue
+		}
+		res.Intervals++
+		res.kept = append(res.kept, h)
+		m := byTag[h.Tag()]
+		if m == nil {
+			m = &MergedTag{Tag: h.Tag(), hist: NewHistogram()}
+			byTag[h.Tag()] = m
+			files[h.Tag()] = map[int]bool{}
+		}
+		m.Intervals++
+		files[h.Tag()][r.file] = true
+		dropped += m.hist.Merge(h)
+		if first == 0 || h.StartTimeMs() < first {
+			first = h.StartTimeMs()
+		}
+		last = max(last, h.EndTimeMs())
+		if m.Start == "" || h.StartTimeMs() < mustMs(m.Start) {
+			m.Start = msTime(h.StartTimeMs())
+		}
+		if m.End == "" || h.EndTimeMs() > mustMs(m.End) {
+			m.End = msTime(h.EndTimeMs())
+		}
+	}
+	if dropped > 0 {
+		return nil, fmt.Errorf("%w: %d values outside 1us..60s were dropped", ErrBadHlog, dropped)
+	}
+	if res.Intervals == 0 {
+		return nil, fmt.Errorf("no interval is left after the filters (%s); the logs cover %s onwards", res.Filters, origin.UTC().Format(time.RFC3339))
+	}
+	res.Start, res.End = msTime(first), msTime(last)
+	sort.Slice(res.kept, func(i, j int) bool { return res.kept[i].StartTimeMs() < res.kept[j].StartTimeMs() })
+	for tag, m := range byTag {
+		m.Files = len(files[tag])
+		m.Latency = Summarize(m.hist, c.Percentiles...)
+		if d := mustMs(m.End) - mustMs(m.Start); d > 0 {
+			m.PerSec = float64(m.hist.TotalCount()) / (float64(d) / 1e3)
+		}
+		res.Tags = append(res.Tags, m)
+	}
+	sort.Slice(res.Tags, func(i, j int) bool { return res.Tags[i].Tag < res.Tags[j].Tag })
+	return res, nil
+}
+
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+func mustMs(s string) int64 {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t.UnixMilli()
+}
+
+func tagMatches(tag string, pats []string) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	for _, p := range pats {
+		if ok, _ := path.Match(p, tag); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteMergedHlog writes the kept intervals, in start order, as one
+// interval log (tags kept; base time the earliest start).
+func WriteMergedHlog(w io.Writer, r *MergeResult) error {
+	if len(r.kept) == 0 {
+		return errors.New("no intervals")
+	}
+	start := time.UnixMilli(r.kept[0].StartTimeMs())
+	hw := NewHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters)
+	for _, h := range r.kept {
+		tag := h.Tag()
+		if err := hw.Write(tag, h, time.UnixMilli(h.StartTimeMs()), time.UnixMilli(h.EndTimeMs())); err != nil {
+			return err
+		}
+		h.SetTag(tag) // Write clears it
+	}
+	return hw.Err()
+}
+
+func mergePercentiles(c *MergeConfig) []float64 {
+	if len(c.Percentiles) > 0 {
+		return c.Percentiles
+	}
+	return DefaultPercentiles
+}
+
+// WriteMergedTable prints one row per tag: count, rate and percentiles.
+func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
+	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)", r.Intervals, len(r.Files))
+	if r.Filters != "" {
+		fmt.Fprintf(w, "; %s; %d intervals left out", r.Filters, r.Skipped)
+	}
+	fmt.Fprintln(w)
+	pcts := mergePercentiles(c)
+	head := []string{"tag", "count", "files", "per s", "min"}
+	for _, p := range pcts {
+		head = append(head, pctName(p))
+	}
+	t := newTable(append(head, "max")...)
+	for _, m := range r.Tags {
+		name := m.Tag
+		if name == "" {
+			name = "(untagged)"
+		}
+		row := []string{name, fmt.Sprint(m.Latency.Count), fmt.Sprint(m.Files), fmtCount(m.PerSec), f1(m.Latency.MinUs)}
+		for _, p := range pcts {
+			v, ok := m.Latency.At(p)
+			if !ok {
+				v = us(ValueAtPercentile(m.hist, p))
+			}
+			row = append(row, f1(v))
+		}
+		t.row(append(row, f1(m.Latency.MaxUs))...)
+	}
+	t.write(w)
+}
+
+// WriteMergedCSV writes one row per tag.
+func WriteMergedCSV(w io.Writer, r *MergeResult, c *MergeConfig) error {
+	cw := csv.NewWriter(w)
+	pcts := mergePercentiles(c)
+	head := []string{"tag", "count", "intervals", "files", "start", "end", "per_sec", "min_us", "mean_us"}
+	for _, p := range pcts {
+		head = append(head, pctName(p)+"_us")
+	}
+	if err := cw.Write(append(head, "max_us")); err != nil {
+		return err
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, m := range r.Tags {
+		l := m.Latency
+		row := []string{m.Tag, fmt.Sprint(l.Count), fmt.Sprint(m.Intervals), fmt.Sprint(m.Files), m.Start, m.End, g(m.PerSec), g(l.MinUs), g(l.MeanUs)}
+		for _, p := range pcts {
+			row = append(row, g(us(ValueAtPercentile(m.hist, p))))
+		}
+		if err := cw.Write(append(row, g(l.MaxUs))); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteMergedPlot draws the merged tags' percentile distributions: those
+// matching -tag when given, else the *.acquire_release tags when there are
+// any, else every tag.
+func WriteMergedPlot(w io.Writer, r *MergeResult, c *MergeConfig) error {
+	var series []PlotSeries
+	pick := func(m *MergedTag) bool {
+		if len(c.Tags) > 0 {
+			return true
+		}
+		return strings.HasSuffix(m.Tag, "."+MetricAcquireRelease)
+	}
+	anyAR := false
+	for _, m := range r.Tags {
+		anyAR = anyAR || pick(m)
+	}
+	for i, m := range r.Tags {
+		if anyAR && !pick(m) {
+			continue
+		}
+		name := m.Tag
+		color := plotColors[strings.SplitN(name, ".", 2)[0]]
+		if color == "" || len(series) >= 3 {
+			color = plotSpare[i%len(plotSpare)]
+		}
+		series = append(series, PlotSeries{Name: name, Hist: m.hist, Color: color})
+	}
+	title := c.Title
+	if title == "" {
+		title = "Merged latency by percentile"
+	}
+	sub := fmt.Sprintf("%d files, %d intervals, %s .. %s", len(r.Files), r.Intervals, r.Start, r.End)
+	if r.Filters != "" {
+		sub += "; " + r.Filters
+	}
+	return WritePercentilePlot(w, title, sub, series)
+}
+
+// runMerge is redmux-bench merge.
+func runMerge(c *MergeConfig, stdout, stderr io.Writer) error {
+	r, err := Merge(c)
+	if err != nil {
+		return err
+	}
+	tableOut := stdout
+	if c.JSON == "-" || c.CSV == "-" {
+		tableOut = stderr
+	}
+	WriteMergedTable(tableOut, r, c)
+	jsonW := func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	hlogW := func(w io.Writer) error { return WriteMergedHlog(w, r) }
+	csvW := func(w io.Writer) error { return WriteMergedCSV(w, r, c) }
+	svgW := func(w io.Writer) error { return WriteMergedPlot(w, r, c) }
+	outs := []struct {
+		path  string
+		write func(io.Writer) error
+	}{{c.JSON, jsonW}, {c.CSV, csvW}, {c.Hlog, hlogW}, {c.SVG, svgW}}
+	if c.Out != "" {
+		if err := os.MkdirAll(c.Out, 0o755); err != nil {
+			return err
+		}
+		outs = append(outs, []struct {
+			path  string
+			write func(io.Writer) error
+		}{{filepath.Join(c.Out, FileMergedHlog), hlogW}, {filepath.Join(c.Out, FileMergedJSON), jsonW},
+			{filepath.Join(c.Out, FileMergedCSV), csvW}, {filepath.Join(c.Out, FileMergedPlot), svgW}}...)
+	}
+	for _, o := range outs {
+		if o.path == "" {
+			continue
+		}
+		if err := writeTo(o.path, stdout, o.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}

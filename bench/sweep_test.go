@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runSweepArgs parses and runs a sweep command line (after "sweep").
+func runSweepArgs(t *testing.T, args ...string) (*SweepReport, string, string) {
+	t.Helper()
+	cfg, err := ParseSweepArgs(args, noEnv)
+	require.NoError(t, err)
+	var out, errb bytes.Buffer
+	rep, err := RunSweep(context.Background(), cfg, Options{Stdout: &out, Stderr: &errb})
+	require.NoError(t, err, "stderr: %s", errb.String())
+	return rep, out.String(), errb.String()
+}
+
+// Issue 12 item 5: the sweep finds a knee planted in the fake cluster. Every
+// node serves at most 200 commands/s (-node-cap), and a lock operation is
+// 2 commands per node (SET, then the release's EVALSHA), so no rate above
+// 100 ops/s can hold: the queue grows by the excess every second. Steps at
+// 25..75 ops/s run at most 75% of the cap; 150 and 300 ops/s are 1.5x and 3x
+// over it, where within a 1s step the queue, and latency, grow by 0.5s and
+// more (a 1s per-node timeout keeps that as latency rather than failures).
+// The objective, p99 < 400ms, is far above this machine's scheduling noise
+// and far below the overloaded steps' latency. The same steps without the
+// cap all hold, so the test sees the planted cap, not the machine.
+func TestSweepFindsPlantedKnee(t *testing.T) {
+	common := []string{"-fake", "5", "-strategy", "mux", "-rates", "25,50,75,150,300", "-step", "1s", "-warmup", "300ms",
+		"-timeout", "1s", "-slo", "p99<400ms", "-refine", "1", "-quiet"}
+	dir := t.TempDir()
+	rep, _, _ := runSweepArgs(t, append(common, "-node-cap", "200", "-out", dir)...)
+	require.Len(t, rep.Strategies, 1)
+	ss := rep.Strategies[0]
+	require.True(t, ss.Saturated, "the sweep must reach a step past the planted cap: %+v", steps(ss))
+	require.NotNil(t, ss.Knee, "no step held: %+v", steps(ss))
+	require.GreaterOrEqual(t, ss.KneeRate, 50.0, "steps well under the cap must hold: %+v", steps(ss))
+	require.Less(t, ss.KneeRate, 150.0, "the knee must be under the first coarse step past the cap: %+v", steps(ss))
+	for _, st := range ss.Steps {
+		if st.TargetRate >= 150 {
+			require.False(t, st.Held, "a step at %g ops/s, over the 100 ops/s cap, held: %+v", st.TargetRate, st)
+		}
+	}
+	// The sweep stopped at the first saturated coarse step (300 never ran)
+	// and bisected once between the knee and it.
+	var refined int
+	for _, st := range ss.Steps {
+		require.NotEqual(t, 300.0, st.TargetRate, "the sweep went on past saturation")
+		if st.Refinement && !st.Repeated {
+			refined++
+			require.Greater(t, st.TargetRate, ss.KneeRate-1e-9)
+		}
+	}
+	require.Equal(t, 1, refined, "%+v", steps(ss))
+	require.Contains(t, ss.Bound, "node cap")
+
+	// Every output is there and readable.
+	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
+	require.NoError(t, err)
+	for _, want := range []string{"## Capacity", "### Headroom", "## Steps", "**knee**", "redmux-bench sweep -fake 5"} {
+		require.Contains(t, string(md), want)
+	}
+	var doc SweepReport
+	b, err := os.ReadFile(filepath.Join(dir, FileSweepJSON))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Equal(t, ss.KneeRate, doc.Strategies[0].KneeRate)
+	f, err := os.Open(filepath.Join(dir, FileSweepCSV))
+	require.NoError(t, err)
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, rows, 1+len(ss.Steps))
+	svg, err := os.ReadFile(filepath.Join(dir, FileSweepPlot))
+	require.NoError(t, err)
+	require.NoError(t, xml.Unmarshal(svg, new(struct{})), "the SVG is well-formed XML")
+	require.Equal(t, 2, strings.Count(string(svg), "<polyline"), "one objective line and one p50 line")
+	hf, err := os.Open(filepath.Join(dir, FileSweepHlog))
+	require.NoError(t, err)
+	hs, err := ReadHlog(hf)
+	hf.Close()
+	require.NoError(t, err)
+	merged, _ := MergeTagged(hs)
+	require.Contains(t, merged, "mux.r75.acquire_release")
+
+	// Control: without the cap the same steps all hold.
+	rep, _, _ = runSweepArgs(t, append(common, "-out", "")...)
+	ss = rep.Strategies[0]
+	require.False(t, ss.Saturated, "without a cap every step should hold: %+v", steps(ss))
+	require.Equal(t, 300.0, ss.KneeRate)
+}
+
+// Without -rates, a closed-loop probe spaces the steps: with the cap
+// planted it reads at most about the cap's rate (100 ops/s; mux decides at
+// a quorum, so the two slowest nodes may lag and the probe read a little
+// above), and the steps, going on past the probe while they hold, reach
+// saturation.
+func TestSweepProbeSpacesStepsUpToTheCap(t *testing.T) {
+	rep, _, stderr := runSweepArgs(t, "-fake", "5", "-strategy", "mux", "-node-cap", "200", "-steps", "3", "-refine", "0",
+		"-step", "1s", "-warmup", "300ms", "-timeout", "1s", "-slo", "p99<400ms", "-c", "32", "-out", "")
+	ss := rep.Strategies[0]
+	// The cap bounds the probe from above; a loaded machine (-race) can
+	// keep it well under.
+	require.Less(t, ss.ProbeOpsPerSec, 160.0, "probe: %s", stderr)
+	require.Greater(t, ss.ProbeOpsPerSec, 10.0, "probe: %s", stderr)
+	require.Contains(t, stderr, "closed-loop probe")
+	require.True(t, ss.Saturated, "steps up to 110%% of the probe must reach saturation: %+v", steps(ss))
+	require.Less(t, ss.KneeRate, 150.0)
+}
+
+// An open-loop step's achieved rate is over the window in which operations
+// started: an operation taking 150ms at 20 ops/s for 300ms keeps up
+// (6 operations), though the run lasts ~450ms. Over the elapsed time it
+// read 13 ops/s and was marked saturated.
+func TestOpenLoopAchievedRateIsOverTheStartWindow(t *testing.T) {
+	res, err := runStrategy(context.Background(), sleepStrategy{150 * time.Millisecond}, RunConfig{Workers: 8,
+		Duration: 300 * time.Millisecond, Rate: 20, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(6), res.Ops)
+	require.Greater(t, res.DurationS, 0.4)
+	require.InDelta(t, 20, res.OpsPerSec, 0.01)
+	require.False(t, res.Saturated, res.Saturation)
+}
+
+// sleepStrategy makes a slowWorker per worker.
+type sleepStrategy struct{ d time.Duration }
+
+func (s sleepStrategy) Name() string                              { return "sleep" }
+func (s sleepStrategy) NewWorker(context.Context) (Worker, error) { return slowWorker{s.d}, nil }
+func (s sleepStrategy) Close() error                              { return nil }
+
+func TestParseSLOAndSweepFlags(t *testing.T) {
+	s, err := ParseSLO("p99.9<5ms")
+	require.NoError(t, err)
+	require.Equal(t, SLO{P: 99.9, Max: 5 * time.Millisecond}, *s)
+	require.Equal(t, "p99.9<5ms", s.String())
+	s, err = ParseSLO("p50<=1.5ms")
+	require.NoError(t, err)
+	require.Equal(t, SLO{P: 50, Max: 1500 * time.Microsecond}, *s)
+	for _, bad := range []string{"", "99<5ms", "p99", "p100<1ms", "p0<1ms", "p99<5", "p99<-1ms", "px<1ms"} {
+		_, err := ParseSLO(bad)
+		require.Error(t, err, bad)
+	}
+	c, err := ParseSweepArgs([]string{"-rates", "300, 100,200", "-slo", "p99<2ms"}, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, []float64{100, 200, 300}, c.Rates)
+	require.Equal(t, 64, c.Workers, "a sweep's default workers")
+	require.Equal(t, DefaultSweepOut, c.Out)
+	require.True(t, strings.HasPrefix(c.Command, "redmux-bench sweep -rates"), c.Command)
+	for _, args := range [][]string{{"-rate", "100"}, {"-d", "5s"}, {"-n", "10"}, {"-rates", "1,1"}, {"-rates", "0"},
+		{"-slo", "fast"}, {"-steps", "1"}, {"-refine", "-1"}, {"-hlog", "x"}, {"-nodes", "127.0.0.1:1", "-node-cap", "10"}} {
+		_, err := ParseSweepArgs(args, noEnv)
+		require.ErrorIs(t, err, ErrUsage, "%v", args)
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"sweep", "-h"}, &out, &errb, noEnv))
+	require.Contains(t, out.String(), "-slo")
+	require.Contains(t, out.String(), "-node-cap")
+	require.Equal(t, ExitUsage, Main([]string{"sweep", "-rate", "5"}, &out, &errb, noEnv))
+}
+
+func TestSweepRatesAndJudge(t *testing.T) {
+	require.Equal(t, []float64{250, 500, 750, 1000, 1100}, sweepRates(1000, 4))
+	require.Equal(t, 1230.0, roundRate(1234.5))
+	h := NewHistogram()
+	for i := 0; i < 100; i++ {
+		record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
+	}
+	slo := SLO{P: 99, Max: 50 * time.Millisecond}
+	st := &SweepStep{Ops: 100, hist: h}
+	st.judge(slo)
+	require.False(t, st.Held)
+	require.Contains(t, st.Why, "p99")
+	st = &SweepStep{Ops: 100, hist: h}
+	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
+	require.True(t, st.Held, st.Why)
+	st = &SweepStep{Ops: 100, hist: h, FailedShare: 0.02}
+	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
+	require.False(t, st.Held)
+	require.Contains(t, st.Why, "failed")
+
+	// The knee is the last step of the prefix that held: a later step
+	// holding again (noise) does not raise it.
+	ss := &SweepStrategy{Steps: []*SweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
+	ss.kneeOf()
+	require.Equal(t, 100.0, ss.KneeRate)
+	require.True(t, ss.Saturated)
+	require.Equal(t, 200.0, ss.firstFailAbove().TargetRate)
+
+	// A step run again after missing only the objective: the repeat's
+	// verdict stands.
+	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
+	ss.kneeOf()
+	require.Equal(t, 200.0, ss.KneeRate)
+	require.Equal(t, 300.0, ss.firstFailAbove().TargetRate)
+}
+
+func steps(ss *SweepStrategy) []string {
+	var out []string
+	for _, st := range ss.Steps {
+		v := "held"
+		if !st.Held {
+			v = st.Why
+		}
+		out = append(out, fmtCount(st.TargetRate)+": "+fmtCount(st.OpsPerSec)+" p99 "+fmtUs(st.Latency.P99Us)+" "+v)
+	}
+	return out
+}

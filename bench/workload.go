@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Hold is the time a worker keeps a lock between acquiring and releasing
+// it (-hold): none, fixed, uniform or exponential.
+type Hold struct {
+	Kind string        // "" (none), "fixed", "uniform", "exp"
+	A    time.Duration // fixed: the time; uniform: the lower bound; exp: the mean
+	B    time.Duration // uniform: the upper bound
+}
+
+func (h Hold) String() string {
+	switch h.Kind {
+	case "fixed":
+		return h.A.String()
+	case "uniform":
+		return "uniform:" + h.A.String() + ":" + h.B.String()
+	case "exp":
+		return "exp:" + h.A.String()
+	}
+	return "0"
+}
+
+// Mean is the hold's expected value.
+func (h Hold) Mean() time.Duration {
+	switch h.Kind {
+	case "fixed", "exp":
+		return h.A
+	case "uniform":
+		return (h.A + h.B) / 2
+	}
+	return 0
+}
+
+// maxHold bounds every hold (a draw of the exponential is cut there too).
+const maxHold = time.Minute
+
+// draw returns one hold time.
+func (h Hold) draw(r *rand.Rand) time.Duration {
+	switch h.Kind {
+	case "fixed":
+		return h.A
+	case "uniform":
+		if h.B <= h.A {
+			return h.A
+		}
+		return h.A + time.Duration(r.Int64N(int64(h.B-h.A)+1))
+	case "exp":
+		return time.Duration(math.Min(r.ExpFloat64()*float64(h.A), float64(maxHold)))
+	}
+	return 0
+}
+
+// ParseHold parses -hold: "0", a duration ("5ms": fixed), "uniform:1ms:5ms"
+// or "exp:2ms" (exponential with that mean).
+func ParseHold(s string) (Hold, error) {
+	bad := fmt.Errorf("bad -hold %q: want a duration (5ms), uniform:<min>:<max> or exp:<mean>", s)
+	dur := func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d >= 0 && d <= maxHold
+	}
+	p := strings.Split(s, ":")
+	switch {
+	case s == "0" || s == "":
+		return Hold{}, nil
+	case len(p) == 1:
+		d, ok := dur(p[0])
+		if !ok {
+			return Hold{}, bad
+		}
+		if d == 0 {
+			return Hold{}, nil
+		}
+		return Hold{Kind: "fixed", A: d}, nil
+	case p[0] == "uniform" && len(p) == 3:
+		a, ok1 := dur(p[1])
+		b, ok2 := dur(p[2])
+		if !ok1 || !ok2 || b < a || b == 0 {
+			return Hold{}, bad
+		}
+		return Hold{Kind: "uniform", A: a, B: b}, nil
+	case p[0] == "exp" && len(p) == 2:
+		a, ok := dur(p[1])
+		if !ok || a == 0 {
+			return Hold{}, bad
+		}
+		return Hold{Kind: "exp", A: a}, nil
+	}
+	return Hold{}, bad
+}
+
+type holdFlag struct{ h *Hold }
+
+func (f holdFlag) String() string {
+	if f.h == nil {
+		return "0"
+	}
+	return f.h.String()
+}
+
+func (f holdFlag) Set(s string) error {
+	h, err := ParseHold(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -hold %q: ", s)))
+	}
+	*f.h = h
+	return nil
+}
+
+// Key distributions (-keys-dist).
+const (
+	KeysRoundRobin = "round-robin" // each worker cycles over its own keys (shared when -keys < -c)
+	KeysUniform    = "uniform"     // every operation draws a key uniformly from all of them
+	KeysZipf       = "zipf"        // zipf:<s>: key k drawn with probability proportional to 1/(k+1)^s
+)
+
+// KeyDist is a key popularity distribution.
+type KeyDist struct {
+	Kind string  // KeysRoundRobin, KeysUniform or KeysZipf
+	S    float64 // zipf exponent (> 1)
+}
+
+func (d KeyDist) String() string {
+	if d.Kind == KeysZipf {
+		return "zipf:" + strconv.FormatFloat(d.S, 'f', -1, 64)
+	}
+	if d.Kind == "" {
+		return KeysRoundRobin
+	}
+	return d.Kind
+}
+
+// ParseKeyDist parses -keys-dist: round-robin, uniform or zipf:<s> with
+// s > 1 (e.g. zipf:1.1; larger is more skewed).
+func ParseKeyDist(s string) (KeyDist, error) {
+	switch {
+	case s == KeysRoundRobin || s == "":
+		return KeyDist{Kind: KeysRoundRobin}, nil
+	case s == KeysUniform:
+		return KeyDist{Kind: KeysUniform}, nil
+	case strings.HasPrefix(s, KeysZipf+":"):
+		v, err := strconv.ParseFloat(s[len(KeysZipf)+1:], 64)
+		if err == nil && v > 1 && v <= 100 {
+			return KeyDist{Kind: KeysZipf, S: v}, nil
+		}
+	}
+	return KeyDist{}, fmt.Errorf("bad -keys-dist %q: want round-robin, uniform or zipf:<s> with s > 1 (e.g. zipf:1.1)", s)
+}
+
+type keyDistFlag struct{ d *KeyDist }
+
+func (f keyDistFlag) String() string {
+	if f.d == nil {
+		return KeysRoundRobin
+	}
+	return f.d.String()
+}
+
+func (f keyDistFlag) Set(s string) error {
+	d, err := ParseKeyDist(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -keys-dist %q: ", s)))
+	}
+	*f.d = d
+	return nil
+}
+
+// keyPicker draws a worker's keys; one per worker (not safe for
+// concurrent use), allocation-free per draw.
+type keyPicker struct {
+	dist KeyDist
+	n    int
+	r    *rand.Rand
+	z    *rand.Zipf
+}
+
+func newKeyPicker(d KeyDist, n int, r *rand.Rand) *keyPicker {
+	p := &keyPicker{dist: d, n: n, r: r}
+	if d.Kind == KeysZipf && n > 1 {
+		p.z = rand.NewZipf(r, d.S, 1, uint64(n-1))
+	}
+	return p
+}
+
+// pick returns the index of the key for a worker's k-th operation (closed
+// loop) or the run's i-th (open loop, open true).
+func (p *keyPicker) pick(wi, k, workers int, i int64, open bool) int {
+	switch p.dist.Kind {
+	case KeysUniform:
+		return p.r.IntN(p.n)
+	case KeysZipf:
+		if p.z == nil {
+			return 0
+		}
+		return int(p.z.Uint64())
+	}
+	if open {
+		return int(i % int64(p.n))
+	}
+	return keyIndex(wi, k, workers, p.n)
+}
