@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines safety mutants mutants-short tidy-check clean
+.PHONY: interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -69,12 +69,17 @@ mutants-short:
 bench-real:
 	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/latest-real
 
-## baselines: rewrite the committed reports under results/ (~2 min; run on a quiet machine)
+## baselines: rewrite the committed reports under results/ (~2 min; run on a quiet machine; make sweeps for the capacity sweeps)
 baselines:
 	$(GO) run ./cmd/redmux-bench -out results/fake-5 -title "Embedded 5-node fake cluster (make run)"
 	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/real-5 -title "5 local redis-server processes (make bench-real)"
 	$(GO) run ./cmd/redmux-bench -latency 1ms -out results/fake-5-latency-1ms -title "Embedded 5-node fake cluster, 1ms reply latency on every node"
 	$(GO) run ./cmd/redmux-bench -fault slow:1:10ms -out results/fake-5-slow-node -title "Embedded 5-node fake cluster, node 1 slow (10ms)"
+
+## sweeps: rewrite the committed capacity sweeps under results/ (~10 min; run on a quiet machine)
+sweeps:
+	$(GO) run ./cmd/redmux-bench sweep -real-local 5 -out results/sweep-real-5 -title "Capacity sweep: 5 local redis-server processes"
+	$(GO) run ./cmd/redmux-bench sweep -latency 1ms -out results/sweep-fake-5-latency-1ms -title "Capacity sweep: embedded 5-node fake cluster, 1ms reply latency on every node"
 
 clean:
 	rm -rf results/latest results/latest-real

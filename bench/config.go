@@ -212,12 +212,15 @@ func (f startAtFlag) Set(s string) error {
 // percentileList is the -percentiles flag.
 type percentileList struct{ p *[]float64 }
 
-func (l percentileList) String() string {
-	if l.p == nil {
+func (l percentileList) String() string { return joinFloats(l.p) }
+
+// joinFloats is a float list flag's value as given: comma-separated.
+func joinFloats(p *[]float64) string {
+	if p == nil {
 		return ""
 	}
 	var parts []string
-	for _, v := range *l.p {
+	for _, v := range *p {
 		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	return strings.Join(parts, ",")

@@ -108,10 +108,7 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", W, H, W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", W, H)
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	fmt.Fprintf(&b, `<text x="%d" y="44" font-size="11" fill="#555">%s</text>`+"\n", left, html.EscapeString(subtitle))
+	svgOpen(&b, W, H, left, title, subtitle)
 
 	// Grid and y labels (decades, with 2x and 5x minor lines).
 	for d := yLo; d <= yHi; d++ {
@@ -211,4 +208,13 @@ func durLabel(ns float64) string {
 		return fmt.Sprintf("%gms", ns/1e6)
 	}
 	return fmt.Sprintf("%gus", ns/1e3)
+}
+
+// svgOpen starts a plot: the svg element, a white background, the title and
+// its subtitle.
+func svgOpen(b *strings.Builder, w, h, left int, title, sub string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", w, h)
+	fmt.Fprintf(b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
+	fmt.Fprintf(b, `<text x="%d" y="44" font-size="11" fill="#555">%s</text>`+"\n", left, html.EscapeString(sub))
 }

@@ -83,16 +83,7 @@ func (f sloFlag) Set(s string) error {
 
 type rateList struct{ p *[]float64 }
 
-func (l rateList) String() string {
-	if l.p == nil {
-		return ""
-	}
-	var parts []string
-	for _, v := range *l.p {
-		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
-	}
-	return strings.Join(parts, ",")
-}
+func (l rateList) String() string { return joinFloats(l.p) }
 
 func (l rateList) Set(s string) error {
 	var out []float64

@@ -375,10 +375,7 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 	}
 	title, sub := sweepPlotTitle(rep)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", W, H, W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", W, H)
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	fmt.Fprintf(&b, `<text x="%d" y="44" font-size="11" fill="#555">%s</text>`+"\n", left, html.EscapeString(sub))
+	svgOpen(&b, W, H, left, title, sub)
 	for d := yLo; d <= yHi; d++ {
 		for _, m := range []float64{1, 2, 5} {
 			v := m * math.Pow(10, d)
