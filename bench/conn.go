@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redmux/redmux/mux"
-	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -113,53 +112,27 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 		c = tc
 	}
 	pc.c = c
-	b := pc.wbuf[:0]
-	n := 0
-	if nd.Password != "" {
-		if nd.Username != "" {
-			b = resp.AppendCommand(b, "AUTH", nd.Username, nd.Password)
-		} else {
-			b = resp.AppendCommand(b, "AUTH", nd.Password)
-		}
-		n++
+	err = mux.Setup(c, *nd, "", setupScripts, time.Now().Add(setupTimeout))
+	if err == nil {
+		return nil
 	}
-	if nd.DB > 0 {
-		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(nd.DB))
-		n++
+	pc.close()
+	switch {
+	case errors.Is(err, mux.ErrAuth) && nd.Password == "":
+		return fmt.Errorf("%w: %w", ErrAuthRequired, err)
+	case errors.Is(err, mux.ErrAuth):
+		return fmt.Errorf("%w: %w", ErrAuth, err)
 	}
-	for _, s := range scripts.All {
-		b = resp.AppendCommand(b, "SCRIPT", "LOAD", s.Text)
-		n++
-	}
-	pc.wbuf = b
-	if err := pc.c.SetDeadline(time.Now().Add(setupTimeout)); err != nil {
-		pc.close()
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return err
 	}
-	if _, err := pc.c.Write(b); err != nil {
-		pc.close()
-		return err
-	}
-	for i := 0; i < n; i++ {
-		r, err := pc.readReply()
-		if err != nil {
-			pc.close()
-			return err
-		}
-		if r.IsError() {
-			text := string(r.ErrorText())
-			pc.close()
-			if i == 0 && nd.Password != "" {
-				return fmt.Errorf("%w: %s", ErrAuth, redact(text, nd.Password))
-			}
-			if nd.Password == "" && r.HasErrorPrefix("NOAUTH") {
-				return fmt.Errorf("%w: %s", ErrAuthRequired, text)
-			}
-			return fmt.Errorf("%w: %s", ErrServerReply, redact(text, nd.Password))
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: %w", ErrServerReply, err)
 }
+
+// setupScripts are the scripts every plain connection loads, the ones
+// redlock's mux client loads.
+var setupScripts = redlock.MuxScripts()
 
 // redact removes the password from a server's text, should it ever echo it.
 func redact(s, password string) string {

@@ -1,7 +1,7 @@
 // Package bench is the Redlock benchmark behind cmd/redmux-bench: a workload
 // runner, the strategies it compares, HDR histograms, and the report writers
 // (terminal table, JSON, HdrHistogram interval log, SVG percentile plot,
-// Markdown report with a capacity section).
+// Markdown report, capacity sweep).
 //
 // # Strategies
 //
@@ -10,8 +10,10 @@
 // redlock.Acquired, redlock.QuorumLost; tested in algorithm_test.go) (quorum N/2+1,
 // validity = ttl - elapsed - (ttl*0.01 + 2ms), release on ALL nodes after a
 // failed acquire, compare-and-delete release and compare-and-pexpire extend
-// by EVALSHA with an EVAL fallback on NOSCRIPT, scripts loaded with SCRIPT
-// LOAD at connection set-up), so that only the transport differs:
+// by EVALSHA with an EVAL fallback on NOSCRIPT), and every connection is set
+// up by mux's own set-up (mux.Setup: AUTH, HELLO, SELECT, CLIENT SETNAME and
+// SCRIPT LOAD of redlock.MuxScripts in one write, every reply checked), so
+// that only the transport differs:
 //
 //   - seq: one plain blocking connection per node; for each node in turn,
 //     write the command and read its reply (the naive loop: the sum of N

@@ -83,6 +83,7 @@ type setupError struct {
 	step string // AUTH, HELLO, SELECT, CLIENT SETNAME, SCRIPT LOAD, dial, ...
 	text string // server text or I/O error text; never the password
 	kind error  // ErrAuth or nil
+	io   error  // the I/O error of a failed write or read, or nil
 }
 
 func (e *setupError) Error() string {
@@ -96,7 +97,15 @@ func (e *setupError) Error() string {
 	return s
 }
 
-func (e *setupError) Unwrap() error { return e.kind }
+func (e *setupError) Unwrap() []error {
+	var out []error
+	for _, err := range []error{e.kind, e.io} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
 
 // ErrTLS is wrapped by the node error of a connection whose TLS handshake
 // failed (an untrusted or expired certificate, a name mismatch, a client

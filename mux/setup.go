@@ -2,6 +2,7 @@ package mux
 
 import (
 	"bytes"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
 	cmds, steps := r.pipeline(i)
 	password := r.nodes[i].password
 	if err := rw.write(cmds, deadline); err != nil {
-		return &setupError{step: "write", text: err.Error()}
+		return &setupError{step: "write", text: err.Error(), io: err}
 	}
 	buf := make([]byte, 0, 4096)
 	off, step := 0, 0
@@ -93,7 +94,7 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
 		}
 		n, err := rw.read(buf[len(buf):cap(buf)], deadline)
 		if err != nil {
-			return &setupError{step: steps[step].name, text: "reading reply: " + err.Error()}
+			return &setupError{step: steps[step].name, text: "reading reply: " + err.Error(), io: err}
 		}
 		buf = buf[:len(buf)+n]
 	}
@@ -124,4 +125,24 @@ func scrub(text, password string) string {
 		return text
 	}
 	return strings.ReplaceAll(text, password, "***")
+}
+
+// Setup runs a node's connection set-up on nc exactly as New's connections
+// run it: AUTH (a's user and password), HELLO 3 (a.RESP3), SELECT (a.DB),
+// CLIENT SETNAME (name, or DefaultClientName when empty) and SCRIPT LOAD of
+// every script, written in one go; every reply is checked (a script's SHA
+// too) and a byte past the last reply is an error. It is for code that
+// reaches the same nodes on connections of its own (redmux-bench's seq and
+// fanout strategies), so that they are set up as mux's. A refused
+// authentication wraps ErrAuth; no error contains the password. nc's
+// deadlines are left set to deadline.
+func Setup(nc net.Conn, a NodeAddr, name string, scripts []Script, deadline time.Time) error {
+	if name == "" {
+		name = DefaultClientName
+	}
+	r := &resolved{
+		Config: Config{Scripts: scripts},
+		nodes:  []nodeSpec{{username: a.Username, password: a.Password, db: a.DB, resp3: a.RESP3, clientName: name}},
+	}
+	return runSetup(netRW{nc}, r, 0, deadline)
 }
