@@ -24,6 +24,7 @@ type Batch struct {
 	n       int
 	cmds    [][]byte // per node: its commands, concatenated
 	offs    [][]int  // per node: start offset of each command in cmds
+	claims  []*pconn // Do's claimed writer roles (reused; cap n)
 	bad     error    // set by Add when a command is not exactly one frame
 	scratch []byte
 	route   uint32 // picks the connection to each node (SetKey)
@@ -67,6 +68,7 @@ func newBatch(n int, p resp.Parser) *Batch {
 		n:      n,
 		cmds:   make([][]byte, n),
 		offs:   make([][]int, n),
+		claims: make([]*pconn, 0, n),
 		parser: p,
 		wake:   make(chan struct{}, 1),
 		call: call{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type Client struct {
 	drv   driver
 
 	closed atomic.Bool
+	active atomic.Int32  // callers between their first send and their wait
 	done   chan struct{} // closed by Close
 	supWG  sync.WaitGroup
 	closeM sync.Mutex
@@ -235,6 +237,12 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 		aw.enter()
 	}
 
+	// A lone caller writes at once. With other callers in Do, a caller
+	// that finds a connection's writer idle claims it, lets the others run
+	// (they append to the claimed queues), then writes: their commands
+	// leave in one write per connection (pconn.send).
+	hold := c.active.Add(1) > 1
+	claims := b.claims[:0]
 	for i := 0; i < c.n; i++ {
 		if len(b.offs[i]) == 0 {
 			continue
@@ -243,7 +251,12 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 		if mono() >= deadline {
 			err = ErrNotSent
 		} else {
-			err = c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))].send(b, gen, deadline, c.done)
+			cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
+			var claimed bool
+			claimed, err = cn.send(b, gen, deadline, c.done, hold, &claims)
+			if claimed {
+				claims = append(claims, cn)
+			}
 		}
 		if err != nil {
 			b.mu.Lock()
@@ -251,6 +264,11 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			b.mu.Unlock()
 		}
 	}
+	if len(claims) > 0 {
+		runtime.Gosched()
+		flushClaims(&claims)
+	}
+	b.claims = claims
 
 	var err error
 	b.mu.Lock()
@@ -263,6 +281,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	default:
 		err = b.wait(ctx, deadline, ctxDeadline, c.done)
 	}
+	c.active.Add(-1)
 	b.mu.Lock()
 	out := b.end()
 	b.mu.Unlock()

@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// shortWrites counts writes that found the socket full (for tests).
-var shortWrites atomic.Int64
+// shortWrites counts writes that found the socket full, sockWrites every
+// write to a socket (for tests).
+var shortWrites, sockWrites atomic.Int64
 
 // This file holds one connection's write side: commands of concurrent
 // batches are queued in one buffer and written together (write combining),
@@ -63,6 +64,7 @@ type pconn struct {
 	wq       []byte     // queued bytes, not yet handed to the socket
 	spare    []byte     // the other write buffer
 	writing  bool       // a writer owns the socket (in write, or waiting for writability)
+	claimed  bool       // writing, by a caller that lets others append before it writes (flushClaimed)
 	inWrite  bool       // a writer is inside link.write, mu released
 	waitOut  bool       // the socket was full: the reader side resumes writing when writable
 	deferred link       // closed by the writer when its write returns (the connection broke meanwhile)
@@ -79,13 +81,23 @@ type pconn struct {
 // socket is writable, writes them with its own. It returns the node's error
 // when they cannot be queued: the connection is down, or the queue stays
 // full until deadline.
-func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}) error {
+//
+// With hold set (other callers are active) a caller that would write
+// instead claims the writer role and returns claimed: it lets the others
+// run and append to the queue, then writes everything with flushClaimed.
+// Callers that find the role claimed only append. So commands of callers
+// that run back to back leave in one write instead of one write each.
+//
+// held are the caller's claims on other connections: before it waits for
+// room here it writes them, so that no caller waits on a queue while
+// holding back another's.
+func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}, hold bool, held *[]*pconn) (claimed bool, err error) {
 	cmds := b.cmds[cn.node]
 	cn.mu.Lock()
 	for {
 		if cn.link == nil {
 			cn.mu.Unlock()
-			return cn.c.nodes[cn.node].downErr.Load()
+			return false, cn.c.nodes[cn.node].downErr.Load()
 		}
 		if len(cn.wq) == 0 || len(cn.wq)+len(cmds) <= cn.c.cfg.MaxQueuedBytes {
 			break
@@ -96,8 +108,9 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 		}
 		room := cn.room
 		cn.mu.Unlock()
+		flushClaims(held)
 		if !waitRoom(room, deadline, done) {
-			return &NodeError{Node: cn.node, Addr: cn.c.nodes[cn.node].addr, Kind: ErrTimeout, Cause: errQueueFull}
+			return false, &NodeError{Node: cn.node, Addr: cn.c.nodes[cn.node].addr, Kind: ErrTimeout, Cause: errQueueFull}
 		}
 		cn.mu.Lock()
 	}
@@ -107,10 +120,37 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 	cn.wq = append(cn.wq, cmds...)
 	if !cn.writing {
 		cn.writing = true
+		if hold {
+			cn.claimed = true
+			cn.mu.Unlock()
+			return true, nil
+		}
 		cn.writeLocked()
 	}
 	cn.mu.Unlock()
-	return nil
+	return false, nil
+}
+
+// flushClaims writes every claimed connection of *held and empties it.
+func flushClaims(held *[]*pconn) {
+	for k, cn := range *held {
+		cn.flushClaimed()
+		(*held)[k] = nil
+	}
+	*held = (*held)[:0]
+}
+
+// flushClaimed writes what a claimed writer role holds queued. The claim
+// may be gone (the connection was detached meanwhile, which failed the
+// queued slots) or already flushed by another claimer: then there is
+// nothing to do.
+func (cn *pconn) flushClaimed() {
+	cn.mu.Lock()
+	if cn.claimed {
+		cn.claimed = false
+		cn.writeLocked()
+	}
+	cn.mu.Unlock()
 }
 
 // queueInternal queues extra bytes with their slots (the NOSCRIPT fallback)
@@ -147,6 +187,7 @@ func (cn *pconn) writeLocked() {
 		cn.inWrite = true
 		cn.mu.Unlock()
 		n, err := l.write(buf)
+		sockWrites.Add(1)
 		cn.mu.Lock()
 		cn.inWrite = false
 		if cn.deferred == l {
@@ -243,6 +284,7 @@ func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
 	if !cn.inWrite {
 		cn.writing = false // else the writer inside write clears it (see writeLocked)
 	}
+	cn.claimed = false
 	if cn.room != nil {
 		close(cn.room)
 		cn.room = nil
