@@ -40,8 +40,13 @@
 // is writing: then it only appends, and that caller's write loop (or the
 // poller, once a full socket drains) sends them with its own, so commands
 // of concurrent batches go out in one write per node (write combining).
-// There is no goroutine per call and no hand-off for a caller that finds
-// the connection idle. Each queued command leaves a reply slot in a FIFO,
+// Callers on different cores seldom meet inside a write, so when other
+// callers are inside Do a caller that finds a connection's writer idle
+// claims the writer role instead of writing, yields once
+// (runtime.Gosched) so that the others run and append to the claimed
+// queues, then writes for all of them; callers that find the role claimed
+// only append. A lone caller writes at once: no yield, no hand-off. There
+// is no goroutine per call. Each queued command leaves a reply slot in a FIFO,
 // in send order; replies are parsed in place as they arrive and copied
 // into the batch that owns the slot. A batch that returns early (quorum
 // decided, timeout, ctx) is done: the replies still due to it are read and
