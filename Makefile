@@ -76,7 +76,7 @@ baselines:
 	$(GO) run ./cmd/redmux-bench -latency 1ms -out results/fake-5-latency-1ms -title "Embedded 5-node fake cluster, 1ms reply latency on every node"
 	$(GO) run ./cmd/redmux-bench -fault slow:1:10ms -out results/fake-5-slow-node -title "Embedded 5-node fake cluster, node 1 slow (10ms)"
 
-## sweeps: rewrite the committed capacity sweeps under results/ (~5 min; run on a quiet machine)
+## sweeps: rewrite the committed capacity sweeps under results/ (~7 min; run on a quiet machine)
 sweeps:
 	$(GO) run ./cmd/redmux-bench sweep -real-local 5 -out results/sweep-real-5 -title "Capacity sweep: 5 local redis-server processes"
 	$(GO) run ./cmd/redmux-bench sweep -latency 1ms -c 256 -out results/sweep-fake-5-latency-1ms -title "Capacity sweep: embedded 5-node fake cluster, 1ms reply latency on every node"
