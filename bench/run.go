@@ -128,16 +128,21 @@ var (
 	ErrMostlyFailed = errors.New("most operations failed")
 )
 
-// Run executes a parsed configuration: sets up the target, runs each
-// strategy, prints the table and writes the requested files. Errors are run
-// failures (exit status 1).
-func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
+// discardUnset sends output with no writer to io.Discard.
+func (o *Options) discardUnset() {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
+}
+
+// Run executes a parsed configuration: sets up the target, runs each
+// strategy, prints the table and writes the requested files. Errors are run
+// failures (exit status 1).
+func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
+	o.discardUnset()
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err

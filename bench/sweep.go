@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -279,12 +278,7 @@ func roundRate(r float64) float64 {
 // did not. Interrupted (ctx), it returns what was measured with
 // ErrInterrupted.
 func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error) {
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
-	}
-	if o.Stderr == nil {
-		o.Stderr = io.Discard
-	}
+	o.discardUnset()
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
