@@ -280,7 +280,10 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 		// multi-resource holders (which the main run covers) only dilute
 		// them here.
 		cfg.KeepAliveRate, cfg.MultiRate, cfg.HoldToEnd = 0, 0, 0.6
-		cfg.MaxDuration = 30 * time.Second
+		// The first overlap comes after a roughly exponential wait (1.8 to
+		// 25.6 s in 6 runs with -race on 2 cores); the run stops at it,
+		// so a long bound costs time only when the checker is blind.
+		cfg.MaxDuration = 120 * time.Second
 		cfg.StopOnViolation = true
 		res, err := checker.Run(cfg)
 		require.NoError(t, err)
