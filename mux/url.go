@@ -38,7 +38,9 @@ const DefaultPort = 6379
 var urlOptions = []string{"db", "protocol", "client_name", "skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
 
 // RedactURL returns addr with the password of a URL's user information
-// replaced by ***, and its query left out. Anything that is not a URL is
+// replaced by *** (user:*** for user:password, *** for a user information
+// without a colon, which is often a password typed without it), and its
+// query left out. Anything that is not a URL is
 // returned as it is. It works on malformed URLs too, so that an error about
 // one never shows its password.
 func RedactURL(addr string) string {
@@ -53,6 +55,10 @@ func RedactURL(addr string) string {
 		user := rest[:at]
 		if c := strings.Index(user, ":"); c >= 0 {
 			user = user[:c] + ":***"
+		} else if user != "" {
+			// redis://secret@host: a password typed without its
+			// colon (parseAddr rejects the URL); never print it
+			user = "***"
 		}
 		tail := rest[at+1:]
 		if q := strings.IndexAny(tail, "?#"); q >= 0 {

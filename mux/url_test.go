@@ -100,6 +100,7 @@ func TestParseAddrErrors(t *testing.T) {
 		{"redis://:Sup3r/Secret@h:1", "malformed URL"},
 		{"redis://:Sup3r#Secret@h:1", "malformed URL"},
 		{"redis://:Sup3r%zzSecret@h:1", "malformed URL"},
+		{"redis://Sup3rSecret@127.0.0.1:1", "user without password"}, // the password typed where the user goes
 	}
 	for _, c := range cases {
 		_, err := New(Config{Addrs: []string{c.addr}})
@@ -125,7 +126,8 @@ func TestRedactURL(t *testing.T) {
 		"redis://h:1":                       "redis://h:1",
 		"redis://:pw@h:1/2?cacert=/a/b.crt": "redis://:***@h:1/2",
 		"rediss://alice:pw@h:1":             "rediss://alice:***@h:1",
-		"rediss://alice@h:1":                "rediss://alice@h:1",
+		"rediss://alice@h:1":                "rediss://***@h:1",
+		"redis://Sup3rSecret@h:1/0":         "redis://***@h:1/0",
 		"redis://:p/w?x#y@h:1/0":            "redis://:***@h:1/0",
 		"redis://:p@ss@h:1":                 "redis://:***@h:1",
 	}
