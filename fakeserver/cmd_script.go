@@ -61,8 +61,9 @@ func runRelease(n *Node, c cmdCtx, keys, argv [][]byte) {
 	c.rc.WriteInt(r)
 }
 
-// runExtend: if redis.call("get",KEYS[1]) == ARGV[1] then return
-// redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end
+// runExtend is scripts.Extend: if the value matches, PEXPIRE ARGV[2],
+// then put the old expiry back if the key had longer to live (never
+// shorten); reply 1, else 0.
 func runExtend(n *Node, c cmdCtx, keys, argv [][]byte) {
 	sha := scripts.Extend.SHA
 	if len(keys) < 1 {
@@ -70,7 +71,8 @@ func runExtend(n *Node, c cmdCtx, keys, argv [][]byte) {
 		return
 	}
 	key := string(keys[0])
-	e, ok := n.lookup(c.fc.db, key, n.nowLocked())
+	now := n.nowLocked()
+	e, ok := n.lookup(c.fc.db, key, now)
 	if ok && e.kind != kindString {
 		scriptErr(c, wrongType, sha, "1")
 		return
@@ -79,21 +81,30 @@ func runExtend(n *Node, c cmdCtx, keys, argv [][]byte) {
 		c.rc.WriteInt(0)
 		return
 	}
+	left := int64(-1) // PTTL before
+	if e.exp != 0 {
+		left = max(e.exp-nowMs(now), 0)
+	}
 	if len(argv) < 2 {
-		scriptErr(c, luaArgErr, sha, "2")
+		scriptErr(c, luaArgErr, sha, "3")
 		return
 	}
 	ms, okInt := parseInt(argv[1])
 	if !okInt {
-		scriptErr(c, "ERR value is not an integer or out of range", sha, "2")
+		scriptErr(c, "ERR value is not an integer or out of range", sha, "3")
 		return
 	}
-	r, errText := n.expireLocked(c.fc.db, key, ms, false, false, 0, "pexpire")
-	if errText != "" {
-		scriptErr(c, errText, sha, "2")
+	if _, errText := n.expireLocked(c.fc.db, key, ms, false, false, 0, "pexpire"); errText != "" {
+		scriptErr(c, errText, sha, "3")
 		return
 	}
-	c.rc.WriteInt(r)
+	if left > 0 {
+		now = n.nowLocked()
+		if e, ok := n.lookup(c.fc.db, key, now); ok && e.exp != 0 && e.exp-nowMs(now) < left {
+			_, _ = n.expireLocked(c.fc.db, key, left, false, false, 0, "pexpire")
+		}
+	}
+	c.rc.WriteInt(1)
 }
 
 func sha1Hex(b []byte) string {

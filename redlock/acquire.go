@@ -213,7 +213,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		st := c.states.Get().(*lockState)
 		st.mu.Lock()
-		st.end, st.start, st.ttl, st.ext = end, t1, ttl, 0
+		st.end, st.start, st.ttl, st.ext, st.retained = end, t1, ttl, 0, false
 		gen := st.gen
 		st.mu.Unlock()
 		*l = Lock{
@@ -271,14 +271,18 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 // releaseQuick sends the release of w.val for resource to all N nodes and
 // waits only for the first answer (or the timeout): what matters is that
 // every reachable node gets the command; answers still owed are skipped by
-// mux later. Used after a failed attempt.
+// mux later. Used after a failed attempt (and to roll back a
+// multi-resource attempt). It runs under the clean-up context: it is sent
+// even when ctx was cancelled or its deadline passed mid-attempt, and it
+// waits at most timeout (the node timeout), whatever ctx says.
 func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, keys []string, timeout time.Duration) {
 	b := w.b
 	b.Reset()
 	b.SetKey(resource)
 	w.cmd = appendRelease(w.cmd[:0], resource, keys, w.val[:])
 	b.Broadcast(w.cmd)
-	_, _ = c.m.Do(cleanupCtx(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
+	_, _ = c.m.Do(w.cleanup(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
+	w.dctx.parent = nil
 }
 
 // appendRelease appends the release command of a lock: compare-and-delete

@@ -46,6 +46,7 @@ type worker struct {
 	val   [ValueSize]byte
 	timer *time.Timer
 	nodes []nodeRec // the last failed attempt, per node
+	dctx  detachedCtx
 }
 
 // nodeRec is one node's answer to a failed attempt.
@@ -277,13 +278,25 @@ func isInt(_ int, r resp.Reply) bool {
 // ttlMillis is ttl in whole milliseconds, rounded up (TTLMillis).
 func ttlMillis(ttl time.Duration) int64 { return TTLMillis(ttl) }
 
-// cleanupCtx returns ctx, or a context without its cancellation when ctx is
-// already done: a release after a failed attempt must still be sent.
-func cleanupCtx(ctx context.Context) context.Context {
-	if ctx.Err() != nil {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
+// detachedCtx is a context with the values of parent but without its
+// cancellation or deadline: the context of the releases the algorithm
+// owes (after a failed attempt, Release), which must be sent whatever
+// happened to the caller's context. Their wait is bounded by the node
+// timeout instead (the clean-up deadline). One lives in each pooled
+// worker, so that using it allocates nothing (context.WithoutCancel
+// would allocate on every call).
+type detachedCtx struct{ parent context.Context }
+
+func (detachedCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (detachedCtx) Done() <-chan struct{}       { return nil }
+func (detachedCtx) Err() error                  { return nil }
+func (d *detachedCtx) Value(key any) any        { return d.parent.Value(key) }
+
+// cleanup returns the clean-up context for ctx (see detachedCtx). It is
+// valid until w goes back to the pool.
+func (w *worker) cleanup(ctx context.Context) context.Context {
+	w.dctx.parent = ctx
+	return &w.dctx
 }
 
 // closedErr maps mux's closed error to ours: one fact, one message.

@@ -25,6 +25,12 @@ var (
 	// ErrLockExpired: the lock's validity ended before the operation could
 	// be confirmed. The holder must stop: another client may hold it.
 	ErrLockExpired = errors.New("redlock: lock validity expired")
+	// ErrExtendUnknown: an Extend ended (ctx cancelled or past its
+	// deadline, node timeouts, failures) before a quorum confirmed, yet no
+	// quorum refused and the validity had not ended: the lock may still be
+	// held, for what Validity reports (never more than before the call).
+	// Extend again, or stop before Validity reaches 0.
+	ErrExtendUnknown = errors.New("redlock: extend outcome unknown")
 	// ErrExtendLimit: the lock has been extended WithMaxExtensions times.
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 	// ErrReleasePartial: some nodes did not confirm the release. Matched by
@@ -224,26 +230,37 @@ func (e *NotAcquiredError) Unwrap() []error {
 	return out
 }
 
-// ExtendError reports a failed Extend. It matches ErrLockExpired when the
-// validity ran out first, else ErrLockLost. After it the Lock's validity is
-// never longer than before the call (shorter if the lock is known lost or
-// the new TTL was shorter: some nodes may have applied it).
+// ExtendError reports a failed Extend, with what is known: Lost when more
+// than N-quorum nodes refused (they no longer hold the value: the lock is
+// lost, Validity is 0), Expired when the validity ended before a quorum
+// confirmed; neither when the call ended first (ctx, timeouts, failures)
+// and the lock may still be held for what Validity reports. It matches
+// ErrLockLost when Lost, ErrLockExpired when Expired, ErrExtendUnknown
+// when neither. After it the Lock's validity is never longer than before
+// the call (shorter if the lock is known lost or the new TTL was shorter:
+// some nodes may have applied it).
 type ExtendError struct {
 	Resource string
 	Extended int  // nodes that extended the TTL
 	Refused  int  // nodes that no longer hold the lock's value
-	Failed   int  // nodes that answered an error, were down or broke the connection
+	Failed   int  // nodes that answered an error, were down, broke the connection or were not sent the command
 	Pending  int  // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
+	Lost     bool // more than N-quorum nodes refused: the quorum no longer holds the value
 	Expired  bool // validity ended before a quorum confirmed
 	Err      error
 }
 
 func (e *ExtendError) Error() string {
-	what := "lost"
-	if e.Expired {
-		what = "expired"
+	what := "outcome unknown, validity remains"
+	switch {
+	case e.Lost && e.Expired:
+		what = "lock lost and expired"
+	case e.Lost:
+		what = "lock lost"
+	case e.Expired:
+		what = "lock expired"
 	}
-	s := fmt.Sprintf("redlock: extend %q failed, lock %s (%d extended, %d refused, %d failed, %d pending)",
+	s := fmt.Sprintf("redlock: extend %q failed, %s (%d extended, %d refused, %d failed, %d pending)",
 		e.Resource, what, e.Extended, e.Refused, e.Failed, e.Pending)
 	if e.Err != nil {
 		s += ": " + causeText(e.Err)
@@ -251,12 +268,18 @@ func (e *ExtendError) Error() string {
 	return s
 }
 
-// Is matches ErrLockExpired or ErrLockLost.
+// Is matches ErrLockLost when Lost, ErrLockExpired when Expired, and
+// ErrExtendUnknown when neither.
 func (e *ExtendError) Is(target error) bool {
-	if e.Expired {
-		return target == ErrLockExpired
+	switch target {
+	case ErrLockLost:
+		return e.Lost
+	case ErrLockExpired:
+		return e.Expired
+	case ErrExtendUnknown:
+		return !e.Lost && !e.Expired
 	}
-	return target == ErrLockLost
+	return false
 }
 
 // Unwrap returns the cause, if any.
@@ -265,13 +288,17 @@ func (e *ExtendError) Unwrap() error { return e.Err }
 // ReleaseError reports the nodes that did not confirm a release (error
 // reply, timeout, down). errors.Is(err, ErrReleasePartial) is true, and each
 // node's error is reachable through Errs; errors.Is(err, ErrLockExpired)
-// too when the validity had already ended at the Release.
+// too when the validity had already ended at the Release. When Retained is
+// set the release could not be sent to a quorum of nodes (down, not
+// connected) and the lock is still held, with no validity left: Release
+// again.
 type ReleaseError struct {
 	Resource string
 	Released int   // nodes that deleted the key
 	Failed   []int // node indices that did not answer with an integer
 	Errs     []error
 	Expired  bool // the validity had ended before Release was called
+	Retained bool // sent to fewer than the quorum: the lock is still held, Validity 0 (Release again)
 }
 
 func (e *ReleaseError) Error() string {
@@ -284,6 +311,9 @@ func (e *ReleaseError) Error() string {
 	b.WriteString(")")
 	if e.Expired {
 		b.WriteString("; lock validity had expired")
+	}
+	if e.Retained {
+		b.WriteString("; not sent to a quorum, lock still held: Release again")
 	}
 	return b.String()
 }

@@ -81,6 +81,10 @@ type kaState struct {
 	idx     int    // position in the heap, -1 when not in it
 	start   int64  // when the lock was acquired (KeepAliveMaxHold counts from it)
 	seq     uint64 // which KeepAlive call (a job of an earlier one is stale)
+	// inflight: an extension job was handed to a worker and has not
+	// reported; an Extend by the holder meanwhile updates the end but
+	// leaves the scheduling to the job's report
+	inflight bool
 }
 
 // next is the time of the state's next event.
@@ -340,6 +344,7 @@ func (s *scheduler) loop() {
 			select {
 			case s.jobs <- kaJob{st: st, l: k.lock, ttl: ttl, seq: k.seq}:
 				k.due = math.MaxInt64 // in flight; the end is still watched
+				k.inflight = true
 			default:
 				k.due = now + int64(time.Millisecond)
 			}
@@ -382,44 +387,83 @@ func (s *scheduler) worker() {
 		if !live {
 			continue
 		}
-		err := j.l.Extend(ctx, j.ttl)
-		v := j.l.view()
-		s.mu.Lock()
-		if !k.on || k.seq != j.seq || k.idx < 0 {
-			s.mu.Unlock()
-			continue // released (or ended) meanwhile
-		}
-		now := mono()
-		switch {
-		case !v.held:
-			s.del(k.idx)
-			s.finish(j.st, ErrNotHeld)
-		case err == nil:
-			k.end = v.end
-			if j.ttl < k.ttl {
-				k.stopped = ErrHoldLimit // the cap shortened it: the last one
-			}
-			s.schedule(j.st, j.ttl)
-			s.fix(k.idx)
-		case errors.Is(err, ErrExtendLimit):
-			k.stopped = ErrExtendLimit
-			k.due = math.MaxInt64
-			s.fix(k.idx)
-		case v.end <= now:
-			// lost (the validity was cut to the reply time) or expired:
-			// now, not at the next timer
-			s.del(k.idx)
-			s.finish(j.st, err)
-		default:
-			// failed but validity remains (timeouts, ctx): retry while
-			// it lasts; the deadline is still watched
-			k.end = v.end
-			k.due = now + int64(j.l.nodeTimeout)
-			s.fix(k.idx)
-		}
-		s.mu.Unlock()
-		s.poke()
+		st := j.st
+		st.op.Lock()
+		err := j.l.extend(ctx, j.ttl)
+		s.extended(st, &j.l, j.ttl, err, j.seq)
+		st.op.Unlock()
 	}
+}
+
+// extended brings st's keep-alive up to date after an extension of l (st.op
+// held, so that no other extension or release runs between the call and
+// this): one by the scheduler (seq: its KeepAlive call's), or one by the
+// holder (seq 0). Keep-alive and Validity never disagree: the keep-alive's
+// end is the lock's, its next extension is scheduled from it, and it ends
+// at once when the lock is lost or its validity has ended.
+func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err error, seq uint64) {
+	manual := seq == 0
+	if manual && err != nil && !errors.Is(err, ErrExtendLimit) {
+		var ee *ExtendError
+		if !errors.As(err, &ee) {
+			return // nothing was sent (bad TTL, ctx done, closed): nothing changed
+		}
+	}
+	v := l.view()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := &st.ka
+	if !k.on || k.idx < 0 || k.lock.gen != l.gen || (!manual && k.seq != seq) {
+		return // not kept alive, released, or a later KeepAlive's
+	}
+	if !manual {
+		k.inflight = false
+	}
+	now := mono()
+	switch {
+	case !v.held:
+		s.del(k.idx)
+		s.finish(st, ErrNotHeld)
+		return
+	case err == nil:
+		k.end = v.end
+		if !manual && ttl < k.ttl {
+			k.stopped = ErrHoldLimit // the cap shortened it: the last one
+		}
+		if !k.inflight {
+			s.schedule(st, ttl)
+		}
+	case errors.Is(err, ErrExtendLimit):
+		k.stopped = ErrExtendLimit
+		k.due = math.MaxInt64
+	case v.end <= now:
+		// lost (the validity was cut to the reply time) or expired: now,
+		// not at the next timer
+		s.del(k.idx)
+		s.finish(st, lostCause(l, err))
+		return
+	default:
+		// failed but validity remains (timeouts, ctx, unknown outcome):
+		// retry while it lasts; the end is still watched
+		k.end = v.end
+		if k.stopped == nil && !k.inflight {
+			retry := now + int64(l.nodeTimeout)
+			if !manual || retry < k.due {
+				k.due = retry
+			}
+		}
+	}
+	s.fix(k.idx)
+	s.poke()
+}
+
+// lostCause is the keep-alive's cause when an extension left no validity:
+// err itself when it says lost or expired, else err joined to an expiry.
+func lostCause(l *Lock, err error) error {
+	if errors.Is(err, ErrLockLost) || errors.Is(err, ErrLockExpired) {
+		return err
+	}
+	return wrapOp("keep-alive", l.name(), fmt.Errorf("%w (last extension: %w)", ErrLockExpired, err))
 }
 
 // The heap: a binary min-heap of lock states by ka.next(), each state

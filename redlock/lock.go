@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -50,17 +51,21 @@ type lockState struct {
 	start int64 // when the acquisition began (t1)
 	ttl   time.Duration
 	ext   int
+	// retained: a Release reached fewer than the quorum; the lock is
+	// releasable, with no validity left
+	retained bool
 	// guarded by c.ka.mu
 	ka kaState
 }
 
 // view is a consistent reading of a lock's state.
 type view struct {
-	held  bool
-	end   int64
-	start int64
-	ttl   time.Duration
-	ext   int
+	held     bool
+	end      int64
+	start    int64
+	ttl      time.Duration
+	ext      int
+	retained bool
 }
 
 func (l Lock) view() view {
@@ -69,7 +74,7 @@ func (l Lock) view() view {
 		return view{}
 	}
 	st.mu.Lock()
-	v := view{held: st.gen == l.gen, end: st.end, start: st.start, ttl: st.ttl, ext: st.ext}
+	v := view{held: st.gen == l.gen, end: st.end, start: st.start, ttl: st.ttl, ext: st.ext, retained: st.retained}
 	st.mu.Unlock()
 	return v
 }
@@ -158,14 +163,25 @@ func (l *Lock) drift(ttl time.Duration) time.Duration {
 // agreed before the current validity ended; the new validity is then
 // ttl - elapsed - drift, measured from the start of this call. It fails with
 // ErrExtendLimit after WithMaxExtensions successful extensions, and with an
-// *ExtendError matching ErrLockExpired (validity over first) or ErrLockLost
-// (the quorum no longer holds the value). After a failure the validity is
-// never longer than before (shorter if ttl was shorter, since some nodes may
-// have applied it, and 0 once the lock is known lost); this holds on every
-// path once the command was sent, ctx cancelled or past its deadline
-// mid-call included (the ExtendError then carries ctx's error). Only when
-// nothing was sent (ctx already done, client closed) is the lock unchanged.
-// The extension applies to every copy of the Lock.
+// *ExtendError that says what is known: ErrLockLost (more than N-quorum
+// nodes no longer hold the value; Validity is then 0), ErrLockExpired (the
+// validity ended first), or ErrExtendUnknown (the call ended first: ctx
+// cancelled or past its deadline, timeouts, failures; the lock is still
+// held for what Validity reports). After a failure the validity is what it
+// was before the call, or 0 once the lock is known lost; with ctx
+// cancelled or past its deadline mid-call the ExtendError carries ctx's
+// error.
+//
+// The nodes never shorten a key's TTL (see scripts.Extend): an Extend to a
+// shorter ttl gives the shorter validity, while the keys keep their longer
+// life until it runs out. This is what keeps a delayed command of an
+// earlier, shorter Extend from cutting a later extension's keys short.
+//
+// The extension applies to every copy of the Lock, and a keep-alive of the
+// lock (KeepAlive) follows it at once: its next extension is scheduled
+// from the new validity (sooner after a shorter TTL), and its context is
+// cancelled with the error when the lock is lost or its validity has
+// ended.
 func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	st := l.st
 	if st == nil {
@@ -173,7 +189,9 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	st.op.Lock()
 	defer st.op.Unlock()
-	return l.extend(ctx, ttl)
+	err := l.extend(ctx, ttl)
+	st.c.ka.extended(st, &l, ttl, err, 0)
+	return err
 }
 
 // extend is Extend with st.op held.
@@ -217,8 +235,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
-	if err != nil && out == (mux.Outcome{}) {
-		// Nothing was sent (ctx done or client closed before the write):
+	if err != nil && (out == (mux.Outcome{}) || noneSent(b, c.n)) {
+		// Nothing was sent (ctx done or client closed before the write,
+		// or ctx's deadline passed before any node's command was queued):
 		// the lock is as it was.
 		return wrapOp("extend", l.name(), closedErr(err))
 	}
@@ -230,11 +249,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 		l.set(newEnd, ttl, v.ext+1)
 		return nil
 	}
-	// Failed, but the PEXPIREs were sent: any node may have applied ttl, so
-	// from here on every path keeps the shorter of the two ends.
-	if newEnd < end {
-		end = newEnd
-	}
+	// Failed, though some nodes may have applied ttl: they never shorten a
+	// key (scripts.Extend), so the old end stands, unless the lock is lost.
 	e := &ExtendError{Resource: l.name(), Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
 	for i := 0; i < c.n; i++ {
 		if r, err := b.Last(i); err == nil {
@@ -245,7 +261,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	}
 	e.Failed = c.n - e.Extended - e.Refused - e.Pending
 	e.Expired = t2 >= end
-	if e.Refused > c.n-c.quorum && t2 < end {
+	e.Lost = e.Refused > c.n-c.quorum
+	if e.Lost && t2 < end {
 		end = t2 // at most quorum-1 nodes hold the value: lost
 	}
 	l.set(end, v.ttl, v.ext)
@@ -263,16 +280,26 @@ func (l *Lock) set(end int64, ttl time.Duration, ext int) {
 }
 
 // Release deletes the lock on every node that still holds its value
-// (compare-and-delete on all N at once) and waits for every node's answer
-// (at most the node timeout). The lock is then not held, whatever the
-// result, through every copy of the Lock. Errors: a *ReleaseError
-// (ErrReleasePartial) naming the nodes that did not confirm; ErrLockExpired
-// if the validity had already ended when Release was called (the protected
-// work overran it); ErrLockLost if every node answered but fewer than the
-// quorum still held the value although the validity had not ended (a node
-// lost its data or its clock ran fast beyond the drift allowance);
-// ErrNotHeld for a lock already released. If ctx is done before anything
-// is sent, the lock stays held and ctx's error is returned.
+// (compare-and-delete on all N at once) and waits for every node's answer,
+// at most the node timeout. The release is sent whatever ctx says: a ctx
+// already cancelled or past its deadline neither stops it nor shortens
+// the wait (the node timeout is Release's own clean-up deadline; ctx
+// gives only its values). Once the release reached at least the quorum
+// of nodes the lock is not held, whatever the answers, through every copy
+// of the Lock, and its keep-alive (if any) stops with ErrNotHeld.
+//
+// Errors: a *ReleaseError (ErrReleasePartial) naming the nodes that did not
+// confirm; if the release could not be sent to a quorum (nodes down or
+// not connected), its Retained is set and the lock stays held, with no
+// validity left: Release again once the nodes are back (the keys expire
+// after the TTL anyway).
+// ErrLockExpired if the validity had already ended when Release was called
+// (the protected work overran it); ErrLockLost if every node answered but
+// fewer than the quorum still held the value although the validity had
+// not ended (a node lost its data or its clock ran fast beyond the drift
+// allowance); ErrNotHeld for a lock already released; ErrClosed (in a
+// *ReleaseError) when the client is closed, after which the lock is not
+// held.
 func (l Lock) Release(ctx context.Context) error {
 	st := l.st
 	if st == nil {
@@ -301,7 +328,8 @@ func (l *Lock) retire(t0 int64) (end int64) {
 // release is Release with st.op held; retired reports that the state may
 // be recycled.
 func (l *Lock) release(ctx context.Context) (bool, error) {
-	if !l.view().held {
+	v := l.view()
+	if !v.held {
 		return false, ErrNotHeld
 	}
 	c := l.st.c
@@ -313,18 +341,18 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	b.SetKey(l.resource)
 	w.cmd = appendRelease(w.cmd[:0], l.resource, l.keys, l.value[:])
 	b.Broadcast(w.cmd)
-	out, err := c.m.Do(ctx, b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
+	_, err := c.m.Do(w.cleanup(ctx), b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
+	w.dctx.parent = nil
 	t2 := mono()
-	if err != nil && ctx.Err() != nil && out == (mux.Outcome{}) {
-		return false, wrapOp("release", l.name(), closedErr(err))
-	}
-	end := l.retire(t0)
-	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any
 	if err != nil {
-		return true, &ReleaseError{Resource: l.name(), Failed: allNodes(c.n), Errs: []error{closedErr(err)}}
+		// only ErrClosed can end a call under the clean-up context: the
+		// lock cannot be released any more
+		end := l.retire(t0)
+		c.ka.remove(l.st, ErrNotHeld)
+		return true, &ReleaseError{Resource: l.name(), Failed: allNodes(c.n), Errs: []error{closedErr(err)}, Expired: t0 >= end}
 	}
-	expired := t0 >= end
-	var failed, released int
+	expired := t0 >= v.end && !v.retained // a retried Release is not the work overrunning
+	var failed, released, unsent int
 	want := int64(1) // keys deleted by a node that still held the value
 	if l.keys != nil {
 		want = int64(len(l.keys))
@@ -333,6 +361,9 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 		r, err := b.Last(i)
 		if err != nil {
 			failed++
+			if notSent(err) {
+				unsent++
+			}
 			continue
 		}
 		if v, ok := r.Int(); !ok {
@@ -341,9 +372,22 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 			released++
 		}
 	}
+	retained := c.n-unsent < c.quorum
+	if retained {
+		// still releasable, no longer valid: the holder let go, and the
+		// nodes that got the release hold the lock no more
+		st := l.st
+		st.mu.Lock()
+		st.end = min(st.end, t0)
+		st.retained = true
+		st.mu.Unlock()
+	} else {
+		l.retire(t0)
+	}
+	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any: the holder let go
 	var rerr *ReleaseError
 	if failed > 0 {
-		re := &ReleaseError{Resource: l.name(), Released: released, Expired: expired}
+		re := &ReleaseError{Resource: l.name(), Released: released, Expired: expired, Retained: retained}
 		for i := 0; i < c.n; i++ {
 			r, err := b.Last(i) // an error reply comes as a *mux.ServerError
 			if err == nil {
@@ -359,13 +403,29 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	}
 	switch {
 	case rerr != nil:
-		return true, rerr
+		return !retained, rerr
 	case expired:
 		return true, wrapOp("release", l.name(), ErrLockExpired)
-	case released < c.quorum && t2 < end:
+	case released < c.quorum && t2 < v.end:
 		return true, wrapOp("release", l.name(), fmt.Errorf("only %d of %d nodes held the value: %w", released, c.n, ErrLockLost))
 	}
 	return true, nil
+}
+
+// noneSent reports whether no node of b's last call was sent its command.
+func noneSent(b *mux.Batch, n int) bool {
+	for i := 0; i < n; i++ {
+		if _, err := b.Last(i); !errors.Is(err, mux.ErrNotSent) {
+			return false
+		}
+	}
+	return true
+}
+
+// notSent reports whether a node's error means the command never reached
+// the node: not queued before the deadline, or the node not connected.
+func notSent(err error) bool {
+	return errors.Is(err, mux.ErrNotSent) || errors.Is(err, mux.ErrNodeDown)
 }
 
 func allNodes(n int) []int {

@@ -42,10 +42,25 @@ else
 end`)
 
 // Extend sets the TTL of KEYS[1] to ARGV[2] milliseconds only if its value
-// equals ARGV[1] (compare-and-pexpire). Replies 1 if the TTL was set, 0
-// otherwise.
+// equals ARGV[1] (compare-and-pexpire), but never shortens it: when the key
+// had longer to live, its old expiry is put back (PEXPIRE of the PTTL it
+// had; the clock only advances, so the expiry can only stay or grow).
+// Replies 1 if the value matched, 0 otherwise.
+//
+// Never shortening is what makes extensions safe against delayed
+// commands: an earlier Extend to a shorter TTL, held up in the network or
+// a stalled server, may run on a node after a later extension succeeded;
+// were it to apply, it would cut that extension's keys short while the
+// holder counts on them. PEXPIRE parses ARGV[2] first, so bad input gets
+// PEXPIRE's own errors. (PEXPIRE ... GT would do the same on Redis 7+;
+// this runs on every version.)
 var Extend = newScript("extend", `if redis.call("get",KEYS[1]) == ARGV[1] then
-    return redis.call("pexpire",KEYS[1],ARGV[2])
+    local left = redis.call("pttl",KEYS[1])
+    redis.call("pexpire",KEYS[1],ARGV[2])
+    if left > 0 and redis.call("pttl",KEYS[1]) < left then
+        redis.call("pexpire",KEYS[1],left)
+    end
+    return 1
 else
     return 0
 end`)
@@ -83,15 +98,19 @@ end
 return n`)
 
 // ExtendMulti sets the TTL of every KEYS[i] to ARGV[2] milliseconds if all
-// of them hold ARGV[1], else changes nothing. Replies 1 if it set them, 0
-// otherwise.
+// of them hold ARGV[1], else changes nothing; like Extend it never shortens
+// a key's TTL. Replies 1 if they all held the value, 0 otherwise.
 var ExtendMulti = newScript("extend-multi", `for i = 1, #KEYS do
     if redis.call("get",KEYS[i]) ~= ARGV[1] then
         return 0
     end
 end
 for i = 1, #KEYS do
+    local left = redis.call("pttl",KEYS[i])
     redis.call("pexpire",KEYS[i],ARGV[2])
+    if left > 0 and redis.call("pttl",KEYS[i]) < left then
+        redis.call("pexpire",KEYS[i],left)
+    end
 end
 return 1`)
 

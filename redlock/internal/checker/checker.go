@@ -14,11 +14,17 @@
 //     library's own readings can only follow): Acquire never returns a lock
 //     whose validity had ended before the library read its clock after the
 //     replies; Extend never succeeds when the old validity had ended by
-//     then; after a failed Extend that was sent, the validity is at most
-//     min(old end, hook reading + ttl - drift); a Release's replies are
+//     then; after a failed Extend the validity is at most the old end (the
+//     nodes never shorten a key); a Release's replies are
 //     integers or node-level failures, never another command's reply.
+//   - Keep-alive (kept-alive holders that also Extend themselves): the
+//     keep-alive's end of validity is always the lock's, and its context
+//     is cancelled before an Extend that says lost or expired returns.
+//   - Release: a Release that says the lock was retained (not sent to a
+//     quorum) leaves it held; any other leaves it not held.
 //   - Availability (Leftovers): once every holder released, no lock key is
-//     left on any node.
+//     left on any node, also when attempts ended by their ctx's deadline
+//     or cancellation and releases were called with an ended ctx.
 package checker
 
 import (
@@ -36,6 +42,7 @@ type Interval struct {
 	Holding  int64     // one acquisition and its extensions share this
 	Start    time.Time // carries a monotonic reading
 	End      time.Time // end of the claimed validity, or where it was cut
+	Kind     string    // what the claim follows (acquired, extended, ...), for reports
 }
 
 // Violation is a claim that began while a claim of another holding of the
@@ -46,8 +53,8 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%q: holder %d began %v before holder %d's validity ended",
-		v.Earlier.Resource, v.Later.Holder, v.Overlap, v.Earlier.Holder)
+	return fmt.Sprintf("%q: holder %d began %v (%s) before holder %d's validity ended (%s, claimed %v)",
+		v.Earlier.Resource, v.Later.Holder, v.Overlap, v.Later.Kind, v.Earlier.Holder, v.Earlier.Kind, v.Earlier.End.Sub(v.Earlier.Start).Round(time.Microsecond))
 }
 
 // Contract names a contract check.
@@ -60,18 +67,33 @@ const (
 	// LateExtension: Extend succeeded although the old validity had ended
 	// before the library read its clock after the replies.
 	LateExtension
-	// FailedExtendTooLong: after a failed Extend whose commands were sent,
-	// the lock reports a validity beyond min(old end, t1 + ttl - drift).
+	// FailedExtendTooLong: after a failed Extend the lock reports a
+	// validity beyond the old end.
 	FailedExtendTooLong
 	// BadReply: a Release got a reply that is not the integer its
 	// compare-and-delete returns, nor a node-level failure (timeout,
 	// pending, not sent, connection down): the symptom of a reply matched
 	// to the wrong command.
 	BadReply
+	// KeepAliveStale: a kept-alive lock whose keep-alive state holds
+	// another end of validity than the lock (read while no extension is in
+	// flight): keep-alive and Validity disagree, e.g. after an Extend by
+	// the holder that the keep-alive did not follow, so the keep-alive
+	// context would outlive the validity or the next extension come late.
+	KeepAliveStale
+	// KeepAliveOutlived: a kept-alive holder's own Extend returned
+	// ErrLockLost or ErrLockExpired and the keep-alive context was still
+	// live.
+	KeepAliveOutlived
+	// ReleaseContract: a Release that said the lock was retained (not sent
+	// to a quorum) while the lock was not held, or one that returned
+	// otherwise and left the lock held.
+	ReleaseContract
 	numContracts
 )
 
-var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply"}
+var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply",
+	"keepalive-stale", "keepalive-outlived", "release-contract"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {
@@ -247,6 +269,11 @@ func (rep Report) String() string {
 
 // Summary is one machine-readable line for the mutation runner.
 func (rep Report) Summary() string {
-	return fmt.Sprintf("CHECKER-SUMMARY overlaps=%d no-validity=%d late-extension=%d failed-extend-too-long=%d bad-reply=%d leftovers=%d",
-		rep.Violations, rep.Contracts[NoValidity], rep.Contracts[LateExtension], rep.Contracts[FailedExtendTooLong], rep.Contracts[BadReply], len(rep.Leftovers))
+	var b strings.Builder
+	fmt.Fprintf(&b, "CHECKER-SUMMARY overlaps=%d", rep.Violations)
+	for c, n := range rep.Contracts {
+		fmt.Fprintf(&b, " %v=%d", Contract(c), n)
+	}
+	fmt.Fprintf(&b, " leftovers=%d", len(rep.Leftovers))
+	return b.String()
 }

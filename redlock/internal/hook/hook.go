@@ -51,3 +51,11 @@ func At(ctx context.Context, p Point) {
 		(*f)(ctx, p)
 	}
 }
+
+// KeepAliveSynced is set by redlock (at init) for the checker: for a Lock
+// (passed as any), whether it is kept alive and, if so, whether the
+// keep-alive's idea of the lock agrees with the lock's own (its end of
+// validity), read while no extension or release of the lock is in flight.
+// They must agree whenever the lock is held: keep-alive and Validity never
+// disagree (issue 21).
+var KeepAliveSynced func(lock any) (kept, synced bool)

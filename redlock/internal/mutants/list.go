@@ -22,9 +22,7 @@ const (
 	availTest  = "TestAvailabilityNoLeftovers"
 )
 
-// mutants is the list of planted bugs. Keep-alive has none of its own: its
-// holders' claims follow Validity, so its mistakes show through Extend's
-// (see docs/REDLOCK.md).
+// mutants is the list of planted bugs.
 var mutants = []Mutant{
 	{
 		Name: "quorum-n2", Class: "quorum N/2 instead of N/2+1", Test: safetyTest, Short: true,
@@ -92,22 +90,42 @@ var mutants = []Mutant{
 			"newEnd := t2 + int64(ttl-drift)"}},
 	},
 	{
-		Name: "failed-extend-keeps-end", Class: "a failed extension leaving the old (longer) validity in place", Test: safetyTest,
+		Name: "failed-extend-lengthens", Class: "a failed extension counted as far as the ttl it asked for", Test: safetyTest,
 		Edits: []Edit{{"redlock/lock.go",
-			"\tif newEnd < end {\n\t\tend = newEnd\n\t}\n",
-			""}},
+			"\tl.set(end, v.ttl, v.ext)\n\treturn e\n",
+			"\tif !e.Lost && newEnd > end {\n\t\tend = newEnd\n\t}\n\tl.set(end, v.ttl, v.ext)\n\treturn e\n"}},
+	},
+	// Issue 16's D1 mutant (a failed Extend whose ctx ended mid-call
+	// keeps the old end) is no bug since issue 21: the nodes never shorten
+	// a key, so the old end is the rule. Its place is taken by the
+	// script that would make it one:
+	{
+		Name: "extend-may-shorten", Class: "the extend script shortens a key's TTL (the library counts on never-shorten)", Test: safetyTest, Short: true,
+		Edits: []Edit{
+			{"redlock/scripts/scripts.go",
+				"    redis.call(\"pexpire\",KEYS[1],ARGV[2])\n    if left > 0 and redis.call(\"pttl\",KEYS[1]) < left then\n        redis.call(\"pexpire\",KEYS[1],left)\n    end\n    return 1",
+				"    redis.call(\"pexpire\",KEYS[1],ARGV[2])\n    return 1"},
+			// the fake runs the script natively: the same bug there
+			{"fakeserver/cmd_script.go", "\tif left > 0 {\n\t\tnow = n.nowLocked()", "\tif left > 0 && false {\n\t\tnow = n.nowLocked()"},
+		},
 	},
 	{
-		Name: "d1-ctx-extend", Class: "a failed Extend whose ctx ended mid-call keeps the old end (issue 16 D1)", Test: safetyTest,
+		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
-			"\tif err == nil {\n\t\terr = ctxEnded(ctx) // the deadline that bounded the wait was ctx's\n\t}\n",
-			"\tif err != nil {\n\t\treturn &ExtendError{Resource: l.resource, Failed: c.n, Expired: t2 >= end, Err: closedErr(err)}\n\t}\n\terr = ctxEnded(ctx)\n"}},
+			"\terr := l.extend(ctx, ttl)\n\tst.c.ka.extended(st, &l, ttl, err, 0)\n\treturn err\n",
+			"\terr := l.extend(ctx, ttl)\n\treturn err\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
 		Edits: []Edit{{"redlock/acquire.go",
 			"\tt.tooShort = out.Successes >= c.quorum\n\tc.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)\n",
 			"\tt.tooShort = out.Successes >= c.quorum\n"}},
+	},
+	{
+		Name: "cleanup-inherits-deadline", Class: "the clean-up releases run under the caller's ended ctx (issue 21)", Test: availTest, Short: true,
+		Edits: []Edit{{"redlock/client.go",
+			"\tw.dctx.parent = ctx\n\treturn &w.dctx\n",
+			"\tw.dctx.parent = ctx\n\treturn ctx\n"}},
 	},
 	{
 		Name: "multi-first-key-only", Class: "a multi-resource acquisition that checks only its first key (not all or nothing)", Test: safetyTest,
