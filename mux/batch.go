@@ -58,6 +58,7 @@ type call struct {
 	fail     int
 	decided  bool
 	signaled bool
+	panicked *PanicError // Policy.Success panicked: the call's error
 }
 
 // NewBatch returns an empty batch sized for c.
@@ -90,6 +91,13 @@ func (b *Batch) Reset() {
 		b.offs[i] = b.offs[i][:0]
 	}
 	b.bad = nil
+	b.clearResults()
+}
+
+// clearResults drops the results of an earlier call: Do runs it when it
+// returns before starting a call, so no earlier reply is shown as this
+// call's.
+func (b *Batch) clearResults() {
 	b.mu.Lock()
 	cl := &b.call
 	for i := 0; i < b.n; i++ {
