@@ -232,27 +232,44 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	// that finds a connection's writer idle claims it, lets the others run
 	// (they append to the claimed queues), then writes: their commands
 	// leave in one write per connection (pconn.send).
+	//
+	// Nodes whose queue is full (MaxQueuedBytes, MaxPending) are passed
+	// over at first and waited for after every other node's commands are
+	// queued: a slow node delays no other node's commands. A call that is
+	// decided by then does not wait: its full nodes fail with ErrNotSent.
 	hold := c.active.Add(1) > 1
 	claims := b.claims[:0]
-	for i := 0; i < c.n; i++ {
-		if len(b.offs[i]) == 0 {
-			continue
-		}
-		var err error
-		if mono() >= deadline {
-			err = ErrNotSent
-		} else {
-			cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
-			var claimed bool
-			claimed, err = cn.send(b, gen, deadline, c.done, hold, &claims)
-			if claimed {
-				claims = append(claims, cn)
+	var full uint64 // nodes passed over (MaxNodes is 64)
+	for pass := 0; pass < 2; pass++ {
+		for i := 0; i < c.n; i++ {
+			if len(b.offs[i]) == 0 || (pass == 1 && full&(1<<i) == 0) {
+				continue
+			}
+			var err error
+			if mono() >= deadline {
+				err = ErrNotSent
+			} else if pass == 1 && b.isSettled() {
+				err = ErrNotSent
+			} else {
+				cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
+				var claimed bool
+				claimed, err = cn.send(b, gen, deadline, c.done, hold, pass == 0, &claims)
+				if claimed {
+					claims = append(claims, cn)
+				}
+			}
+			if err == errMustWait {
+				full |= 1 << i
+				continue
+			}
+			if err != nil {
+				b.mu.Lock()
+				b.failNode(i, err)
+				b.mu.Unlock()
 			}
 		}
-		if err != nil {
-			b.mu.Lock()
-			b.failNode(i, err)
-			b.mu.Unlock()
+		if full == 0 {
+			break
 		}
 	}
 	if len(claims) > 0 {
@@ -262,9 +279,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	b.claims = claims
 
 	var err error
-	b.mu.Lock()
-	settled := b.call.settled()
-	b.mu.Unlock()
+	settled := b.isSettled()
 	switch {
 	case settled:
 	case aw != nil:
@@ -299,6 +314,13 @@ func (c *Client) check(ctx context.Context, b *Batch, p Policy) error {
 		}
 	}
 	return ErrBadBatch
+}
+
+// isSettled reports whether b's call may return.
+func (b *Batch) isSettled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.call.settled()
 }
 
 // wait sleeps until the call settles, the deadline passes, ctx ends or the

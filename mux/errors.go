@@ -59,12 +59,14 @@ func (e *PanicError) Unwrap() error {
 
 // Causes carried by node errors.
 var (
-	errNotConnected = errors.New("not connected (redial in progress)")
-	errOverdue      = errors.New("reply not received within HardTimeout; connection replaced")
-	errUnsolicited  = errors.New("reply without a pending command")
-	errReplyTooBig  = errors.New("reply larger than MaxReplyBytes")
-	errQueueFull    = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
-	errStraySetup   = errors.New("unsolicited bytes after the connection set-up replies")
+	errNotConnected   = errors.New("not connected (redial in progress)")
+	errOverdue        = errors.New("reply not received within HardTimeout; connection replaced")
+	errUnsolicited    = errors.New("reply without a pending command")
+	errReplyTooBig    = errors.New("reply larger than MaxReplyBytes")
+	errQueueFull      = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
+	errMustWait       = errors.New("queue full (internal: retried with waiting)")
+	errTooManyPending = errors.New("too many replies outstanding (MaxPending) until the batch deadline")
+	errStraySetup     = errors.New("unsolicited bytes after the connection set-up replies")
 )
 
 // ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ...").

@@ -113,6 +113,7 @@ func (cn *pconn) ingest(l link) bool {
 				rd.popped[i] = cn.q.pop()
 			}
 			cn.progress = mono()
+			cn.freeRoom()
 			cn.mu.Unlock()
 			for i := 0; i < nf; i++ {
 				f := rd.frames[i]

@@ -179,6 +179,13 @@ func (d *epollDriver) await(ctx context.Context, b *Batch, deadline int64, ctxDe
 	return err
 }
 
+// follow counts a caller waiting for queue room as a follower.
+func (d *epollDriver) follow(delta int32) {
+	if d.waiters.Add(delta) > 0 && delta > 0 && !d.tok.Load() {
+		d.wake()
+	}
+}
+
 // lead reads for every connection until b's call settles (token held).
 func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
 	done := ctx.Done()
