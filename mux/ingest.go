@@ -15,6 +15,14 @@ import (
 
 const initialReadBuf = 16 << 10
 
+// readBudget bounds what one turn reads from one non-blocking connection
+// before the reader goes on to the others: a node that streams without end
+// (push frames, a huge reply) is read a budget at a time, round-robin with
+// every other ready connection (the epoll set is level-triggered, so it is
+// reported again), and the reader looks at its own call and at Close
+// between turns.
+const readBudget = 256 << 10
+
 // frame is a parsed reply in the read buffer.
 type frame struct {
 	off, n int
@@ -29,12 +37,13 @@ type reader struct {
 	popped [32]slot
 }
 
-// readable reads what l has, until it would block (raw sockets) or once
-// (blocking links), and delivers the replies. It reports false when the
-// connection was closed for an error.
+// readable reads what l has, until it would block or readBudget bytes
+// were read (raw sockets), or once (blocking links), and delivers the
+// replies. It reports false when the connection was closed for an error.
 func (cn *pconn) readable(l link) bool {
 	rd := &cn.rd
 	max := cn.c.cfg.MaxReplyBytes
+	budget := readBudget
 	for {
 		if rd.buf == nil {
 			rd.buf = make([]byte, initialReadBuf)
@@ -70,7 +79,8 @@ func (cn *pconn) readable(l link) bool {
 		if !cn.ingest(l) {
 			return false
 		}
-		if n < space || !l.nonBlocking() {
+		budget -= n
+		if n < space || !l.nonBlocking() || budget <= 0 {
 			return true
 		}
 	}
