@@ -2,7 +2,9 @@ package mux
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -362,5 +365,100 @@ func TestPushAfterSetupSkipped(t *testing.T) {
 	h.mu.Unlock()
 	if accepted != 1 || !c.NodeUp(0) {
 		t.Fatalf("%d connections accepted (node up: %v): the push after the set-up must not break it", accepted, c.NodeUp(0))
+	}
+}
+
+// setupHang serves one connection normally (it answers the set-up, then
+// drops the connection) and holds every later one without a byte of
+// answer: a redial that hangs mid-set-up (mid-handshake for TLS until wrap
+// handshakes). It returns the address and the count of accepted
+// connections.
+func setupHang(t *testing.T, wrap func(net.Conn) net.Conn) (string, *atomic.Int32) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int32
+	stop, exited := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); _ = ln.Close(); <-exited })
+	go func() {
+		defer close(exited)
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c := wrap(nc)
+			held = append(held, c)
+			if accepted.Add(1) == 1 {
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err == nil {
+					_, _ = c.Write([]byte("+OK\r\n"))
+				}
+				go func() { time.Sleep(20 * time.Millisecond); _ = c.Close() }()
+				continue
+			}
+			if tc, ok := c.(*tls.Conn); ok {
+				go func() { _ = tc.Handshake() }() // then no answer to the set-up
+			}
+		}
+	}()
+	return ln.Addr().String(), &accepted
+}
+
+// Close returns while a redial hangs in its set-up (DialTimeout is an
+// hour here), on every transport, TLS included, and leaves no goroutine.
+func TestCloseDuringSetupRedial(t *testing.T) {
+	files, err := redisproc.WriteCerts(t.TempDir(), redisproc.CertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(files.CertFile, files.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, tc := range []struct {
+		name string
+		wrap func(net.Conn) net.Conn
+	}{
+		{"plain", func(c net.Conn) net.Conn { return c }},
+		{"tls", func(c net.Conn) net.Conn { return tls.Server(c, srv) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			addr, accepted := setupHang(t, tc.wrap)
+			cfg := Config{Addrs: []string{addr}, DialTimeout: time.Hour, ReconnectMin: time.Millisecond, ReconnectMax: time.Millisecond}
+			if tc.name == "tls" {
+				cfg.TLS = tlsConfig(t, files)
+			}
+			c, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := 0; k < 500 && accepted.Load() < 2; k++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if accepted.Load() < 2 {
+				t.Fatal("no redial reached the server")
+			}
+			time.Sleep(20 * time.Millisecond) // let the redial enter its set-up
+			closed := make(chan struct{})
+			go func() { _ = c.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(30 * time.Second): // a guard, not a speed target: DialTimeout is an hour
+				t.Fatal("Close waits for the redial's set-up")
+			}
+			if g := settle(runtime.NumGoroutine, before+4, 5*time.Second); g > before+4 {
+				t.Fatalf("%d goroutines after Close, %d before", g, before)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -66,10 +67,25 @@ func (d *netDriver) dial(node int) (link, error) {
 	if err != nil {
 		return nil, &setupError{step: "connect", text: err.Error()}
 	}
-	if ns.tls != nil {
+	// Close ends the handshake and the set-up at once (not at
+	// DialTimeout): it closes the connection under them.
+	stop := context.AfterFunc(c.life, func() { _ = nc.Close() })
+	l, err := d.setup(node, nc, deadline)
+	if !stop() { // Close has begun
+		if l != nil {
+			l.close()
+		}
+		return nil, ErrClosed
+	}
+	return l, err
+}
+
+// setup runs the TLS handshake (a TLS node) and the set-up pipeline on nc.
+func (d *netDriver) setup(node int, nc net.Conn, deadline time.Time) (link, error) {
+	if d.c.cfg.nodes[node].tls != nil {
 		return d.dialTLS(node, nc, deadline)
 	}
-	rest, err := runSetup(netRW{nc}, c.cfg, node, deadline)
+	rest, err := runSetup(netRW{nc}, d.c.cfg, node, deadline)
 	if err != nil {
 		_ = nc.Close()
 		return nil, err
