@@ -19,6 +19,7 @@ type slot struct {
 	b   *Batch
 	gen uint64 // b's call generation when queued: a mismatch means abandoned
 	k   int32  // the command's index in b for this node; -1: internal (SCRIPT LOAD)
+	exp Expect // the reply kinds the command accepts (0: any)
 	at  int64  // mono deadline of the batch that queued it; HardTimeout counts from there
 }
 
@@ -49,6 +50,9 @@ func (q *slotRing) pop() slot {
 }
 
 func (q *slotRing) front() *slot { return &q.s[q.h] }
+
+// at returns the i-th slot from the front (i < n).
+func (q *slotRing) at(i int) *slot { return &q.s[(q.h+i)%len(q.s)] }
 
 // pconn is one connection to one node, shared by every caller. mu guards
 // everything but the read buffer, which belongs to the reader side (the
@@ -133,8 +137,8 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 		}
 		cn.mu.Lock()
 	}
-	for k := range b.offs[cn.node] {
-		cn.q.push(slot{b: b, gen: gen, k: int32(k), at: deadline})
+	for k, e := range b.exp[cn.node] {
+		cn.q.push(slot{b: b, gen: gen, k: int32(k), exp: e, at: deadline})
 	}
 	cn.wq = append(cn.wq, cmds...)
 	if !cn.writing {

@@ -66,6 +66,7 @@ var (
 	errQueueFull      = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
 	errMustWait       = errors.New("queue full (internal: retried with waiting)")
 	errTooManyPending = errors.New("too many replies outstanding (MaxPending) until the batch deadline")
+	errUnexpectedKind = errors.New("reply of a kind its command does not expect (a stray reply?)")
 	errStraySetup     = errors.New("unsolicited bytes after the connection set-up replies")
 )
 

@@ -462,3 +462,91 @@ func TestCloseDuringSetupRedial(t *testing.T) {
 		})
 	}
 }
+
+// strayRun runs workers on a node that answers SET with +OK and INCRBY k n
+// with :n, and now and then sends a stray bulk string before a reply
+// (while other replies are outstanding). Each batch alternates SET and
+// INCRBY with unique n, added with expect (or ExpectAny). It returns the
+// replies delivered to the wrong command, those matched, and the strays
+// sent.
+func strayRun(t *testing.T, expect bool) (wrong, matched, strays int64) {
+	var sent atomic.Int64
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if c.n == 0 {
+				return r // the set-up
+			}
+			if string(args[0]) == "INCRBY" && len(args) == 3 {
+				r = append(append([]byte(":"), args[2]...), '\r', '\n')
+			}
+			if c.rng.IntN(100) == 0 {
+				sent.Add(1)
+				r = append([]byte("$5\r\nstray\r\n"), r...)
+			}
+			return r
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) { cfg.Scripts = nil; cfg.Conns = 1; cfg.Timeout = time.Second })
+	var bad, good atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			b := c.NewBatch()
+			for r := 0; r < 100; r++ {
+				for k := 0; k < 200 && !c.NodeUp(0); k++ {
+					time.Sleep(5 * time.Millisecond) // the broken connection is being replaced
+				}
+				b.Reset()
+				for k := 0; k < 4; k++ {
+					n := strconv.Itoa(w*1000000 + r*10 + k)
+					set, incr := ExpectAny, ExpectAny
+					if expect {
+						set, incr = ExpectSimple|ExpectNil, ExpectInt
+					}
+					b.AddExpect(0, resp.AppendCommand(nil, "SET", "k", n), set)
+					b.AddExpect(0, resp.AppendCommand(nil, "INCRBY", "k", n), incr)
+				}
+				if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+					t.Error(err)
+					return
+				}
+				for k := 0; k < 8; k++ {
+					rep, err := b.Reply(0, k)
+					if err != nil {
+						continue // the connection broke: not delivered
+					}
+					want := "OK"
+					if k%2 == 1 {
+						want = strconv.Itoa(w*1000000 + r*10 + k/2)
+					}
+					if string(rep.Data) == want {
+						good.Add(1)
+					} else {
+						bad.Add(1)
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return bad.Load(), good.Load(), sent.Load()
+}
+
+// A stray reply while others are outstanding shifts a connection's FIFO:
+// every later reply would go to the wrong command. With the kinds each
+// command expects, the first reply out of step breaks the connection
+// instead: no reply reaches a command it does not belong to.
+func TestStrayReplyBreaksConnection(t *testing.T) {
+	wrong, matched, strays := strayRun(t, true)
+	t.Logf("with expected kinds: %d strays, %d replies matched, %d delivered to the wrong command", strays, matched, wrong)
+	if strays == 0 || matched < 1000 {
+		t.Fatalf("%d strays, %d matched: the test did not exercise the client", strays, matched)
+	}
+	if wrong != 0 {
+		t.Fatalf("%d replies delivered to the wrong command", wrong)
+	}
+	wrong, matched, strays = strayRun(t, false)
+	t.Logf("without (ExpectAny): %d strays, %d replies matched, %d delivered to the wrong command", strays, matched, wrong)
+}
