@@ -261,8 +261,9 @@ func startFlood(t *testing.T, flooded *atomic.Int64) *hostile {
 }
 
 // floodRun runs workers on [flood, healthy, healthy] (Quorum 2: a call
-// returns once both healthy nodes answered) until each made rounds calls or, with soak > 0, for
-// soak. It returns the replies each healthy node delivered and the calls.
+// returns once both healthy nodes answered) until each made rounds calls
+// or, with soak > 0, for soak. It returns the replies each healthy node
+// delivered and the calls.
 func floodRun(t *testing.T, c *Client, workers, rounds int, soak time.Duration) (healthy [2]int64, calls int64) {
 	var got [2]atomic.Int64
 	var n atomic.Int64
