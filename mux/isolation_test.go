@@ -551,3 +551,39 @@ func TestStrayReplyBreaksConnection(t *testing.T) {
 	wrong, matched, strays = strayRun(t, false)
 	t.Logf("without (ExpectAny): %d strays, %d replies matched, %d delivered to the wrong command", strays, matched, wrong)
 }
+
+// The NOSCRIPT fallback keeps its command's expected kinds: the EVAL's
+// integer reaches the command, the SCRIPT LOAD's bulk SHA is accepted,
+// and the connection stays.
+func TestNoScriptFallbackKeepsExpect(t *testing.T) {
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			switch string(args[0]) {
+			case "EVALSHA":
+				return []byte("-NOSCRIPT No matching script. Please use EVAL.\r\n")
+			case "EVAL":
+				return []byte(":1\r\n")
+			}
+			return r
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) { cfg.Conns = 1 })
+	sha := c.cfg.Scripts[0].SHA
+	b := c.NewBatch()
+	for k := 0; k < 5; k++ {
+		b.Reset()
+		b.AddExpect(0, resp.AppendCommand(nil, "EVALSHA", sha, "1", "k", "v"), ExpectInt)
+		if _, err := c.Do(context.Background(), b, Policy{Success: isOne}); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := b.Last(0); err != nil || rep.N != 1 {
+			t.Fatalf("call %d: %v %v", k, rep, err)
+		}
+	}
+	h.mu.Lock()
+	accepted := len(h.conns)
+	h.mu.Unlock()
+	if accepted != 1 {
+		t.Fatalf("%d connections: the fallback's replies broke the connection", accepted)
+	}
+}
