@@ -22,6 +22,9 @@ import (
 //     counts against maxScriptSteps; a table or function replacement is
 //     checked as it returns values;
 //   - table.concat: the result's length is added up first;
+//   - string.format: widths and precisions over 99 are refused, as in
+//     Lua 5.1 (Go's fmt pads up to a million per verb), and the result's
+//     length is bounded first;
 //   - string.rep: maxScriptString (lua.go).
 //
 // The `..` operator is one instruction: a loop that doubles a string is
@@ -130,6 +133,10 @@ func limitBuiltins(L *lua.LState) {
 	wrap(str, "match", pattern(0))
 	wrap(str, "gmatch", pattern(0))
 	wrap(str, "gsub", gsubLimited)
+	wrap(str, "format", func(L *lua.LState, orig lua.LGFunction) int {
+		checkFormat(L, L.CheckString(1))
+		return orig(L)
+	})
 	wrap(tab, "concat", func(L *lua.LState, orig lua.LGFunction) int {
 		t := L.CheckTable(1)
 		sep := L.OptString(2, "")
@@ -203,4 +210,49 @@ func gsubLimited(L *lua.LState, orig lua.LGFunction) int {
 		}))
 	}
 	return orig(L)
+}
+
+// checkFormat refuses a string.format whose width or precision has more
+// than two digits (Lua 5.1's rule) or whose result could pass
+// maxScriptString: the format, each verb's width and precision, and each
+// argument's string form.
+func checkFormat(L *lua.LState, f string) {
+	total, arg := len(f), 2
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
+			i++
+		}
+		for _, part := range [2]bool{false, true} {
+			if part {
+				if i >= len(f) || f[i] != '.' {
+					break
+				}
+				i++
+			}
+			digits, w := 0, 0
+			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				w = w*10 + int(f[i]-'0')
+				digits++
+				i++
+				if digits > 2 {
+					luaRaiseWhere(L, "invalid format (width or precision too long)")
+				}
+			}
+			total += w
+		}
+		if arg <= L.GetTop() {
+			total += len(lua.LVAsString(L.Get(arg))) + 24 // a number's digits
+		}
+		arg++
+		if total > maxScriptString {
+			luaRaiseWhere(L, "resulting string too large")
+		}
+	}
 }

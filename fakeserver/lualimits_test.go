@@ -28,7 +28,10 @@ func TestLuaBuiltinLimits(t *testing.T) {
 		{"gsub table", `local t={x=string.rep("y",1000000)} return #string.gsub(string.rep("x",1000),"x",t)`, "-ERR user_script:1: resulting string too large"},
 		{"gsub func", `local y=string.rep("y",1000000) return #string.gsub(string.rep("x",1000),"x",function() return y end)`, "-ERR user_script:1: resulting string too large"},
 		{"table.concat", `local t={} local s=string.rep("x",1000000) for i=1,2000 do t[i]=s end return #table.concat(t)`, "-ERR user_script:1: resulting string too large"},
+		{"format width", `return string.format("%999999d", 1)`, "-ERR user_script:1: invalid format (width or precision too long)"},
+		{"format total", `local f=string.rep("%99d",1000000) return #string.format(f,1)`, "-ERR user_script:1: resulting string too large"},
 		// Legitimate uses still answer.
+		{"format ok", `return string.format("%5.2f|%-3s|%d%%", 3.14159, "ab", 7)`, "$12\r\n 3.14|ab |7%\r\n"},
 		{"match ok", `return string.match("hello world","^(%w+)")`, "$5\r\nhello\r\n"},
 		{"find plain", `return string.find(string.rep("a",100000).."(.-)","(.-)",1,true)`, ":100001\r\n"},
 		{"gsub ok", `return (string.gsub(string.rep("a ",1000),"%s+",""))`, "$1000\r\n"},
