@@ -33,6 +33,7 @@ type hostile struct {
 	// after runs once after each connection's first reply (set-up done).
 	after func(cn *hconn)
 	evals atomic.Int64
+	once  sync.Once // close runs once (a test may close before its cleanup)
 }
 
 type hconn struct {
@@ -70,7 +71,9 @@ func startHostile(t testing.TB, setup func(h *hostile)) *hostile {
 
 func (h *hostile) addr() string { return h.ln.Addr().String() }
 
-func (h *hostile) close() {
+func (h *hostile) close() { h.once.Do(h.shut) }
+
+func (h *hostile) shut() {
 	close(h.done)
 	_ = h.ln.Close()
 	h.mu.Lock()
