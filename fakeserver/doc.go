@@ -36,7 +36,13 @@
 // running longer than Config.ScriptBusyAfter makes other clients get BUSY
 // (SCRIPT KILL stops it unless it wrote); one running longer than
 // Config.ScriptKillAfter, or growing the heap by more than 256 MB, is
-// stopped, so a bad script never hangs a node. redmux's own lock scripts
+// stopped, so a bad script never hangs a node. Those checks run between Lua
+// instructions, so single built-ins are checked before they run: a pattern
+// whose worst-case backtracking on its subject passes 1e8 steps
+// (string.find, match, gmatch, gsub), a gsub, table.concat, string.rep or
+// string.format result over 64 MB, a format width over 99 (as in Lua 5.1),
+// or a gsub too costly to build, fails the script with an error; the node
+// and the process go on. redmux's own lock scripts
 // (package redlock/scripts) run natively, with the same replies.
 //
 // For Go tests: RunT starts a cluster closed by t.Cleanup; Node.Set, Get,

@@ -36,8 +36,9 @@ const (
 )
 
 // Script memory bounds: a script whose heap growth passes maxScriptHeap is
-// stopped (the node samples the Go heap every few milliseconds while a
-// script runs), and string.rep refuses results over maxScriptString.
+// stopped (the node samples the Go heap every millisecond while a script
+// runs), and string.rep, string.gsub and table.concat refuse results over
+// maxScriptString (lualimits.go).
 const (
 	maxScriptHeap   = 256 << 20
 	maxScriptString = 64 << 20
@@ -116,6 +117,7 @@ func (n *Node) luaState() *scriptEngine {
 			return 1
 		}))
 	}
+	limitBuiltins(L)
 	for _, name := range []string{"dofile", "loadfile", "loadstring", "load", "module", "require", "newproxy", "collectgarbage", "print", "_printregs"} {
 		g.RawSetString(name, lua.LNil)
 	}
@@ -487,7 +489,7 @@ func watchHeap(k *scriptKill, stop chan struct{}) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	base := sample[0].Value.Uint64()
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
 		select {

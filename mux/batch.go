@@ -22,10 +22,11 @@ type result struct {
 // stay valid until the batch is Reset or used again by Do.
 type Batch struct {
 	n       int
-	cmds    [][]byte // per node: its commands, concatenated
-	offs    [][]int  // per node: start offset of each command in cmds
-	claims  []*pconn // Do's claimed writer roles (reused; cap n)
-	bad     error    // set by Add when a command is not exactly one frame
+	cmds    [][]byte   // per node: its commands, concatenated
+	offs    [][]int    // per node: start offset of each command in cmds
+	exp     [][]Expect // per node: the reply kinds each command expects
+	claims  []*pconn   // Do's claimed writer roles (reused; cap n)
+	bad     error      // set by Add when a command is not exactly one frame
 	scratch []byte
 	route   uint32 // picks the connection to each node (SetKey)
 
@@ -58,6 +59,7 @@ type call struct {
 	fail     int
 	decided  bool
 	signaled bool
+	panicked *PanicError // Policy.Success panicked: the call's error
 }
 
 // NewBatch returns an empty batch sized for c.
@@ -68,6 +70,7 @@ func newBatch(n int, p resp.Parser) *Batch {
 		n:      n,
 		cmds:   make([][]byte, n),
 		offs:   make([][]int, n),
+		exp:    make([][]Expect, n),
 		claims: make([]*pconn, 0, n),
 		parser: p,
 		wake:   make(chan struct{}, 1),
@@ -88,8 +91,16 @@ func (b *Batch) Reset() {
 	for i := 0; i < b.n; i++ {
 		b.cmds[i] = b.cmds[i][:0]
 		b.offs[i] = b.offs[i][:0]
+		b.exp[i] = b.exp[i][:0]
 	}
 	b.bad = nil
+	b.clearResults()
+}
+
+// clearResults drops the results of an earlier call: Do runs it when it
+// returns before starting a call, so no earlier reply is shown as this
+// call's.
+func (b *Batch) clearResults() {
 	b.mu.Lock()
 	cl := &b.call
 	for i := 0; i < b.n; i++ {
@@ -119,8 +130,13 @@ func (b *Batch) SetKey(key string) {
 // Add appends one complete encoded command (for example from
 // resp.AppendCommand) for node. cmd is copied. A cmd that is not exactly one
 // well-formed RESP array, or a node out of range, makes the next Do fail
-// with ErrBadBatch.
-func (b *Batch) Add(node int, cmd []byte) {
+// with ErrBadBatch. The reply may be of any kind (see AddExpect).
+func (b *Batch) Add(node int, cmd []byte) { b.AddExpect(node, cmd, ExpectAny) }
+
+// AddExpect is Add for a command whose reply must be of a kind in e (or an
+// error reply): a reply of another kind breaks the connection (ErrProtocol)
+// instead of being delivered. See Expect.
+func (b *Batch) AddExpect(node int, cmd []byte, e Expect) {
 	if node < 0 || node >= b.n {
 		b.bad = ErrBadBatch
 		return
@@ -129,22 +145,26 @@ func (b *Batch) Add(node int, cmd []byte) {
 		b.bad = ErrBadBatch
 		return
 	}
-	b.add(node, cmd)
+	b.add(node, cmd, e)
 }
 
-func (b *Batch) add(node int, cmd []byte) {
+func (b *Batch) add(node int, cmd []byte, e Expect) {
 	b.offs[node] = append(b.offs[node], len(b.cmds[node]))
+	b.exp[node] = append(b.exp[node], e)
 	b.cmds[node] = append(b.cmds[node], cmd...)
 }
 
 // Broadcast adds the same command to every node (see Add).
-func (b *Batch) Broadcast(cmd []byte) {
+func (b *Batch) Broadcast(cmd []byte) { b.BroadcastExpect(cmd, ExpectAny) }
+
+// BroadcastExpect adds the same command to every node (see AddExpect).
+func (b *Batch) BroadcastExpect(cmd []byte, e Expect) {
 	if !oneFrame(cmd) {
 		b.bad = ErrBadBatch
 		return
 	}
 	for i := 0; i < b.n; i++ {
-		b.add(i, cmd)
+		b.add(i, cmd, e)
 	}
 }
 

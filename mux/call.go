@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"runtime/debug"
 	"time"
 
 	"github.com/redmux/redmux/resp"
@@ -17,7 +18,9 @@ type Policy struct {
 	// error reply to any command, or an error, is a failure). nil counts any
 	// non-error reply as success. It runs on the goroutine that reads
 	// replies, with the batch locked: keep it short, and pass a
-	// package-level func, not a closure, to keep Do allocation-free.
+	// package-level func, not a closure, to keep Do allocation-free. A
+	// panic in it is recovered there: the node counts as failed, the call
+	// ends at once and Do returns a *PanicError (ErrPolicyPanic).
 	Success func(node int, r resp.Reply) bool
 	// Timeout overrides Config.Timeout for this call when > 0. The deadline
 	// is also bounded by ctx's.
@@ -46,6 +49,7 @@ func (b *Batch) begin(p Policy) {
 	cl.rbuf = cl.rbuf[:0]
 	cl.active, cl.open, cl.succ, cl.fail = 0, 0, 0, 0
 	cl.decided, cl.signaled = false, false
+	cl.panicked = nil
 	for i := 0; i < b.n; i++ {
 		k := len(b.offs[i])
 		if cap(cl.res[i]) < k {
@@ -119,7 +123,7 @@ func (b *Batch) complete(node int) {
 	if ok && cl.pol.Success != nil {
 		last := rs[len(rs)-1]
 		rep, _, err := b.parser.Parse(cl.rbuf[last.off : last.off+last.n])
-		ok = err == nil && cl.pol.Success(node, rep)
+		ok = err == nil && b.success(node, rep)
 	}
 	if ok {
 		cl.succ++
@@ -129,8 +133,23 @@ func (b *Batch) complete(node int) {
 	b.decide()
 }
 
+// success runs the call's predicate, recovering a panic: the call is
+// then decided at once and Do returns the panic as its error.
+func (b *Batch) success(node int, rep resp.Reply) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.call.panicked = &PanicError{Node: node, Value: v, Stack: debug.Stack()}
+			ok = false
+		}
+	}()
+	return b.call.pol.Success(node, rep)
+}
+
 func (b *Batch) decide() {
 	cl := &b.call
+	if cl.panicked != nil {
+		cl.decided = true
+	}
 	if q := cl.pol.Quorum; q > 0 && (cl.succ >= q || cl.active-cl.fail < q) {
 		cl.decided = true
 	}

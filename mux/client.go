@@ -190,31 +190,22 @@ func (c *Client) NodeErr(i int) error {
 // it (its write queue full) fails with ErrTimeout and is never written.
 //
 // Per-node replies and errors are in b (Reply, Last, Err); Do resets b's
-// results itself, so a batch may be run again without Reset. err is
+// results itself, first of all (also when it returns an error before
+// sending: the nodes then say ErrNotSent), so a batch may be run again
+// without Reset and never shows an earlier call's reply. err is
 // non-nil only when ctx was done before anything was queued (ctx.Err(),
 // with the zero Outcome), when ctx ended while waiting (ctx.Err(), with the
 // Outcome so far; a deadline that came from ctx gives
-// context.DeadlineExceeded), on ErrClosed, or on ErrBadBatch. Replies that
+// context.DeadlineExceeded), on ErrClosed, on ErrBadBatch, or when
+// p.Success panicked (a *PanicError, ErrPolicyPanic). Replies that
 // arrive after Do returned are read and dropped.
 func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
-	if c.closed.Load() {
-		return Outcome{}, ErrClosed
+	if b == nil {
+		return Outcome{}, ErrBadBatch
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.check(ctx, b, p); err != nil {
+		b.clearResults() // no earlier call's reply may pass for this one's
 		return Outcome{}, err
-	}
-	if b == nil || b.n != c.n || b.bad != nil || p.Quorum < 0 {
-		return Outcome{}, ErrBadBatch
-	}
-	empty := true
-	for i := 0; i < b.n; i++ {
-		if len(b.offs[i]) > 0 {
-			empty = false
-			break
-		}
-	}
-	if empty {
-		return Outcome{}, ErrBadBatch
 	}
 	start := mono()
 	timeout := p.Timeout
@@ -241,27 +232,44 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	// that finds a connection's writer idle claims it, lets the others run
 	// (they append to the claimed queues), then writes: their commands
 	// leave in one write per connection (pconn.send).
+	//
+	// Nodes whose queue is full (MaxQueuedBytes, MaxPending) are passed
+	// over at first and waited for after every other node's commands are
+	// queued: a slow node delays no other node's commands. A call that is
+	// decided by then does not wait: its full nodes fail with ErrNotSent.
 	hold := c.active.Add(1) > 1
 	claims := b.claims[:0]
-	for i := 0; i < c.n; i++ {
-		if len(b.offs[i]) == 0 {
-			continue
-		}
-		var err error
-		if mono() >= deadline {
-			err = ErrNotSent
-		} else {
-			cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
-			var claimed bool
-			claimed, err = cn.send(b, gen, deadline, c.done, hold, &claims)
-			if claimed {
-				claims = append(claims, cn)
+	var full uint64 // nodes passed over (MaxNodes is 64)
+	for pass := 0; pass < 2; pass++ {
+		for i := 0; i < c.n; i++ {
+			if len(b.offs[i]) == 0 || (pass == 1 && full&(1<<i) == 0) {
+				continue
+			}
+			var err error
+			if mono() >= deadline {
+				err = ErrNotSent
+			} else if pass == 1 && b.isSettled() {
+				err = ErrNotSent
+			} else {
+				cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
+				var claimed bool
+				claimed, err = cn.send(b, gen, deadline, c.done, hold, pass == 0, &claims)
+				if claimed {
+					claims = append(claims, cn)
+				}
+			}
+			if err == errMustWait {
+				full |= 1 << i
+				continue
+			}
+			if err != nil {
+				b.mu.Lock()
+				b.failNode(i, err)
+				b.mu.Unlock()
 			}
 		}
-		if err != nil {
-			b.mu.Lock()
-			b.failNode(i, err)
-			b.mu.Unlock()
+		if full == 0 {
+			break
 		}
 	}
 	if len(claims) > 0 {
@@ -271,9 +279,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	b.claims = claims
 
 	var err error
-	b.mu.Lock()
-	settled := b.call.settled()
-	b.mu.Unlock()
+	settled := b.isSettled()
 	switch {
 	case settled:
 	case aw != nil:
@@ -284,8 +290,37 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	c.active.Add(-1)
 	b.mu.Lock()
 	out := b.end()
+	if pe := b.call.panicked; pe != nil {
+		err = pe
+	}
 	b.mu.Unlock()
 	return out, err
+}
+
+// check returns the error Do returns before starting a call, or nil.
+func (c *Client) check(ctx context.Context, b *Batch, p Policy) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.n != c.n || b.bad != nil || p.Quorum < 0 {
+		return ErrBadBatch
+	}
+	for i := 0; i < b.n; i++ {
+		if len(b.offs[i]) > 0 {
+			return nil
+		}
+	}
+	return ErrBadBatch
+}
+
+// isSettled reports whether b's call may return.
+func (b *Batch) isSettled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.call.settled()
 }
 
 // wait sleeps until the call settles, the deadline passes, ctx ends or the

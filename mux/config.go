@@ -34,17 +34,23 @@ type Config struct {
 	DialTimeout    time.Duration // connect + set-up pipeline; default 1s
 	Timeout        time.Duration // default per-batch deadline of Do; default 50ms
 	HardTimeout    time.Duration // a reply outstanding longer than this closes its connection; default 1s
-	MaxQueuedBytes int           // unwritten bytes per connection before callers wait; default 4 MiB
-	MaxReplyBytes  int           // largest reply accepted; a larger one breaks the connection (ErrProtocol); default 1 MiB
-	Username       string        // ACL user for AUTH (with Password); optional
-	Password       string        // AUTH password; optional; never printed
-	DB             int           // SELECT db when > 0
-	RESP3          bool          // send HELLO 3 at set-up
-	ClientName     string        // CLIENT SETNAME; default "redmux"
-	Scripts        []Script      // loaded on every connection
-	ReconnectMin   time.Duration // first redial backoff; default 50ms
-	ReconnectMax   time.Duration // backoff cap (with jitter); default 2s
-	Parser         resp.Parser   // reply limits; zero = resp defaults
+	MaxQueuedBytes int           // unwritten bytes per connection (queued or being written) before callers wait; default 4 MiB
+	// MaxPending caps the replies outstanding on one connection (sent or
+	// queued, not yet read, abandoned ones included): a caller that would
+	// pass it waits for replies to arrive, bounded by its deadline (then
+	// the node fails with ErrTimeout), as for MaxQueuedBytes. It bounds the
+	// memory a node that answers slowly can hold. Default 32768.
+	MaxPending    int
+	MaxReplyBytes int           // largest reply accepted; a larger one breaks the connection (ErrProtocol); default 1 MiB
+	Username      string        // ACL user for AUTH (with Password); optional
+	Password      string        // AUTH password; optional; never printed
+	DB            int           // SELECT db when > 0
+	RESP3         bool          // send HELLO 3 at set-up
+	ClientName    string        // CLIENT SETNAME; default "redmux"
+	Scripts       []Script      // loaded on every connection
+	ReconnectMin  time.Duration // first redial backoff; default 50ms
+	ReconnectMax  time.Duration // backoff cap (with jitter); default 2s
+	Parser        resp.Parser   // reply limits; zero = resp defaults
 	// TLS, when set, connects every node over TLS with this configuration
 	// (host:port and rediss:// nodes; a redis:// URL is then an error).
 	// Without it, rediss:// URLs turn TLS on for their node alone. It is cloned per node; ServerName defaults to the
@@ -64,6 +70,7 @@ const (
 	DefaultHardTimeout    = time.Second
 	DefaultMaxQueuedBytes = 4 << 20
 	DefaultMaxReplyBytes  = 1 << 20
+	DefaultMaxPending     = 1 << 15
 	DefaultClientName     = "redmux"
 	DefaultReconnectMin   = 50 * time.Millisecond
 	DefaultReconnectMax   = 2 * time.Second
@@ -95,8 +102,11 @@ func resolve(cfg Config) (*resolved, error) {
 	if r.Conns < 0 || r.Conns > MaxConns {
 		return nil, fmt.Errorf("%w: Conns %d, want 1..%d", ErrConfig, r.Conns, MaxConns)
 	}
-	if r.MaxQueuedBytes < 0 || r.MaxReplyBytes < 0 {
-		return nil, fmt.Errorf("%w: negative MaxQueuedBytes or MaxReplyBytes", ErrConfig)
+	if r.MaxQueuedBytes < 0 || r.MaxReplyBytes < 0 || r.MaxPending < 0 {
+		return nil, fmt.Errorf("%w: negative MaxQueuedBytes, MaxReplyBytes or MaxPending", ErrConfig)
+	}
+	if r.MaxPending == 0 {
+		r.MaxPending = DefaultMaxPending
 	}
 	if r.MaxQueuedBytes == 0 {
 		r.MaxQueuedBytes = DefaultMaxQueuedBytes

@@ -19,6 +19,7 @@ type slot struct {
 	b   *Batch
 	gen uint64 // b's call generation when queued: a mismatch means abandoned
 	k   int32  // the command's index in b for this node; -1: internal (SCRIPT LOAD)
+	exp Expect // the reply kinds the command accepts (0: any)
 	at  int64  // mono deadline of the batch that queued it; HardTimeout counts from there
 }
 
@@ -50,6 +51,9 @@ func (q *slotRing) pop() slot {
 
 func (q *slotRing) front() *slot { return &q.s[q.h] }
 
+// at returns the i-th slot from the front (i < n).
+func (q *slotRing) at(i int) *slot { return &q.s[(q.h+i)%len(q.s)] }
+
 // pconn is one connection to one node, shared by every caller. mu guards
 // everything but the read buffer, which belongs to the reader side (the
 // epoll poller, or the connection's reader goroutine).
@@ -62,6 +66,7 @@ type pconn struct {
 	link     link // nil while down
 	gen      uint64
 	wq       []byte     // queued bytes, not yet handed to the socket
+	inflight int        // bytes a writer is handing to the socket now (mu released); count against MaxQueuedBytes
 	spare    []byte     // the other write buffer
 	writing  bool       // a writer owns the socket (in write, or waiting for writability)
 	claimed  bool       // writing, by a caller that lets others append before it writes (flushClaimed)
@@ -80,7 +85,8 @@ type pconn struct {
 // unless another caller is writing: that caller, or the reader side once the
 // socket is writable, writes them with its own. It returns the node's error
 // when they cannot be queued: the connection is down, or the queue stays
-// full until deadline.
+// full until deadline: MaxQueuedBytes unwritten (the bytes a writer is
+// handing to the socket count too), or MaxPending replies outstanding.
 //
 // With hold set (other callers are active) a caller that would write
 // instead claims the writer role and returns claimed: it lets the others
@@ -90,8 +96,10 @@ type pconn struct {
 //
 // held are the caller's claims on other connections: before it waits for
 // room here it writes them, so that no caller waits on a queue while
-// holding back another's.
-func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}, hold bool, held *[]*pconn) (claimed bool, err error) {
+// holding back another's. With nowait set it does not wait: a full queue
+// returns errMustWait (Do first sends to every node with room, then waits
+// for the full ones, so a slow node does not hold back the others).
+func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}, hold, nowait bool, held *[]*pconn) (claimed bool, err error) {
 	cmds := b.cmds[cn.node]
 	cn.mu.Lock()
 	for {
@@ -99,8 +107,13 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 			cn.mu.Unlock()
 			return false, cn.c.nodes[cn.node].downErr.Load()
 		}
-		if len(cn.wq) == 0 || len(cn.wq)+len(cmds) <= cn.c.cfg.MaxQueuedBytes {
+		full := cn.full(len(cmds), len(b.offs[cn.node]))
+		if full == nil {
 			break
+		}
+		if nowait {
+			cn.mu.Unlock()
+			return false, errMustWait
 		}
 		// Back-pressure: wait for room, bounded by the batch deadline.
 		if cn.room == nil {
@@ -109,13 +122,23 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 		room := cn.room
 		cn.mu.Unlock()
 		flushClaims(held)
-		if !waitRoom(room, deadline, done) {
-			return false, &NodeError{Node: cn.node, Addr: cn.c.nodes[cn.node].addr, Kind: ErrTimeout, Cause: errQueueFull}
+		// Replies make room (MaxPending), and this caller's other nodes
+		// may answer meanwhile: someone must read while it waits.
+		aw, _ := cn.c.drv.(awaiter)
+		if aw != nil {
+			aw.follow(1)
+		}
+		ok := waitRoom(room, deadline, done)
+		if aw != nil {
+			aw.follow(-1)
+		}
+		if !ok {
+			return false, &NodeError{Node: cn.node, Addr: cn.c.nodes[cn.node].addr, Kind: ErrTimeout, Cause: full}
 		}
 		cn.mu.Lock()
 	}
-	for k := range b.offs[cn.node] {
-		cn.q.push(slot{b: b, gen: gen, k: int32(k), at: deadline})
+	for k, e := range b.exp[cn.node] {
+		cn.q.push(slot{b: b, gen: gen, k: int32(k), exp: e, at: deadline})
 	}
 	cn.wq = append(cn.wq, cmds...)
 	if !cn.writing {
@@ -129,6 +152,20 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 	}
 	cn.mu.Unlock()
 	return false, nil
+}
+
+// full reports why nb more bytes in ns more slots cannot be queued now
+// (errQueueFull, errTooManyPending), or nil. A lone batch larger than a cap
+// still goes when nothing is queued or outstanding. mu held.
+func (cn *pconn) full(nb, ns int) error {
+	cfg := cn.c.cfg
+	if q := len(cn.wq) + cn.inflight; q > 0 && q+nb > cfg.MaxQueuedBytes {
+		return errQueueFull
+	}
+	if cn.q.n > 0 && cn.q.n+ns > cfg.MaxPending {
+		return errTooManyPending
+	}
+	return nil
 }
 
 // flushClaims writes every claimed connection of *held and empties it.
@@ -185,11 +222,13 @@ func (cn *pconn) writeLocked() {
 		buf := cn.wq
 		cn.wq = cn.spare[:0]
 		cn.inWrite = true
+		cn.inflight = len(buf)
 		cn.mu.Unlock()
 		n, err := l.write(buf)
 		sockWrites.Add(1)
 		cn.mu.Lock()
 		cn.inWrite = false
+		cn.inflight = 0
 		if cn.deferred == l {
 			// The connection broke meanwhile and the reader side left the
 			// close to us (the fd must not be reused while we write to
@@ -241,9 +280,10 @@ func (cn *pconn) writable() {
 	cn.mu.Unlock()
 }
 
-// freeRoom wakes callers waiting for queue space once it is below the cap.
+// freeRoom wakes callers waiting for queue space once it is below the
+// caps (bytes queued or being written, replies outstanding). mu held.
 func (cn *pconn) freeRoom() {
-	if cn.room != nil && len(cn.wq) < cn.c.cfg.MaxQueuedBytes {
+	if cn.room != nil && len(cn.wq)+cn.inflight < cn.c.cfg.MaxQueuedBytes && cn.q.n < cn.c.cfg.MaxPending {
 		close(cn.room)
 		cn.room = nil
 	}

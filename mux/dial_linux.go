@@ -19,13 +19,15 @@ var errDialTimeout = errors.New("timeout")
 // TCP_NODELAY and keepalive, and runs the set-up pipeline. It never runs on
 // a caller's path: New and the supervisor call it. efd (readable once the
 // client closes) aborts it.
-func (c *Client) dialRaw(i, efd int) (int, error) {
+// It returns the bytes read past the set-up replies (push frames; see
+// runSetup), which the connection's reader takes first.
+func (c *Client) dialRaw(i, efd int) (int, []byte, error) {
 	start := time.Now()
 	deadline := start.Add(c.cfg.DialTimeout)
 	host, port := c.cfg.nodes[i].host, c.cfg.nodes[i].port
 	ips, err := c.lookup(host, deadline)
 	if err != nil {
-		return -1, err
+		return -1, nil, err
 	}
 	var lastErr error
 	for _, ip := range ips {
@@ -35,16 +37,17 @@ func (c *Client) dialRaw(i, efd int) (int, error) {
 			continue
 		}
 		rw := rawRW{fd: fd, efd: efd}
-		if err := runSetup(&rw, c.cfg, i, deadline); err != nil {
+		rest, err := runSetup(&rw, c.cfg, i, deadline)
+		if err != nil {
 			_ = unix.Close(fd)
-			return -1, err
+			return -1, nil, err
 		}
-		return fd, nil
+		return fd, rest, nil
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no address")
 	}
-	return -1, &setupError{step: "connect", text: lastErr.Error()}
+	return -1, nil, &setupError{step: "connect", text: lastErr.Error()}
 }
 
 func connectRaw(ip netip.Addr, port, efd int, deadline time.Time) (int, error) {

@@ -149,13 +149,29 @@
 //
 // # Bounds
 //
-// Memory stays bounded whatever the nodes do: a connection queues at most
-// MaxQueuedBytes of unwritten commands (callers wait for room, within their
-// deadline, then fail the node with ErrTimeout without writing anything),
-// and accepts replies up to MaxReplyBytes (a larger one breaks the
-// connection with ErrProtocol, and the grown read buffer is released).
-// resp.Parser's limits (Config.Parser) reject absurd declared lengths and
-// nesting before any of it is buffered.
+// Memory stays bounded whatever the nodes do, on every transport: a
+// connection queues at most MaxQueuedBytes of unwritten commands (bytes a
+// writer is handing to the socket count too) and MaxPending outstanding
+// replies (callers wait for room, within their deadline, then fail the node
+// with ErrTimeout without writing anything; a full node is waited for only
+// after every other node's commands are queued, and not at all once the
+// call is decided), and accepts replies up to MaxReplyBytes (a larger one
+// breaks the connection with ErrProtocol, and the grown read buffer is
+// released). resp.Parser's limits (Config.Parser) reject absurd declared
+// lengths and nesting before any of it is buffered.
+//
+// One bad node never starves the others: the epoll reader reads at most
+// 256 KiB from a connection per turn, round-robin over the ready ones, so a
+// node streaming without end (RESP3 push frames, which are skipped, or a
+// huge reply) is read a slice at a time. Push frames right after the
+// set-up replies are skipped too. A command added with Batch.AddExpect
+// says which reply kinds it accepts (SET NX: ExpectSimple|ExpectNil; an
+// integer script: ExpectInt): a reply of another kind, the mark of a
+// stray reply that shifted the connection's replies, breaks the connection
+// instead of reaching the wrong command. A panic in Policy.Success is
+// recovered where it ran (the poller included): only its call fails, with
+// a *PanicError. Close ends redials mid-set-up at once, on every
+// transport.
 //
 // # Knobs
 //
@@ -164,6 +180,7 @@
 //	Timeout         per-batch deadline; default 50ms (Policy.Timeout per call)
 //	HardTimeout     how long past its batch's deadline a reply may take before its connection is replaced; default 1s
 //	MaxQueuedBytes  unwritten bytes per connection before callers wait; default 4 MiB
+//	MaxPending      outstanding replies per connection before callers wait; default 32768
 //	MaxReplyBytes   largest reply; default 1 MiB
 //	ReconnectMin, ReconnectMax  redial backoff; default 50ms, 2s
 //	Parser          reply limits (resp.Parser); zero = resp's defaults

@@ -2,6 +2,7 @@ package mux
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -27,16 +28,46 @@ var (
 	// failed authentication (a wrong password or user, or NOAUTH because no
 	// password was configured). The password never appears in it.
 	ErrAuth = errors.New("mux: AUTH failed")
+	// ErrPolicyPanic is wrapped by the *PanicError Do returns when the
+	// call's Policy.Success panicked. The panic is recovered where the
+	// predicate ran (the reading goroutine, which may be the poller): the
+	// client keeps working and only that call fails.
+	ErrPolicyPanic = errors.New("mux: Policy.Success panicked")
 )
+
+// PanicError is Do's error when the call's Policy.Success panicked:
+// errors.Is(err, ErrPolicyPanic). The node whose reply was being judged
+// counts as failed, the call ends at once (its other nodes are Pending).
+type PanicError struct {
+	Node  int
+	Value any    // what the predicate panicked with
+	Stack []byte // the predicate's goroutine stack at the panic
+}
+
+func (e *PanicError) Error() string {
+	return "mux: Policy.Success panicked on node " + strconv.Itoa(e.Node) + ": " + fmt.Sprint(e.Value)
+}
+
+// Is makes errors.Is(err, ErrPolicyPanic) true.
+func (e *PanicError) Is(target error) bool { return target == ErrPolicyPanic }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
 
 // Causes carried by node errors.
 var (
-	errNotConnected = errors.New("not connected (redial in progress)")
-	errOverdue      = errors.New("reply not received within HardTimeout; connection replaced")
-	errUnsolicited  = errors.New("reply without a pending command")
-	errReplyTooBig  = errors.New("reply larger than MaxReplyBytes")
-	errQueueFull    = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
-	errStraySetup   = errors.New("unsolicited bytes after the connection set-up replies")
+	errNotConnected   = errors.New("not connected (redial in progress)")
+	errOverdue        = errors.New("reply not received within HardTimeout; connection replaced")
+	errUnsolicited    = errors.New("reply without a pending command")
+	errReplyTooBig    = errors.New("reply larger than MaxReplyBytes")
+	errQueueFull      = errors.New("write queue full (MaxQueuedBytes) until the batch deadline")
+	errMustWait       = errors.New("queue full (internal: retried with waiting)")
+	errTooManyPending = errors.New("too many replies outstanding (MaxPending) until the batch deadline")
+	errUnexpectedKind = errors.New("reply of a kind its command does not expect (a stray reply?)")
+	errStraySetup     = errors.New("unsolicited bytes after the connection set-up replies")
 )
 
 // ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ...").

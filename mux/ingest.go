@@ -15,10 +15,19 @@ import (
 
 const initialReadBuf = 16 << 10
 
+// readBudget bounds what one turn reads from one non-blocking connection
+// before the reader goes on to the others: a node that streams without end
+// (push frames, a huge reply) is read a budget at a time, round-robin with
+// every other ready connection (the epoll set is level-triggered, so it is
+// reported again), and the reader looks at its own call and at Close
+// between turns.
+const readBudget = 256 << 10
+
 // frame is a parsed reply in the read buffer.
 type frame struct {
 	off, n int
 	isErr  bool
+	kind   Expect // its kind (kindOf), checked against its slot's exp
 }
 
 // reader is a connection's read state, owned by the reader side.
@@ -29,12 +38,13 @@ type reader struct {
 	popped [32]slot
 }
 
-// readable reads what l has, until it would block (raw sockets) or once
-// (blocking links), and delivers the replies. It reports false when the
-// connection was closed for an error.
+// readable reads what l has, until it would block or readBudget bytes
+// were read (raw sockets), or once (blocking links), and delivers the
+// replies. It reports false when the connection was closed for an error.
 func (cn *pconn) readable(l link) bool {
 	rd := &cn.rd
 	max := cn.c.cfg.MaxReplyBytes
+	budget := readBudget
 	for {
 		if rd.buf == nil {
 			rd.buf = make([]byte, initialReadBuf)
@@ -70,7 +80,8 @@ func (cn *pconn) readable(l link) bool {
 		if !cn.ingest(l) {
 			return false
 		}
-		if n < space || !l.nonBlocking() {
+		budget -= n
+		if n < space || !l.nonBlocking() || budget <= 0 {
 			return true
 		}
 	}
@@ -97,7 +108,7 @@ func (cn *pconn) ingest(l link) bool {
 				return false
 			}
 			if rep.Type != resp.TypePush { // pushes are never replies
-				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError()}
+				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null)}
 				nf++
 			}
 			off += n
@@ -109,15 +120,30 @@ func (cn *pconn) ingest(l link) bool {
 				cn.fail(ErrProtocol, errUnsolicited)
 				return false
 			}
+			// A reply of a kind its command does not expect: the replies
+			// are out of step. Those before it are delivered, then the
+			// connection breaks (its slot and the rest fail with it).
+			ok := nf
 			for i := 0; i < nf; i++ {
+				if !cn.q.at(i).exp.accepts(rd.frames[i].kind) {
+					ok = i
+					break
+				}
+			}
+			for i := 0; i < ok; i++ {
 				rd.popped[i] = cn.q.pop()
 			}
 			cn.progress = mono()
+			cn.freeRoom()
 			cn.mu.Unlock()
-			for i := 0; i < nf; i++ {
+			for i := 0; i < ok; i++ {
 				f := rd.frames[i]
 				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr)
 				rd.popped[i] = slot{}
+			}
+			if ok < nf {
+				cn.fail(ErrProtocol, errUnexpectedKind)
+				return false
 			}
 		}
 		rd.r = off
@@ -181,7 +207,7 @@ func (cn *pconn) noscript(b *Batch, k int, gen uint64) bool {
 	}
 	extra = resp.AppendCommand(extra, "SCRIPT", "LOAD", s.Text)
 	at := mono()
-	return cn.queueInternal(extra, slot{b: b, gen: gen, k: int32(k), at: at}, slot{b: b, gen: gen, k: -1, at: at})
+	return cn.queueInternal(extra, slot{b: b, gen: gen, k: int32(k), exp: b.exp[cn.node][k], at: at}, slot{b: b, gen: gen, k: -1, exp: ExpectBulk, at: at})
 }
 
 // fail closes the connection for an error (reader side): every batch

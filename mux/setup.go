@@ -55,14 +55,17 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 	return b, steps
 }
 
-// runSetup writes node i's set-up pipeline and checks every reply. Bytes past
-// the last set-up reply are an error: nothing was asked for them, and
-// matched to the first command they would shift every reply after it.
-func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
+// runSetup writes node i's set-up pipeline and checks every reply. Push
+// frames (RESP3 out-of-band data) anywhere are skipped: those read past the
+// last set-up reply, the last one possibly incomplete, are returned for the
+// connection's reader, which skips them too. Any other byte past the last
+// set-up reply is an error: nothing was asked for it, and matched to the
+// first command it would shift every reply after it.
+func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error) {
 	cmds, steps := r.pipeline(i)
 	password := r.nodes[i].password
 	if err := rw.write(cmds, deadline); err != nil {
-		return &setupError{step: "write", text: err.Error(), io: err}
+		return nil, &setupError{step: "write", text: err.Error(), io: err}
 	}
 	buf := make([]byte, 0, 4096)
 	off, step := 0, 0
@@ -73,14 +76,14 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
 				break
 			}
 			if err != nil {
-				return &setupError{step: steps[step].name, text: err.Error()}
+				return nil, &setupError{step: steps[step].name, text: err.Error()}
 			}
 			off += n
 			if rep.Type == resp.TypePush {
 				continue
 			}
 			if err := checkStep(steps[step], rep, password); err != nil {
-				return err
+				return nil, err
 			}
 			step++
 		}
@@ -94,14 +97,26 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) error {
 		}
 		n, err := rw.read(buf[len(buf):cap(buf)], deadline)
 		if err != nil {
-			return &setupError{step: steps[step].name, text: "reading reply: " + err.Error(), io: err}
+			return nil, &setupError{step: steps[step].name, text: "reading reply: " + err.Error(), io: err}
 		}
 		buf = buf[:len(buf)+n]
 	}
-	if off < len(buf) {
-		return &setupError{step: "end", text: errStraySetup.Error()}
+	rest := buf[off:]
+	for p := 0; p < len(rest); {
+		rep, n, err := r.Parser.Parse(rest[p:])
+		switch {
+		case err == nil && rep.Type == resp.TypePush:
+			p += n
+		case err == resp.ErrIncomplete && rest[p] == resp.TypePush:
+			return rest, nil // the reader completes and skips it
+		default:
+			return nil, &setupError{step: "end", text: errStraySetup.Error()}
+		}
 	}
-	return nil
+	if len(rest) == 0 {
+		return nil, nil
+	}
+	return rest, nil
 }
 
 func checkStep(s setupStep, rep resp.Reply, password string) error {
@@ -144,5 +159,15 @@ func Setup(nc net.Conn, a NodeAddr, name string, scripts []Script, deadline time
 		Config: Config{Scripts: scripts},
 		nodes:  []nodeSpec{{username: a.Username, password: a.Password, db: a.DB, resp3: a.RESP3, clientName: name}},
 	}
-	return runSetup(netRW{nc}, r, 0, deadline)
+	rest, err := runSetup(netRW{nc}, r, 0, deadline)
+	// Complete push frames after the set-up were read and dropped here; an
+	// incomplete one would leave its tail to nc's next reader.
+	for p := 0; err == nil && p < len(rest); {
+		n, perr := r.Parser.Skip(rest[p:])
+		if perr != nil {
+			return &setupError{step: "end", text: "incomplete push frame after the set-up replies"}
+		}
+		p += n
+	}
+	return err
 }

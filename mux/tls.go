@@ -72,7 +72,8 @@ func (d *netDriver) dialTLS(node int, nc net.Conn, deadline time.Time) (link, er
 		return nil, &tlsError{server: cfg.ServerName, err: err, noCert: *noCert}
 	}
 	rw := &tlsRW{netRW: netRW{tc}}
-	if err := runSetup(rw, c.cfg, node, deadline); err != nil {
+	rest, err := runSetup(rw, c.cfg, node, deadline)
+	if err != nil {
 		_ = nc.Close()
 		// A TLS 1.3 server checks the client's certificate after the
 		// client's handshake is done: a refusal arrives as an alert (or,
@@ -86,7 +87,7 @@ func (d *netDriver) dialTLS(node int, nc net.Conn, deadline time.Time) (link, er
 	sc.mu.Lock()
 	sc.sliced = true
 	sc.mu.Unlock()
-	return &netLink{d: d, nc: tc, sc: sc}, nil
+	return &netLink{d: d, nc: tc, sc: sc, pre: rest}, nil
 }
 
 // watchClientCert returns a copy of cfg for one handshake that records

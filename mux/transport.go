@@ -59,4 +59,7 @@ type driver interface {
 type awaiter interface {
 	enter()
 	await(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error
+	// follow(1) counts a caller that waits for others to read (for queue
+	// room) as a follower, so that someone reads; follow(-1) ends it.
+	follow(delta int32)
 }

@@ -179,6 +179,13 @@ func (d *epollDriver) await(ctx context.Context, b *Batch, deadline int64, ctxDe
 	return err
 }
 
+// follow counts a caller waiting for queue room as a follower.
+func (d *epollDriver) follow(delta int32) {
+	if d.waiters.Add(delta) > 0 && delta > 0 && !d.tok.Load() {
+		d.wake()
+	}
+}
+
 // lead reads for every connection until b's call settles (token held).
 func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
 	done := ctx.Done()
@@ -340,11 +347,11 @@ func (d *epollDriver) poll() {
 }
 
 func (d *epollDriver) dial(node int) (link, error) {
-	fd, err := d.c.dialRaw(node, d.efd)
+	fd, rest, err := d.c.dialRaw(node, d.efd)
 	if err != nil {
 		return nil, err
 	}
-	return &rawLink{d: d, fd: fd}, nil
+	return &rawLink{d: d, fd: fd, pre: rest}, nil
 }
 
 var one = [8]byte{1}
@@ -366,6 +373,7 @@ type rawLink struct {
 	tag   int32
 	outOn bool
 	gone  atomic.Bool
+	pre   []byte // read past the set-up replies (push frames): read first
 }
 
 func (l *rawLink) write(p []byte) (int, error) {
@@ -386,6 +394,11 @@ func (l *rawLink) write(p []byte) (int, error) {
 }
 
 func (l *rawLink) read(p []byte) (int, error) {
+	if len(l.pre) > 0 {
+		n := copy(p, l.pre)
+		l.pre = l.pre[n:]
+		return n, nil
+	}
 	for {
 		n, err := unix.Read(l.fd, p)
 		switch {

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -66,15 +67,31 @@ func (d *netDriver) dial(node int) (link, error) {
 	if err != nil {
 		return nil, &setupError{step: "connect", text: err.Error()}
 	}
-	if ns.tls != nil {
+	// Close ends the handshake and the set-up at once (not at
+	// DialTimeout): it closes the connection under them.
+	stop := context.AfterFunc(c.life, func() { _ = nc.Close() })
+	l, err := d.setup(node, nc, deadline)
+	if !stop() { // Close has begun
+		if l != nil {
+			l.close()
+		}
+		return nil, ErrClosed
+	}
+	return l, err
+}
+
+// setup runs the TLS handshake (a TLS node) and the set-up pipeline on nc.
+func (d *netDriver) setup(node int, nc net.Conn, deadline time.Time) (link, error) {
+	if d.c.cfg.nodes[node].tls != nil {
 		return d.dialTLS(node, nc, deadline)
 	}
-	if err := runSetup(netRW{nc}, c.cfg, node, deadline); err != nil {
+	rest, err := runSetup(netRW{nc}, d.c.cfg, node, deadline)
+	if err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
-	return &netLink{d: d, nc: nc}, nil
+	return &netLink{d: d, nc: nc, pre: rest}, nil
 }
 
 func (d *netDriver) closing() {} // dials watch the client's life context
@@ -90,10 +107,11 @@ func (d *netDriver) close() {
 
 // netLink is one net.Conn: a TCP connection, or a *tls.Conn over sc.
 type netLink struct {
-	d  *netDriver
-	nc net.Conn
-	cn *pconn
-	sc *spillConn // TLS: the TCP connection under nc; nil for plaintext
+	d   *netDriver
+	nc  net.Conn
+	cn  *pconn
+	sc  *spillConn // TLS: the TCP connection under nc; nil for plaintext
+	pre []byte     // read past the set-up replies (push frames): read first
 }
 
 // netWriteSlice bounds one blocking write: a writer (a caller of Do) that
@@ -113,7 +131,14 @@ func (l *netLink) write(p []byte) (int, error) {
 	return n, err
 }
 
-func (l *netLink) read(p []byte) (int, error) { return l.nc.Read(p) }
+func (l *netLink) read(p []byte) (int, error) {
+	if len(l.pre) > 0 {
+		n := copy(p, l.pre)
+		l.pre = l.pre[n:]
+		return n, nil
+	}
+	return l.nc.Read(p)
+}
 
 func (l *netLink) nonBlocking() bool { return false }
 
