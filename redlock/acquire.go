@@ -188,15 +188,17 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	}
 	b := w.b
 	b.Reset()
-	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
-	granted := isOK
+	b.SetKey(resource)                                      // one connection per node for this resource: a release never overtakes its SET
+	granted, expect := isOK, mux.ExpectSimple|mux.ExpectNil // SET NX: +OK or nil
 	if keys == nil {
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	} else {
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, keys, w.val[:], ttlMillis(ttl))
-		granted = isOne
+		granted, expect = isOne, mux.ExpectInt
 	}
-	b.Broadcast(w.cmd)
+	// a reply of another kind means the connection is out of step: mux
+	// breaks it rather than hand the reply to this attempt
+	b.BroadcastExpect(w.cmd, expect)
 
 	t1 := mono() // step 1: before the first byte is sent
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: granted, Timeout: timeout})
@@ -280,7 +282,7 @@ func (c *Client) releaseQuick(ctx context.Context, w *worker, resource string, k
 	b.Reset()
 	b.SetKey(resource)
 	w.cmd = appendRelease(w.cmd[:0], resource, keys, w.val[:])
-	b.Broadcast(w.cmd)
+	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	_, _ = c.m.Do(w.cleanup(ctx), b, mux.Policy{Quorum: 1, Timeout: timeout})
 	w.dctx.parent = nil
 }

@@ -72,9 +72,9 @@ func (c *Client) Inspect(ctx context.Context, resource string) (Inspection, erro
 	b.Reset()
 	b.SetKey(resource)
 	w.cmd = resp.AppendCommand(w.cmd[:0], "GET", resource)
-	b.Broadcast(w.cmd)
+	b.BroadcastExpect(w.cmd, mux.ExpectBulk|mux.ExpectNil)
 	w.cmd = resp.AppendCommand(w.cmd[:0], "PTTL", resource)
-	b.Broadcast(w.cmd)
+	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	_, err := c.m.Do(ctx, b, mux.Policy{Timeout: c.def.nodeTimeout})
 	if err != nil {
 		return Inspection{}, wrapOp("inspect", resource, closedErr(err))

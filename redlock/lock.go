@@ -231,7 +231,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	} else {
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
 	}
-	b.Broadcast(w.cmd)
+	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
@@ -340,7 +340,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	b.Reset()
 	b.SetKey(l.resource)
 	w.cmd = appendRelease(w.cmd[:0], l.resource, l.keys, l.value[:])
-	b.Broadcast(w.cmd)
+	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	_, err := c.m.Do(w.cleanup(ctx), b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	w.dctx.parent = nil
 	t2 := mono()
