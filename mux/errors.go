@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Errors a node's result can carry, and the errors Do and New return
@@ -123,7 +124,9 @@ func (e *setupError) Error() string {
 		s = "AUTH failed (set-up " + e.step + ")"
 	}
 	if e.text != "" {
-		s += ": " + e.text
+		// "set-up connect failed: connection refused", not "...: connect:
+		// connection refused": the step is named once
+		s += ": " + strings.TrimPrefix(e.text, e.step+": ")
 	}
 	return s
 }
