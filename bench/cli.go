@@ -20,6 +20,10 @@ const (
 	// ExitInterrupted is the status after SIGINT/SIGTERM (128+SIGINT, as
 	// shells report it); the report for what was measured is written.
 	ExitInterrupted = 130
+	// ExitBreach is the status of a sweep run with -fail-on-breach whose
+	// capacity missed -capacity-rate (or where no step held); the report is
+	// written.
+	ExitBreach = 3
 )
 
 // Main is the redmux-bench command: args without the program name. It
@@ -87,6 +91,10 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 	case err == nil:
 		if where != "" && !cfg.Quiet && cfg.JSON != "-" && cfg.CSV != "-" {
 			fmt.Fprintf(stdout, "report: %s\n", where)
+		}
+		if b := rep.Breaches(); cfg.FailOnBreach && len(b) > 0 {
+			fmt.Fprintf(stderr, "redmux-bench: sweep: breach (-fail-on-breach): %s\n", oneLine(hide(strings.Join(b, "; "))))
+			return ExitBreach
 		}
 		return ExitOK
 	case where != "":
