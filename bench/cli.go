@@ -46,6 +46,9 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	if len(args) > 0 && args[0] == "merge" {
 		return mergeMain(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "compare" {
+		return compareMain(args[1:], stdout, stderr)
+	}
 	sweep := len(args) > 0 && args[0] == "sweep"
 	var cfg *Config
 	var err error

@@ -337,6 +337,7 @@ Usage:
   redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
   redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
+  redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
 
 Flags:
 `)
