@@ -97,6 +97,9 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	require.Contains(t, merged, "mux.r300.acquire_release")
 	require.Contains(t, merged, "mux.r300.run2.acquire_release")
 
+	csvb, err := os.ReadFile(filepath.Join(dir, FileSweepCSV))
+	require.NoError(t, err)
+	require.Contains(t, string(csvb), ",mux.r300.run2,", "the CSV names each run's hlog tag")
 	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
 	require.NoError(t, err)
 	for _, want := range []string{"**Objective, the same for every strategy: " + rep.SLO, "## Provisioning", "For **1000 lock operations/s**",
@@ -180,7 +183,7 @@ func TestSweepBoundByWorkersOnlyWhenMeasured(t *testing.T) {
 // about 2 / 40ms = 50 ops/s (acquire and release are a round trip each):
 // the 120 ops/s step is saturated by the workers, and the verdict says so.
 func TestSweepBoundByWorkersMeasured(t *testing.T) {
-	rep, _, _ := runSweepArgs(t, "-fake", "3", "-strategy", "fanout", "-c", "2", "-latency", "20ms", "-rates", "10,20,120",
+	rep, _, _ := runSweepArgs(t, "-fake", "3", "-strategy", "fanout", "-c", "2", "-latency", "20ms", "-timeout", "1s", "-rates", "10,20,120",
 		"-step", "1s", "-warmup", "200ms", "-slo", "p99<2s", "-refine", "0", "-quiet", "-out", "")
 	ss := rep.Strategies[0]
 	require.True(t, ss.Saturated, "%+v", steps(ss))

@@ -84,7 +84,7 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 	for _, p := range pcts {
 		head = append(head, pctName(p)+"_us")
 	}
-	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "why")
+	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "server_cpu_max_node_us_per_op", "worker_busy_share", "mean_service_us", "interrupted", "hlog_tag", "why")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -99,7 +99,8 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 				v, _ := l.At(p)
 				row = append(row, g(v))
 			}
-			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), st.Why)
+			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), g(st.ServerCPUMaxNodeUsPerOp),
+				g(st.WorkerBusyShare), g(st.MeanServiceUs), strconv.FormatBool(st.Interrupted), st.Tag, st.Why)
 			if err := cw.Write(row); err != nil {
 				return err
 			}
