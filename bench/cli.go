@@ -20,6 +20,10 @@ const (
 	// ExitInterrupted is the status after SIGINT/SIGTERM (128+SIGINT, as
 	// shells report it); the report for what was measured is written.
 	ExitInterrupted = 130
+	// ExitBreach is the status of a sweep run with -fail-on-breach whose
+	// capacity missed -capacity-rate (or where no step held); the report is
+	// written.
+	ExitBreach = 3
 )
 
 // Main is the redmux-bench command: args without the program name. It
@@ -41,6 +45,9 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	}()
 	if len(args) > 0 && args[0] == "merge" {
 		return mergeMain(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "compare" {
+		return compareMain(args[1:], stdout, stderr)
 	}
 	sweep := len(args) > 0 && args[0] == "sweep"
 	var cfg *Config
@@ -87,6 +94,10 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 	case err == nil:
 		if where != "" && !cfg.Quiet && cfg.JSON != "-" && cfg.CSV != "-" {
 			fmt.Fprintf(stdout, "report: %s\n", where)
+		}
+		if b := rep.Breaches(); cfg.FailOnBreach && len(b) > 0 {
+			fmt.Fprintf(stderr, "redmux-bench: sweep: breach (-fail-on-breach): %s\n", oneLine(hide(strings.Join(b, "; "))))
+			return ExitBreach
 		}
 		return ExitOK
 	case where != "":

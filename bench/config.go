@@ -149,11 +149,14 @@ type Config struct {
 
 	// Sweep settings (redmux-bench sweep only).
 	Sweep  bool          // the sweep subcommand
-	SLO    *SLO          // -slo (nil: p99 within SweepAutoFactor of the lightest step's)
+	SLO    *SLO          // -slo (nil: one automatic objective for every strategy, from the best strategy's lightest step)
 	Rates  []float64     // -rates (nil: steps from a closed-loop probe)
 	Step   time.Duration // -step: measured time per step
 	Steps  int           // -steps: coarse steps up to the probe's rate
 	Refine int           // -refine: bisection steps between the last good and first bad step
+	// FailOnBreach (-fail-on-breach): exit with ExitBreach when a strategy
+	// did not hold -capacity-rate (without it: when no step held).
+	FailOnBreach bool
 
 	// Command is the command line as given, with the password replaced.
 	Command string
@@ -310,8 +313,9 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 		fs.Lookup("out").DefValue = DefaultSweepOut
 		c.Out = DefaultSweepOut
 		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none)"
-		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: headroom and client processes or Redlock groups needed")
-		fs.Var(sloFlag{&c.SLO}, "slo", "latency objective every step must hold, `pP<DURATION`, e.g. p99<2ms or p99.9<5ms, on every operation's latency (failures at their latency to failure); default p99 within 3x of the lightest step's (at least +1ms)")
+		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: the Provisioning section (client cores, server cores per node, client processes and Redlock groups) and headroom")
+		fs.BoolVar(&c.FailOnBreach, "fail-on-breach", false, "exit with status 3 when a strategy's capacity under the objective is below -capacity-rate (without -capacity-rate: when no step held), for CI")
+		fs.Var(sloFlag{&c.SLO}, "slo", "latency objective every step must hold, `pP<DURATION`, e.g. p99<2ms or p99.9<5ms, on every operation's latency (failures at their latency to failure); default one objective for every strategy: p99 within 3x of the best strategy's lightest step's (at least +1ms), printed first")
 		fs.Var(rateList{&c.Rates}, "rates", "comma-separated open-loop `RATES` (ops/s) to step through, e.g. 500,1000,2000 (default: from a closed-loop probe)")
 		durationVar(fs, &c.Step, "step", 2*time.Second, "measured `duration` of each step (after -warmup at the step's rate)")
 		fs.IntVar(&c.Steps, "steps", 10, "coarse steps, evenly spaced up to the probe's closed-loop rate, then 10% beyond it (and on at that spacing while steps hold, up to 3x the probe)")
@@ -333,6 +337,7 @@ Usage:
   redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
   redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
+  redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
 
 Flags:
 `)
@@ -351,10 +356,13 @@ func SweepUsage(w io.Writer) {
 	fs.SetOutput(w)
 	fmt.Fprintf(w, `redmux-bench sweep: how many lock operations/s the target takes before latency breaks an objective.
 
-For each strategy: a closed-loop probe (skipped with -rates), then open-loop
-steps of rising rate, each warmed up at its rate (-warmup) and measured for
--step, until a step saturates or two in a row miss the objective; then
--refine bisection steps. The capacity is the highest rate that held.
+For each strategy: a closed-loop probe (skipped with -rates) and its lightest
+step; then one objective for every strategy (-slo, or derived from the best
+strategy's lightest step); then open-loop steps of rising rate, each warmed up
+at its rate (-warmup) and measured for -step, until a step saturates or two in
+a row miss the objective (a step that misses the objective or does not keep
+up is run once more first); then -refine bisection steps. The capacity is the
+highest rate that held; -capacity-rate sizes a target from it (Provisioning).
 Writes sweep.md (capacity report), sweep.json, sweep.csv, sweep.svg
 (latency against throughput) and sweep.hlog to -out.
 
@@ -366,7 +374,8 @@ Flags (-d, -n and -rate are the single run's; a sweep sets its own):
 	fs.PrintDefaults()
 	fmt.Fprintf(w, `
 Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
-Exit status: 0 ok, 1 run failure, 2 usage error, 130 interrupted.
+Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
+130 interrupted.
 `)
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -123,6 +124,11 @@ type workerRec struct {
 	mu sync.Mutex
 	h  histSet
 	counts
+	// busyNs is the time the worker spent in operations (from their actual
+	// start), for WorkerBusyShare.
+	busyNs atomic.Int64
+	// liveNs is how long the worker's load loop ran.
+	liveNs atomic.Int64
 }
 
 func newWorkerRec() *workerRec {

@@ -83,7 +83,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	if !errors.As(err, &nae) {
 		return false, err
 	}
-	w.countNodeErrs(nae.Failed, nae.Pending)
+	w.countNodeErrs(nae.Failed, nae.Refused, nae.Granted, nae.Pending)
 	// Nodes still pending when redlock decided count as failed, as seq and
 	// fanout count a node that did not answer within the timeout. Redlock
 	// waits at most ttl - drift (no later answer could leave validity):
@@ -105,9 +105,13 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 
 // countNodeErrs counts the node failures of a failed attempt: nodes mux
 // knows to be down as conn, the other failures as failed (redlock does not
-// say which error a node gave), and nodes that had not answered when the
-// outcome was decided as pending.
-func (w *muxWorker) countNodeErrs(failed, pending int) {
+// say which error a node gave). Nodes that had not answered when the
+// outcome was decided are no error when the answers in hand decided it
+// (refusals and failures made a quorum impossible, or a quorum granted but
+// too late: the stragglers of a decided call are normal, and their replies
+// are read and dropped); when
+// the outcome waited on them, they timed out and count as pending.
+func (w *muxWorker) countNodeErrs(failed, refused, granted, pending int) {
 	if failed > 0 {
 		down := 0
 		for i := 0; i < w.s.n; i++ {
@@ -123,7 +127,8 @@ func (w *muxWorker) countNodeErrs(failed, pending int) {
 			w.nodeErrs[KindFailed] += int64(failed - down)
 		}
 	}
-	if pending > 0 {
+	decided := redlock.QuorumLost(failed+refused, w.s.quorum, w.s.n) || granted >= w.s.quorum
+	if pending > 0 && !decided {
 		w.nodeErrs[KindPending] += int64(pending)
 	}
 }

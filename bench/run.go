@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -272,6 +273,8 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 	s := &session{t: t, params: params, opt: opt, config: reportConfig(cfg, t, params), env: environment()}
 	s.env.Server = serverInfo(ctx, t.addrs[0], opt)
 	switch {
+	case infoCPU(ctx, t.addrs[0], opt) >= 0:
+		s.env.ServerCPU = "INFO CPU (used_cpu_user + used_cpu_sys) of every node"
 	case len(t.pids) > 0 && t.kind == "embedded" && t.pids[0] == os.Getpid():
 		s.env.ServerCPU = "none: the embedded cluster runs in the benchmark's process (-inprocess)"
 	case len(t.pids) > 0:
@@ -458,6 +461,9 @@ type serverSnap struct {
 	stats []map[string]cmdStat // per node; nil entry when unreadable
 	cpuNs int64
 	cpuOK bool
+	// nodeCPU is each node's INFO CPU used_cpu_user+used_cpu_sys in
+	// seconds (-1: the node did not report it).
+	nodeCPU []float64
 }
 
 func serverSnapshot(ctx context.Context, t *target, opt *connOpts) serverSnap {
@@ -468,6 +474,7 @@ func serverSnapshot(ctx context.Context, t *target, opt *connOpts) serverSnap {
 			st = nil
 		}
 		s.stats = append(s.stats, st)
+		s.nodeCPU = append(s.nodeCPU, infoCPU(ctx, a, opt))
 	}
 	if len(t.pids) > 0 && !(t.kind == "embedded" && t.pids[0] == os.Getpid()) {
 		s.cpuOK = true
@@ -478,6 +485,43 @@ func serverSnapshot(ctx context.Context, t *target, opt *connOpts) serverSnap {
 		}
 	}
 	return s
+}
+
+// infoCPU returns a node's INFO CPU used_cpu_user + used_cpu_sys in
+// seconds, or -1 when it does not report them.
+func infoCPU(ctx context.Context, addr string, opt *connOpts) float64 {
+	b, err := command(ctx, addr, opt, "INFO", "cpu")
+	if err != nil {
+		return -1
+	}
+	return parseInfoCPU(string(b))
+}
+
+// parseInfoCPU sums used_cpu_user and used_cpu_sys of an INFO reply (-1
+// when either is missing).
+func parseInfoCPU(s string) float64 {
+	var user, sys float64
+	var got int
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return -1
+		}
+		if k == "used_cpu_user" {
+			user = f
+		} else {
+			sys = f
+		}
+		got++
+	}
+	if got < 2 {
+		return -1
+	}
+	return user + sys
 }
 
 // ServerCost is the server side of one strategy's run.
@@ -492,8 +536,15 @@ type ServerCost struct {
 	// NodesReporting is how many nodes answered INFO before and after.
 	NodesReporting int `json:"nodes_reporting"`
 	// CPUUsPerOpPerNode is the server processes' whole CPU time (syscalls
-	// included) per lock operation, per node; 0 when unknown.
+	// included) per lock operation, per node (the mean over nodes); 0 when
+	// unknown. MaxNodeCPUUsPerOp is the busiest node's. From INFO CPU
+	// (used_cpu_user+used_cpu_sys) when every node reports it, local or
+	// remote (CPUSource "info"), else from the server processes' /proc
+	// stat ("process"; an embedded cluster's nodes share one process, so
+	// its figure is the mean).
 	CPUUsPerOpPerNode float64 `json:"cpu_us_per_op_per_node,omitempty"`
+	MaxNodeCPUUsPerOp float64 `json:"max_node_cpu_us_per_op,omitempty"`
+	CPUSource         string  `json:"cpu_source,omitempty"`
 }
 
 func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
@@ -516,8 +567,24 @@ func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
 	if c.EvalshaCalls > 0 {
 		c.EvalshaUsecPerCall = float64(evUs) / float64(c.EvalshaCalls)
 	}
-	if before.cpuOK && after.cpuOK && ops > 0 && nodes > 0 {
+	info := ops > 0 && len(before.nodeCPU) == len(after.nodeCPU) && len(after.nodeCPU) > 0
+	for i := range after.nodeCPU {
+		info = info && before.nodeCPU[i] >= 0 && after.nodeCPU[i] >= 0
+	}
+	switch {
+	case info:
+		var sum float64
+		for i := range after.nodeCPU {
+			v := max(0, after.nodeCPU[i]-before.nodeCPU[i]) * 1e6 / float64(ops)
+			sum += v
+			c.MaxNodeCPUUsPerOp = max(c.MaxNodeCPUUsPerOp, v)
+		}
+		c.CPUUsPerOpPerNode = sum / float64(len(after.nodeCPU))
+		c.CPUSource = "info"
+	case before.cpuOK && after.cpuOK && ops > 0 && nodes > 0:
 		c.CPUUsPerOpPerNode = float64(after.cpuNs-before.cpuNs) / 1e3 / float64(ops) / float64(nodes)
+		c.MaxNodeCPUUsPerOp = c.CPUUsPerOpPerNode
+		c.CPUSource = "process"
 	}
 	if c.NodesReporting == 0 && c.CPUUsPerOpPerNode == 0 {
 		return nil

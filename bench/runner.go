@@ -112,6 +112,14 @@ type StrategyResult struct {
 	BytesPerOp    float64     `json:"bytes_per_op"`
 	CPUUsPerOp    float64     `json:"cpu_us_per_op"`
 	Server        *ServerCost `json:"server,omitempty"`
+	// WorkerBusyShare is the share of the measured window the workers
+	// spent in operations (from each operation's actual start to its end,
+	// holds included): near 1, every worker was busy all the time, so the
+	// workers, not the target, limited the rate.
+	WorkerBusyShare float64 `json:"worker_busy_share"`
+	// MeanServiceUs is the mean time from an operation's actual start to
+	// its end (its latency less any wait for a free worker).
+	MeanServiceUs float64 `json:"mean_service_us"`
 
 	hists histSet
 }
@@ -411,6 +419,21 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 		res.Backlog = ls.backlog(endT)
 		checkSaturation(res, ls.due(endT), cfg.Workers)
 	}
+	if elapsed > 0 && len(workers) > 0 {
+		// Over each worker's running time: a worker with nothing left to
+		// start leaves at the end while others finish their last operation.
+		var busy, live int64
+		for _, r := range ls.recs {
+			busy += r.busyNs.Load()
+			live += r.liveNs.Load()
+		}
+		if live > 0 {
+			res.WorkerBusyShare = min(1, float64(busy)/float64(live))
+		}
+		if ops := total.ops(); ops > 0 {
+			res.MeanServiceUs = float64(busy) / 1e3 / float64(ops)
+		}
+	}
 	if res.Ops > 0 {
 		res.AllocsPerOp = float64(max(0, int64(ms1.Mallocs-ms0.Mallocs)-int64(exMallocs))) / float64(res.Ops)
 		res.BytesPerOp = float64(max(0, int64(ms1.TotalAlloc-ms0.TotalAlloc)-int64(exBytes))) / float64(res.Ops)
@@ -500,6 +523,7 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	defer func() { rec.liveNs.Store(int64(time.Since(ls.start))) }()
 	for k := 0; ; k++ {
 		if ls.stopped.Load() {
 			return
@@ -539,7 +563,9 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 		if ls.cfg.Hold.Kind != "" {
 			hold = ls.cfg.Hold.draw(rng)
 		}
+		began := time.Now()
 		ls.op(ctx, w, rec, key, t0, hold, timer)
+		rec.busyNs.Add(int64(time.Since(began)))
 	}
 }
 

@@ -133,11 +133,27 @@ type SweepStep struct {
 	Repeated bool `json:"repeated,omitempty"`
 	// ClientCPUUsPerOp is this process's CPU per operation;
 	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
-	ClientCPUUsPerOp        float64          `json:"client_cpu_us_per_op"`
-	ServerCPUUsPerOpPerNode float64          `json:"server_cpu_us_per_op_per_node,omitempty"`
+	ClientCPUUsPerOp        float64 `json:"client_cpu_us_per_op"`
+	ServerCPUUsPerOpPerNode float64 `json:"server_cpu_us_per_op_per_node,omitempty"`
+	// ServerCPUMaxNodeUsPerOp is the busiest node's CPU per operation;
+	// ServerCPUSource "info" (INFO CPU of every node) or "process".
+	ServerCPUMaxNodeUsPerOp float64          `json:"server_cpu_max_node_us_per_op,omitempty"`
+	ServerCPUSource         string           `json:"server_cpu_source,omitempty"`
 	Errors                  map[string]int64 `json:"errors,omitempty"`
 	NodeErrors              map[string]int64 `json:"node_errors,omitempty"`
-	Interrupted             bool             `json:"interrupted,omitempty"`
+	// Interrupted: the sweep was stopped (SIGINT) during this step; it
+	// does not hold and takes no part in the knee.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Tag is this run's interval-log tag prefix in sweep.hlog
+	// ("<strategy>.r<rate>", ".run2" added for a step run again).
+	Tag string `json:"hlog_tag,omitempty"`
+	// WorkerBusyShare is the share of the step's time the workers spent
+	// in operations (1: every worker busy all the time: the workers, not
+	// the target, were the limit).
+	WorkerBusyShare float64 `json:"worker_busy_share"`
+	// MeanServiceUs is the mean time from an operation's actual start to
+	// its end: -c over it is the rate the workers can carry.
+	MeanServiceUs float64 `json:"mean_service_us"`
 
 	hist *hdr.Histogram
 }
@@ -148,8 +164,10 @@ type SweepStrategy struct {
 	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
 	// (0 with -rates).
 	ProbeOpsPerSec float64 `json:"probe_ops_per_sec,omitempty"`
-	// SLO is the objective applied: -slo, or the automatic one derived from
-	// the lightest step.
+	// ProbeWorkerBusy is the probe's share of worker time in operations.
+	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
+	// SLO is the objective applied: -slo, or the automatic one, the same
+	// for every strategy of the sweep (SweepReport.SLOSource).
 	SLO         string       `json:"slo"`
 	SLOPct      float64      `json:"slo_percentile"`
 	SLOBudgetUs float64      `json:"slo_budget_us"`
@@ -168,6 +186,10 @@ type SweepStrategy struct {
 
 // SweepReport is a sweep's outcome (sweep.json).
 type SweepReport struct {
+	// SLO is the one objective every strategy was judged by; SLOSource
+	// says where it came from (-slo, or how it was derived).
+	SLO         string           `json:"slo"`
+	SLOSource   string           `json:"slo_source"`
 	Strategies  []*SweepStrategy `json:"strategies"`
 	Config      ReportConfig     `json:"config"`
 	Env         Env              `json:"env"`
@@ -181,6 +203,8 @@ func (st *SweepStep) judge(slo SLO) {
 	st.SLOUs = us(ValueAtPercentile(st.hist, slo.P))
 	budget := float64(slo.Max) / 1e3
 	switch {
+	case st.Interrupted:
+		st.Why = fmt.Sprintf("interrupted after %.1fs: not judged", st.DurationS)
 	case st.Ops == 0:
 		st.Why = "no operation completed"
 	case st.Saturated:
@@ -209,7 +233,7 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep
 		TargetRate: rate, OpsPerSec: res.OpsPerSec, Ops: res.Ops, DurationS: res.DurationS,
 		Saturated: res.Saturated, Saturation: res.Saturation, Failed: res.Failed, FailedShare: res.FailedShare(),
 		Latency: Summarize(all, pcts...), ClientCPUUsPerOp: res.CPUUsPerOp, Interrupted: res.Interrupted,
-		hist: all,
+		WorkerBusyShare: res.WorkerBusyShare, MeanServiceUs: res.MeanServiceUs, hist: all,
 	}
 	if len(res.Errors) > 0 {
 		st.Errors = res.Errors
@@ -219,6 +243,8 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep
 	}
 	if res.Server != nil {
 		st.ServerCPUUsPerOpPerNode = res.Server.CPUUsPerOpPerNode
+		st.ServerCPUMaxNodeUsPerOp = res.Server.MaxNodeCPUUsPerOp
+		st.ServerCPUSource = res.Server.CPUSource
 	}
 	return st
 }
@@ -229,7 +255,7 @@ func (ss *SweepStrategy) kneeOf() {
 	sort.SliceStable(ss.Steps, func(i, j int) bool { return ss.Steps[i].TargetRate < ss.Steps[j].TargetRate })
 	ss.Knee, ss.KneeRate, ss.Saturated = nil, 0, false
 	for _, st := range ss.Steps {
-		if st.Repeated {
+		if st.Repeated || st.Interrupted {
 			continue
 		}
 		if !st.Held {
@@ -244,7 +270,7 @@ func (ss *SweepStrategy) kneeOf() {
 // (nil if none).
 func (ss *SweepStrategy) firstFailAbove() *SweepStep {
 	for _, st := range ss.Steps {
-		if !st.Held && !st.Repeated && st.TargetRate > ss.KneeRate {
+		if !st.Held && !st.Repeated && !st.Interrupted && st.TargetRate > ss.KneeRate {
 			return st
 		}
 	}
@@ -289,42 +315,59 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 	rep.Config.DurationS = cfg.Step.Seconds()
 
 	var hbuf bytes.Buffer
-	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric> and <strategy>.r<rate>.<metric>", cfg.Command)
+	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command)
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
-	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
-	say := func(format string, a ...any) {
+	sw := &sweeper{cfg: cfg, sess: sess, keyPrefix: "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":", hw: hw, tags: map[string]int{}}
+	sw.say = func(format string, a ...any) {
 		if !cfg.Quiet {
 			fmt.Fprintf(o.Stderr, "redmux-bench sweep: "+format+"\n", a...)
 		}
 	}
+	if !cfg.StartAt.IsZero() {
+		// Several sweeps started together begin together; later steps
+		// drift apart (steps repeat and stop where each machine's
+		// target saturates).
+		sw.say("waiting for -start-at %s", cfg.StartAt.UTC().Format(time.RFC3339))
+		t := time.NewTimer(time.Until(cfg.StartAt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 
-	for i, name := range cfg.Strategies {
+	// Phase 1: every strategy's probe and lightest step, so that one
+	// objective (-slo, or the automatic one derived from the best
+	// strategy's lightest step) judges every strategy.
+	var runs []*strategySweep
+	for _, name := range cfg.Strategies {
 		if ctx.Err() != nil {
 			break
 		}
-		if i == 0 && !cfg.StartAt.IsZero() {
-			// Several sweeps started together begin together; later steps
-			// drift apart (steps repeat and stop where each machine's
-			// target saturates).
-			say("waiting for -start-at %s", cfg.StartAt.UTC().Format(time.RFC3339))
-			t := time.NewTimer(time.Until(cfg.StartAt))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		ss, err := sweepStrategy(ctx, cfg, sess, name, keyPrefix, hw, say)
-		if ss != nil && len(ss.Steps) > 0 {
-			rep.Strategies = append(rep.Strategies, ss)
+		r, err := sw.calibrate(ctx, name)
+		if r != nil && len(r.ss.Steps) > 0 {
+			runs = append(runs, r)
 		}
 		if err != nil && ctx.Err() == nil {
 			return nil, redactErr(err, cfg.secrets()...)
 		}
+	}
+	rep.SLO, rep.SLOSource = sw.objective(runs)
+	if len(runs) > 0 {
+		sw.say("objective for every strategy: %s (%s)", rep.SLO, rep.SLOSource)
+	}
+	// Phase 2: each strategy's steps from its lightest on, under that
+	// objective.
+	for _, r := range runs {
+		if ctx.Err() == nil {
+			if err := sw.sweepOn(ctx, r); err != nil && ctx.Err() == nil {
+				return nil, redactErr(err, cfg.secrets()...)
+			}
+		}
+		r.ss.Interrupted = r.ss.Interrupted || ctx.Err() != nil && !r.done
+		r.ss.finish(sw.slo, rep.SLOSource, cfg)
+		rep.Strategies = append(rep.Strategies, r.ss)
 	}
 	rep.Interrupted = ctx.Err() != nil
 	if len(rep.Strategies) == 0 {
@@ -351,70 +394,180 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 	return rep, nil
 }
 
-func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPrefix string, hw *HlogWriter, say func(string, ...any)) (*SweepStrategy, error) {
-	s, err := newStrategy(name, sess.t.addrs, sess.params, cfg.Conns)
+// sweeper is one sweep's shared state.
+type sweeper struct {
+	cfg       *Config
+	sess      *session
+	keyPrefix string
+	hw        *HlogWriter
+	say       func(string, ...any)
+	slo       SLO
+	// tags counts the runs of each step tag, so that a step run again gets
+	// its own interval-log tag.
+	tags map[string]int
+}
+
+// strategySweep is one strategy's sweep in progress.
+type strategySweep struct {
+	ss    *SweepStrategy
+	rates []float64
+	// first is the lightest step, measured in phase 1 and judged in phase 2.
+	first *SweepStep
+	done  bool
+}
+
+// open makes a strategy and its workers (closed by the returned func).
+func (sw *sweeper) open(ctx context.Context, name string) (Strategy, []Worker, func(), error) {
+	s, err := newStrategy(name, sw.sess.t.addrs, sw.sess.params, sw.cfg.Conns)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	defer s.Close()
-	workers, err := newWorkers(ctx, s, cfg.Workers)
-	defer closeWorkers(workers)
+	workers, err := newWorkers(ctx, s, sw.cfg.Workers)
+	closeAll := func() { closeWorkers(workers); _ = s.Close() }
+	if err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	return s, workers, closeAll, nil
+}
+
+func (sw *sweeper) base() RunConfig {
+	cfg := sw.cfg
+	return RunConfig{
+		Workers: cfg.Workers, Duration: cfg.Step, Warmup: cfg.Warmup, Keys: cfg.Keys,
+		Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: sw.keyPrefix, Percentiles: cfg.Percentiles,
+	}
+}
+
+// calibrate runs a strategy's closed-loop probe (without -rates) and its
+// lightest step, not yet judged.
+func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, error) {
+	s, workers, closeAll, err := sw.open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	ss := &SweepStrategy{Name: name}
-	base := RunConfig{
-		Workers: cfg.Workers, Duration: cfg.Step, Warmup: cfg.Warmup, Keys: cfg.Keys,
-		Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
-	}
-	rates := cfg.Rates
-	if len(rates) == 0 {
-		pc := base
+	defer closeAll()
+	r := &strategySweep{ss: &SweepStrategy{Name: name}, rates: sw.cfg.Rates}
+	if len(r.rates) == 0 {
+		pc := sw.base()
 		pc.Tag = name + ".probe"
-		res, err := measure(ctx, s, workers, pc, hw, nil)
+		res, err := measure(ctx, s, workers, pc, sw.hw, nil)
 		if err != nil {
-			return ss, err
+			return r, err
 		}
 		if res.Ops == 0 || res.FailedShare() > 0.5 {
-			return ss, fmt.Errorf("%s: the closed-loop probe failed (%d of %d operations failed: %s)", name, res.Failed, res.Ops, errString(res.Errors))
+			return r, fmt.Errorf("%s: the closed-loop probe failed (%d of %d operations failed: %s)", name, res.Failed, res.Ops, errString(res.Errors))
 		}
-		ss.ProbeOpsPerSec = res.OpsPerSec
-		rates = sweepRates(res.OpsPerSec, cfg.Steps)
-		say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, fmtCount(res.OpsPerSec), cfg.Workers, rateList{&rates}.String())
+		r.ss.ProbeOpsPerSec = res.OpsPerSec
+		r.ss.ProbeWorkerBusy = res.WorkerBusyShare
+		r.rates = sweepRates(res.OpsPerSec, sw.cfg.Steps)
+		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, fmtCount(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
 	}
+	st, err := sw.measureStep(ctx, s, workers, name, r.rates[0], false)
+	if st != nil {
+		r.first = st
+		r.ss.Steps = append(r.ss.Steps, st)
+		sw.say("%s: lightest step %s ops/s: achieved %s, p99 %s, failed %.2f%%", name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
+			fmtUs(st.Latency.P99Us), 100*st.FailedShare)
+	}
+	return r, err
+}
 
-	var slo SLO
-	if cfg.SLO != nil {
-		slo = *cfg.SLO
+// objective sets sw.slo: -slo, else the automatic one from the best
+// (lowest p99) lightest step of every strategy that completed one.
+func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
+	if sw.cfg.SLO != nil {
+		sw.slo = *sw.cfg.SLO
+		return sw.slo.String(), "-slo"
 	}
-	step1 := func(rate float64, refine bool) (*SweepStep, error) {
-		rc := base
-		rc.Rate, rc.WarmupRate = rate, rate
-		rc.Tag = name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
-		var before, after serverSnap
-		rc.BeforeMeasure = func() { before = serverSnapshot(ctx, sess.t, sess.opt) }
-		rc.AfterMeasure = func() { after = serverSnapshot(context.WithoutCancel(ctx), sess.t, sess.opt) }
-		res, err := measure(ctx, s, workers, rc, hw, nil)
-		if res == nil {
-			return nil, err
+	var best *strategySweep
+	for _, r := range runs {
+		if r.first == nil || r.first.Ops == 0 || r.first.Interrupted {
+			continue
 		}
-		res.Server = serverCost(before, after, res.Ops, len(sess.t.addrs))
-		st := sweepStepFrom(res, rate, cfg.Percentiles)
-		st.Refinement = refine
-		if cfg.SLO == nil && len(ss.Steps) == 0 {
-			// The automatic objective: the lightest step's p99, times
-			// SweepAutoFactor, at least SweepAutoMinSlack above it.
-			p99 := time.Duration(ValueAtPercentile(st.hist, 99))
-			slo = SLO{P: 99, Max: max(time.Duration(SweepAutoFactor*float64(p99)), p99+SweepAutoMinSlack).Round(10 * time.Microsecond)}
+		if best == nil || r.first.Latency.P99Us < best.first.Latency.P99Us {
+			best = r
 		}
-		st.judge(slo)
-		ss.Steps = append(ss.Steps, st)
+	}
+	if best == nil {
+		sw.slo = SLO{P: 99, Max: SweepAutoMinSlack}
+		return sw.slo.String(), "automatic: no lightest step completed"
+	}
+	p99 := time.Duration(ValueAtPercentile(best.first.hist, 99))
+	sw.slo = SLO{P: 99, Max: autoBudget(p99)}
+	return sw.slo.String(), fmt.Sprintf("automatic, one for every strategy: %gx the p99 of the best strategy's lightest step (%s at %s ops/s: p99 %s), at least +%v",
+		SweepAutoFactor, best.ss.Name, fmtCount(best.first.TargetRate), fmtUs(us(int64(p99))), SweepAutoMinSlack)
+}
+
+// autoBudget is the automatic objective's bound for a lightest step's p99.
+func autoBudget(p99 time.Duration) time.Duration {
+	return max(time.Duration(SweepAutoFactor*float64(p99)), p99+SweepAutoMinSlack).Round(10 * time.Microsecond)
+}
+
+// measureStep runs one open-loop step (not judged). Each run of a rate has
+// its own interval-log tag.
+func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker, name string, rate float64, refine bool) (*SweepStep, error) {
+	rc := sw.base()
+	rc.Rate, rc.WarmupRate = rate, rate
+	tag := name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
+	sw.tags[tag]++
+	if k := sw.tags[tag]; k > 1 {
+		tag += ".run" + strconv.Itoa(k)
+	}
+	rc.Tag = tag
+	var before, after serverSnap
+	rc.BeforeMeasure = func() { before = serverSnapshot(ctx, sw.sess.t, sw.sess.opt) }
+	rc.AfterMeasure = func() { after = serverSnapshot(context.WithoutCancel(ctx), sw.sess.t, sw.sess.opt) }
+	res, err := measure(ctx, s, workers, rc, sw.hw, nil)
+	if res == nil {
+		return nil, err
+	}
+	res.Server = serverCost(before, after, res.Ops, len(sw.sess.t.addrs))
+	st := sweepStepFrom(res, rate, sw.cfg.Percentiles)
+	st.Refinement = refine
+	st.Tag = tag
+	return st, err
+}
+
+// sweepOn judges a strategy's lightest step under sw.slo and runs the
+// rest of its steps: rising rates, stopping at the first saturated step
+// or after two steps in a row that do not hold (a probed sweep whose steps
+// all hold goes on at the same spacing, up to SweepMaxProbeMultiple times
+// the probe's rate), then bisection steps between the last that held and
+// the first that did not. A step that misses only the objective or does
+// not keep up is run again (see SweepStep.Repeated).
+func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
+	cfg, ss, name := sw.cfg, r.ss, r.ss.Name
+	var s Strategy
+	var workers []Worker
+	var closers []func()
+	opened := false
+	ensure := func() error {
+		if opened {
+			return nil
+		}
+		var err error
+		var closeAll func()
+		s, workers, closeAll, err = sw.open(ctx, name)
+		if err != nil {
+			return err
+		}
+		opened = true
+		closers = append(closers, closeAll)
+		return nil
+	}
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	report := func(st *SweepStep) {
 		verdict := "held"
 		if !st.Held {
 			verdict = "did not hold: " + st.Why
 		}
-		say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", name, fmtCount(rate), fmtCount(st.OpsPerSec),
-			pctName(slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
+		sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
+			pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
 		if !st.Held && ctx.Err() == nil {
 			// Let queues left by an overloaded step drain before the next.
 			cool := time.NewTimer(max(time.Second, cfg.Step/2))
@@ -424,33 +577,61 @@ func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPre
 				cool.Stop()
 			}
 		}
+	}
+	step1 := func(rate float64, refine bool) (*SweepStep, error) {
+		if err := ensure(); err != nil {
+			return nil, err
+		}
+		st, err := sw.measureStep(ctx, s, workers, name, rate, refine)
+		if st == nil {
+			return nil, err
+		}
+		st.judge(sw.slo)
+		ss.Steps = append(ss.Steps, st)
+		report(st)
 		return st, err
 	}
 	// step runs a rate, and once more when it missed only the latency
-	// objective (see SweepStep.Repeated).
-	step := func(rate float64, refine bool) (*SweepStep, error) {
-		st, err := step1(rate, refine)
-		if st == nil || err != nil || st.Held || st.Saturated || st.FailedShare > SweepMaxFailedShare || st.Ops == 0 {
-			return st, err
+	// objective or did not keep up (see SweepStep.Repeated).
+	step := func(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
+		var err error
+		if st == nil {
+			if st, err = step1(rate, refine); st == nil || err != nil {
+				return st, err
+			}
+		}
+		if !st.rerunnable() {
+			return st, nil
 		}
 		st.Repeated = true
 		return step1(rate, refine)
 	}
+	// The lightest step, measured in phase 1.
+	first := r.first
+	first.judge(sw.slo)
+	report(first)
+	if first.Interrupted {
+		return nil
+	}
 	fails := 0
-	for i := 0; i < len(rates); i++ {
-		r := rates[i]
-		st, err := step(r, false)
-		if st == nil || err != nil {
-			ss.finish(slo, cfg)
-			ss.Interrupted = ctx.Err() != nil
-			return ss, err
+	for i := 0; i < len(r.rates); i++ {
+		rate := r.rates[i]
+		var st *SweepStep
+		var err error
+		if i == 0 {
+			st, err = step(first, rate, false)
+		} else {
+			st, err = step(nil, rate, false)
+		}
+		if st == nil || err != nil || st.Interrupted {
+			return err
 		}
 		if st.Held {
 			fails = 0
-			if i == len(rates)-1 && ss.ProbeOpsPerSec > 0 && r < SweepMaxProbeMultiple*ss.ProbeOpsPerSec {
+			if i == len(r.rates)-1 && ss.ProbeOpsPerSec > 0 && rate < SweepMaxProbeMultiple*ss.ProbeOpsPerSec {
 				// The probe read low (a closed loop of -c workers need not
 				// reach capacity): go on at the same spacing.
-				rates = append(rates, roundRate(r+ss.ProbeOpsPerSec/float64(cfg.Steps)))
+				r.rates = append(r.rates, roundRate(rate+ss.ProbeOpsPerSec/float64(cfg.Steps)))
 			}
 			continue
 		}
@@ -469,31 +650,60 @@ func sweepStrategy(ctx context.Context, cfg *Config, sess *session, name, keyPre
 		if mid <= ss.KneeRate || mid >= hi.TargetRate {
 			break
 		}
-		st, err := step(mid, true)
-		if st == nil || err != nil {
-			ss.finish(slo, cfg)
-			ss.Interrupted = ctx.Err() != nil
-			return ss, err
+		st, err := step(nil, mid, true)
+		if st == nil || err != nil || st.Interrupted {
+			return err
 		}
 		ss.kneeOf()
 	}
-	ss.finish(slo, cfg)
-	return ss, nil
+	r.done = true
+	return nil
+}
+
+// rerunnable: a step that did not hold only because of its latency or
+// because it did not keep up with its rate, which a lone stall on a shared
+// machine can cause, is run once more; failures and interruptions are not.
+func (st *SweepStep) rerunnable() bool {
+	return !st.Held && !st.Repeated && !st.Interrupted && st.Ops > 0 && st.FailedShare <= SweepMaxFailedShare
+}
+
+// Breaches lists the strategies that missed the sweep's target: with
+// -capacity-rate, those whose capacity under the objective is below it
+// (a sweep that never saturated below it has not shown it holds); without,
+// those where no step held.
+func (rep *SweepReport) Breaches() []string {
+	var out []string
+	r := rep.Config.CapacityRate
+	for _, ss := range rep.Strategies {
+		switch {
+		case ss.Knee == nil:
+			out = append(out, fmt.Sprintf("%s: no step held %s", ss.Name, ss.SLO))
+		case r > 0 && ss.KneeRate < r && ss.Saturated:
+			out = append(out, fmt.Sprintf("%s: capacity %s ops/s under %s, below -capacity-rate %s", ss.Name, fmtCount(ss.KneeRate), ss.SLO, fmtCount(r)))
+		case r > 0 && ss.KneeRate < r:
+			out = append(out, fmt.Sprintf("%s: held up to %s ops/s, the highest rate tried, below -capacity-rate %s (not shown to hold)", ss.Name, fmtCount(ss.KneeRate), fmtCount(r)))
+		}
+	}
+	return out
 }
 
 // finish records the objective, the knee and what bound it.
-func (ss *SweepStrategy) finish(slo SLO, cfg *Config) {
+func (ss *SweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	ss.SLO = slo.String()
 	if cfg.SLO == nil {
-		ss.SLO += fmt.Sprintf(" (automatic: %gx the lightest step's p99, at least +%v)", SweepAutoFactor, SweepAutoMinSlack)
+		ss.SLO += " (automatic, the same for every strategy)"
 	}
 	ss.SLOPct, ss.SLOBudgetUs = slo.P, float64(slo.Max)/1e3
 	ss.kneeOf()
 	ss.Bound = ss.bound(cfg)
 }
 
-// bound names what most likely limited the knee, from the CPU and
-// concurrency figures of the knee and the first step past it.
+// SweepWorkersBusy: past the knee, workers busy at least this share of
+// the time were the limit ("bound by the workers").
+const SweepWorkersBusy = 0.9
+
+// bound names what most likely limited the knee, from the CPU figures of
+// the knee and the measured worker occupancy of the first step past it.
 func (ss *SweepStrategy) bound(cfg *Config) string {
 	k := ss.Knee
 	if k == nil || !ss.Saturated {
@@ -506,23 +716,34 @@ func (ss *SweepStrategy) bound(cfg *Config) string {
 		nodes = cfg.RealLocal
 	}
 	server := ss.KneeRate * k.ServerCPUUsPerOpPerNode / 1e6
+	busiest := ss.KneeRate * max(k.ServerCPUMaxNodeUsPerOp, k.ServerCPUUsPerOpPerNode) / 1e6
 	client := ss.KneeRate * k.ClientCPUUsPerOp / 1e6
-	inFlight := 0.0
+	// The workers were the limit when, past the knee, they were busy all
+	// the time and the rate asked for needed more of them than -c at the
+	// knee's service time (operations did not slow down: the servers
+	// kept up, the workers did not). Busy workers whose operations slowed
+	// down are waiting on a server that is the limit.
+	busy, workersCap, needed := 0.0, 0.0, 0.0
 	if f := ss.firstFailAbove(); f != nil {
-		inFlight = f.TargetRate * f.Latency.MeanUs / 1e6
+		busy, needed = f.WorkerBusyShare, f.TargetRate
+	}
+	if k.MeanServiceUs > 0 {
+		workersCap = float64(cfg.Workers) / (k.MeanServiceUs / 1e6)
 	}
 	local := len(cfg.Nodes) == 0
 	switch {
 	case cfg.NodeCap > 0:
 		return fmt.Sprintf("the planted node cap (-node-cap %g commands/s, %g lock ops/s)", cfg.NodeCap, cfg.NodeCap/2)
-	case server >= 0.8:
-		return fmt.Sprintf("a node's core: %.2f cores per node at the knee (Redis runs commands on one core)", server)
+	case busiest >= 0.8:
+		return fmt.Sprintf("a node's core: the busiest node used %.2f cores at the knee (Redis runs commands on one core)", busiest)
 	case client >= 0.8*float64(numCPU()):
 		return fmt.Sprintf("the client's CPU: %.2f of %d cores at the knee", client, numCPU())
 	case local && server > 0 && client+server*float64(nodes) >= 0.7*float64(numCPU()):
 		return fmt.Sprintf("this machine's CPU: client %.2f + servers %.2f cores of %d at the knee (they share it)", client, server*float64(nodes), numCPU())
-	case inFlight >= 0.8*float64(cfg.Workers):
-		return fmt.Sprintf("the workers: %.0f operations in flight needed past the knee, -c %d (raise -c)", inFlight, cfg.Workers)
+	case busy >= SweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
+		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, fmtUs(k.MeanServiceUs), fmtCount(workersCap), 100*busy)
+	case server == 0 && !local:
+		return fmt.Sprintf("not the client's CPU nor -c (workers busy %.0f%% past the knee, waiting on slower operations); the servers' CPU is unknown (no INFO CPU)", 100*busy)
 	}
-	return "not CPU nor workers by these figures: the latency objective itself"
+	return fmt.Sprintf("not CPU nor -c by these figures (workers busy %.0f%% past the knee, the knee's %s per operation would carry more): the latency objective itself", 100*busy, fmtUs(k.MeanServiceUs))
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Files written in a sweep's -out directory.
@@ -38,6 +39,7 @@ func kneeCell(ss *SweepStrategy) string {
 // WriteSweepTable prints the steps and knees for a terminal.
 func WriteSweepTable(w io.Writer, rep *SweepReport) {
 	c := rep.Config
+	fmt.Fprintf(w, "objective for every strategy: %s (%s)\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "%s; sweep of %s, %d workers, workload %s, keys %d, %gs steps\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Workload, c.Keys, c.DurationS)
 	t := newTable("strategy", "target/s", "ops/s", "p50", "p99", "p99.9", "objective", "failed", "verdict")
 	for _, ss := range rep.Strategies {
@@ -60,6 +62,14 @@ func WriteSweepTable(w io.Writer, rep *SweepReport) {
 			fmt.Fprintf(w, "; bound by %s", ss.Bound)
 		}
 		fmt.Fprintln(w)
+		if h := noKneeHint(ss); h != "" {
+			fmt.Fprintf(w, "  hint: %s\n", h)
+		}
+	}
+	if rep.Config.CapacityRate > 0 {
+		for _, p := range provisionAll(rep) {
+			fmt.Fprintf(w, "%s for %s ops/s: %s\n", p.name, fmtCount(rep.Config.CapacityRate), p.line())
+		}
 	}
 	if rep.Interrupted {
 		fmt.Fprintln(w, "warning: interrupted: the report covers the steps measured")
@@ -74,7 +84,7 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 	for _, p := range pcts {
 		head = append(head, pctName(p)+"_us")
 	}
-	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "why")
+	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "server_cpu_max_node_us_per_op", "worker_busy_share", "mean_service_us", "interrupted", "hlog_tag", "why")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -89,7 +99,8 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 				v, _ := l.At(p)
 				row = append(row, g(v))
 			}
-			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), st.Why)
+			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), g(st.ServerCPUMaxNodeUsPerOp),
+				g(st.WorkerBusyShare), g(st.MeanServiceUs), strconv.FormatBool(st.Interrupted), st.Tag, st.Why)
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -159,6 +170,7 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	fmt.Fprintf(w, "Reproduce:\n\n    %s\n\n", c.Command)
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too.\n\n", SaturationShare*100, SweepMaxFailedShare*100)
 	kt := newTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
 	for _, ss := range rep.Strategies {
@@ -181,19 +193,25 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	}
 	kt.markdown(w)
 	fmt.Fprintln(w)
+	for _, ss := range rep.Strategies {
+		if h := noKneeHint(ss); h != "" {
+			fmt.Fprintf(w, "**%s: no step held.** %s\n\n", ss.Name, h)
+		}
+	}
 	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
+	writeProvisioning(w, rep)
 	writeHeadroom(w, rep)
 
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Latency of every operation (us/ms). Refinement steps bisect the interval between the last coarse step that held and the first that did not. A step that missed only the latency objective (it kept up, nothing failed) was run again at once and the second run's verdict stands: a lone latency spike on a shared machine is not a knee, an overload repeats. Both runs are listed; the plot shows the second.")
+	fmt.Fprintln(w, "Latency of every operation (us/ms). Refinement steps bisect the interval between the last coarse step that held and the first that did not. A step that missed the latency objective or did not keep up with its rate (without failures) was run again at once and the second run's verdict stands: a lone stall on a shared machine is not a knee, an overload repeats. Both runs are listed (each with its own tag in sweep.hlog: `.run2` added to the second); the plot shows the second. A step cut short by Ctrl-C is marked interrupted and not judged. *Workers busy* is the share of the step's time the -c workers spent in operations (near 100%: the workers were the limit). Server CPU is per node, the mean and (in brackets) the busiest node.")
 	fmt.Fprintln(w)
 	pcts := reportPercentiles(c)
 	head := []string{"strategy", "target ops/s", "achieved", "ops"}
 	for _, p := range pcts {
 		head = append(head, pctName(p))
 	}
-	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node", "verdict")
+	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node (busiest)", "workers busy", "verdict")
 	t := newTable(head...)
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
@@ -204,7 +222,7 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 			}
 			srv := "-"
 			if st.ServerCPUUsPerOpPerNode > 0 {
-				srv = fmt.Sprintf("%.1f", st.ServerCPUUsPerOpPerNode)
+				srv = fmt.Sprintf("%.1f (%.1f)", st.ServerCPUUsPerOpPerNode, max(st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode))
 			}
 			verdict := "held"
 			if !st.Held {
@@ -220,7 +238,7 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 				verdict += " (run again)"
 			}
 			row = append(row, fmtUs(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
-				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, verdict)
+				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), verdict)
 			t.row(row...)
 		}
 	}
@@ -261,9 +279,184 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	}
 	ct.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>` and `<strategy>.probe.<metric>`), [%s](%s).\n",
+	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>`, `<strategy>.r<rate>.run2.<metric>` for a step run again, and `<strategy>.probe.<metric>`; each step's tag is its `hlog_tag` in sweep.json), [%s](%s).\n",
 		FileSweepJSON, FileSweepJSON, FileSweepCSV, FileSweepCSV, FileSweepHlog, FileSweepHlog, FileSweepPlot, FileSweepPlot)
 	return nil
+}
+
+// noKneeHint says what to change when no step of a strategy held ("" when
+// one did).
+func noKneeHint(ss *SweepStrategy) string {
+	if ss.Knee != nil || len(ss.Steps) == 0 {
+		return ""
+	}
+	var light *SweepStep
+	for _, st := range ss.Steps {
+		if !st.Interrupted && (light == nil || st.TargetRate < light.TargetRate) {
+			light = st
+		}
+	}
+	if light == nil {
+		return "every step was interrupted; run the sweep again."
+	}
+	switch {
+	case light.FailedShare > SweepMaxFailedShare:
+		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", fmtCount(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
+	case light.Saturated:
+		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", fmtCount(light.TargetRate), light.Saturation)
+	}
+	return fmt.Sprintf("its lightest step (%s ops/s) measured %s %s against the objective's %s: loosen -slo to at least %s (e.g. -slo '%s<%s'), or start lower with -rates if the latency comes from load.",
+		fmtCount(light.TargetRate), pctName(ss.SLOPct), fmtUs(light.SLOUs), fmtUs(ss.SLOBudgetUs), fmtUs(light.SLOUs), pctName(ss.SLOPct), durLabelUs(light.SLOUs*1.5))
+}
+
+// durLabelUs is a duration of us microseconds for a flag (-slo), rounded up
+// to two significant digits.
+func durLabelUs(usv float64) string {
+	d := time.Duration(math.Ceil(usv)) * time.Microsecond
+	switch {
+	case d >= 10*time.Millisecond:
+		d = d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		d = d.Round(100 * time.Microsecond)
+	case d >= 100*time.Microsecond:
+		d = d.Round(10 * time.Microsecond)
+	}
+	return d.String()
+}
+
+// provision is one strategy's plan for -capacity-rate.
+type provision struct {
+	name string
+	// knee is the capacity one client process and one group held (lower:
+	// a lower bound when the sweep did not saturate).
+	knee     float64
+	lower    bool
+	clientUs float64 // client CPU us/op at the knee
+	serverUs float64 // busiest node's CPU us/op at the knee (0: unknown)
+	// units are copies of what was measured (one client process of -c
+	// workers and one Redlock group, keys spread over the groups), each
+	// at Utilisation of the knee.
+	units     int
+	clientCPU float64 // client cores for the target rate, at Utilisation
+	nodeCPU   float64 // one node's cores if one group took the whole rate
+	groups    int     // groups the servers' CPU (or a planted cap) needs alone
+	none      string  // why there is no plan
+}
+
+func (p provision) line() string {
+	if p.none != "" {
+		return p.none
+	}
+	lt := ""
+	if p.lower {
+		lt = "at most "
+	}
+	srv := "server cores unknown (no server CPU figure)"
+	if p.serverUs > 0 {
+		srv = fmt.Sprintf("servers %.2f cores per node on one group (%d group(s) by server CPU alone)", p.nodeCPU, p.groups)
+	}
+	return fmt.Sprintf("%s%d unit(s) of one client process + one group; client %.2f cores in all; %s", lt, p.units, p.clientCPU, srv)
+}
+
+// provisionFor sizes the target rate r from a strategy's knee.
+func provisionFor(ss *SweepStrategy, r float64, nodeCap float64) provision {
+	p := provision{name: ss.Name}
+	k := ss.Knee
+	if k == nil {
+		p.none = "no plan: no step held the objective"
+		return p
+	}
+	p.knee, p.lower = ss.KneeRate, !ss.Saturated
+	p.units = int(math.Ceil(r / (p.knee * Utilisation)))
+	p.clientUs = k.ClientCPUUsPerOp
+	p.serverUs = max(k.ServerCPUMaxNodeUsPerOp, k.ServerCPUUsPerOpPerNode)
+	p.clientCPU = r * p.clientUs / 1e6 / Utilisation
+	if p.serverUs > 0 {
+		p.nodeCPU = r * p.serverUs / 1e6
+		p.groups = max(1, int(math.Ceil(p.nodeCPU/Utilisation)))
+	}
+	if nodeCap > 0 {
+		// A planted cap is a node's limit whatever its CPU: 2 commands per
+		// lock operation.
+		p.groups = max(p.groups, int(math.Ceil(r/(nodeCap/2*Utilisation))))
+	}
+	return p
+}
+
+func provisionAll(rep *SweepReport) []provision {
+	var out []provision
+	for _, ss := range rep.Strategies {
+		out = append(out, provisionFor(ss, rep.Config.CapacityRate, rep.Config.NodeCap))
+	}
+	return out
+}
+
+// writeProvisioning writes the Provisioning section: what -capacity-rate
+// takes in client and server cores, from the costs measured at the knee.
+func writeProvisioning(w io.Writer, rep *SweepReport) {
+	c := rep.Config
+	fmt.Fprintln(w, "## Provisioning")
+	fmt.Fprintln(w)
+	if c.CapacityRate <= 0 {
+		fmt.Fprintln(w, "Give `-capacity-rate OPS` to size a target rate: client cores, per-node server cores, client processes and Redlock groups, from the costs measured at the knee.")
+		fmt.Fprintln(w)
+		return
+	}
+	r := c.CapacityRate
+	nodes := len(c.Nodes)
+	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from what each operation cost at the knee. A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, Utilisation*100)
+	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
+	for i, p := range provisionAll(rep) {
+		ss := rep.Strategies[i]
+		if p.none != "" {
+			t.row(p.name, "none", "-", "-", "-", "-", "-", "-", p.none)
+			continue
+		}
+		knee, units := fmtCount(p.knee), fmt.Sprint(p.units)
+		if p.lower {
+			knee, units = "> "+knee, "at most "+units
+		}
+		srv, cores, groups := "-", "-", "-"
+		if p.serverUs > 0 {
+			srv, cores = fmt.Sprintf("%.1f", p.serverUs), fmt.Sprintf("%.2f", p.nodeCPU)
+		}
+		if p.groups > 0 {
+			groups = fmt.Sprint(p.groups)
+		}
+		bound := ss.Bound
+		if bound == "" {
+			bound = "not reached"
+		}
+		t.row(p.name, knee, units, fmt.Sprintf("%.1f", p.clientUs), fmt.Sprintf("%.2f", p.clientCPU), srv, cores, groups, bound)
+	}
+	t.markdown(w)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "How to read it: the knee was bound by one side (the *bound by* column). Units scale both sides together and always suffice; when the client bound the knee, the servers need only the groups their CPU needs (the *groups by server CPU alone* column), and when a node bound it, client processes need only the client cores.\n\n")
+	fmt.Fprintf(w, "Assumptions: (1) the CPU per operation measured at the knee stays the same when the load is spread over more processes and groups (costs scale linearly), and the knee's latency holds only on a network like this one (%s); (2) client cores are planned %.0f%% busy (cores in all = rate x client CPU per operation / %.1f); (3) a Redis node executes commands on one core, so no node is planned above %.0f%% of a core: above that, keys are spread over more Redlock groups of %d nodes (every node of a group sees every operation: more nodes per group add safety, not capacity), and each group needs %d nodes' cores; (4) the client figure is this process's CPU (getrusage) and includes histogram recording; the server figure is %s.",
+		c.Target, Utilisation*100, Utilisation, Utilisation*100, nodes, nodes, serverFigure(rep))
+	if c.NodeCap > 0 {
+		fmt.Fprintf(w, " A planted -node-cap (%g commands/s, %g lock ops/s per node) limits groups whatever their CPU.", c.NodeCap, c.NodeCap/2)
+	}
+	if rep.Env.NumCPU > 0 && !strings.Contains(c.Target, "given with -nodes") {
+		fmt.Fprintf(w, " Here the client and the servers shared %d logical CPUs: a machine per role gives each its own.", rep.Env.NumCPU)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+}
+
+// serverFigure says where the server CPU figures came from.
+func serverFigure(rep *SweepReport) string {
+	for _, ss := range rep.Strategies {
+		for _, st := range ss.Steps {
+			switch st.ServerCPUSource {
+			case "info":
+				return "each node's INFO CPU (used_cpu_user + used_cpu_sys: command execution and network I/O)"
+			case "process":
+				return "the server processes' CPU (/proc; an embedded cluster's nodes share one process, so this is their mean)"
+			}
+		}
+	}
+	return "unknown here (no node reported INFO CPU): server cores are not sized"
 }
 
 // writeHeadroom writes what the knee means for a target rate.
@@ -276,7 +469,7 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 	}
 	fmt.Fprintln(w, "### Headroom")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate; every node of a group sees every operation, so more nodes per group add safety, not capacity: a higher rate needs more groups (keys spread over them) or more client processes, whichever bound the knee.", Utilisation*100, n)
+	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", Utilisation*100, n)
 	if len(rates) == 0 {
 		fmt.Fprintln(w, " Give -capacity-rate to size a target.")
 		fmt.Fprintln(w)
@@ -286,14 +479,14 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 	}
 	head := []string{"strategy", "planned ops/s (70% of knee)"}
 	for _, r := range rates {
-		head = append(head, "headroom at "+fmtCount(r)+" ops/s", "units for "+fmtCount(r)+" ops/s")
+		head = append(head, "headroom at "+fmtCount(r)+" ops/s")
 	}
 	t := newTable(head...)
 	for _, ss := range rep.Strategies {
 		if ss.Knee == nil || !ss.Saturated {
 			row := []string{ss.Name, "-"}
 			for range rates {
-				row = append(row, "-", "-")
+				row = append(row, "-")
 			}
 			t.row(row...)
 			continue
@@ -301,13 +494,13 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 		plan := ss.KneeRate * Utilisation
 		row := []string{ss.Name, fmtCount(plan)}
 		for _, r := range rates {
-			row = append(row, fmt.Sprintf("%.2fx", ss.KneeRate/r), fmt.Sprint(int(math.Ceil(r/plan))))
+			row = append(row, fmt.Sprintf("%.2fx", ss.KneeRate/r))
 		}
 		t.row(row...)
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Headroom is the knee over the target (below 1: the target is past capacity). Units are client processes or groups, as the \"bound by\" column says. A strategy that never saturated has no knee to plan with: its capacity is above the highest rate tried.")
+	fmt.Fprintln(w, "Headroom is the knee over the target (below 1: the target is past capacity; the Provisioning section says what to add). A strategy that never saturated has no knee to plan with: its capacity is above the highest rate tried.")
 	fmt.Fprintln(w)
 }
 

@@ -32,6 +32,7 @@ var childCapable atomic.Bool
 // Running the embedded cluster in a child process keeps the server's CPU
 // time and allocations out of the client's per-operation figures.
 func ChildMain() {
+	detachChild()
 	fakeserver.ServeChild()
 	childCapable.Store(true)
 }

@@ -1,0 +1,404 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultCompareNoise is the smallest change compare flags: below it, a
+// change is within a shared machine's run-to-run noise even when repeated
+// runs happened to agree.
+const DefaultCompareNoise = 0.05
+
+// CompareConfig is the command line of redmux-bench compare.
+type CompareConfig struct {
+	Old, New []string // result files: runs of the same command, before and after
+	Noise    float64  // -noise: the smallest relative change flagged
+}
+
+// ParseCompareArgs parses "redmux-bench compare [-noise 5%] OLD NEW", where
+// OLD and NEW are each one result file (summary.json or sweep.json) or a
+// comma-separated list of repeated runs.
+func ParseCompareArgs(args []string) (*CompareConfig, error) {
+	c := &CompareConfig{Noise: DefaultCompareNoise}
+	fs := flag.NewFlagSet("redmux-bench compare", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(noiseFlag{&c.Noise}, "noise", "smallest relative `CHANGE` flagged, e.g. 5% or 0.05 (repeated runs widen it to their own spread)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	if fs.NArg() != 2 {
+		return nil, usagef("compare needs two arguments, OLD and NEW, each a result file or a comma-separated list of repeated runs (redmux-bench compare [-noise 5%%] a.json b.json)")
+	}
+	for _, f := range fs.Args() {
+		if strings.HasPrefix(f, "-") {
+			return nil, usagef("flags go before the files, got %q", f)
+		}
+	}
+	split := func(s string) []string {
+		var out []string
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	c.Old, c.New = split(fs.Arg(0)), split(fs.Arg(1))
+	if len(c.Old) == 0 || len(c.New) == 0 {
+		return nil, usagef("compare: OLD and NEW each need at least one file")
+	}
+	return c, nil
+}
+
+type noiseFlag struct{ p *float64 }
+
+func (f noiseFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f.p*100, 'f', -1, 64) + "%"
+}
+
+func (f noiseFlag) Set(s string) error {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return errors.New("want a share, e.g. 5% or 0.05")
+	}
+	if pct {
+		v /= 100
+	}
+	if !(v >= 0 && v < 10) {
+		return errors.New("want a share between 0 and 1000%")
+	}
+	*f.p = v
+	return nil
+}
+
+// CompareUsage writes compare's help.
+func CompareUsage(w io.Writer) {
+	fmt.Fprint(w, `redmux-bench compare: per-metric ratios between two results, flagging changes larger than the noise.
+
+Usage:
+  redmux-bench compare [-noise 5%] OLD NEW
+
+OLD and NEW are each a result file, or a comma-separated list of repeated
+runs of the same command: summary.json (a run's -out or -json) or sweep.json
+(a sweep's). With repeated runs each side's spread is measured (coefficient
+of variation over its runs) and a change is flagged only when larger than
+twice the larger spread, and than -noise; with one run a side, -noise alone
+is the noise (say so when reading the result: one run says nothing about
+its own spread).
+
+Flags:
+  -noise CHANGE   smallest relative change flagged (default 5%)
+`)
+}
+
+// compareMetric is one metric of one strategy.
+type compareMetric struct {
+	name   string
+	higher bool // higher is better
+	// floor is an absolute difference always taken as noise (a fraction
+	// of an allocation per operation, a few failures in a thousand).
+	floor float64
+}
+
+var (
+	runMetrics = []compareMetric{
+		{"ops/s", true, 0}, {"p50", false, 0}, {"p99", false, 0}, {"p99.9", false, 0},
+		{"client CPU us/op", false, 0}, {"allocs/op", false, 0.5}, {"failed share", false, 0.001},
+	}
+	sweepMetrics = []compareMetric{
+		{"capacity ops/s", true, 0}, {"p99 at the knee", false, 0}, {"client CPU us/op at the knee", false, 0},
+		{"server CPU us/op/node at the knee", false, 0},
+	}
+)
+
+// resultFile is one decoded result: per strategy, the metric values.
+type resultFile struct {
+	sweep  bool
+	slo    string                        // a sweep's objective(s)
+	values map[string]map[string]float64 // strategy -> metric -> value (absent: unknown)
+	order  []string
+}
+
+func loadResult(path string) (*resultFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Strategies []map[string]json.RawMessage `json:"strategies"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil || len(probe.Strategies) == 0 {
+		return nil, fmt.Errorf("%s: not a redmux-bench summary.json or sweep.json (no strategies)", path)
+	}
+	r := &resultFile{values: map[string]map[string]float64{}}
+	_, r.sweep = probe.Strategies[0]["steps"]
+	if r.sweep {
+		var rep SweepReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		slos := map[string]bool{}
+		for _, ss := range rep.Strategies {
+			if !slos[ss.SLO] {
+				slos[ss.SLO] = true
+				r.slo += ss.SLO + "; "
+			}
+			v := map[string]float64{}
+			if ss.Knee != nil {
+				v["capacity ops/s"] = ss.KneeRate
+				v["p99 at the knee"] = ss.Knee.Latency.P99Us
+				v["client CPU us/op at the knee"] = ss.Knee.ClientCPUUsPerOp
+				if ss.Knee.ServerCPUUsPerOpPerNode > 0 {
+					v["server CPU us/op/node at the knee"] = ss.Knee.ServerCPUUsPerOpPerNode
+				}
+			}
+			r.values[ss.Name] = v
+			r.order = append(r.order, ss.Name)
+		}
+		return r, nil
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, s := range rep.Strategies {
+		l := s.AcquireRelease
+		if l.Count == 0 {
+			l = s.Acquire
+		}
+		v := map[string]float64{"ops/s": s.OpsPerSec, "p50": l.P50Us, "p99": l.P99Us, "p99.9": l.P999Us,
+			"allocs/op": s.AllocsPerOp, "failed share": s.FailedShare()}
+		if s.CPUUsPerOp > 0 {
+			v["client CPU us/op"] = s.CPUUsPerOp
+		}
+		r.values[s.Name] = v
+		r.order = append(r.order, s.Name)
+	}
+	return r, nil
+}
+
+// CompareRow is one strategy's metric, old against new.
+type CompareRow struct {
+	Strategy string
+	Metric   string
+	Old, New float64 // means over the runs
+	// OldCV and NewCV are the coefficients of variation over each side's
+	// runs (-1: one run, not measured).
+	OldCV, NewCV float64
+	Ratio        float64 // New / Old
+	Noise        float64 // the relative change below which a difference is noise
+	Verdict      string  // "~" (within the noise), "better", "worse"
+}
+
+// Comparison is compare's outcome.
+type Comparison struct {
+	Rows  []CompareRow
+	Sweep bool
+	// Warnings say what makes the figures less comparable (sweeps judged
+	// by different objectives).
+	Warnings []string
+}
+
+// Compare computes the rows of compare.
+func Compare(c *CompareConfig) (*Comparison, error) {
+	load := func(paths []string) ([]*resultFile, error) {
+		var out []*resultFile
+		for _, p := range paths {
+			r, err := loadResult(p)
+			if err != nil {
+				return nil, err
+			}
+			if len(out) > 0 && r.sweep != out[0].sweep {
+				return nil, fmt.Errorf("%s: a sweep.json and a summary.json cannot be compared", p)
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}
+	olds, err := load(c.Old)
+	if err != nil {
+		return nil, err
+	}
+	news, err := load(c.New)
+	if err != nil {
+		return nil, err
+	}
+	if olds[0].sweep != news[0].sweep {
+		return nil, errors.New("a sweep.json and a summary.json cannot be compared")
+	}
+	metrics := runMetrics
+	if olds[0].sweep {
+		metrics = sweepMetrics
+	}
+	var rows []CompareRow
+	for _, strat := range olds[0].order {
+		for _, m := range metrics {
+			ov, nv := collect(olds, strat, m.name), collect(news, strat, m.name)
+			if len(ov) == 0 || len(nv) == 0 {
+				continue
+			}
+			row := CompareRow{Strategy: strat, Metric: m.name}
+			row.Old, row.OldCV = meanCV(ov)
+			row.New, row.NewCV = meanCV(nv)
+			row.Noise = math.Max(c.Noise, 2*math.Max(row.OldCV, row.NewCV))
+			switch {
+			case math.Abs(row.New-row.Old) <= m.floor:
+				row.Ratio, row.Verdict = 1, "~"
+				if row.Old != 0 {
+					row.Ratio = row.New / row.Old
+				}
+			case row.Old == 0 && row.New == 0:
+				row.Ratio, row.Verdict = 1, "~"
+			case row.Old == 0:
+				row.Ratio = math.Inf(1)
+				row.Verdict = worseOrBetter(m.higher, true)
+			default:
+				row.Ratio = row.New / row.Old
+				if math.Abs(row.Ratio-1) <= row.Noise {
+					row.Verdict = "~"
+				} else {
+					row.Verdict = worseOrBetter(m.higher, row.Ratio > 1)
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("no strategy and metric in common between OLD and NEW")
+	}
+	cmp := &Comparison{Rows: rows, Sweep: olds[0].sweep}
+	if cmp.Sweep {
+		seen := map[string]bool{}
+		for _, r := range append(olds, news...) {
+			seen[strings.TrimSuffix(r.slo, "; ")] = true
+		}
+		if len(seen) > 1 {
+			var list []string
+			for k := range seen {
+				list = append(list, k)
+			}
+			sort.Strings(list)
+			cmp.Warnings = append(cmp.Warnings, "the sweeps were judged by different objectives ("+strings.Join(list, " | ")+"): their capacities are not comparable; give both the same -slo")
+		}
+	}
+	return cmp, nil
+}
+
+func worseOrBetter(higherBetter, rose bool) string {
+	if higherBetter == rose {
+		return "better"
+	}
+	return "worse"
+}
+
+func collect(rs []*resultFile, strat, metric string) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if v, ok := r.values[strat][metric]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// meanCV returns the mean and the coefficient of variation (sample
+// standard deviation over the mean; -1 with one value).
+func meanCV(v []float64) (float64, float64) {
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	mean := sum / float64(len(v))
+	if len(v) < 2 {
+		return mean, -1
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(len(v)-1))
+	if mean == 0 {
+		return mean, 0
+	}
+	return mean, sd / math.Abs(mean)
+}
+
+// WriteCompare prints the comparison table.
+func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
+	rows := cmp.Rows
+	fmt.Fprintf(w, "old: %s (%d run(s)); new: %s (%d run(s))\n", strings.Join(c.Old, ","), len(c.Old), strings.Join(c.New, ","), len(c.New))
+	t := newTable("strategy", "metric", "old", "±", "new", "±", "new/old", "noise", "verdict")
+	cv := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	val := func(m string, v float64) string {
+		switch {
+		case strings.HasPrefix(m, "p"):
+			return fmtUs(v)
+		case m == "failed share":
+			return fmt.Sprintf("%.2f%%", 100*v)
+		case strings.Contains(m, "ops/s"):
+			return fmtCount(v)
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	flagged := 0
+	for _, r := range rows {
+		ratio := "inf"
+		if !math.IsInf(r.Ratio, 0) {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		if r.Verdict != "~" {
+			flagged++
+		}
+		t.row(r.Strategy, r.Metric, val(r.Metric, r.Old), cv(r.OldCV), val(r.Metric, r.New), cv(r.NewCV), ratio, fmt.Sprintf("±%.0f%%", 100*r.Noise), r.Verdict)
+	}
+	t.write(w)
+	one := len(c.Old) < 2 || len(c.New) < 2
+	fmt.Fprintf(w, "%d of %d changes larger than the noise", flagged, len(rows))
+	if one {
+		fmt.Fprintf(w, " (a side with one run: its spread is not measured, so the noise is -noise %.0f%% alone; repeat the runs and pass them comma-separated)", 100*c.Noise)
+	}
+	fmt.Fprintln(w, ".")
+	for _, m := range cmp.Warnings {
+		fmt.Fprintln(w, "warning:", m)
+	}
+}
+
+func compareMain(args []string, stdout, stderr io.Writer) int {
+	c, err := ParseCompareArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		CompareUsage(stdout)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: compare: %v (see redmux-bench compare -h)\n", err)
+		return ExitUsage
+	}
+	cmp, err := Compare(c)
+	if err != nil {
+		fmt.Fprintf(stderr, "redmux-bench: compare: %s\n", oneLine(err.Error()))
+		return ExitFailure
+	}
+	WriteCompare(stdout, c, cmp)
+	return ExitOK
+}

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeJSONFile(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	f, err := os.CreateTemp(t.TempDir(), "*.json")
+	require.NoError(t, err)
+	_, err = f.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return f.Name()
+}
+
+func runReport(opsPerSec, p99 float64) *Report {
+	return &Report{Strategies: []*StrategyResult{{Name: "mux", Ops: 1000, OpsPerSec: opsPerSec, CPUUsPerOp: 20,
+		AcquireRelease: Latency{Count: 1000, P50Us: 100, P99Us: p99, P999Us: 2 * p99}}}}
+}
+
+func rowOf(t *testing.T, rows []CompareRow, metric string) CompareRow {
+	t.Helper()
+	for _, r := range rows {
+		if r.Metric == metric {
+			return r
+		}
+	}
+	t.Fatalf("no row %q in %+v", metric, rows)
+	return CompareRow{}
+}
+
+// Issue 25 item 7: compare gives per-metric ratios and flags only changes
+// larger than the noise: -noise with one run a side, each side's measured
+// spread with repeated runs.
+func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
+	a := writeJSONFile(t, runReport(1000, 500))
+	b := writeJSONFile(t, runReport(1200, 510))
+	cmp, err := Compare(&CompareConfig{Old: []string{a}, New: []string{b}, Noise: 0.05})
+	require.NoError(t, err)
+	require.False(t, cmp.Sweep)
+	rows := cmp.Rows
+	ops := rowOf(t, rows, "ops/s")
+	require.InDelta(t, 1.2, ops.Ratio, 1e-9)
+	require.Equal(t, "better", ops.Verdict)
+	require.Equal(t, -1.0, ops.OldCV, "one run: spread not measured")
+	require.Equal(t, "~", rowOf(t, rows, "p99").Verdict, "2% is within 5%")
+
+	// Repeated runs whose ops/s spread 30%: a 20% change is noise.
+	olds := []string{a, writeJSONFile(t, runReport(1300, 500)), writeJSONFile(t, runReport(700, 500))}
+	news := []string{writeJSONFile(t, runReport(1200, 900)), writeJSONFile(t, runReport(1250, 910)), writeJSONFile(t, runReport(1150, 950))}
+	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05})
+	require.NoError(t, err)
+	rows = cmp.Rows
+	ops = rowOf(t, rows, "ops/s")
+	require.Greater(t, ops.OldCV, 0.25)
+	require.Equal(t, "~", ops.Verdict, "%+v", ops)
+	p99 := rowOf(t, rows, "p99")
+	require.Equal(t, "worse", p99.Verdict, "p99 1.5x with little spread: %+v", p99)
+
+	// Sweeps: the capacity at the knee.
+	sw := func(knee float64, slo string) string {
+		k := &SweepStep{TargetRate: knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
+		return writeJSONFile(t, &SweepReport{Strategies: []*SweepStrategy{{Name: "mux", SLO: slo, Steps: []*SweepStep{k}, Knee: k, KneeRate: knee, Saturated: true}}})
+	}
+	cmp, err = Compare(&CompareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<20ms")}, Noise: 0.05})
+	require.NoError(t, err)
+	require.True(t, cmp.Sweep)
+	require.Empty(t, cmp.Warnings)
+	require.Equal(t, "worse", rowOf(t, cmp.Rows, "capacity ops/s").Verdict)
+	// Sweeps judged by different objectives are flagged as not comparable.
+	cmp, err = Compare(&CompareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<5ms")}, Noise: 0.05})
+	require.NoError(t, err)
+	require.Len(t, cmp.Warnings, 1)
+	require.Contains(t, cmp.Warnings[0], "different objectives")
+	_, err = Compare(&CompareConfig{Old: []string{sw(1000, "")}, New: []string{a}, Noise: 0.05})
+	require.Error(t, err)
+
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"compare", a, b}, &out, &errb, noEnv), errb.String())
+	require.Contains(t, out.String(), "1.20x")
+	require.Contains(t, out.String(), "better")
+	require.Contains(t, out.String(), "noise is -noise 5% alone")
+	require.Equal(t, ExitUsage, Main([]string{"compare", a}, &out, &errb, noEnv))
+	require.Equal(t, ExitFailure, Main([]string{"compare", a, filepath.Join(t.TempDir(), "missing.json")}, &out, &errb, noEnv))
+	out.Reset()
+	require.Equal(t, ExitOK, Main([]string{"compare", "-h"}, &out, &errb, noEnv))
+	require.Contains(t, out.String(), "-noise")
+}
