@@ -188,8 +188,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	}
 	b := w.b
 	b.Reset()
-	b.SetKey(resource)                                      // one connection per node for this resource: a release never overtakes its SET
-	granted, expect := isOK, mux.ExpectSimple|mux.ExpectNil // SET NX: +OK or nil
+	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
+	// SET NX answers +OK or nil
+	granted, expect := isOK, mux.ExpectSimple|mux.ExpectNil
 	if keys == nil {
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	} else {
