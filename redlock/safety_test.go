@@ -82,8 +82,12 @@ func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) chec
 		AcquireCtxRate:      0.1,
 		EndedCtxRate:        0.05,
 		KeepAliveExtendRate: 0.5,
-		Seed:                seed,
-		Faults:              inj,
+		// fencing tokens, written to a fenced store by every holding, and
+		// zombies that write again after a pause past their validity
+		Fencing:    true,
+		ZombieRate: 0.05,
+		Seed:       seed,
+		Faults:     inj,
 	}
 }
 
@@ -116,6 +120,8 @@ func TestSafetyUnderFaults(t *testing.T) {
 	require.Positive(t, res.SelfExtended, "kept-alive holders extended themselves")
 	require.Positive(t, res.CtxEnded, "acquisitions ended by their ctx")
 	require.Positive(t, res.EndedCtxOps, "releases and extends with an ended ctx")
+	require.Positive(t, res.ZombieWrites, "zombies wrote")
+	require.Positive(t, res.FencedOff, "the store refused zombies' tokens")
 	require.Positive(t, chaos.Counts.ReplyDelay.Load()+chaos.Counts.RequestDelay.Load(), "delays were injected")
 	require.Positive(t, chaos.Counts.ClockSteps.Load(), "clocks stepped")
 }
@@ -304,4 +310,23 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 		t.Logf("%v", res)
 		require.Positive(t, res.Violations, "clocks gaining 1.5x the drift allowance must produce overlaps")
 	})
+}
+
+// TestFencingZombiesUnfenced makes the classic failure visible: without
+// fencing tokens, holders paused past their validity write after a newer
+// holder did, and the store accepts it. (TestSafetyUnderFaults runs the
+// same zombies with fencing: 0 such writes.)
+func TestFencingZombiesUnfenced(t *testing.T) {
+	cl := startCluster(t, 5)
+	res, err := checker.Run(checker.Config{
+		Addrs: cl.Addrs(), Clients: 3, WorkersPerClient: 3, Resources: 2,
+		Acquisitions: 600, MaxDuration: 20 * time.Second, TTL: safetyTTL, NodeTimeout: 5 * time.Millisecond,
+		ZombieRate: 0.2, Seed: uint64(time.Now().UnixNano()),
+	})
+	require.NoError(t, err)
+	t.Logf("%v", res)
+	require.Zero(t, res.Total(), "without fencing a stale write is not a lock violation: %v", res.Report)
+	require.Positive(t, res.ZombieWrites)
+	require.Positive(t, res.StaleWrites, "zombies' late writes were accepted after newer holders'")
+	require.Zero(t, res.FencedOff, "nothing refuses them without tokens")
 }
