@@ -53,9 +53,9 @@ fuzz:
 		done; \
 	done
 
-## safety: the Redlock safety checker with 100,000 contended acquisitions under faults (several minutes)
+## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, then 100,000 with fencing tokens and zombies (~20 min)
 safety:
-	$(GO) test -run '^TestSafetyUnderFaults$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000
+	$(GO) test -run '^TestSafety(UnderFaults|Fencing)$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000
 
 ## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker
 mutants:

@@ -11,6 +11,7 @@ import (
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
 )
 
 // Acquire takes the lock named resource. It makes up to WithTries attempts
@@ -105,6 +106,7 @@ type tally struct {
 	tooShort                          bool
 	unreachable                       bool // more than n-quorum nodes down or refusing authentication
 	recorded                          bool // w.nodes holds this attempt's per-node answers
+	fencingUnknown, fenceFailed       bool // WithFencing: granted, but no token
 }
 
 func (c *Client) acquire(ctx context.Context, resource string, keys []string, once bool, opts []LockOption) (Lock, error) {
@@ -119,6 +121,9 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	}
 	if resource == "" {
 		return Lock{}, fmt.Errorf("%w: empty resource name", ErrBadOption)
+	}
+	if s.fencing && keys != nil {
+		return Lock{}, fmt.Errorf("%w: fencing of multi-resource locks is not available yet", ErrBadOption)
 	}
 	tries := s.tries
 	if once {
@@ -164,6 +169,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		Resource: lockName(resource, keys), Tries: try,
 		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending,
 		TooShort: t.tooShort, Unreachable: t.unreachable,
+		FencingUnknown: t.fencingUnknown, FenceFailed: t.fenceFailed,
 		Err: closedErr(err),
 	}
 	if t.recorded {
@@ -191,9 +197,16 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
 	// SET NX answers +OK or nil
 	granted, expect := isOK, mux.ExpectSimple|mux.ExpectNil
-	if keys == nil {
+	pol := mux.Policy{Quorum: c.quorum, Timeout: timeout}
+	switch {
+	case s.fencing:
+		// every node's counter counts (docs/FENCING.md): wait for all
+		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.AcquireFenced.SHA, resource, w.val[:], ttlMillis(ttl))
+		granted, expect = isFencedGrant, mux.ExpectAggregate
+		pol.Quorum = 0
+	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
-	} else {
+	default:
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, keys, w.val[:], ttlMillis(ttl))
 		granted, expect = isOne, mux.ExpectInt
 	}
@@ -202,7 +215,8 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	b.BroadcastExpect(w.cmd, expect)
 
 	t1 := mono() // step 1: before the first byte is sent
-	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: granted, Timeout: timeout})
+	pol.Success = granted
+	out, err := c.m.Do(ctx, b, pol)
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if err != nil {
@@ -214,6 +228,15 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
 	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
+		var token uint64
+		if s.fencing {
+			var t tally
+			token, t = c.fence(ctx, w, resource, s, end, out.Successes)
+			if token == 0 {
+				c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
+				return t, nil
+			}
+		}
 		st := c.states.Get().(*lockState)
 		st.mu.Lock()
 		st.end, st.start, st.ttl, st.ext, st.retained = end, t1, ttl, 0, false
@@ -229,6 +252,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 			driftFixed:  s.driftFixed,
 			nodeTimeout: s.nodeTimeout,
 			maxExt:      s.maxExt,
+			token:       token,
 		}
 		return tally{granted: out.Successes}, nil
 	}
@@ -247,6 +271,10 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	for i := 0; i < c.n; i++ {
 		r, err := w.b.Last(i)
 		rec := nodeRec{}
+		if g, _, ok := fencedReply(r); err == nil && ok {
+			r = intReply(g) // the grant, as the multi script answers it
+			multi = true
+		}
 		v, isInt := r.Int()
 		switch {
 		case err == nil && (r.IsOK() || multi && isInt && v == 1):
@@ -295,4 +323,77 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 		return lockcmd.AppendEvalSHA(dst, scripts.Release.SHA, resource, value)
 	}
 	return lockcmd.AppendEvalSHAKeys(dst, scripts.ReleaseMulti.SHA, keys, value)
+}
+
+// isFencedGrant is the Success predicate of a fenced acquisition: the
+// script's reply is {1, counter} on a grant.
+func isFencedGrant(_ int, r resp.Reply) bool {
+	g, _, ok := fencedReply(r)
+	return ok && g == 1
+}
+
+// fencedReply reads the fenced acquisition's reply {granted, counter}
+// (counter < 0: unknown).
+func fencedReply(r resp.Reply) (granted, counter int64, ok bool) {
+	if r.Type != resp.TypeArray || r.Len() != 2 {
+		return 0, 0, false
+	}
+	it := r.Iter()
+	var a resp.Reply
+	if !it.Next(&a) {
+		return 0, 0, false
+	}
+	if granted, ok = a.Int(); !ok || !it.Next(&a) {
+		return 0, 0, false
+	}
+	counter, ok = a.Int()
+	return granted, counter, ok
+}
+
+// intReply is an integer reply (record's view of a fenced grant).
+func intReply(v int64) resp.Reply {
+	r, _, _ := resp.Parse(resp.AppendInt(nil, v))
+	return r
+}
+
+// fence computes a granted fenced attempt's token from w.b's replies and
+// writes it back to a quorum (docs/FENCING.md): token = 1 + the highest
+// counter among the answers (the granted nodes, a quorum, are what the
+// argument needs; the others can only raise it); a counter that is not an
+// integer fails the attempt (ErrFencingUnknown). Then the guarded
+// write-back must reach a quorum before the validity ends (at end). It
+// returns the token, or 0 and the failed attempt's tally.
+func (c *Client) fence(ctx context.Context, w *worker, resource string, s *lockSettings, end int64, granted int) (uint64, tally) {
+	b := w.b
+	var top int64
+	for i := 0; i < c.n; i++ {
+		r, err := b.Last(i)
+		if err != nil {
+			continue
+		}
+		_, v, ok := fencedReply(r)
+		if !ok || v < 0 {
+			return 0, tally{granted: granted, fencingUnknown: true}
+		}
+		top = max(top, v)
+	}
+	token := top + 1
+	timeout := s.nodeTimeout
+	if left := time.Duration(end - mono()); left < timeout {
+		timeout = left
+	}
+	hook.At(ctx, hook.FenceWriteBack) // the safety checker's client pause; nil outside it
+	if timeout <= 0 {
+		return 0, tally{granted: granted, fenceFailed: true}
+	}
+	b.Reset()
+	b.SetKey(resource)
+	w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, w.val[:], token)
+	b.BroadcastExpect(w.cmd, mux.ExpectInt)
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
+	t3 := mono()
+	if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {
+		return 0, tally{granted: granted, fenceFailed: true}
+	}
+	return uint64(token), tally{}
 }

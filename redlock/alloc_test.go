@@ -63,8 +63,22 @@ func TestZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acquireRelease != 0 || extend != 0 || multi != 0 {
-		t.Fatalf("allocs per op: acquire+release %v, extend %v, multi acquire+extend+release %v; want 0", acquireRelease, extend, multi)
+	fence := redlock.WithFencing()
+	fenced := testing.AllocsPerRun(200, func() {
+		l, e := c.TryAcquire(ctx, "alloc:fenced", ttl, fence)
+		if e != nil {
+			err = e
+			return
+		}
+		if e := l.Release(ctx); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acquireRelease != 0 || extend != 0 || multi != 0 || fenced != 0 {
+		t.Fatalf("allocs per op: acquire+release %v, extend %v, multi acquire+extend+release %v, fenced acquire+release %v; want 0", acquireRelease, extend, multi, fenced)
 	}
 }
 

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/redlock"
 )
 
@@ -187,4 +189,66 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFencing: TryAcquire + Release with and without WithFencing,
+// side by side, on 5 fake nodes in a child process and (when
+// redis-server is installed) on 5 real redis-server processes; one
+// goroutine ("c1") and 64 ("c64", one resource each). Fencing costs one
+// more round trip (the token's write-back) and waits for every node.
+func BenchmarkFencing(b *testing.B) {
+	clusters := map[string]func(testing.TB) []string{
+		"fake": func(tb testing.TB) []string { return startExternalCluster(tb, 5) },
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		clusters["real"] = func(tb testing.TB) []string { return redistest.Addrs(redistest.StartN(tb, 5, redistest.Options{})) }
+	}
+	for _, cname := range []string{"fake", "real"} {
+		start, ok := clusters[cname]
+		if !ok {
+			continue
+		}
+		b.Run(cname, func(b *testing.B) {
+			c := newClient(b, start(b), redlock.WithNodeTimeout(time.Second))
+			warm(b, c)
+			ctx := context.Background()
+			for _, mode := range []string{"plain", "fenced"} {
+				var opts []redlock.LockOption
+				if mode == "fenced" {
+					opts = append(opts, redlock.WithFencing())
+				}
+				b.Run(mode+"/c1", func(b *testing.B) {
+					b.ReportAllocs()
+					for i := 0; i < b.N; i++ {
+						l, err := c.TryAcquire(ctx, "bench:fencing", opts...)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := l.Release(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				b.Run(mode+"/c64", func(b *testing.B) {
+					var id atomic.Int64
+					b.ReportAllocs()
+					b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+					b.RunParallel(func(pb *testing.PB) {
+						key := "bench:fencing:" + strconv.FormatInt(id.Add(1), 10)
+						for pb.Next() {
+							l, err := c.TryAcquire(ctx, key, opts...)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if err := l.Release(ctx); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				})
+			}
+		})
+	}
 }

@@ -67,8 +67,8 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // NewWithMux must have them in Config.Scripts so that EVALSHA hits and a
 // NOSCRIPT reply falls back to EVAL.
 func MuxScripts() []mux.Script {
-	out := make([]mux.Script, 0, len(scripts.All)+len(scripts.Multi))
-	for _, s := range append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...) {
+	out := make([]mux.Script, 0, len(scripts.All)+len(scripts.Multi)+len(scripts.Fenced))
+	for _, s := range append(append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...), scripts.Fenced...) {
 		out = append(out, mux.Script{Text: s.Text, SHA: s.SHA})
 	}
 	return out

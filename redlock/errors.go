@@ -31,6 +31,12 @@ var (
 	// held, for what Validity reports (never more than before the call).
 	// Extend again, or stop before Validity reaches 0.
 	ErrExtendUnknown = errors.New("redlock: extend outcome unknown")
+	// ErrFencingUnknown: a fenced acquisition (WithFencing) was granted,
+	// but a node's fencing counter for the resource is not an integer (not
+	// written by redlock), so no safe token could be computed; the grant
+	// was released. Matched by a *NotAcquiredError whose FencingUnknown is
+	// set.
+	ErrFencingUnknown = errors.New("redlock: fencing counter unreadable")
 	// ErrExtendLimit: the lock has been extended WithMaxExtensions times.
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 	// ErrReleasePartial: some nodes did not confirm the release. Matched by
@@ -139,15 +145,20 @@ func unreachable(err error) bool {
 // mux.ErrTimeout, a *mux.ServerError, ...) are reachable with errors.Is/As.
 type NotAcquiredError struct {
 	Resource    string
-	Tries       int          // attempts made
-	Granted     int          // nodes that answered OK to SET NX in the last attempt
-	Refused     int          // nodes that answered nil: the resource was locked there
-	Failed      int          // nodes that answered an error, were down or broke the connection
-	Pending     int          // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
-	TooShort    bool         // the last attempt had a quorum but too little validity
-	Unreachable bool         // more than N-quorum nodes down or refusing authentication: not retried
-	Nodes       []NodeResult // the last attempt, per node (nil if no attempt reached the nodes)
-	Err         error        // what ended the retries, if not the nodes' answers (ctx, ErrClosed, the value source)
+	Tries       int  // attempts made
+	Granted     int  // nodes that answered OK to SET NX in the last attempt
+	Refused     int  // nodes that answered nil: the resource was locked there
+	Failed      int  // nodes that answered an error, were down or broke the connection
+	Pending     int  // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
+	TooShort    bool // the last attempt had a quorum but too little validity
+	Unreachable bool // more than N-quorum nodes down or refusing authentication: not retried
+	// FencingUnknown: the last attempt was granted but no safe fencing
+	// token could be computed (ErrFencingUnknown); FenceFailed: it was
+	// granted, but the token's write-back did not reach a quorum within
+	// the validity (WithFencing).
+	FencingUnknown, FenceFailed bool
+	Nodes                       []NodeResult // the last attempt, per node (nil if no attempt reached the nodes)
+	Err                         error        // what ended the retries, if not the nodes' answers (ctx, ErrClosed, the value source)
 }
 
 func (e *NotAcquiredError) Error() string {
@@ -167,6 +178,12 @@ func (e *NotAcquiredError) Error() string {
 	fmt.Fprintf(&b, "%d granted, %d refused, %d failed, %d pending", e.Granted, e.Refused, e.Failed, e.Pending)
 	if e.TooShort {
 		b.WriteString(", validity too short")
+	}
+	if e.FencingUnknown {
+		b.WriteString(", fencing counter unreadable")
+	}
+	if e.FenceFailed {
+		b.WriteString(", fencing token write-back short of the quorum")
 	}
 	b.WriteString(")")
 	if e.Unreachable {
@@ -212,7 +229,7 @@ func (e *NotAcquiredError) Error() string {
 // attempt that failed on validity, or ErrUnreachable.
 func (e *NotAcquiredError) Is(target error) bool {
 	return target == ErrNotAcquired || (e.TooShort && target == ErrValidityTooShort) ||
-		(e.Unreachable && target == ErrUnreachable)
+		(e.Unreachable && target == ErrUnreachable) || (e.FencingUnknown && target == ErrFencingUnknown)
 }
 
 // Unwrap returns the cause, if any, and the failed and timed-out nodes'

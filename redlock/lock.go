@@ -35,6 +35,7 @@ type Lock struct {
 	driftFixed  time.Duration
 	nodeTimeout time.Duration
 	maxExt      int
+	token       uint64 // fencing token (WithFencing), 0 without
 }
 
 // lockState is the mutable part of a lock, shared by every copy of its
@@ -100,6 +101,13 @@ func (l Lock) Value() []byte {
 	v := l.value
 	return v[:]
 }
+
+// Token returns the lock's fencing token (WithFencing): a number greater
+// than the token of every earlier grant of the resource. Send it with every
+// write to the protected resource, which must refuse a token lower than
+// the highest it has seen (docs/FENCING.md). 0 for a lock acquired without
+// fencing.
+func (l Lock) Token() uint64 { return l.token }
 
 // ValueArray returns the lock's random value without allocating.
 func (l Lock) ValueArray() [ValueSize]byte { return l.value }

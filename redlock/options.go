@@ -37,6 +37,7 @@ type lockSettings struct {
 	backoffMax  time.Duration
 	retryFn     RetryFunc // non-nil: WithRetryFunc
 	noFailFast  bool      // WithFailFast(false): retry when a majority is unreachable
+	fencing     bool      // WithFencing: each grant gets a fencing token
 }
 
 func defaultLockSettings() lockSettings {
@@ -105,6 +106,7 @@ const (
 	optBackoff
 	optRetryFunc
 	optFailFast
+	optFencing
 )
 
 // LockOption sets one parameter of a lock. Pass it to New (it then becomes
@@ -135,6 +137,8 @@ func (o LockOption) apply(s *lockSettings) {
 		}
 	case optFailFast:
 		s.noFailFast = o.n == 0
+	case optFencing:
+		s.fencing = o.n == 1
 	case optRetryFunc:
 		s.retryFn = o.fn
 		s.backoffBase, s.backoffMax = 0, 0
@@ -239,6 +243,25 @@ func WithFailFast(on bool) LockOption {
 	}
 	return o
 }
+
+// WithFencing makes each acquisition also hand out a fencing token
+// (Lock.Token): a number that strictly increases with every grant of the
+// resource, across Clients and processes, whatever minority of nodes is
+// down or slow (design and argument: docs/FENCING.md). Pass it to the
+// resource the lock protects with every write; the resource must refuse a
+// token lower than the highest it has seen, which is what stops a holder
+// paused past its validity. It costs one more round trip per acquisition
+// (the token is written back to a quorum before Acquire returns), and the
+// acquisition waits for every node's answer (at most the node timeout).
+//
+// The counter is the key resource + ":fence" on every node, an integer
+// without a TTL. It must survive restarts: run the nodes with appendonly
+// yes and appendfsync always. A counter lost on some nodes is covered by
+// the others' (the token is 1 + the highest counter any node reports, and
+// the grant writes it back); lost on every node of a grant's quorum and
+// the write-back's intersection, a token could repeat (docs/FENCING.md).
+// Not available for multi-resource locks yet (ErrBadOption).
+func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
 // Option configures a Client in New or NewWithMux. Every LockOption is
 // also an Option (it sets the client's default for that parameter).

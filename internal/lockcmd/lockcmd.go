@@ -1,6 +1,10 @@
 package lockcmd
 
-import "github.com/redmux/redmux/resp"
+import (
+	"strconv"
+
+	"github.com/redmux/redmux/resp"
+)
 
 // The Append* functions append one command, as a RESP array of bulk
 // strings, to dst and return the extended slice. They never allocate when
@@ -78,4 +82,26 @@ func appendKeys(dst []byte, sha string, keys []string, value []byte) []byte {
 		dst = resp.AppendBulkString(dst, k)
 	}
 	return resp.AppendBulk(dst, value)
+}
+
+// FenceSuffix names a resource's fencing counter: the key resource +
+// FenceSuffix on every node.
+const FenceSuffix = ":fence"
+
+// AppendEvalSHAFence appends "EVALSHA sha 2 key key:fence value n", the
+// shape of the fenced acquisition (n: the TTL in milliseconds) and of the
+// token write-back (n: the token). The counter's key is written without
+// building a string.
+func AppendEvalSHAFence(dst []byte, sha, key string, value []byte, n int64) []byte {
+	dst = append(dst, "*7\r\n$7\r\nEVALSHA\r\n"...)
+	dst = resp.AppendBulkString(dst, sha)
+	dst = append(dst, "$1\r\n2\r\n"...)
+	dst = resp.AppendBulkString(dst, key)
+	dst = append(dst, '$')
+	dst = strconv.AppendInt(dst, int64(len(key)+len(FenceSuffix)), 10)
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, key...)
+	dst = append(dst, FenceSuffix+"\r\n"...)
+	dst = resp.AppendBulk(dst, value)
+	return resp.AppendBulkInt(dst, n)
 }

@@ -117,3 +117,43 @@ return 1`)
 // Multi lists the multi-resource scripts, loaded on every connection after
 // All.
 var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
+
+// The fencing scripts (redlock's WithFencing; design in docs/FENCING.md).
+// KEYS[2] is the resource's counter, KEYS[1] + ":fence", a plain integer
+// without a TTL. They run in the fake server's Lua interpreter.
+
+// AcquireFenced is SET KEYS[1] ARGV[1] NX PX ARGV[2] that also reads the
+// counter: it replies {1, counter} if it set the key, {0, counter}
+// otherwise, where counter is 0 when the node has none (never written:
+// counters must be persisted, docs/FENCING.md) and -1 when what it holds
+// is not an integer (unknown). It increments nothing: the token is
+// computed by the client from the replies and written back to a quorum
+// with FenceWriteBack.
+var AcquireFenced = newScript("acquire-fenced", `local c = redis.call("get",KEYS[2])
+if c then
+    c = tonumber(c) or -1
+else
+    c = 0
+end
+if redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
+    return {1,c}
+end
+return {0,c}`)
+
+// FenceWriteBack raises the counter KEYS[2] to the token ARGV[2] (never
+// lowers it), only while KEYS[1] holds the holder's value ARGV[1]: replies
+// 1 if the value matched (the counter is now >= the token), 0 otherwise.
+// The guard keeps a holder whose lock is gone from raising counters where
+// a newer holder is.
+var FenceWriteBack = newScript("fence-write-back", `if redis.call("get",KEYS[1]) == ARGV[1] then
+    local c = tonumber(redis.call("get",KEYS[2]))
+    if not c or c < tonumber(ARGV[2]) then
+        redis.call("set",KEYS[2],ARGV[2])
+    end
+    return 1
+end
+return 0`)
+
+// Fenced lists the fencing scripts, loaded on every connection after
+// Multi.
+var Fenced = []Script{AcquireFenced, FenceWriteBack}

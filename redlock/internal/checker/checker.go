@@ -89,11 +89,17 @@ const (
 	// to a quorum) while the lock was not held, or one that returned
 	// otherwise and left the lock held.
 	ReleaseContract
+	// StaleWrite: with fencing, the fenced store accepted a write from a
+	// holding after a newer holding's write (its token was not lower).
+	StaleWrite
+	// TokenRegression: with fencing, a holding granted after the holding
+	// that wrote the highest token has a token that is not higher.
+	TokenRegression
 	numContracts
 )
 
 var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply",
-	"keepalive-stale", "keepalive-outlived", "release-contract"}
+	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {

@@ -90,6 +90,20 @@ type Config struct {
 	// outlives the validity (KeepAliveStale) nor an Extend that said lost
 	// or expired (KeepAliveOutlived).
 	KeepAliveExtendRate float64
+	// Fencing: single-resource acquisitions use redlock.WithFencing, and
+	// every such holding writes to a fenced store (the resource the lock
+	// protects) with its token right after acquiring; the store refuses a
+	// token lower than the highest it has seen. Without Fencing the holders
+	// write too, and the store accepts every write (no tokens).
+	Fencing bool
+	// ZombieRate: single-resource holders that, after their write, keep
+	// the lock to the end of their claimed validity, stay paused past it by
+	// U[0, TTL) (a GC pause, SIGSTOP) and then write again, as a zombie.
+	// The store reports a stale write: one accepted from a holding after a
+	// newer holding's write was accepted. With Fencing that is a violation
+	// (stale-write); without, the classic failure, counted in
+	// Result.StaleWrites.
+	ZombieRate float64
 	// MultiRate: holdings that take 2..MultiMax resources at once with
 	// AcquireMulti (resource sets overlap each other and single locks);
 	// a holding claims every resource of its set. Default MultiMax: 3.
@@ -129,6 +143,10 @@ type Result struct {
 	EndedCtxOps     int64         // Releases and Extends called with an ended ctx
 	Retained        int64         // Releases that kept the lock (not sent to a quorum) and were retried
 	MaxKeepAliveLag time.Duration // longest seen: validity over, keep-alive context still live
+	Writes          int64         // writes accepted by the fenced store (Fencing or ZombieRate)
+	ZombieWrites    int64         // zombie writes attempted (after the writer's validity ended)
+	FencedOff       int64         // writes the store refused for a lower token
+	StaleWrites     int64         // writes accepted after a newer holding's (without Fencing: the classic failure)
 	Paused          int64         // client pauses injected
 	LongestPause    time.Duration
 	Elapsed         time.Duration
@@ -140,8 +158,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive, %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive, %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
 		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
@@ -286,6 +304,7 @@ func Run(cfg Config) (Result, error) {
 	}
 
 	rec := NewRecorder()
+	store := newStore(cfg.Fencing)
 	var res Result
 	var firstErr atomic.Pointer[error]
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxDuration)
@@ -338,7 +357,7 @@ func Run(cfg Config) (Result, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := &worker{cfg: &cfg, c: c, id: id, h: h, kh: kh, rec: rec, s: &s, resources: resources,
+				w := &worker{cfg: &cfg, c: c, id: id, h: h, kh: kh, rec: rec, s: &s, resources: resources, store: store,
 					note: func(err error) {
 						s.other.Add(1)
 						firstErr.CompareAndSwap(nil, &err)
@@ -358,6 +377,7 @@ func Run(cfg Config) (Result, error) {
 	res.KeptAlive, res.KeepAliveEnded, res.Multi = s.keptAlive.Load(), s.kaEnded.Load(), s.multi.Load()
 	res.SelfExtended, res.CtxEnded, res.EndedCtxOps, res.Retained = s.selfExt.Load(), s.ctxEnded.Load(), s.endedOps.Load(), s.retained.Load()
 	res.MaxKeepAliveLag = time.Duration(s.kaLag.Load())
+	res.Writes, res.ZombieWrites, res.FencedOff, res.StaleWrites = store.writes.Load(), s.zombies.Load(), store.refused.Load(), store.stale.Load()
 	for _, h := range holders {
 		res.Attempts += h.attempts.Load()
 		res.Paused += h.paused.Load()
@@ -375,7 +395,51 @@ func Run(cfg Config) (Result, error) {
 type stats struct {
 	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
 	keptAlive, kaEnded, multi                                        atomic.Int64
-	selfExt, ctxEnded, endedOps, retained, kaLag                     atomic.Int64
+	selfExt, ctxEnded, endedOps, retained, kaLag, zombies            atomic.Int64
+}
+
+// fencedStore is the resource the locks protect: it keeps, per resource,
+// the highest token it has seen and refuses lower ones (when fenced). It
+// reports a stale write (one accepted from a holding granted before the
+// newest holding whose write it accepted) and, with tokens, a regression:
+// a holding granted after the one that wrote the highest token, whose own
+// token is not higher.
+type fencedStore struct {
+	fenced                 bool
+	mu                     sync.Mutex
+	top                    map[string]uint64
+	topGot                 map[string]time.Time // grant (Acquire's return) of the top token's holding
+	newest                 map[string]time.Time // grant of the newest writer
+	writes, refused, stale atomic.Int64
+}
+
+func newStore(fenced bool) *fencedStore {
+	return &fencedStore{fenced: fenced, top: map[string]uint64{}, topGot: map[string]time.Time{}, newest: map[string]time.Time{}}
+}
+
+// write is a write to resource r by the holding granted at got with token.
+// It returns whether the write was stale and whether the token regressed.
+func (s *fencedStore) write(r string, got time.Time, token uint64) (stale, regressed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	top, seen := s.top[r], !s.topGot[r].IsZero()
+	if s.fenced && seen && got.After(s.topGot[r]) && token <= top {
+		regressed = true
+	}
+	if s.fenced && token < top {
+		s.refused.Add(1)
+		return false, regressed
+	}
+	if !seen || token > top || !s.fenced {
+		s.top[r], s.topGot[r] = token, got
+	}
+	s.writes.Add(1)
+	if n, ok := s.newest[r]; ok && got.Before(n) {
+		s.stale.Add(1)
+		return true, regressed
+	}
+	s.newest[r] = got
+	return false, regressed
 }
 
 // worker is one contending goroutine.
@@ -390,6 +454,19 @@ type worker struct {
 	resources []string
 	note      func(error)
 	kind      string // what the next claim follows (Interval.Kind)
+	store     *fencedStore
+}
+
+// write is a holding's write to the fenced store; a stale one accepted
+// with Fencing on breaks the contract.
+func (w *worker) write(r string, got time.Time, l redlock.Lock, zombie bool) {
+	stale, regressed := w.store.write(r, got, l.Token())
+	if stale && w.cfg.Fencing {
+		w.rec.Broke(StaleWrite, "holder %d: %q write with token %d (zombie %v) accepted after a newer holder's", w.id, r, l.Token(), zombie)
+	}
+	if regressed {
+		w.rec.Broke(TokenRegression, "holder %d: %q granted after the holder of the highest token, with token %d not higher", w.id, r, l.Token())
+	}
 }
 
 func (w *worker) loop(runCtx context.Context) {
@@ -424,6 +501,8 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		if rs != nil {
 			l, err = w.c.AcquireMulti(actx, rs)
+		} else if cfg.Fencing {
+			l, err = w.c.Acquire(actx, r, redlock.WithFencing())
 		} else {
 			l, err = w.c.Acquire(actx, r)
 		}
@@ -462,6 +541,18 @@ func (w *worker) loop(runCtx context.Context) {
 			}
 		}
 		w.kind = "acquired"
+		if rs == nil && (cfg.Fencing || cfg.ZombieRate > 0) {
+			w.write(r, got, l, false)
+			if rng.Float64() < cfg.ZombieRate {
+				// keeps the lock to its end, sleeps past it, then writes
+				w.s.zombies.Add(1)
+				claim(got, end)
+				sleepUntil(ctx, end.Add(time.Duration(rng.Int64N(int64(cfg.TTL)))))
+				w.write(r, got, l, true)
+				w.release(l, r)
+				continue
+			}
+		}
 
 		if rng.Float64() < cfg.KeepAliveRate {
 			w.keepAlive(runCtx, l, r, got, claim)

@@ -25,6 +25,10 @@ const (
 	AcquireReplied Point = iota + 1
 	// ExtendReplied: the same point in Extend.
 	ExtendReplied
+	// FenceWriteBack: a fenced acquisition was granted and its token
+	// computed; the write-back has not been sent. A pause here is one
+	// past which the token must not become valid.
+	FenceWriteBack
 )
 
 // Func is called at a Point with the ctx of the call.

@@ -20,6 +20,7 @@ type Mutant struct {
 const (
 	safetyTest = "TestSafetyUnderFaults"
 	availTest  = "TestAvailabilityNoLeftovers"
+	fenceTest  = "TestSafetyFencing"
 )
 
 // mutants is the list of planted bugs.
@@ -126,6 +127,33 @@ var mutants = []Mutant{
 		Edits: []Edit{{"redlock/client.go",
 			"\tw.dctx.parent = ctx\n\treturn &w.dctx\n",
 			"\tw.dctx.parent = ctx\n\treturn ctx\n"}},
+	},
+	// Fencing (issue 22): TestSafetyFencing's holders write their tokens
+	// to a fenced store, zombies write again after a pause past their
+	// validity, and the store reports stale writes and tokens that fail
+	// to increase.
+	{
+		Name: "fence-no-writeback", Class: "fencing token = 1 + max read, not written back to a quorum", Test: fenceTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\ttoken := top + 1\n",
+			"\ttoken := top + 1\n\tif token > 0 {\n\t\treturn uint64(token), tally{}\n\t}\n"}},
+	},
+	{
+		Name: "fence-token-one-reply", Class: "fencing token from one node's counter, not the quorum's", Test: fenceTest,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\t\ttop = max(top, v)\n",
+			"\t\ttop = v\n"}},
+	},
+	{
+		Name: "fence-late-unguarded", Class: "a token written back after the validity, without the holder guard", Test: fenceTest,
+		Edits: []Edit{
+			{"redlock/scripts/scripts.go",
+				"var FenceWriteBack = newScript(\"fence-write-back\", `if redis.call(\"get\",KEYS[1]) == ARGV[1] then",
+				"var FenceWriteBack = newScript(\"fence-write-back\", `if true then"},
+			{"redlock/acquire.go",
+				"if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {",
+				"if err != nil || out.Successes < c.quorum || t3 < 0 {"},
+		},
 	},
 	{
 		Name: "multi-first-key-only", Class: "a multi-resource acquisition that checks only its first key (not all or nothing)", Test: safetyTest,
