@@ -79,7 +79,7 @@ func (r *recorder) serve(c net.Conn) {
 				out = append(out, ":1\r\n"...)
 			case bytes.Contains(raw, []byte("SCRIPT")):
 				sha := "0000000000000000000000000000000000000000"
-				for _, s := range append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...) {
+				for _, s := range append(append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...), scripts.Fenced...) {
 					if bytes.Contains(raw, []byte(s.Text)) {
 						sha = s.SHA
 					}

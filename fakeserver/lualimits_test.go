@@ -87,7 +87,12 @@ func TestLuaConcatMemoryBudget(t *testing.T) {
 	<-done
 	grown := peak.Load() - min(base, peak.Load())
 	t.Logf("doubling script: %.60q after %v; heap grew at most %.0f MB (maxScriptHeap %d MB)", r, took, float64(grown)/1e6, maxScriptHeap>>20)
-	if !hasPrefix(r, "-ERR fake server: script stopped after using more than") {
+	// The heap budget stops it; on a loaded machine (-race, other
+	// packages' tests) each doubling is slow enough that the 20s run limit
+	// may come first. Either way the script fails, not the process, and
+	// the heap stays bounded (below).
+	if !hasPrefix(r, "-ERR fake server: script stopped after using more than") &&
+		!hasPrefix(r, "-ERR fake server: script killed after running for") {
 		t.Errorf("doubling script replied %.200q", r)
 	}
 	if grown > 4*maxScriptHeap {
