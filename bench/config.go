@@ -280,7 +280,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	durationVar(fs, &c.TTL, "ttl", 10*time.Second, "lock time to live")
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
-	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended")
+	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended|fenced (fenced: mux only, with fencing tokens)")
 	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
 	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
@@ -567,13 +567,13 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		return nil, usagef("-start-at %s is more than 24h away", c.StartAt.UTC().Format(time.RFC3339))
 	}
 	switch c.Workload {
-	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease:
+	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease, WorkloadFenced:
 	case WorkloadContended:
 		if !set["keys"] {
 			c.Keys = 1
 		}
 	default:
-		return nil, usagef("unknown -workload %q (want acquire-release, acquire-extend-release or contended)", c.Workload)
+		return nil, usagef("unknown -workload %q (want acquire-release, acquire-extend-release, contended or fenced)", c.Workload)
 	}
 	if set["n"] {
 		c.Duration = 0
@@ -586,8 +586,17 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
+			if c.Workload == WorkloadFenced {
+				c.Strategies = append(c.Strategies, StrategyMux) // the only one with fencing tokens
+				continue
+			}
 			c.Strategies = append(c.Strategies, AllStrategies...)
-		case StrategySeq, StrategyFanout, StrategyMux:
+		case StrategySeq, StrategyFanout:
+			if c.Workload == WorkloadFenced {
+				return nil, usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
+			}
+			c.Strategies = append(c.Strategies, s)
+		case StrategyMux:
 			c.Strategies = append(c.Strategies, s)
 		default:
 			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
@@ -20,6 +21,29 @@ type muxStrategy struct {
 	n      int
 	quorum int
 	params LockParams
+	fence  []redlock.LockOption // WithFencing for WorkloadFenced
+	store  fencedCounter
+}
+
+// KindFencedStale counts fenced writes refused for a stale token
+// (WorkloadFenced); it must stay 0.
+const KindFencedStale = "fenced_stale"
+
+// fencedCounter is the resource a fenced workload protects: per key, the
+// highest fencing token written; a lower one is refused (stale).
+type fencedCounter struct {
+	mu  sync.Mutex
+	top map[string]uint64
+}
+
+func (f *fencedCounter) write(key string, token uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if token < f.top[key] {
+		return false
+	}
+	f.top[key] = token
+	return true
 }
 
 func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
@@ -53,7 +77,11 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		_ = m.Close()
 		return nil, err
 	}
-	return &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p}, nil
+	s := &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p, store: fencedCounter{top: map[string]uint64{}}}
+	if p.Fencing {
+		s.fence = []redlock.LockOption{redlock.WithFencing()}
+	}
+	return s, nil
 }
 
 func (s *muxStrategy) Name() string { return StrategyMux }
@@ -74,9 +102,12 @@ type muxWorker struct {
 
 // Acquire is TryAcquire: one attempt, no retry (as seq and fanout).
 func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
-	l, err := w.s.c.TryAcquire(ctx, key)
+	l, err := w.s.c.TryAcquire(ctx, key, w.s.fence...)
 	if err == nil {
 		w.lock = l
+		if w.s.fence != nil && !w.s.store.write(key, l.Token()) {
+			w.nodeErrs[KindFencedStale]++ // a token lower than one already written: must stay 0
+		}
 		return true, nil
 	}
 	var nae *redlock.NotAcquiredError

@@ -63,6 +63,7 @@ type LockParams struct {
 	Password    string
 	DB          int
 	TLS         *tls.Config // every node over TLS (nil: only rediss:// nodes)
+	Fencing     bool        // WorkloadFenced: acquire with a fencing token and write it (mux only)
 }
 
 func (p LockParams) drift() time.Duration {

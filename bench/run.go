@@ -236,6 +236,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
+		Fencing: cfg.Workload == WorkloadFenced,
 	}
 	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
 	secrets := cfg.secrets()

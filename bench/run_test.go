@@ -290,3 +290,18 @@ func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
 	require.NotContains(t, b.String(), "ops in flight")
 	require.NotContains(t, b.String(), "Redlock groups")
 }
+
+// TestFencedWorkload: -workload fenced runs mux with fencing tokens written
+// to a fenced counter (no stale token), and refuses seq and fanout.
+func TestFencedWorkload(t *testing.T) {
+	rep, _, _ := runArgs(t, []string{"-workload", "fenced", "-c", "4", "-d", "300ms", "-warmup", "0s", "-out", "", "-timeout", "1s", "-quiet"}, false)
+	require.Len(t, rep.Strategies, 1)
+	s := rep.Strategies[0]
+	require.Equal(t, StrategyMux, s.Name)
+	require.Equal(t, WorkloadFenced, rep.Config.Workload)
+	require.Positive(t, s.Acquired)
+	require.Empty(t, s.Errors)
+	require.Zero(t, s.NodeErrors[KindFencedStale])
+	_, err := ParseArgs([]string{"-workload", "fenced", "-strategy", "seq"}, noEnv)
+	require.ErrorContains(t, err, "mux only")
+}

@@ -16,6 +16,13 @@ const (
 	WorkloadAcquireRelease       = "acquire-release"
 	WorkloadAcquireExtendRelease = "acquire-extend-release"
 	WorkloadContended            = "contended"
+	// WorkloadFenced is acquire-release with a fencing token
+	// (redlock.WithFencing): acquire, write the token to a fenced counter
+	// (an in-process store that refuses a token lower than the highest it
+	// has seen for the key: a stale one is counted as "fenced_stale" among
+	// the node errors, and must stay 0), release. mux strategy only: seq
+	// and fanout have no fencing.
+	WorkloadFenced = "fenced"
 )
 
 // RunConfig is the load shape of one strategy's run.
