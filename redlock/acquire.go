@@ -200,10 +200,10 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	pol := mux.Policy{Quorum: c.quorum, Timeout: timeout}
 	switch {
 	case s.fencing:
-		// every node's counter counts (docs/FENCING.md): wait for all
+		// the granted quorum's counters are what the token needs
+		// (docs/FENCING.md); later answers are not awaited
 		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.AcquireFenced.SHA, resource, w.val[:], ttlMillis(ttl))
 		granted, expect = isFencedGrant, mux.ExpectAggregate
-		pol.Quorum = 0
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	default:

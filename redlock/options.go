@@ -251,8 +251,7 @@ func WithFailFast(on bool) LockOption {
 // resource the lock protects with every write; the resource must refuse a
 // token lower than the highest it has seen, which is what stops a holder
 // paused past its validity. It costs one more round trip per acquisition
-// (the token is written back to a quorum before Acquire returns), and the
-// acquisition waits for every node's answer (at most the node timeout).
+// (the token is written back to a quorum before Acquire returns).
 //
 // The counter is the key resource + ":fence" on every node, an integer
 // without a TTL. It must survive restarts: run the nodes with appendonly
