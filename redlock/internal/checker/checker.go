@@ -95,11 +95,15 @@ const (
 	// TokenRegression: with fencing, a holding granted after the holding
 	// that wrote the highest token has a token that is not higher.
 	TokenRegression
+	// ExtendTooLong: after a successful Extend the lock reports a validity
+	// beyond hook + ttl - drift (the new validity must be counted from the
+	// start of the call, before the replies).
+	ExtendTooLong
 	numContracts
 )
 
 var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply",
-	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression"}
+	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression", "extend-too-long"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {

@@ -785,7 +785,7 @@ func (w *worker) selfExtend(hctx context.Context, l *redlock.Lock, r string, fro
 	if err == nil {
 		ext++
 	}
-	start, ok := w.checkExtend(r, end, call, ret, after, err, l.Extensions() != ext)
+	start, ok := w.checkExtend(r, ttl, end, call, ret, after, err, l.Extensions() != ext)
 	w.kind = "self-" + w.kind
 	if !ok {
 		return start, after, true
@@ -853,7 +853,7 @@ func (w *worker) extend(ctx context.Context, l *redlock.Lock, r string, from, en
 	err := l.Extend(ectx, ttl)
 	ret := time.Now()
 	after := l.Until()
-	start, _ := w.checkExtend(r, end, call, ret, after, err, false)
+	start, _ := w.checkExtend(r, ttl, end, call, ret, after, err, false)
 	return start, after
 }
 
@@ -862,7 +862,7 @@ func (w *worker) extend(ctx context.Context, l *redlock.Lock, r string, from, en
 // (the keep-alive's) ran just before or after it (interleaved); it returns
 // where the claim after it starts, and false when the lock is lost or
 // expired (the holder must stop).
-func (w *worker) checkExtend(r string, end, call, ret, after time.Time, err error, interleaved bool) (time.Time, bool) {
+func (w *worker) checkExtend(r string, ttl time.Duration, end, call, ret, after time.Time, err error, interleaved bool) (time.Time, bool) {
 	h := w.h
 	if interleaved {
 		h.fired = false // another extension moved the end: the bounds below do not apply
@@ -872,6 +872,11 @@ func (w *worker) checkExtend(r string, end, call, ret, after time.Time, err erro
 		w.s.extended.Add(1)
 		if h.fired && !h.at.Before(end) {
 			w.rec.Broke(LateExtension, "holder %d: %q extended although its validity ended %v before the replies were in", w.id, r, h.at.Sub(end))
+		}
+		// the library's t1 came before the send, so before the hook's
+		// reading: the new end is at most hook + ttl - drift
+		if bound := h.at.Add(ttl - drift(ttl)); h.fired && after.After(bound) {
+			w.rec.Broke(ExtendTooLong, "holder %d: %q extended %v beyond hook + ttl - drift", w.id, r, after.Sub(bound))
 		}
 		return call, true
 	}
@@ -907,7 +912,7 @@ func sleepUntil(ctx context.Context, t time.Time) {
 }
 
 // Leftovers checks availability after failed acquisitions: clients contend
-// for the resources (no faults, no crashes, TTL 2s so that a key left
+// for the resources (no faults, no crashes, TTL 15s so that a key left
 // behind outlives the run), every holder releases, and then no key may
 // remain on any node: a failed attempt must release on every node, those
 // that granted it included, also when its ctx ended mid-attempt
@@ -920,7 +925,9 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 	cfg.CrashRate, cfg.HoldToEnd, cfg.ExtendRate, cfg.PauseRate = 0, 0, 0, 0
 	cfg.Faults, cfg.StopOnViolation = nil, false
 	if cfg.TTL <= 0 {
-		cfg.TTL = 2 * time.Second
+		// longer than the run: a key left behind at any moment is still
+		// there when the nodes are read
+		cfg.TTL = 15 * time.Second
 	}
 	if cfg.NodeTimeout <= 0 {
 		cfg.NodeTimeout = 200 * time.Millisecond
