@@ -10,7 +10,7 @@
 //
 //	l, err := c.Acquire(ctx, "payments:batch-42")
 //	if err != nil { ... } // *NotAcquiredError: errors.Is(err, redlock.ErrNotAcquired), per-node causes
-//	defer l.Release(context.WithoutCancel(ctx))
+//	defer l.Release(ctx) // sent even if ctx has ended (bounded by the node timeout)
 //	work, err := l.KeepAlive(ctx, redlock.KeepAliveMaxHold(time.Hour))
 //	if err != nil { ... }
 //	for step := range steps {
@@ -58,7 +58,26 @@
 // on the monotonic clock by its next extension (computed from its validity
 // deadline after every extension: no ticker, no drift) or by its deadline;
 // extensions due together leave in one write per node, and none
-// allocates.
+// allocates. An Extend by the holder on a kept-alive lock re-arms the
+// keep-alive from the new validity, or cancels its context, before it
+// returns.
+//
+// # Contexts
+//
+// The releases the algorithm owes (after a failed attempt, and Release)
+// are sent whatever the caller's context says, cancelled or past its
+// deadline: they run under a clean-up context of the lock's own, bounded
+// by the node timeout. A Release that could not reach a quorum keeps the
+// lock releasable (ReleaseError.Retained). An Extend cut by its context
+// after sending reports ErrExtendUnknown and keeps the validity it had.
+//
+// # Fencing
+//
+// WithFencing hands each grant a token (Lock.Token) that increases with
+// every grant of the resource, across clients, whatever minority of nodes
+// is down: pass it to the protected resource, which refuses a lower one,
+// and a holder paused past its validity is refused. One more round trip
+// per acquisition; counters must be persisted (docs/FENCING.md).
 //
 // # Errors
 //
@@ -76,11 +95,11 @@
 // deployment holds the same lock — provided the nodes' clocks advance at a
 // rate within the drift allowance, nodes that lose their data stay away for
 // longer than the largest TTL before rejoining, and the holder's process is
-// not paused past the validity (GC, swapping, SIGSTOP). Redlock has no
-// fencing token: a holder that was paused can still act after its lock
-// expired, so a resource that must never see two writers needs its own
-// check. docs/REDLOCK.md spells this out, with the options that trade
-// safety for availability.
+// not paused past the validity (GC, swapping, SIGSTOP). Without
+// WithFencing a holder that was paused can still act after its lock
+// expired, so a resource that must never see two writers needs fencing
+// tokens or its own check. docs/REDLOCK.md spells this out, with the
+// options that trade safety for availability.
 //
 // # Allocation
 //
