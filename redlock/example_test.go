@@ -261,3 +261,32 @@ func ExampleNotAcquiredError() {
 	// true true 1
 	// failed true
 }
+
+// WithFencing: each grant of a resource gets a higher token; the protected
+// resource keeps the highest it has seen and refuses a lower one, so a
+// holder that was paused past its validity cannot write after a newer one.
+func ExampleWithFencing() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs(), redlock.WithFencing())
+	defer c.Close()
+	ctx := context.Background()
+
+	var highest uint64 // the resource's side: the highest token it accepted
+	write := func(token uint64) bool {
+		if token < highest {
+			return false
+		}
+		highest = token
+		return true
+	}
+	a, _ := c.Acquire(ctx, "ledger")
+	_ = a.Release(ctx) // say a's holder was paused here, past its validity
+	b, _ := c.Acquire(ctx, "ledger")
+	fmt.Println("b writes with", b.Token(), write(b.Token()))
+	fmt.Println("a writes late with", a.Token(), write(a.Token()))
+	_ = b.Release(ctx)
+	// Output:
+	// b writes with 2 true
+	// a writes late with 1 false
+}
