@@ -87,18 +87,23 @@ func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) chec
 	}
 }
 
-// TestSafetyUnderFaults: many clients contend for a few resources on a
-// 5-node cluster under safetyProfile's faults and safetyConfig's holders.
-// No two holdings' claims may overlap, and no contract check may fail.
-func TestSafetyUnderFaults(t *testing.T) {
+// runSafety runs the safety checker on a fresh 5-node cluster under prof's
+// faults with safetyConfig's holders (tweak changes them), logs the run,
+// and requires what every such run must show: no violation, no unexpected
+// error, the acquisitions asked for.
+func runSafety(t *testing.T, prof fakeserver.ChaosProfile, tweak func(*checker.Config)) (checker.Result, *fakeserver.Chaos) {
+	t.Helper()
 	n := safetyCount()
 	cl := startCluster(t, 5)
 	seed := *safetySeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	chaos := fakeserver.NewChaos(cl, safetyProfile(safetyTTL))
+	chaos := fakeserver.NewChaos(cl, prof)
 	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	cfg.StopOnViolation = *safetyStop
 	cfg.StopOnOverlapOnly = *safetyOvl
 	res, err := checker.Run(cfg)
@@ -109,6 +114,14 @@ func TestSafetyUnderFaults(t *testing.T) {
 	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
 	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
 	require.GreaterOrEqual(t, res.Acquired, int64(n))
+	return res, chaos
+}
+
+// TestSafetyUnderFaults: many clients contend for a few resources on a
+// 5-node cluster under safetyProfile's faults and safetyConfig's holders.
+// No two holdings' claims may overlap, and no contract check may fail.
+func TestSafetyUnderFaults(t *testing.T) {
+	res, chaos := runSafety(t, safetyProfile(safetyTTL), nil)
 	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
 	require.Positive(t, res.Extended, "extensions succeeded")
 	require.Positive(t, res.ExtendFailed, "extensions failed")
@@ -128,27 +141,9 @@ func TestSafetyUnderFaults(t *testing.T) {
 // counters that survive restarts (appendfsync always), so the fault model
 // restarts nodes keeping their data only; every other fault is on.
 func TestSafetyFencing(t *testing.T) {
-	n := safetyCount()
-	cl := startCluster(t, 5)
-	seed := *safetySeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
 	prof := safetyProfile(safetyTTL)
 	prof.RestartDelayed = false // a node without persistence: outside fencing's assumptions
-	chaos := fakeserver.NewChaos(cl, prof)
-	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
-	cfg.Fencing, cfg.ZombieRate = true, 0.05
-	cfg.StopOnViolation = *safetyStop
-	cfg.StopOnOverlapOnly = *safetyOvl
-	res, err := checker.Run(cfg)
-	require.NoError(t, err)
-	t.Logf("seed %d: %v", seed, res)
-	t.Logf("%v", &chaos.Counts)
-	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
-	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
-	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
-	require.GreaterOrEqual(t, res.Acquired, int64(n))
+	res, _ := runSafety(t, prof, func(cfg *checker.Config) { cfg.Fencing, cfg.ZombieRate = true, 0.05 })
 	require.Positive(t, res.ZombieWrites, "zombies wrote")
 	require.Positive(t, res.FencedOff, "the store refused zombies' tokens")
 	require.Zero(t, res.StaleWrites)
