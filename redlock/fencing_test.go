@@ -97,10 +97,12 @@ func TestFencingTokens(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrBadOption)
 }
 
-// TestFencingLostCounter: counters lost on some nodes are covered by the
-// others (the token is 1 + the highest any node reports) and the grant
-// writes it back everywhere it was granted; a counter that is not an
-// integer is refused (ErrFencingUnknown) and the grant released.
+// TestFencingLostCounter: counters lost on a minority of the nodes are
+// covered by the others (every granted quorum includes a node that kept
+// its counter, and the token is 1 + the highest counter read) and the grant
+// writes the token back everywhere it was granted; a counter that is not
+// an integer is refused (ErrFencingUnknown) and the grant released. (Lost
+// on a majority, a token can repeat: docs/FENCING.md.)
 func TestFencingLostCounter(t *testing.T) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
@@ -114,7 +116,7 @@ func TestFencingLostCounter(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	}
 	time.Sleep(50 * time.Millisecond) // every write-back landed
-	for _, i := range []int{0, 1, 2, 3} {
+	for _, i := range []int{0, 1} {
 		rawDo(t, addrs[i], "DEL", "lost:fence")
 	}
 	l, err := c.Acquire(ctx, "lost")
@@ -127,8 +129,11 @@ func TestFencingLostCounter(t *testing.T) {
 		r := rawDo(t, a, "GET", "lost:fence")
 		require.Equal(t, strconv.FormatUint(last, 10), string(r.Data), "node %d re-seeded", i)
 	}
-	rawDo(t, addrs[2], "SET", "lost:fence", "not-a-number")
+	for _, i := range []int{0, 1, 2} { // a majority: every granted quorum reads one
+		rawDo(t, addrs[i], "SET", "lost:fence", "not-a-number")
+	}
 	_, err = c.Acquire(ctx, "lost")
 	require.ErrorIs(t, err, redlock.ErrFencingUnknown)
-	require.True(t, keyAbsent(t, addrs, "lost"), "the grant without a token was released")
+	// the release after a failed attempt waits for its first answer only
+	eventually(t, 2*time.Second, func() bool { return keyAbsent(t, addrs, "lost") }, "the grant without a token was not released")
 }
