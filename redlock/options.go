@@ -255,10 +255,10 @@ func WithFailFast(on bool) LockOption {
 //
 // The counter is the key resource + ":fence" on every node, an integer
 // without a TTL. It must survive restarts: run the nodes with appendonly
-// yes and appendfsync always. A counter lost on some nodes is covered by
-// the others' (the token is 1 + the highest counter any node reports, and
-// the grant writes it back); lost on every node of a grant's quorum and
-// the write-back's intersection, a token could repeat (docs/FENCING.md).
+// yes and appendfsync always. A counter lost on a minority of the nodes
+// is covered by the others' (every granted quorum reads one that kept it;
+// the token is 1 + the highest counter read, and the grant writes it back);
+// lost on a majority, a token could repeat (docs/FENCING.md).
 // Not available for multi-resource locks yet (ErrBadOption).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
