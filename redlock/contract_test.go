@@ -205,8 +205,11 @@ func TestExtendErrorSaysWhatIsKnown(t *testing.T) {
 	require.NotErrorIs(t, err, redlock.ErrExtendUnknown)
 	require.ErrorAs(t, err, &ee)
 	require.True(t, ee.Lost)
-	require.Equal(t, 3, ee.Refused)
-	require.Equal(t, 2, ee.Extended)
+	require.Equal(t, 3, ee.Refused, "%v", err)
+	// The outcome is known at the third refusal: the other two may still be
+	// pending then (CI saw 1 extended, 1 pending), never failed.
+	require.Equal(t, 2, ee.Extended+ee.Pending, "%v", err)
+	require.Zero(t, ee.Failed, "%v", err)
 	require.Zero(t, l.Validity())
 }
 
