@@ -122,9 +122,6 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	if resource == "" {
 		return Lock{}, fmt.Errorf("%w: empty resource name", ErrBadOption)
 	}
-	if s.fencing && keys != nil {
-		return Lock{}, fmt.Errorf("%w: fencing of multi-resource locks is not available yet", ErrBadOption)
-	}
 	tries := s.tries
 	if once {
 		tries = 1
@@ -202,7 +199,8 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	case s.fencing:
 		// the granted quorum's counters are what the token needs
 		// (docs/FENCING.md); later answers are not awaited
-		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.AcquireFenced.SHA, resource, w.val[:], ttlMillis(ttl))
+		w.guess = c.fenceGuess(ctx)
+		w.cmd = lockcmd.AppendEvalSHAFenceGuess(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
 		granted, expect = isFencedGrant, mux.ExpectAggregate
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
@@ -231,7 +229,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		var token uint64
 		if s.fencing {
 			var t tally
-			token, t = c.fence(ctx, w, resource, s, end, out.Successes)
+			token, t = c.fence(ctx, w, resource, keys, s, end, out.Successes)
 			if token == 0 {
 				c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
 				return t, nil
@@ -356,28 +354,62 @@ func intReply(v int64) resp.Reply {
 	return r
 }
 
-// fence computes a granted fenced attempt's token from w.b's replies and
-// writes it back to a quorum (docs/FENCING.md): token = 1 + the highest
-// counter among the answers (the granted nodes, a quorum, are what the
-// argument needs; the others can only raise it); a counter that is not an
-// integer fails the attempt (ErrFencingUnknown). Then the guarded
-// write-back must reach a quorum before the validity ends (at end). It
+// maxToken bounds fencing counters and tokens: the scripts handle them as
+// Lua numbers (doubles), exact below 2^53.
+const maxToken = 1<<53 - 1
+
+// fenceGuess is a fenced attempt's token guess (docs/FENCING.md): the
+// wall clock in microseconds, or one more than the highest counter this
+// Client has seen, whichever is higher. Only a proposal: a guess that is
+// not above every granted node's counter costs the write-back.
+func (c *Client) fenceGuess(ctx context.Context) uint64 {
+	g := max(uint64(max(time.Now().UnixMicro(), 1)), c.fenceSeen.Load()+1)
+	return min(hook.Guess(ctx, g), maxToken) // the checker's clients with other clocks; g outside it
+}
+
+// saw raises c.fenceSeen to v.
+func (c *Client) saw(v uint64) {
+	for {
+		old := c.fenceSeen.Load()
+		if v <= old || c.fenceSeen.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// fence computes a granted fenced attempt's token from w.b's replies
+// (docs/FENCING.md). If every granted answer read a counter below the
+// guess, those nodes (a quorum) wrote the guess in the step that granted
+// the lock, and the guess is the token. Otherwise the token is 1 + the
+// highest counter among the answers (the granted nodes, a quorum, are
+// what the argument needs; the others can only raise it), and the guarded
+// write-back must reach a quorum before the validity ends (at end). A
+// counter that is not an integer fails the attempt (ErrFencingUnknown). It
 // returns the token, or 0 and the failed attempt's tally.
-func (c *Client) fence(ctx context.Context, w *worker, resource string, s *lockSettings, end int64, granted int) (uint64, tally) {
+func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []string, s *lockSettings, end int64, granted int) (uint64, tally) {
 	b := w.b
 	var top int64
+	fast := true
 	for i := 0; i < c.n; i++ {
 		r, err := b.Last(i)
 		if err != nil {
 			continue
 		}
-		_, v, ok := fencedReply(r)
-		if !ok || v < 0 {
+		g, v, ok := fencedReply(r)
+		if !ok || v < 0 || v >= maxToken {
 			return 0, tally{granted: granted, fencingUnknown: true}
 		}
 		top = max(top, v)
+		if g == 1 && uint64(v) >= w.guess {
+			fast = false // this granted node did not take the guess
+		}
+	}
+	if fast {
+		c.saw(w.guess)
+		return w.guess, tally{}
 	}
 	token := top + 1
+	c.saw(uint64(token))
 	timeout := s.nodeTimeout
 	if left := time.Duration(end - mono()); left < timeout {
 		timeout = left
@@ -388,7 +420,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, s *lockS
 	}
 	b.Reset()
 	b.SetKey(resource)
-	w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, w.val[:], token)
+	w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token)
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()

@@ -33,6 +33,9 @@ type Client struct {
 	pool   sync.Pool // *worker
 	states sync.Pool // *lockState, recycled at Release
 	ka     scheduler // keep-alive
+	// fenceSeen is the highest fencing counter this Client has read or
+	// written: a fenced acquisition's token guess is above it.
+	fenceSeen atomic.Uint64
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -47,6 +50,7 @@ type worker struct {
 	timer *time.Timer
 	nodes []nodeRec // the last failed attempt, per node
 	dctx  detachedCtx
+	guess uint64 // the fenced attempt's token guess
 }
 
 // nodeRec is one node's answer to a failed attempt.

@@ -283,10 +283,12 @@ func ExampleWithFencing() {
 	a, _ := c.Acquire(ctx, "ledger")
 	_ = a.Release(ctx) // say a's holder was paused here, past its validity
 	b, _ := c.Acquire(ctx, "ledger")
-	fmt.Println("b writes with", b.Token(), write(b.Token()))
-	fmt.Println("a writes late with", a.Token(), write(a.Token()))
+	fmt.Println("b's token is higher:", b.Token() > a.Token())
+	fmt.Println("b's write accepted:", write(b.Token()))
+	fmt.Println("a's late write accepted:", write(a.Token()))
 	_ = b.Release(ctx)
 	// Output:
-	// b writes with 2 true
-	// a writes late with 1 false
+	// b's token is higher: true
+	// b's write accepted: true
+	// a's late write accepted: false
 }

@@ -9,11 +9,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/internal/hook"
 )
+
+// lowGuess marks a ctx whose fenced acquisitions propose token 1, as a
+// client whose clock is far behind would: they take the write-back path.
+type lowGuess struct{}
+
+// withLowGuess installs the guess hook for the test.
+func withLowGuess(t *testing.T) {
+	t.Helper()
+	old := hook.SetGuess(func(ctx context.Context, g uint64) uint64 {
+		if ctx.Value(lowGuess{}) != nil {
+			return 1
+		}
+		return g
+	})
+	t.Cleanup(func() { hook.SetGuess(old) })
+}
 
 // grantOn acquires key with fencing while the nodes outside on hold
 // another value, so that exactly the nodes of on grant it, and releases it.
-func grantOn(t *testing.T, c *redlock.Client, addrs []string, key string, on ...int) uint64 {
+func grantOn(t *testing.T, ctx context.Context, c *redlock.Client, addrs []string, key string, on ...int) uint64 {
 	t.Helper()
 	var others []int
 	for i := range addrs {
@@ -22,7 +39,7 @@ func grantOn(t *testing.T, c *redlock.Client, addrs []string, key string, on ...
 		}
 	}
 	setForeign(t, addrs, key, others...)
-	l, err := c.TryAcquire(context.Background(), key, redlock.WithFencing())
+	l, err := c.TryAcquire(ctx, key, redlock.WithFencing())
 	require.NoError(t, err, "granted by %v", on)
 	require.Equal(t, on, grantedNodes(t, addrs, key, l))
 	tok := l.Token()
@@ -55,34 +72,121 @@ func grantedNodes(t *testing.T, addrs []string, key string, l redlock.Lock) []in
 
 // TestFencingCounterexample is issue 22's case against "max of the granted
 // nodes' INCRs": G1 granted by {0,1,2}, G2 by {2,3,4}, G3 by {0,1,3}. With
-// the write-back to a quorum every token is higher than the one before.
+// the write-back to a quorum every token is higher than the one before:
+// with the clock's proposals (the usual one-round-trip path) and with a
+// client whose proposal is always too low (1: every grant after the first
+// takes the write-back path, and the tokens are 1, 2, 3).
 func TestFencingCounterexample(t *testing.T) {
-	cl := startCluster(t, 5)
-	addrs := cl.Addrs()
-	c := newClient(t, addrs, redlock.WithTTL(10*time.Second))
-	warm(t, c)
-	t1 := grantOn(t, c, addrs, "fence", 0, 1, 2)
-	t2 := grantOn(t, c, addrs, "fence", 2, 3, 4)
-	t3 := grantOn(t, c, addrs, "fence", 0, 1, 3)
-	require.Equal(t, uint64(1), t1, "a new resource starts at 1")
-	require.Greater(t, t2, t1)
-	require.Greater(t, t3, t2)
-	for i, a := range addrs {
-		r := rawDo(t, a, "GET", "fence:fence")
-		v, _ := strconv.ParseUint(string(r.Data), 10, 64)
-		require.LessOrEqual(t, v, t3, "node %d", i)
+	withLowGuess(t)
+	for _, low := range []bool{false, true} {
+		cl := startCluster(t, 5)
+		addrs := cl.Addrs()
+		c := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+		warm(t, c)
+		ctx := context.Background()
+		if low {
+			ctx = context.WithValue(ctx, lowGuess{}, true)
+		}
+		t1 := grantOn(t, ctx, c, addrs, "fence", 0, 1, 2)
+		t2 := grantOn(t, ctx, c, addrs, "fence", 2, 3, 4)
+		t3 := grantOn(t, ctx, c, addrs, "fence", 0, 1, 3)
+		if low {
+			require.Equal(t, []uint64{1, 2, 3}, []uint64{t1, t2, t3})
+		}
+		require.Greater(t, t2, t1, "low %v", low)
+		require.Greater(t, t3, t2, "low %v", low)
+		for i, a := range addrs {
+			r := rawDo(t, a, "GET", "fence:fence")
+			v, _ := strconv.ParseUint(string(r.Data), 10, 64)
+			require.LessOrEqual(t, v, t3, "node %d", i)
+		}
 	}
 }
 
-// TestFencingTokens: successive holders get increasing tokens; a lock
-// without fencing has token 0; multi-resource fencing is refused.
-func TestFencingTokens(t *testing.T) {
+// TestFencingOneRoundTrip: a fresh resource's token is the client's
+// proposal (the clock in microseconds), taken by every granted node in the
+// step that granted the lock: it lies between the clock before and after
+// Acquire, every granted node holds it, and successive holders' tokens
+// increase.
+func TestFencingOneRoundTrip(t *testing.T) {
 	cl := startCluster(t, 5)
-	c := newClient(t, cl.Addrs(), redlock.WithFencing())
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithFencing())
+	warm(t, c)
 	ctx := context.Background()
 	var last uint64
 	for i := 0; i < 20; i++ {
-		l, err := c.Acquire(ctx, "tok")
+		before := uint64(time.Now().UnixMicro())
+		l, err := c.Acquire(ctx, "one")
+		after := uint64(time.Now().UnixMicro())
+		require.NoError(t, err)
+		tok := l.Token()
+		require.Greater(t, tok, last)
+		if tok < before || tok > after { // same microsecond as the last grant: last+1
+			require.Equal(t, last+1, tok, "neither the clock nor one above the last token")
+		}
+		waitAllHold(t, addrs, "one", l)
+		for n, a := range addrs {
+			require.Equal(t, strconv.FormatUint(tok, 10), string(rawDo(t, a, "GET", "one:fence").Data), "node %d", n)
+		}
+		last = tok
+		require.NoError(t, l.Release(ctx))
+	}
+}
+
+// TestFencingGuessTooLow: one granted node's counter is above the client's
+// proposal (a client whose clock runs ahead wrote it) and its answer is in
+// hand when the quorum decides: the proposal must not be the token even
+// though the other nodes took it; the token is
+// 1 + that counter, written back everywhere the lock was granted, and the
+// Client's next proposal is above it.
+func TestFencingGuessTooLow(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithFencing())
+	warm(t, c)
+	ctx := context.Background()
+	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+	rawDo(t, addrs[2], "SET", "ahead:fence", strconv.FormatUint(ahead, 10))
+	for _, i := range []int{0, 1, 3, 4} { // node 2's answer is among those in hand at the decision
+		cl.Nodes[i].SetLatency(20*time.Millisecond, 0)
+	}
+	l, err := c.Acquire(ctx, "ahead")
+	for _, n := range cl.Nodes {
+		n.SetLatency(0, 0)
+	}
+	require.NoError(t, err)
+	require.Equal(t, ahead+1, l.Token())
+	waitAllHold(t, addrs, "ahead", l)
+	require.NoError(t, l.Release(ctx))
+	eventually(t, 2*time.Second, func() bool {
+		for _, a := range addrs {
+			if string(rawDo(t, a, "GET", "ahead:fence").Data) != strconv.FormatUint(ahead+1, 10) {
+				return false
+			}
+		}
+		return true
+	}, "the token was not written back to every granted node")
+	l, err = c.Acquire(ctx, "other") // a fresh resource: the proposal is above what the Client saw
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), ahead+1)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestFencingTokens: successive holders get increasing tokens, also across
+// Clients; a lock without fencing has token 0.
+func TestFencingTokens(t *testing.T) {
+	cl := startCluster(t, 5)
+	c := newClient(t, cl.Addrs(), redlock.WithFencing())
+	c2 := newClient(t, cl.Addrs(), redlock.WithFencing())
+	ctx := context.Background()
+	var last uint64
+	for i := 0; i < 20; i++ {
+		cc := c
+		if i%2 == 1 {
+			cc = c2
+		}
+		l, err := cc.Acquire(ctx, "tok")
 		require.NoError(t, err)
 		require.Greater(t, l.Token(), last)
 		last = l.Token()
@@ -93,21 +197,79 @@ func TestFencingTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, l.Token())
 	require.NoError(t, l.Release(ctx))
-	_, err = c.AcquireMulti(ctx, []string{"a", "b"})
-	require.ErrorIs(t, err, redlock.ErrBadOption)
+}
+
+// TestFencingMulti: a multi-resource lock gets one token, above every
+// earlier holder's of any of its resources (single or multi), written to
+// every resource's counter, so a later single lock of any of them gets a
+// higher one. Both paths: the clock's proposal and a proposal too low.
+func TestFencingMulti(t *testing.T) {
+	withLowGuess(t)
+	for _, low := range []bool{false, true} {
+		cl := startCluster(t, 5)
+		addrs := cl.Addrs()
+		c := newClient(t, addrs, redlock.WithFencing())
+		warm(t, c)
+		ctx := context.Background()
+		if low {
+			ctx = context.WithValue(ctx, lowGuess{}, true)
+		}
+		acq := func(rs ...string) uint64 {
+			t.Helper()
+			var (
+				l   redlock.Lock
+				err error
+			)
+			if len(rs) == 1 {
+				l, err = c.Acquire(ctx, rs[0])
+			} else {
+				l, err = c.AcquireMulti(ctx, rs)
+			}
+			require.NoError(t, err, "%v low %v", rs, low)
+			tok := l.Token()
+			waitAllHold(t, addrs, rs[0], l)
+			require.NoError(t, l.Release(ctx))
+			return tok
+		}
+		// b is ahead of a: the set's token must pass b's, not only a's
+		tb := acq("b")
+		tb = max(tb, acq("b"))
+		tab := acq("a", "b", "c")
+		require.Greater(t, tab, tb, "low %v", low)
+		for n, a := range addrs {
+			for _, r := range []string{"a", "b", "c"} {
+				v, _ := strconv.ParseUint(string(rawDo(t, a, "GET", r+":fence").Data), 10, 64)
+				require.GreaterOrEqual(t, v, tab, "node %d %s low %v", n, r, low)
+			}
+		}
+		require.Greater(t, acq("c"), tab, "low %v", low)
+		require.Greater(t, acq("c", "a"), tab, "low %v", low)
+	}
 }
 
 // TestFencingLostCounter: counters lost on a minority of the nodes are
 // covered by the others (every granted quorum includes a node that kept
-// its counter, and the token is 1 + the highest counter read) and the grant
-// writes the token back everywhere it was granted; a counter that is not
-// an integer is refused (ErrFencingUnknown) and the grant released. (Lost
-// on a majority, a token can repeat: docs/FENCING.md.)
+// its counter; a proposal at or below it takes the write-back path with 1
+// + the highest counter read) and the grant writes the token everywhere it
+// was granted; a counter that is not an integer is refused
+// (ErrFencingUnknown) and the grant released. (Lost on a majority, a token
+// can repeat: docs/FENCING.md.) Both paths: the clock's proposal and one
+// too low.
 func TestFencingLostCounter(t *testing.T) {
+	withLowGuess(t)
+	for _, low := range []bool{false, true} {
+		t.Run(map[bool]string{false: "clock", true: "low"}[low], func(t *testing.T) { lostCounter(t, low) })
+	}
+}
+
+func lostCounter(t *testing.T, low bool) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
 	c := newClient(t, addrs, redlock.WithFencing(), redlock.WithTries(1))
 	ctx := context.Background()
+	if low {
+		ctx = context.WithValue(ctx, lowGuess{}, true)
+	}
 	var last uint64
 	for i := 0; i < 3; i++ {
 		l, err := c.Acquire(ctx, "lost")

@@ -103,7 +103,8 @@ func (l Lock) Value() []byte {
 }
 
 // Token returns the lock's fencing token (WithFencing): a number greater
-// than the token of every earlier grant of the resource. Send it with every
+// than the token of every earlier grant of the resource (of every resource
+// of a multi-resource lock). Send it with every
 // write to the protected resource, which must refuse a token lower than
 // the highest it has seen (docs/FENCING.md). 0 for a lock acquired without
 // fencing.

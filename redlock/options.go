@@ -250,16 +250,26 @@ func WithFailFast(on bool) LockOption {
 // down or slow (design and argument: docs/FENCING.md). Pass it to the
 // resource the lock protects with every write; the resource must refuse a
 // token lower than the highest it has seen, which is what stops a holder
-// paused past its validity. It costs one more round trip per acquisition
-// (the token is written back to a quorum before Acquire returns).
+// paused past its validity.
+//
+// Tokens are not consecutive: the client proposes one (the wall clock in
+// microseconds, or above the highest counter it has seen) and the nodes
+// take it in the same step that grants the lock, so the usual acquisition
+// costs no extra round trip. When a granted node's counter is already at
+// or above the proposal (another client's clock is ahead), the token is 1
+// + the highest counter read and is written back to a quorum before
+// Acquire returns: one more round trip. Correctness never depends on the
+// clocks. Tokens stay below 2^53.
+//
+// A multi-resource lock (AcquireMulti) gets one token, above every earlier
+// holder's of any of its resources.
 //
 // The counter is the key resource + ":fence" on every node, an integer
 // without a TTL. It must survive restarts: run the nodes with appendonly
 // yes and appendfsync always. A counter lost on a minority of the nodes
-// is covered by the others' (every granted quorum reads one that kept it;
-// the token is 1 + the highest counter read, and the grant writes it back);
-// lost on a majority, a token could repeat (docs/FENCING.md).
-// Not available for multi-resource locks yet (ErrBadOption).
+// is covered by the others' (every granted quorum reads one that kept it);
+// lost on a majority, a token could repeat, unless the clock-based
+// proposal is already above it (docs/FENCING.md).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
 // Option configures a Client in New or NewWithMux. Every LockOption is

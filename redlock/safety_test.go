@@ -134,19 +134,27 @@ func TestSafetyUnderFaults(t *testing.T) {
 }
 
 // TestSafetyFencing is TestSafetyUnderFaults with fencing tokens (issue
-// 22): every single-resource holding writes its token to a fenced store,
-// 5 % are zombies that write again after a pause past their validity, and
-// the store must accept no write after a newer holder's (stale-write) and
-// see no token that fails to increase (token-regression). Fencing needs
-// counters that survive restarts (appendfsync always), so the fault model
-// restarts nodes keeping their data only; every other fault is on.
+// 22): every holding (multi-resource ones too) writes its token to a
+// fenced store, 5 % are zombies that write again after a pause past their
+// validity, and the store must accept no write after a newer holder's
+// (stale-write) and see no token that fails to increase
+// (token-regression). 30 % of the fenced attempts propose a token that is
+// too low or equal to another's (clients whose clocks are behind or in
+// step), so grants take the write-back path as well as the one-round-trip
+// path. Fencing needs counters that survive restarts (appendfsync always),
+// so the fault model restarts nodes keeping their data only; every other
+// fault is on.
 func TestSafetyFencing(t *testing.T) {
 	prof := safetyProfile(safetyTTL)
 	prof.RestartDelayed = false // a node without persistence: outside fencing's assumptions
-	res, _ := runSafety(t, prof, func(cfg *checker.Config) { cfg.Fencing, cfg.ZombieRate = true, 0.05 })
+	res, _ := runSafety(t, prof, func(cfg *checker.Config) { cfg.Fencing, cfg.ZombieRate, cfg.LowGuessRate = true, 0.05, 0.3 })
 	require.Positive(t, res.ZombieWrites, "zombies wrote")
 	require.Positive(t, res.FencedOff, "the store refused zombies' tokens")
 	require.Zero(t, res.StaleWrites)
+	require.Positive(t, res.Multi, "multi-resource holdings were fenced")
+	require.Positive(t, res.LowGuesses, "proposals were lowered")
+	require.Positive(t, res.WriteBacks, "grants took the write-back path")
+	require.Less(t, res.WriteBacks, res.Acquired, "grants took the one-round-trip path")
 }
 
 // TestAvailabilityNoLeftovers: after contended acquisitions (many fail,

@@ -88,20 +88,55 @@ func appendKeys(dst []byte, sha string, keys []string, value []byte) []byte {
 // FenceSuffix on every node.
 const FenceSuffix = ":fence"
 
-// AppendEvalSHAFence appends "EVALSHA sha 2 key key:fence value n", the
-// shape of the fenced acquisition (n: the TTL in milliseconds) and of the
-// token write-back (n: the token). The counter's key is written without
-// building a string.
-func AppendEvalSHAFence(dst []byte, sha, key string, value []byte, n int64) []byte {
-	dst = append(dst, "*7\r\n$7\r\nEVALSHA\r\n"...)
+// AppendEvalSHAFence appends "EVALSHA sha 2k keys... counters... value
+// n", the shape of the fencing token's write-back (n: the token): the lock
+// keys are keys, or key alone when keys is nil, and each one's counter is
+// the key + FenceSuffix, written without building a string.
+func AppendEvalSHAFence(dst []byte, sha, key string, keys []string, value []byte, n int64) []byte {
+	dst = appendFenceHead(dst, sha, key, keys, value, 1)
+	return resp.AppendBulkInt(dst, n)
+}
+
+// AppendEvalSHAFenceGuess appends "EVALSHA sha 2k keys... counters...
+// value ttlMillis guess", the shape of the fenced acquisition (keys as for
+// AppendEvalSHAFence).
+func AppendEvalSHAFenceGuess(dst []byte, sha, key string, keys []string, value []byte, ttlMillis, guess int64) []byte {
+	dst = appendFenceHead(dst, sha, key, keys, value, 2)
+	dst = resp.AppendBulkInt(dst, ttlMillis)
+	return resp.AppendBulkInt(dst, guess)
+}
+
+// appendFenceHead appends the array header (for args more arguments after
+// the value), EVALSHA, sha, the key count, the keys, their counters and
+// the value.
+func appendFenceHead(dst []byte, sha, key string, keys []string, value []byte, args int) []byte {
+	k := len(keys)
+	if keys == nil {
+		k = 1
+	}
+	dst = resp.AppendArrayHeader(dst, 4+2*k+args)
+	dst = append(dst, "$7\r\nEVALSHA\r\n"...)
 	dst = resp.AppendBulkString(dst, sha)
-	dst = append(dst, "$1\r\n2\r\n"...)
-	dst = resp.AppendBulkString(dst, key)
+	dst = resp.AppendBulkInt(dst, int64(2*k))
+	if keys == nil {
+		dst = resp.AppendBulkString(dst, key)
+		dst = appendCounter(dst, key)
+	} else {
+		for _, x := range keys {
+			dst = resp.AppendBulkString(dst, x)
+		}
+		for _, x := range keys {
+			dst = appendCounter(dst, x)
+		}
+	}
+	return resp.AppendBulk(dst, value)
+}
+
+// appendCounter appends the bulk string key + FenceSuffix.
+func appendCounter(dst []byte, key string) []byte {
 	dst = append(dst, '$')
 	dst = strconv.AppendInt(dst, int64(len(key)+len(FenceSuffix)), 10)
 	dst = append(dst, "\r\n"...)
 	dst = append(dst, key...)
-	dst = append(dst, FenceSuffix+"\r\n"...)
-	dst = resp.AppendBulk(dst, value)
-	return resp.AppendBulkInt(dst, n)
+	return append(dst, FenceSuffix+"\r\n"...)
 }

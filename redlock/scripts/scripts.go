@@ -119,40 +119,77 @@ return 1`)
 var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 
 // The fencing scripts (redlock's WithFencing; design in docs/FENCING.md).
-// KEYS[2] is the resource's counter, KEYS[1] + ":fence", a plain integer
-// without a TTL. They run in the fake server's Lua interpreter.
+// A resource's counter is its key + ":fence", a plain integer without a
+// TTL; a script names its lock keys first, then their counters, in the
+// same order (KEYS[1..k] and KEYS[k+1..2k]). They run in the fake server's
+// Lua interpreter.
 
-// AcquireFenced is SET KEYS[1] ARGV[1] NX PX ARGV[2] that also reads the
-// counter: it replies {1, counter} if it set the key, {0, counter}
-// otherwise, where counter is 0 when the node has none (never written:
-// counters must be persisted, docs/FENCING.md) and -1 when what it holds
-// is not an integer (unknown). It increments nothing: the token is
-// computed by the client from the replies and written back to a quorum
-// with FenceWriteBack.
-var AcquireFenced = newScript("acquire-fenced", `local c = redis.call("get",KEYS[2])
-if c then
-    c = tonumber(c) or -1
-else
-    c = 0
-end
-if redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
-    return {1,c}
-end
-return {0,c}`)
-
-// FenceWriteBack raises the counter KEYS[2] to the token ARGV[2] (never
-// lowers it), only while KEYS[1] holds the holder's value ARGV[1]: replies
-// 1 if the value matched (the counter is now >= the token), 0 otherwise.
-// The guard keeps a holder whose lock is gone from raising counters where
-// a newer holder is.
-var FenceWriteBack = newScript("fence-write-back", `if redis.call("get",KEYS[1]) == ARGV[1] then
-    local c = tonumber(redis.call("get",KEYS[2]))
-    if not c or c < tonumber(ARGV[2]) then
-        redis.call("set",KEYS[2],ARGV[2])
+// AcquireFenced acquires the lock keys KEYS[1..k] with value ARGV[1] and
+// TTL ARGV[2] ms (SET NX PX for one key; for several, all or none, as
+// AcquireMulti) and reads their counters KEYS[k+1..2k] in the same step.
+// If it set the keys and every counter is known and below the guess
+// ARGV[3], it writes the guess to every counter. It replies
+// {1, counter} if it set the keys, {0, counter} otherwise, where counter is
+// the highest of the counters as they were before the script: 0 where a
+// node has none (never written: counters must be persisted,
+// docs/FENCING.md), -1 if any is not an integer (unknown). The client's
+// token is the guess if every granted node read less, else 1 + the
+// highest counter read, written back with FenceWriteBack.
+var AcquireFenced = newScript("acquire-fenced", `local k = #KEYS / 2
+local c = 0
+for i = k + 1, 2 * k do
+    local v = redis.call("get",KEYS[i])
+    if v then
+        v = tonumber(v)
+        if not v then
+            c = -1
+            break
+        end
+        if v > c then
+            c = v
+        end
     end
-    return 1
 end
-return 0`)
+if k == 1 then
+    if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
+        return {0,c}
+    end
+else
+    for i = 1, k do
+        if redis.call("exists",KEYS[i]) == 1 then
+            return {0,c}
+        end
+    end
+    for i = 1, k do
+        redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+    end
+end
+if c >= 0 and c < tonumber(ARGV[3]) then
+    for i = k + 1, 2 * k do
+        redis.call("set",KEYS[i],ARGV[3])
+    end
+end
+return {1,c}`)
+
+// FenceWriteBack raises every counter KEYS[k+1..2k] to the token ARGV[2]
+// (never lowers one), only while every lock key KEYS[1..k] holds the
+// holder's value ARGV[1]: replies 1 if they all matched (the counters are
+// now >= the token), 0 otherwise. The guard keeps a holder whose lock is
+// gone from raising counters where a newer holder is.
+var FenceWriteBack = newScript("fence-write-back", `local k = #KEYS / 2
+for i = 1, k do
+    if redis.call("get",KEYS[i]) ~= ARGV[1] then
+        return 0
+    end
+end
+local t = tonumber(ARGV[2])
+for i = k + 1, 2 * k do
+    local c = tonumber(redis.call("get",KEYS[i]))
+    if not c or c < t then
+        redis.call("set",KEYS[i],ARGV[2])
+    end
+end
+return 1`)
 
 // Fenced lists the fencing scripts, loaded on every connection after
 // Multi.

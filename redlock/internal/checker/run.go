@@ -90,15 +90,22 @@ type Config struct {
 	// outlives the validity (KeepAliveStale) nor an Extend that said lost
 	// or expired (KeepAliveOutlived).
 	KeepAliveExtendRate float64
-	// Fencing: single-resource acquisitions use redlock.WithFencing, and
-	// every such holding writes to a fenced store (the resource the lock
-	// protects) with its token right after acquiring; the store refuses a
-	// token lower than the highest it has seen. Without Fencing the holders
-	// write too, and the store accepts every write (no tokens).
+	// Fencing: acquisitions (single and multi-resource) use
+	// redlock.WithFencing, and every holding writes to a fenced store (the
+	// resources the lock protects; a multi-resource holding writes to each
+	// of its resources) with its token right after acquiring; the store
+	// refuses a token lower than the highest it has seen. Without Fencing
+	// the holders write too, and the store accepts every write (no tokens).
 	Fencing bool
-	// ZombieRate: single-resource holders that, after their write, keep
-	// the lock to the end of their claimed validity, stay paused past it by
-	// U[0, TTL) (a GC pause, SIGSTOP) and then write again, as a zombie.
+	// LowGuessRate: fenced acquisitions whose token proposal is replaced,
+	// as by a client whose clock is behind (the proposal minus up to 10 s),
+	// stuck (1), or in step with another holder's (its latest proposal),
+	// so that grants take the write-back path as well as the
+	// one-round-trip path (docs/FENCING.md).
+	LowGuessRate float64
+	// ZombieRate: holders that, after their write, keep the lock to the
+	// end of their claimed validity, stay paused past it by U[0, TTL) (a
+	// GC pause, SIGSTOP) and then write again, as a zombie.
 	// The store reports a stale write: one accepted from a holding after a
 	// newer holding's write was accepted. With Fencing that is a violation
 	// (stale-write); without, the classic failure, counted in
@@ -147,6 +154,8 @@ type Result struct {
 	ZombieWrites    int64         // zombie writes attempted (after the writer's validity ended)
 	FencedOff       int64         // writes the store refused for a lower token
 	StaleWrites     int64         // writes accepted after a newer holding's (without Fencing: the classic failure)
+	LowGuesses      int64         // fenced attempts whose token proposal was lowered (LowGuessRate)
+	WriteBacks      int64         // fenced grants that took the write-back path (the others: one round trip)
 	Paused          int64         // client pauses injected
 	LongestPause    time.Duration
 	Elapsed         time.Duration
@@ -158,8 +167,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive, %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive, %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
 		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
@@ -211,8 +220,11 @@ type holder struct {
 	rng       *rand.Rand
 	pauseRate float64
 	maxPause  time.Duration
-	fired     bool      // the hook ran in the current call
-	at        time.Time // when the hook returned (after any pause)
+	lowGuess  float64 // Config.LowGuessRate
+	lowered   atomic.Int64
+	writeBack atomic.Int64 // fenced grants that took the write-back path
+	fired     bool         // the hook ran in the current call
+	at        time.Time    // when the hook returned (after any pause)
 	attempts  atomic.Int64
 	paused    atomic.Int64
 	longest   atomic.Int64
@@ -228,8 +240,11 @@ func pauseAt(ctx context.Context, p hook.Point) {
 	if h == nil {
 		return
 	}
-	if p == hook.AcquireReplied {
+	switch p {
+	case hook.AcquireReplied:
 		h.attempts.Add(1)
+	case hook.FenceWriteBack:
+		h.writeBack.Add(1)
 	}
 	if h.pauseRate > 0 && h.rng.Float64() < h.pauseRate {
 		d := time.Duration(h.rng.Int64N(int64(h.maxPause)))
@@ -243,6 +258,28 @@ func pauseAt(ctx context.Context, p hook.Point) {
 	h.at = time.Now()
 }
 
+// lastGuess is the latest token proposal a holder made (guessAt's "in
+// step" case).
+var lastGuess atomic.Uint64
+
+// guessAt is the guess hook installed during runs: at LowGuessRate it
+// replaces a holder's token proposal with a lower or equal one.
+func guessAt(ctx context.Context, g uint64) uint64 {
+	h, _ := ctx.Value(holderKey{}).(*holder)
+	if h == nil || h.lowGuess == 0 || h.rng.Float64() >= h.lowGuess {
+		lastGuess.Store(g)
+		return g
+	}
+	h.lowered.Add(1)
+	switch h.rng.IntN(3) {
+	case 0:
+		return g - min(g-1, uint64(h.rng.Int64N(10_000_000))) // a clock up to 10 s behind
+	case 1:
+		return 1
+	}
+	return max(lastGuess.Load(), 1)
+}
+
 var (
 	hookMu    sync.Mutex
 	hookUsers int
@@ -254,6 +291,7 @@ func installHook() (remove func()) {
 	defer hookMu.Unlock()
 	if hookUsers == 0 {
 		hook.Set(pauseAt)
+		hook.SetGuess(guessAt)
 	}
 	hookUsers++
 	return func() {
@@ -262,6 +300,7 @@ func installHook() (remove func()) {
 		hookUsers--
 		if hookUsers == 0 {
 			hook.Set(nil)
+			hook.SetGuess(nil)
 		}
 	}
 }
@@ -348,7 +387,7 @@ func Run(cfg Config) (Result, error) {
 	for ci, c := range clients {
 		for wi := 0; wi < cfg.WorkersPerClient; wi++ {
 			id := ci*cfg.WorkersPerClient + wi
-			h := &holder{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause}
+			h := &holder{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause, lowGuess: cfg.LowGuessRate}
 			// the pause hook's state for this worker's keep-alive
 			// extensions (run by the client's scheduler, one at a time
 			// per lock, one lock at a time per worker)
@@ -381,6 +420,8 @@ func Run(cfg Config) (Result, error) {
 	for _, h := range holders {
 		res.Attempts += h.attempts.Load()
 		res.Paused += h.paused.Load()
+		res.LowGuesses += h.lowered.Load()
+		res.WriteBacks += h.writeBack.Load()
 		if d := time.Duration(h.longest.Load()); d > res.LongestPause {
 			res.LongestPause = d
 		}
@@ -410,36 +451,43 @@ type fencedStore struct {
 	top                    map[string]uint64
 	topGot                 map[string]time.Time // grant (Acquire's return) of the top token's holding
 	newest                 map[string]time.Time // grant of the newest writer
+	topValid               map[string]bool      // the top token's holding had validity when its Acquire returned
 	writes, refused, stale atomic.Int64
 }
 
 func newStore(fenced bool) *fencedStore {
-	return &fencedStore{fenced: fenced, top: map[string]uint64{}, topGot: map[string]time.Time{}, newest: map[string]time.Time{}}
+	return &fencedStore{fenced: fenced, top: map[string]uint64{}, topGot: map[string]time.Time{}, topValid: map[string]bool{}, newest: map[string]time.Time{}}
 }
 
-// write is a write to resource r by the holding granted at got with token.
-// It returns whether the write was stale and whether the token regressed.
-func (s *fencedStore) write(r string, got time.Time, token uint64) (stale, regressed bool) {
+// write is a write to resource r by the holding granted at got (Acquire's
+// return) with token, valid when got was read if valid. It returns whether
+// the write was stale and, if the token regressed, the top token it did
+// not exceed. Grants are ordered by got only between holdings that had
+// validity at got: their claims cannot overlap (the overlap check), so
+// the later got is the later grant. A holding whose validity had run out
+// before its Acquire returned (a descheduled goroutine on a loaded
+// machine) may have been granted before the top token's holding.
+func (s *fencedStore) write(r string, got time.Time, valid bool, token uint64) (stale bool, regressed bool, top uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	top, seen := s.top[r], !s.topGot[r].IsZero()
-	if s.fenced && seen && got.After(s.topGot[r]) && token <= top {
+	if s.fenced && seen && valid && s.topValid[r] && got.After(s.topGot[r]) && token <= top {
 		regressed = true
 	}
 	if s.fenced && token < top {
 		s.refused.Add(1)
-		return false, regressed
+		return false, regressed, top
 	}
 	if !seen || token > top || !s.fenced {
-		s.top[r], s.topGot[r] = token, got
+		s.top[r], s.topGot[r], s.topValid[r] = token, got, valid
 	}
 	s.writes.Add(1)
 	if n, ok := s.newest[r]; ok && got.Before(n) {
 		s.stale.Add(1)
-		return true, regressed
+		return true, regressed, top
 	}
 	s.newest[r] = got
-	return false, regressed
+	return false, regressed, top
 }
 
 // worker is one contending goroutine.
@@ -460,12 +508,27 @@ type worker struct {
 // write is a holding's write to the fenced store; a stale one accepted
 // with Fencing on breaks the contract.
 func (w *worker) write(r string, got time.Time, l redlock.Lock, zombie bool) {
-	stale, regressed := w.store.write(r, got, l.Token())
+	stale, regressed, top := w.store.write(r, got, got.Before(l.Until()), l.Token())
 	if stale && w.cfg.Fencing {
 		w.rec.Broke(StaleWrite, "holder %d: %q write with token %d (zombie %v) accepted after a newer holder's", w.id, r, l.Token(), zombie)
 	}
 	if regressed {
-		w.rec.Broke(TokenRegression, "holder %d: %q granted after the holder of the highest token, with token %d not higher", w.id, r, l.Token())
+		w.rec.Broke(TokenRegression, "holder %d: %q granted after the holder of the highest token %d, with token %d not higher", w.id, r, top, l.Token())
+	}
+}
+
+// writeAll is a holding's write to each resource it holds: r, or every
+// resource of the set rs.
+func (w *worker) writeAll(r string, rs []string, got time.Time, l redlock.Lock, zombie bool) {
+	if zombie {
+		w.s.zombies.Add(int64(max(len(rs), 1)))
+	}
+	if rs == nil {
+		w.write(r, got, l, zombie)
+		return
+	}
+	for _, x := range rs {
+		w.write(x, got, l, zombie)
 	}
 }
 
@@ -500,7 +563,11 @@ func (w *worker) loop(runCtx context.Context) {
 			}
 		}
 		if rs != nil {
-			l, err = w.c.AcquireMulti(actx, rs)
+			if cfg.Fencing {
+				l, err = w.c.AcquireMulti(actx, rs, redlock.WithFencing())
+			} else {
+				l, err = w.c.AcquireMulti(actx, rs)
+			}
 		} else if cfg.Fencing {
 			l, err = w.c.Acquire(actx, r, redlock.WithFencing())
 		} else {
@@ -541,14 +608,13 @@ func (w *worker) loop(runCtx context.Context) {
 			}
 		}
 		w.kind = "acquired"
-		if rs == nil && (cfg.Fencing || cfg.ZombieRate > 0) {
-			w.write(r, got, l, false)
+		if cfg.Fencing || cfg.ZombieRate > 0 {
+			w.writeAll(r, rs, got, l, false)
 			if rng.Float64() < cfg.ZombieRate {
 				// keeps the lock to its end, sleeps past it, then writes
-				w.s.zombies.Add(1)
 				claim(got, end)
 				sleepUntil(ctx, end.Add(time.Duration(rng.Int64N(int64(cfg.TTL)))))
-				w.write(r, got, l, true)
+				w.writeAll(r, rs, got, l, true)
 				w.release(l, r)
 				continue
 			}

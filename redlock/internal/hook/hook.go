@@ -63,3 +63,32 @@ func At(ctx context.Context, p Point) {
 // They must agree whenever the lock is held: keep-alive and Validity never
 // disagree (issue 21).
 var KeepAliveSynced func(lock any) (kept, synced bool)
+
+// GuessFunc replaces a fenced acquisition's token guess (see Guess).
+type GuessFunc func(ctx context.Context, guess uint64) uint64
+
+var guessFn atomic.Pointer[GuessFunc]
+
+// SetGuess installs f (nil removes it) and returns the previous one. The
+// checker uses it to play clients whose clocks are behind (low guesses) or
+// agree to the microsecond (equal guesses), so that fenced acquisitions
+// take the write-back path as well as the one-round-trip path.
+func SetGuess(f GuessFunc) GuessFunc {
+	var p *GuessFunc
+	if f != nil {
+		p = &f
+	}
+	old := guessFn.Swap(p)
+	if old == nil {
+		return nil
+	}
+	return *old
+}
+
+// Guess returns the installed function's replacement for guess, or guess.
+func Guess(ctx context.Context, guess uint64) uint64 {
+	if f := guessFn.Load(); f != nil {
+		return (*f)(ctx, guess)
+	}
+	return guess
+}

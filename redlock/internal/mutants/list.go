@@ -148,11 +148,31 @@ var mutants = []Mutant{
 		Name: "fence-late-unguarded", Class: "a token written back after the validity, without the holder guard", Test: fenceTest,
 		Edits: []Edit{
 			{"redlock/scripts/scripts.go",
-				"var FenceWriteBack = newScript(\"fence-write-back\", `if redis.call(\"get\",KEYS[1]) == ARGV[1] then",
-				"var FenceWriteBack = newScript(\"fence-write-back\", `if true then"},
+				"var FenceWriteBack = newScript(\"fence-write-back\", `local k = #KEYS / 2\nfor i = 1, k do\n    if redis.call(\"get\",KEYS[i]) ~= ARGV[1] then",
+				"var FenceWriteBack = newScript(\"fence-write-back\", `local k = #KEYS / 2\nfor i = 1, k do\n    if false then"},
 			{"redlock/acquire.go",
 				"if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {",
 				"if err != nil || out.Successes < c.quorum || t3 < 0 {"},
+		},
+	},
+	{
+		Name: "fence-guess-unchecked", Class: "the client's token proposal taken without checking that every granted node read a lower counter", Test: fenceTest, Short: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\t\t\tfast = false // this granted node did not take the guess\n",
+			"\t\t\t_ = fast // mutant: the proposal is the token regardless\n"}},
+	},
+	{
+		Name: "fence-multi-first-counter", Class: "a multi-resource lock fenced by its first resource's counter only", Test: fenceTest,
+		Edits: []Edit{
+			{"redlock/scripts/scripts.go",
+				"local c = 0\nfor i = k + 1, 2 * k do\n",
+				"local c = 0\nfor i = k + 1, k + 1 do\n"},
+			{"redlock/scripts/scripts.go",
+				"    for i = k + 1, 2 * k do\n        redis.call(\"set\",KEYS[i],ARGV[3])",
+				"    for i = k + 1, k + 1 do\n        redis.call(\"set\",KEYS[i],ARGV[3])"},
+			{"redlock/scripts/scripts.go",
+				"local t = tonumber(ARGV[2])\nfor i = k + 1, 2 * k do\n",
+				"local t = tonumber(ARGV[2])\nfor i = k + 1, k + 1 do\n"},
 		},
 	},
 	{
