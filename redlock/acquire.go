@@ -251,6 +251,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 			nodeTimeout: s.nodeTimeout,
 			maxExt:      s.maxExt,
 			token:       token,
+			strictRel:   s.strictRel,
 		}
 		return tally{granted: out.Successes}, nil
 	}

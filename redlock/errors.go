@@ -39,8 +39,9 @@ var (
 	ErrFencingUnknown = errors.New("redlock: fencing counter unreadable")
 	// ErrExtendLimit: the lock has been extended WithMaxExtensions times.
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
-	// ErrReleasePartial: some nodes did not confirm the release. Matched by
-	// *ReleaseError. Their keys expire by themselves after the TTL.
+	// ErrReleasePartial: some nodes did not confirm the release, and fewer
+	// than a quorum did (or WithStrictRelease). Matched by *ReleaseError.
+	// Their keys expire by themselves after the TTL.
 	ErrReleasePartial = errors.New("redlock: release partly failed")
 	// ErrNotHeld: the Lock is the zero value or was already released.
 	ErrNotHeld = errors.New("redlock: lock not held")

@@ -36,6 +36,7 @@ type Lock struct {
 	nodeTimeout time.Duration
 	maxExt      int
 	token       uint64 // fencing token (WithFencing), 0 without
+	strictRel   bool   // WithStrictRelease
 }
 
 // lockState is the mutable part of a lock, shared by every copy of its
@@ -297,11 +298,16 @@ func (l *Lock) set(end int64, ttl time.Duration, ext int) {
 // of nodes the lock is not held, whatever the answers, through every copy
 // of the Lock, and its keep-alive (if any) stops with ErrNotHeld.
 //
+// Release returns nil once a quorum of nodes deleted the key (the lock is
+// free for others), whatever the other nodes answered, unless
+// WithStrictRelease(true) asks for every node's confirmation.
+//
 // Errors: a *ReleaseError (ErrReleasePartial) naming the nodes that did not
-// confirm; if the release could not be sent to a quorum (nodes down or
-// not connected), its Retained is set and the lock stays held, with no
-// validity left: Release again once the nodes are back (the keys expire
-// after the TTL anyway).
+// confirm, when fewer than the quorum deleted the key (or with
+// WithStrictRelease); if the release could not be sent to a quorum (nodes
+// down or not connected), its Retained is set and the lock stays held,
+// with no validity left: Release again once the nodes are back (the keys
+// expire after the TTL anyway).
 // ErrLockExpired if the validity had already ended when Release was called
 // (the protected work overran it); ErrLockLost if every node answered but
 // fewer than the quorum still held the value although the validity had
@@ -395,7 +401,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	}
 	c.ka.remove(l.st, ErrNotHeld) // stop its keep-alive, if any: the holder let go
 	var rerr *ReleaseError
-	if failed > 0 {
+	if failed > 0 && (released < c.quorum || l.strictRel) {
 		re := &ReleaseError{Resource: l.name(), Released: released, Expired: expired, Retained: retained}
 		for i := 0; i < c.n; i++ {
 			r, err := b.Last(i) // an error reply comes as a *mux.ServerError

@@ -38,6 +38,7 @@ type lockSettings struct {
 	retryFn     RetryFunc // non-nil: WithRetryFunc
 	noFailFast  bool      // WithFailFast(false): retry when a majority is unreachable
 	fencing     bool      // WithFencing: each grant gets a fencing token
+	strictRel   bool      // WithStrictRelease: a Release reports nodes that did not confirm even once a quorum released
 }
 
 func defaultLockSettings() lockSettings {
@@ -107,6 +108,7 @@ const (
 	optRetryFunc
 	optFailFast
 	optFencing
+	optStrictRelease
 )
 
 // LockOption sets one parameter of a lock. Pass it to New (it then becomes
@@ -139,6 +141,8 @@ func (o LockOption) apply(s *lockSettings) {
 		s.noFailFast = o.n == 0
 	case optFencing:
 		s.fencing = o.n == 1
+	case optStrictRelease:
+		s.strictRel = o.n == 1
 	case optRetryFunc:
 		s.retryFn = o.fn
 		s.backoffBase, s.backoffMax = 0, 0
@@ -271,6 +275,20 @@ func WithFailFast(on bool) LockOption {
 // lost on a majority, a token could repeat, unless the clock-based
 // proposal is already above it (docs/FENCING.md).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
+
+// WithStrictRelease(true) makes Release return a *ReleaseError
+// (ErrReleasePartial) whenever a node did not confirm, even once a quorum
+// of nodes released the lock. Default false: as soon as a quorum released
+// it, the lock is free for others and Release returns nil, whatever the
+// other nodes answered, as redsync's Unlock does; the keys of the nodes
+// that did not answer expire with the TTL.
+func WithStrictRelease(on bool) LockOption {
+	o := LockOption{kind: optStrictRelease}
+	if on {
+		o.n = 1
+	}
+	return o
+}
 
 // Option configures a Client in New or NewWithMux. Every LockOption is
 // also an Option (it sets the client's default for that parameter).

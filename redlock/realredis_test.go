@@ -113,7 +113,7 @@ func TestRealRedis(t *testing.T) {
 		require.NoError(t, srv[1].Pause())
 		l, err := c.Acquire(ctx, "real:p", redlock.WithTries(3))
 		require.NoError(t, err, "2 of 5 paused: still acquired")
-		require.ErrorIs(t, l.Release(ctx), redlock.ErrReleasePartial)
+		require.NoError(t, l.Release(ctx), "3 of 5 released")
 		require.NoError(t, srv[2].Pause())
 		start := time.Now()
 		_, err = c.Acquire(ctx, "real:p", redlock.WithTries(3), redlock.WithRetryDelay(10*time.Millisecond, 20*time.Millisecond))

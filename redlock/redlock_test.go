@@ -258,20 +258,43 @@ func TestReleaseKeepsOtherOwnersKeys(t *testing.T) {
 	require.ErrorIs(t, l.Extend(ctx, time.Second), redlock.ErrNotHeld)
 }
 
+// TestReleasePartial: a Release that a quorum confirmed returns nil (the
+// lock is free for others), and with WithStrictRelease(true) a
+// *ReleaseError that names the nodes that did not confirm. With fewer than
+// a quorum confirming it is an error either way.
 func TestReleasePartial(t *testing.T) {
 	cl := startCluster(t, 5)
-	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(40*time.Millisecond))
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithNodeTimeout(40*time.Millisecond))
 	warm(t, c)
 	ctx := context.Background()
-	l, err := c.Acquire(ctx, "p")
-	require.NoError(t, err)
-	// Acquire returns at quorum: wait for the other SET replies so that
-	// FailNext below hits the release, not a SET reply still in flight.
-	waitAllHold(t, cl.Addrs(), "p", l)
-	cl.Nodes[4].Blackhole()
-	cl.Nodes[1].FailNext(1, "ERR nope")
-	err = l.Release(ctx)
-	cl.Nodes[4].Heal()
+	partly := func(opts ...redlock.LockOption) (redlock.Lock, error) {
+		t.Helper()
+		l, err := c.Acquire(ctx, "p", opts...)
+		require.NoError(t, err)
+		// Acquire returns at quorum: wait for the other SET replies so that
+		// FailNext below hits the release, not a SET reply still in flight.
+		waitAllHold(t, addrs, "p", l)
+		cl.Nodes[4].Blackhole()
+		cl.Nodes[1].FailNext(1, "ERR nope")
+		err = l.Release(ctx)
+		cl.Nodes[4].Heal()
+		return l, err
+	}
+	l, err := partly()
+	require.NoError(t, err, "3 of 5 released: the lock is free")
+	require.False(t, l.Held())
+	require.Zero(t, l.Validity())
+	eventually(t, 2*time.Second, func() bool {
+		_, err := c.TryAcquire(ctx, "p")
+		return err == nil
+	}, "another holder can take it") // node 4 keeps the key until its TTL: 4 of 5 are free
+	rawDo(t, addrs[4], "DEL", "p")
+	for i := 0; i < 4; i++ {
+		rawDo(t, addrs[i], "DEL", "p")
+	}
+
+	l, err = partly(redlock.WithStrictRelease(true))
 	require.ErrorIs(t, err, redlock.ErrReleasePartial)
 	var re *redlock.ReleaseError
 	require.ErrorAs(t, err, &re)
