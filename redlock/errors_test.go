@@ -194,3 +194,30 @@ func TestErrorFailFastOff(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrUnreachable)
 	require.Contains(t, err.Error(), "connection refused")
 }
+
+// TestNodeAddrRedacted: a node address given as a URL with a password
+// appears in NotAcquiredError's per-node results and in Inspect without
+// it.
+func TestNodeAddrRedacted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens: every node is down
+	c, err := redlock.New([]string{"redis://user:hunter2@" + addr, "redis://:hunter2@" + addr, "rediss://:hunter2@" + addr},
+		redlock.WithMuxConfig(mux.Config{DialTimeout: 100 * time.Millisecond}))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.TryAcquire(context.Background(), "r")
+	var na *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	require.Len(t, na.Nodes, 3)
+	for _, n := range na.Nodes {
+		require.NotContains(t, n.Addr, "hunter2")
+		require.Contains(t, n.Addr, addr)
+	}
+	require.NotContains(t, err.Error(), "hunter2")
+	in, _ := c.Inspect(context.Background(), "r")
+	for _, h := range in.Nodes {
+		require.NotContains(t, h.Addr, "hunter2")
+	}
+}
