@@ -129,11 +129,16 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	w := c.getWorker()
 	defer c.putWorker(w)
 	var (
-		l   Lock
-		t   tally
-		err error
-		try int
+		l         Lock
+		t         tally
+		err       error
+		try       int
+		t0        int64
+		contended bool // for the observer
 	)
+	if c.obs != nil {
+		t0 = mono()
+	}
 	for try = 1; ; try++ {
 		if c.closed.Load() {
 			err = ErrClosed
@@ -145,6 +150,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 			break
 		}
 		t, err = c.attempt(ctx, w, resource, keys, &s, &l)
+		contended = contended || t.refused > 0
 		if err != nil || (t.granted >= c.quorum && !t.tooShort) || (t.unreachable && !s.noFailFast) {
 			break // acquired, or no point retrying
 		}
@@ -160,6 +166,9 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		}
 	}
 	if err == nil && l.st != nil {
+		if c.obs != nil {
+			c.obs.Observe(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Attempts: try, Contended: contended, Node: -1})
+		}
 		return l, nil
 	}
 	e := &NotAcquiredError{
@@ -174,6 +183,9 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		for i, r := range w.nodes {
 			e.Nodes[i] = NodeResult{Node: i, Addr: c.addrs[i], Status: r.status, Err: r.err}
 		}
+	}
+	if c.obs != nil {
+		c.obs.Observe(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Err: e, Attempts: try, Contended: contended, Node: -1})
 	}
 	return Lock{}, e
 }
@@ -217,6 +229,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	out, err := c.m.Do(ctx, b, pol)
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
+	if c.obs != nil {
+		c.observeNodes(b, OpAcquire, resource)
+	}
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or
 		// a bug): release whatever may have been written, then report.
@@ -425,6 +440,9 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()
+	if c.obs != nil {
+		c.observeNodes(b, OpAcquire, resource)
+	}
 	if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {
 		return 0, tally{granted: granted, fenceFailed: true}
 	}

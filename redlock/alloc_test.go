@@ -77,8 +77,31 @@ func TestZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acquireRelease != 0 || extend != 0 || multi != 0 || fenced != 0 {
-		t.Fatalf("allocs per op: acquire+release %v, extend %v, multi acquire+extend+release %v, fenced acquire+release %v; want 0", acquireRelease, extend, multi, fenced)
+	cnt := &counter{}
+	oc := newClient(t, startExternalCluster(t, 5), redlock.WithObserver(cnt), redlock.WithNodeTimeout(time.Second))
+	warm(t, oc)
+	observed := testing.AllocsPerRun(200, func() {
+		l, e := oc.TryAcquire(ctx, "alloc:observed", ttl)
+		if e != nil {
+			err = e
+			return
+		}
+		if e := l.Extend(ctx, time.Minute); e != nil {
+			err = e
+		}
+		if e := l.Release(ctx); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cnt.n[redlock.OpAcquire].Load() < 200 || cnt.n[redlock.OpRelease].Load() < 200 {
+		t.Fatalf("the observer saw %d acquisitions, %d releases", cnt.n[redlock.OpAcquire].Load(), cnt.n[redlock.OpRelease].Load())
+	}
+	if acquireRelease != 0 || extend != 0 || multi != 0 || fenced != 0 || observed != 0 {
+		t.Fatalf("allocs per op: acquire+release %v, extend %v, multi acquire+extend+release %v, fenced acquire+release %v, observed acquire+extend+release %v; want 0",
+			acquireRelease, extend, multi, fenced, observed)
 	}
 }
 

@@ -252,3 +252,48 @@ func BenchmarkFencing(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObserver: the observer hook's cost, side by side in one run:
+// acquire + release without an observer and with a counting one,
+// alternating every 50 operations so that both see the same machine load
+// (the nodes in a child process). Reports each mode's ns per pair and
+// their ratio.
+func BenchmarkObserver(b *testing.B) {
+	addrs := startExternalCluster(b, 5)
+	ctx := context.Background()
+	var clients [2]*redlock.Client
+	for i := range clients {
+		opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
+		if i == 1 {
+			opts = append(opts, redlock.WithObserver(&counter{}))
+		}
+		clients[i] = newClient(b, addrs, opts...)
+		warm(b, clients[i])
+	}
+	var spent [2]time.Duration
+	var done [2]int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		mode := (i / 50) % 2
+		t0 := time.Now()
+		for k := 0; k < 50 && i < b.N; k, i = k+1, i+1 {
+			l, err := clients[mode].TryAcquire(ctx, "bench:observer")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			done[mode]++
+		}
+		spent[mode] += time.Since(t0)
+	}
+	if done[0] > 0 && done[1] > 0 {
+		none := float64(spent[0].Nanoseconds()) / float64(done[0])
+		obs := float64(spent[1].Nanoseconds()) / float64(done[1])
+		b.ReportMetric(none, "ns/pair-none")
+		b.ReportMetric(obs, "ns/pair-observed")
+		b.ReportMetric(obs/none, "observed/none")
+	}
+}

@@ -33,6 +33,7 @@ type Client struct {
 	pool   sync.Pool // *worker
 	states sync.Pool // *lockState, recycled at Release
 	ka     scheduler // keep-alive
+	obs    Observer  // WithObserver; nil: none
 	// fenceSeen is the highest fencing counter this Client has read or
 	// written: a fenced acquisition's token guess is above it.
 	fenceSeen atomic.Uint64
@@ -164,7 +165,7 @@ func mergeScripts(user []mux.Script) []mux.Script {
 }
 
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
-	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values}
+	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs}
 	c.pool.New = func() any { return c.newWorker() }
 	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
 	c.ka.c = c

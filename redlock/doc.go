@@ -74,10 +74,22 @@
 // # Fencing
 //
 // WithFencing hands each grant a token (Lock.Token) that increases with
-// every grant of the resource, across clients, whatever minority of nodes
-// is down: pass it to the protected resource, which refuses a lower one,
-// and a holder paused past its validity is refused. One more round trip
-// per acquisition; counters must be persisted (docs/FENCING.md).
+// every grant of the resource (multi-resource locks included), across
+// clients, whatever minority of nodes is down: pass it to the protected
+// resource, which refuses a lower one, and a holder paused past its
+// validity is refused. Usually no extra round trip (the client proposes
+// the token and the granting nodes take it); one more when another
+// client's proposal was higher. Counters must be persisted
+// (docs/FENCING.md).
+//
+// # Observing
+//
+// WithObserver reports every operation's outcome (acquire with its
+// attempts and contention, extend, keep-alive extension, release: duration
+// and error) and every node error to an Observer, for metrics and alerts
+// on lost locks, without wrapping calls; unset it costs one branch, and an
+// observer that allocates nothing keeps the calls allocation-free. The
+// interop module has Prometheus and OpenTelemetry adapters.
 //
 // # Errors
 //

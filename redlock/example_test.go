@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
@@ -291,4 +292,52 @@ func ExampleWithFencing() {
 	// b's token is higher: true
 	// b's write accepted: true
 	// a's late write accepted: false
+}
+
+// lockMetrics is an Observer as a service would write one: counters and a
+// latency sum, updated without locks (a Prometheus or OpenTelemetry
+// adapter records the same Event fields into its instruments).
+type lockMetrics struct {
+	acquired, notAcquired, contended, lost, nodeErrors atomic.Int64
+	acquireNanos                                       atomic.Int64
+}
+
+func (m *lockMetrics) Observe(e redlock.Event) {
+	switch e.Op {
+	case redlock.OpAcquire:
+		if e.Err == nil {
+			m.acquired.Add(1)
+		} else {
+			m.notAcquired.Add(1)
+		}
+		if e.Contended {
+			m.contended.Add(1)
+		}
+		m.acquireNanos.Add(int64(e.Duration))
+	case redlock.OpNodeError:
+		m.nodeErrors.Add(1)
+	}
+	if e.Lost() {
+		m.lost.Add(1)
+	}
+}
+
+// WithObserver reports every operation's outcome and every node error to a
+// metrics sink.
+func ExampleWithObserver() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	m := &lockMetrics{}
+	c, _ := redlock.New(cl.Addrs(), redlock.WithObserver(m))
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := c.Acquire(ctx, "report")
+	_, err := c.TryAcquire(ctx, "report") // held: contended
+	fmt.Println("second acquire:", errors.Is(err, redlock.ErrNotAcquired))
+	_ = l.Release(ctx)
+	fmt.Println("acquired", m.acquired.Load(), "not acquired", m.notAcquired.Load(), "contended", m.contended.Load(), "lost", m.lost.Load())
+	// Output:
+	// second acquire: true
+	// acquired 1 not acquired 1 contended 1 lost 0
 }

@@ -388,10 +388,17 @@ func (s *scheduler) worker() {
 			continue
 		}
 		st := j.st
+		var t0 int64
+		if s.c.obs != nil {
+			t0 = mono()
+		}
 		st.op.Lock()
-		err := j.l.extend(ctx, j.ttl)
+		err := j.l.extend(ctx, j.ttl, OpKeepAlive)
 		s.extended(st, &j.l, j.ttl, err, j.seq)
 		st.op.Unlock()
+		if s.c.obs != nil {
+			s.c.observe(OpKeepAlive, j.l.resource, t0, err)
+		}
 	}
 }
 

@@ -197,15 +197,24 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if st == nil {
 		return ErrNotHeld
 	}
+	c := st.c
+	var t0 int64
+	if c.obs != nil {
+		t0 = mono()
+	}
 	st.op.Lock()
-	defer st.op.Unlock()
-	err := l.extend(ctx, ttl)
-	st.c.ka.extended(st, &l, ttl, err, 0)
+	err := l.extend(ctx, ttl, OpExtend)
+	c.ka.extended(st, &l, ttl, err, 0)
+	st.op.Unlock()
+	if c.obs != nil {
+		c.observe(OpExtend, l.resource, t0, err)
+	}
 	return err
 }
 
-// extend is Extend with st.op held.
-func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
+// extend is Extend with st.op held; op names it for the observer (OpExtend
+// or OpKeepAlive).
+func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	v := l.view()
 	if !v.held {
 		return ErrNotHeld
@@ -245,6 +254,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) error {
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
+	if c.obs != nil {
+		c.observeNodes(b, op, l.resource)
+	}
 	if err != nil && (out == (mux.Outcome{}) || noneSent(b, c.n)) {
 		// Nothing was sent (ctx done or client closed before the write,
 		// or ctx's deadline passed before any node's command was queued):
@@ -320,11 +332,19 @@ func (l Lock) Release(ctx context.Context) error {
 	if st == nil {
 		return ErrNotHeld
 	}
+	c := st.c
+	var t0 int64
+	if c.obs != nil {
+		t0 = mono()
+	}
 	st.op.Lock()
 	retired, err := l.release(ctx)
 	st.op.Unlock()
 	if retired {
-		st.c.states.Put(st) // after op is free: the next lock may use it at once
+		c.states.Put(st) // after op is free: the next lock may use it at once
+	}
+	if c.obs != nil {
+		c.observe(OpRelease, l.resource, t0, err)
 	}
 	return err
 }
@@ -359,6 +379,9 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	_, err := c.m.Do(w.cleanup(ctx), b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
 	w.dctx.parent = nil
 	t2 := mono()
+	if c.obs != nil {
+		c.observeNodes(b, OpRelease, l.resource)
+	}
 	if err != nil {
 		// only ErrClosed can end a call under the clean-up context: the
 		// lock cannot be released any more

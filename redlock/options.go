@@ -297,6 +297,7 @@ type Option interface {
 }
 
 type clientConfig struct {
+	obs    Observer
 	lock   lockSettings
 	quorum int
 	values io.Reader

@@ -1,0 +1,111 @@
+package redlock
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redmux/redmux/mux"
+)
+
+// Observer is told the outcome of every lock operation of a Client and
+// every node error those operations met (WithObserver): what metrics and
+// traces need (acquire latency, attempts, contention, lost locks, node
+// errors) without wrapping every call.
+//
+// Observe runs on the goroutine of the operation (the keep-alive
+// scheduler's for keep-alive extensions) after the operation has finished
+// and released the lock's internal state, just before the call returns:
+// it adds its own time to the call's, so keep it short and never block
+// (update counters and histograms; hand anything slow to another
+// goroutine). It may be called from many goroutines at once. Do not keep
+// the Event's Err beyond the call if it matters to you that errors are
+// not retained. Event is passed by value: a Client with an observer that
+// allocates nothing allocates nothing either.
+type Observer interface {
+	Observe(Event)
+}
+
+// Op names what an Event reports.
+type Op uint8
+
+const (
+	// OpAcquire: one Acquire, TryAcquire, AcquireMulti or TryAcquireMulti
+	// call, all its attempts included.
+	OpAcquire Op = iota + 1
+	// OpExtend: one Lock.Extend by the holder.
+	OpExtend
+	// OpKeepAlive: one extension by the keep-alive scheduler (KeepAlive).
+	OpKeepAlive
+	// OpRelease: one Lock.Release.
+	OpRelease
+	// OpNodeError: one node's failure within an operation (Event.In): an
+	// error reply, a timeout, a broken or refused connection. Refusals
+	// (another holder's key) are not node errors: see Event.Contended.
+	OpNodeError
+)
+
+var opNames = [...]string{OpAcquire: "acquire", OpExtend: "extend", OpKeepAlive: "keepalive", OpRelease: "release", OpNodeError: "node_error"}
+
+// String returns the operation's name as metrics label it: "acquire",
+// "extend", "keepalive", "release" or "node_error".
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
+	}
+	return "unknown"
+}
+
+// Event is one operation's outcome (or one node error).
+type Event struct {
+	Op       Op
+	Resource string // the lock's resource (the first of a multi-resource lock)
+	// Duration: how long the operation took, from the call to its return
+	// (for OpAcquire every attempt and the waits between them). 0 for
+	// OpNodeError.
+	Duration time.Duration
+	// Err: nil when the operation succeeded; else the error it returned
+	// (errors.Is works: ErrNotAcquired, ErrLockLost, ErrLockExpired, ...).
+	// For OpNodeError, the node's error.
+	Err error
+	// Attempts (OpAcquire): attempts made.
+	Attempts int
+	// Contended (OpAcquire): an attempt found the resource held by another
+	// value on some node.
+	Contended bool
+	// Node, Addr (OpNodeError): the node's index and address (without a
+	// password); In: the operation it failed in. Node is -1 otherwise.
+	Node int
+	Addr string
+	In   Op
+}
+
+// Lost reports whether the event says the lock was lost or had expired
+// (ErrLockLost or ErrLockExpired): the "lost locks" a service alerts on.
+func (e Event) Lost() bool {
+	return e.Err != nil && (errors.Is(e.Err, ErrLockLost) || errors.Is(e.Err, ErrLockExpired))
+}
+
+// WithObserver makes the Client report every operation and node error to o
+// (see Observer). nil (the default) reports nothing and costs one branch
+// per operation.
+func WithObserver(o Observer) Option {
+	return clientOption(func(c *clientConfig) { c.obs = o })
+}
+
+// observe reports an operation that started at t0 (mono).
+func (c *Client) observe(op Op, resource string, t0 int64, err error) {
+	c.obs.Observe(Event{Op: op, Resource: resource, Duration: time.Duration(mono() - t0), Err: err, Node: -1})
+}
+
+// observeNodes reports the node errors of b's last call (c.obs set).
+// Nodes still pending when the call was decided without them are not
+// errors; timeouts are.
+func (c *Client) observeNodes(b *mux.Batch, in Op, resource string) {
+	for i := 0; i < c.n; i++ {
+		_, err := b.Last(i)
+		if err == nil || errors.Is(err, mux.ErrPending) {
+			continue
+		}
+		c.obs.Observe(Event{Op: OpNodeError, Resource: resource, Err: err, Node: i, Addr: c.addrs[i], In: in})
+	}
+}

@@ -1,0 +1,178 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []redlock.Event
+}
+
+func (r *recorder) Observe(e redlock.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// take returns the events so far and forgets them.
+func (r *recorder) take() []redlock.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.events
+	r.events = nil
+	return out
+}
+
+func ops(es []redlock.Event, op redlock.Op) []redlock.Event {
+	var out []redlock.Event
+	for _, e := range es {
+		if e.Op == op {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestObserver: every operation reports its outcome once, with its
+// duration, attempts, contention and error; node errors come with the
+// node, its address and the operation; a lost lock is Lost.
+func TestObserver(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	rec := &recorder{}
+	c := newClient(t, addrs, redlock.WithObserver(rec), redlock.WithNodeTimeout(50*time.Millisecond))
+	warm(t, c)
+	rec.take()
+	ctx := context.Background()
+
+	l, err := c.Acquire(ctx, "obs")
+	require.NoError(t, err)
+	es := rec.take()
+	require.Len(t, es, 1)
+	e := es[0]
+	require.Equal(t, redlock.OpAcquire, e.Op)
+	require.Equal(t, "obs", e.Resource)
+	require.NoError(t, e.Err)
+	require.Equal(t, 1, e.Attempts)
+	require.False(t, e.Contended)
+	require.Positive(t, e.Duration)
+	require.Equal(t, -1, e.Node)
+
+	// contended: another holder on 3 of 5, two tries
+	setForeign(t, addrs, "busy", 0, 1, 2)
+	_, err = c.Acquire(ctx, "busy", redlock.WithTries(2), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	es = ops(rec.take(), redlock.OpAcquire)
+	require.Len(t, es, 1)
+	require.ErrorIs(t, es[0].Err, redlock.ErrNotAcquired)
+	require.Equal(t, 2, es[0].Attempts)
+	require.True(t, es[0].Contended)
+
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	es = rec.take()
+	require.Len(t, es, 1)
+	require.Equal(t, redlock.OpExtend, es[0].Op)
+	require.NoError(t, es[0].Err)
+
+	// a node down: its errors are node errors of the operation they hit
+	cl.Nodes[3].Down()
+	require.NoError(t, l.Release(ctx), "4 of 5 released")
+	es = rec.take()
+	rel := ops(es, redlock.OpRelease)
+	require.Len(t, rel, 1)
+	require.NoError(t, rel[0].Err)
+	ne := ops(es, redlock.OpNodeError)
+	require.Len(t, ne, 1, "%v", es)
+	require.Equal(t, 3, ne[0].Node)
+	require.Equal(t, addrs[3], ne[0].Addr)
+	require.Equal(t, redlock.OpRelease, ne[0].In)
+	require.Error(t, ne[0].Err)
+	cl.Nodes[3].Up()
+	eventually(t, 5*time.Second, func() bool { // the client reconnects
+		in, err := c.Inspect(ctx, "x")
+		if err != nil {
+			return false
+		}
+		for _, n := range in.Nodes {
+			if n.Err != nil {
+				return false
+			}
+		}
+		return true
+	}, "the client did not reconnect")
+
+	// a lost lock: Extend finds its value on 2 of 5
+	l, err = c.Acquire(ctx, "lost")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "lost", l)
+	for i := 0; i < 3; i++ {
+		rawDo(t, addrs[i], "DEL", "lost")
+	}
+	rec.take()
+	require.ErrorIs(t, l.Extend(ctx, time.Second), redlock.ErrLockLost)
+	es = ops(rec.take(), redlock.OpExtend)
+	require.Len(t, es, 1)
+	require.True(t, es[0].Lost())
+
+	// keep-alive extensions report as OpKeepAlive, until the lock is released
+	l, err = c.Acquire(ctx, "ka", redlock.WithTTL(100*time.Millisecond))
+	require.NoError(t, err)
+	_, err = l.KeepAlive(ctx)
+	require.NoError(t, err)
+	eventually(t, 2*time.Second, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(ops(rec.events, redlock.OpKeepAlive)) >= 2
+	}, "no keep-alive events")
+	require.NoError(t, l.Release(ctx))
+	for _, e := range ops(rec.take(), redlock.OpKeepAlive) {
+		require.Equal(t, "ka", e.Resource)
+		require.NoError(t, e.Err)
+	}
+	require.Equal(t, "keepalive", redlock.OpKeepAlive.String())
+	require.Equal(t, "node_error", redlock.OpNodeError.String())
+	require.Equal(t, "unknown", redlock.Op(0).String())
+}
+
+// TestObserverTimeoutIsNodeError: a node that answers after the node
+// timeout is a node error (mux.ErrTimeout) of the acquisition; a node
+// not needed once the quorum decided is not.
+func TestObserverTimeoutIsNodeError(t *testing.T) {
+	cl := startCluster(t, 5)
+	rec := &recorder{}
+	c := newClient(t, cl.Addrs(), redlock.WithObserver(rec), redlock.WithNodeTimeout(30*time.Millisecond))
+	warm(t, c)
+	ctx := context.Background()
+	cl.Nodes[0].SetLatency(200*time.Millisecond, 0)
+	cl.Nodes[1].SetLatency(200*time.Millisecond, 0)
+	cl.Nodes[2].SetLatency(200*time.Millisecond, 0)
+	rec.take()
+	_, err := c.TryAcquire(ctx, "slow")
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	ne := ops(rec.take(), redlock.OpNodeError)
+	require.Len(t, ne, 3)
+	for _, e := range ne {
+		require.True(t, errors.Is(e.Err, mux.ErrTimeout), "%v", e.Err)
+		require.Equal(t, redlock.OpAcquire, e.In)
+	}
+	for _, n := range cl.Nodes {
+		n.SetLatency(0, 0)
+	}
+}
+
+// counter is the cheapest useful observer: counts by operation.
+type counter struct{ n [8]atomic.Int64 }
+
+func (c *counter) Observe(e redlock.Event) { c.n[e.Op].Add(1) }
