@@ -72,6 +72,10 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		redlock.WithDriftFactor(p.DriftFactor),
 		redlock.WithFixedDrift(p.DriftFixed),
 		redlock.WithMaxExtensions(math.MaxInt),
+		// Every node's release result, as seq and fanout count them: by
+		// default Release returns nil once a quorum released, and the
+		// down node's failures would go uncounted.
+		redlock.WithStrictRelease(true),
 	)
 	if err != nil {
 		_ = m.Close()
