@@ -1,0 +1,21 @@
+// Package observe turns redlock's Observer events into metrics: Prometheus
+// (client_golang) and OpenTelemetry. It lives in the interop module so that
+// the main module does not depend on either library.
+//
+// Both adapters record the same instruments:
+//
+//	redlock_operation_duration_seconds{op, outcome}  histogram  (redlock.operation.duration, s)
+//	redlock_acquire_attempts_total                   counter    (redlock.acquire.attempts)
+//	redlock_acquire_contended_total                  counter    (redlock.acquire.contended)
+//	redlock_locks_lost_total{op}                     counter    (redlock.locks.lost)
+//	redlock_node_errors_total{node, op}              counter    (redlock.node.errors)
+//
+// op is acquire, extend, keepalive or release; outcome is ok or error;
+// node is the node's address as redlock reports it (passwords redacted).
+// The per-operation instruments are resolved once, at construction, so
+// recording an operation does no label lookup.
+//
+// Use: o, err := observe.NewPrometheus(prometheus.DefaultRegisterer, "app")
+// then redlock.New(addrs, redlock.WithObserver(o)); or observe.NewOTel with
+// a metric.Meter from your MeterProvider.
+package observe
