@@ -4,11 +4,9 @@ package mux
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,14 +38,11 @@ import (
 // 10 ms later: with many callers on few cores that showed up as 10-40 ms
 // tail latencies.)
 type epollDriver struct {
-	c      *Client
-	epfd   int
-	efd    int // eventfd in the epoll set: readable once Close starts (wakes the holder, aborts dials)
-	stop   atomic.Bool
-	epFile *os.File // owns epfd; registered with the netpoller
-	epRaw  syscall.RawConn
-	pollFn func(uintptr) bool
-	wg     sync.WaitGroup
+	c    *Client
+	ep   *epoller // the sockets and efd (poller_epoll_linux.go)
+	efd  int      // eventfd in the epoll set: readable once Close starts (wakes the holder, aborts dials)
+	stop atomic.Bool
+	wg   sync.WaitGroup
 
 	tok      atomic.Bool   // the reader token
 	waiters  atomic.Int32  // callers in Do whose replies someone else must read
@@ -55,16 +50,12 @@ type epollDriver struct {
 	kick     chan struct{} // cap 1: wakes the poller goroutine
 
 	// The token holder's.
-	nev        int
-	perr       error
-	events     []unix.EpollEvent
 	nextSweep  atomic.Int64 // mono ns (read by the poller without the token)
 	sweepEvery int64
 }
 
 var _ driver = (*epollDriver)(nil)
 var _ awaiter = (*epollDriver)(nil)
-var _ link = (*rawLink)(nil)
 
 // wakeTag marks the eventfd's epoll events.
 const wakeTag = -1
@@ -73,50 +64,29 @@ const wakeTag = -1
 // looks at ctx between waits.
 const leaderSlice = int64(2 * time.Millisecond)
 
-const (
-	evIn  = unix.EPOLLIN | unix.EPOLLRDHUP
-	evOut = unix.EPOLLOUT
-)
-
 func newEpollDriver(c *Client) (*epollDriver, error) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	ep, err := newEpoller(len(c.conns) + 1)
 	if err != nil {
-		_ = unix.Close(efd)
-		return nil, os.NewSyscallError("epoll_create1", err)
-	}
-	fail := func(err error) (*epollDriver, error) {
-		_ = unix.Close(epfd)
 		_ = unix.Close(efd)
 		return nil, err
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: wakeTag}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
-		return fail(os.NewSyscallError("epoll_ctl", err))
-	}
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		return fail(os.NewSyscallError("fcntl", err))
-	}
-	epFile := os.NewFile(uintptr(epfd), "redmux-epoll") // pollable: epfd is non-blocking
-	epRaw, err := epFile.SyscallConn()
-	if err != nil {
-		_ = epFile.Close()
+	if err := ep.add(efd, wakeTag, unix.EPOLLIN); err != nil {
+		ep.close()
 		_ = unix.Close(efd)
 		return nil, err
 	}
 	every := int64(c.cfg.HardTimeout / 4)
 	every = min(max(every, int64(time.Millisecond)), int64(100*time.Millisecond))
 	d := &epollDriver{
-		c: c, epfd: epfd, efd: efd, epFile: epFile, epRaw: epRaw,
+		c: c, ep: ep, efd: efd,
 		kick:       make(chan struct{}, 1),
-		events:     make([]unix.EpollEvent, len(c.conns)+1),
 		sweepEvery: every,
 	}
 	d.nextSweep.Store(mono() + every)
-	d.pollFn = d.harvest // bound once: Read takes it without allocating
 	d.wg.Add(1)
 	go d.poll()
 	return d, nil
@@ -154,7 +124,7 @@ func (d *epollDriver) enter() {
 	if d.waiters.Load() != 0 || !d.tok.CompareAndSwap(false, true) {
 		return
 	}
-	n, err := d.poke()
+	n, err := d.ep.poke()
 	d.process(n, err)
 	d.release()
 }
@@ -215,52 +185,8 @@ func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		if done != nil {
 			until = min(until, now+leaderSlice)
 		}
-		n, err := d.wait(until)
+		n, err := d.ep.park(until)
 		d.process(n, err)
-	}
-}
-
-// harvest collects ready events without blocking; false asks the netpoller
-// to park the holder until the epoll descriptor is readable.
-func (d *epollDriver) harvest(fd uintptr) bool {
-	n, err := unix.EpollWait(int(fd), d.events, 0)
-	switch {
-	case err == unix.EINTR:
-		return false
-	case err != nil:
-		d.perr = err
-		return true
-	case n == 0:
-		return false
-	}
-	d.nev = n
-	return true
-}
-
-// wait returns the ready events, parking in the netpoller until one
-// arrives or deadline (mono ns) passes (then 0 events, nil error).
-func (d *epollDriver) wait(deadline int64) (int, error) {
-	d.nev, d.perr = 0, nil
-	if err := d.epFile.SetReadDeadline(monoBase.Add(time.Duration(deadline))); err != nil {
-		return 0, err
-	}
-	if err := d.epRaw.Read(d.pollFn); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return d.nev, d.perr
-}
-
-// poke collects the events ready now, without waiting.
-func (d *epollDriver) poke() (int, error) {
-	for {
-		n, err := unix.EpollWait(d.epfd, d.events, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return n, err
 	}
 }
 
@@ -275,13 +201,13 @@ func (d *epollDriver) process(n int, err error) {
 		// epoll itself failed: nothing can be read any more.
 		for _, cn := range c.conns {
 			if l := cn.current(); l != nil {
-				cn.fail(ErrConnBroken, os.NewSyscallError("epoll_wait", err))
+				cn.fail(ErrConnBroken, err)
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 		return
 	}
-	for _, e := range d.events[:n] {
+	for _, e := range d.ep.events[:n] {
 		if e.Fd == wakeTag {
 			continue
 		}
@@ -318,10 +244,10 @@ func (d *epollDriver) poll() {
 	defer t.Stop()
 	for !d.stop.Load() {
 		if !c.closed.Load() && d.tok.CompareAndSwap(false, true) {
-			n, err := d.poke() // what arrived while nobody read, then the sweep if due
+			n, err := d.ep.poke() // what arrived while nobody read, then the sweep if due
 			d.process(n, err)
 			for d.needPoller() && !c.closed.Load() {
-				n, err := d.wait(d.nextSweep.Load())
+				n, err := d.ep.park(d.nextSweep.Load())
 				d.process(n, err)
 			}
 			d.tok.Store(false)
@@ -362,106 +288,6 @@ func (d *epollDriver) close() {
 	d.stop.Store(true)
 	d.wake()
 	d.wg.Wait()
-	_ = d.epFile.Close() // closes epfd
+	d.ep.close()
 	_ = unix.Close(d.efd)
-}
-
-// rawLink is a raw non-blocking socket watched by the driver's epoll.
-type rawLink struct {
-	d     *epollDriver
-	fd    int
-	tag   int32
-	outOn bool
-	gone  atomic.Bool
-	pre   []byte // read past the set-up replies (push frames): read first
-}
-
-func (l *rawLink) write(p []byte) (int, error) {
-	w := 0
-	for w < len(p) {
-		n, err := unix.Write(l.fd, p[w:])
-		switch {
-		case err == unix.EINTR:
-		case err == unix.EAGAIN:
-			return w, nil
-		case err != nil:
-			return w, os.NewSyscallError("write", err)
-		default:
-			w += n
-		}
-	}
-	return w, nil
-}
-
-func (l *rawLink) read(p []byte) (int, error) {
-	if len(l.pre) > 0 {
-		n := copy(p, l.pre)
-		l.pre = l.pre[n:]
-		return n, nil
-	}
-	for {
-		n, err := unix.Read(l.fd, p)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return 0, errWouldBlock
-		case err != nil:
-			return 0, os.NewSyscallError("read", err)
-		}
-		return n, nil
-	}
-}
-
-func (l *rawLink) nonBlocking() bool { return true }
-
-func (l *rawLink) start(cn *pconn) error {
-	l.tag = int32(cn.idx)
-	ev := unix.EpollEvent{Events: evIn, Fd: l.tag}
-	if err := unix.EpollCtl(l.d.epfd, unix.EPOLL_CTL_ADD, l.fd, &ev); err != nil {
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	return nil
-}
-
-func (l *rawLink) wantWrite(on bool) error {
-	if on == l.outOn {
-		return nil
-	}
-	ev := unix.EpollEvent{Events: evIn, Fd: l.tag}
-	if on {
-		ev.Events |= evOut
-	}
-	if err := unix.EpollCtl(l.d.epfd, unix.EPOLL_CTL_MOD, l.fd, &ev); err != nil {
-		return os.NewSyscallError("epoll_ctl", err)
-	}
-	l.outOn = on
-	if on {
-		l.d.outArmed.Add(1)
-		l.d.wake() // someone must hold the token to see EPOLLOUT
-	} else {
-		l.d.outArmed.Add(-1)
-	}
-	return nil
-}
-
-func (l *rawLink) unregister() {
-	_ = unix.EpollCtl(l.d.epfd, unix.EPOLL_CTL_DEL, l.fd, nil)
-	if l.outOn {
-		l.outOn = false
-		l.d.outArmed.Add(-1)
-	}
-}
-
-func (l *rawLink) abort() {
-	if !l.gone.Load() {
-		_ = unix.Shutdown(l.fd, unix.SHUT_RDWR)
-		l.d.wake() // the token holder sees the hang-up and fails the connection
-	}
-}
-
-func (l *rawLink) close() {
-	if !l.gone.Swap(true) {
-		_ = unix.Close(l.fd)
-	}
 }
