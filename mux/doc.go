@@ -72,14 +72,18 @@
 // that found a socket full (EPOLLOUT); and every HardTimeout/4 it closes a
 // connection whose oldest outstanding reply's batch deadline passed more
 // than HardTimeout ago with no reply since (the node then fails with
-// ErrNodeDown, cause "reply not received within HardTimeout"). The waiting
-// is done in the Go netpoller (the epoll descriptor is itself pollable;
-// epoll_wait is only called with a zero timeout, so no OS thread is held in
-// a blocking syscall).
+// ErrNodeDown, cause "reply not received within HardTimeout"). Waiting is
+// done in the Go netpoller (a second epoll descriptor, pollable, watches
+// the first one only while someone parks), except for a lone leader's
+// first Config.DirectWait (below).
 //
 // A caller that finds no other caller waiting and the token free takes it
-// (it leads): it reads its own replies, woken by the kernel directly, and
-// gives the token back once its own call has settled. Callers that come
+// (it leads): it reads its own replies and gives the token back once its
+// own call has settled. While no other caller waits, the leader first
+// blocks in epoll_pwait2 itself for up to Config.DirectWait (default 1ms
+// when GOMAXPROCS > 1), so the kernel wakes it directly when its replies
+// arrive, with no runtime park/unpark or netpoller wake-up between;
+// then it parks in the netpoller. Callers that come
 // while someone holds it follow: each waits on its batch for a reply
 // wake-up, its deadline, ctx, or Close, whichever comes first. One poller
 // goroutine per client takes the token when a leader leaves with followers

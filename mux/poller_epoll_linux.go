@@ -7,24 +7,40 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// epoller is one epoll instance and every system call made on it, each
+// epoller is one epoll instance (the inner set: the sockets and the
+// close eventfd, level-triggered) and every system call made on it, each
 // with its own label in errors (as gnet's poller names one method per
-// change). The descriptor is non-blocking and registered with the Go
-// runtime's netpoller (an *os.File over it): park waits there like any
-// goroutine blocked on a socket, and epoll_wait itself is only called with
-// a zero timeout, to collect what is ready. Used by one token holder at a
-// time (transport_epoll_linux.go); add, mod and del may be called by
-// anyone.
+// change). Two ways to wait:
+//
+//   - waitFor blocks in epoll_pwait2 on the inner set for a bounded time,
+//     holding the OS thread (DirectWait: a lone leader's replies are
+//     there within microseconds, and the kernel wakes it directly);
+//   - park waits in the Go runtime's netpoller like any goroutine blocked
+//     on a socket. The inner set is not registered with the netpoller
+//     itself: an outer epoll instance (non-blocking, an *os.File the
+//     runtime watches) holds it with EPOLLONESHOT, armed only while a
+//     goroutine parks and disarmed after. Registered permanently, every
+//     reply would also wake the runtime's netpoller thread while a leader
+//     waits directly (a wasted epoll_pwait and futex per reply).
+//
+// epoll_wait on the inner set is otherwise only called with a zero
+// timeout, to collect what is ready. Used by one token holder at a time
+// (transport_epoll_linux.go); add, mod and del may be called by anyone.
 type epoller struct {
-	fd     int
-	file   *os.File // owns fd
+	fd     int      // the inner set
+	outer  int      // holds fd, armed only while parking; owned by file
+	file   *os.File // over outer: pollable, outer is non-blocking
 	raw    syscall.RawConn
 	events []unix.EpollEvent
 	harvFn func(uintptr) bool // p.harvest, bound once: park takes it without allocating
+	ts     unix.Timespec      // waitFor's timeout (a field: nothing escapes per call)
+	noPw2  bool               // epoll_pwait2 refused (old kernel, seccomp): waitFor uses epoll_wait
+	outEv  [1]unix.EpollEvent // park's disarm reads the outer set's one event here
 
 	// Set by harvest for park.
 	nev int
@@ -37,17 +53,32 @@ func newEpoller(size int) (*epoller, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	if err := unix.SetNonblock(fd, true); err != nil {
+	outer, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
 		_ = unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl(O_NONBLOCK) on epoll", err)
+		return nil, os.NewSyscallError("epoll_create1(outer)", err)
 	}
-	file := os.NewFile(uintptr(fd), "redmux-epoll") // pollable: fd is non-blocking
+	fail := func(err error) (*epoller, error) {
+		_ = unix.Close(outer)
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	// Added disarmed (no events); park arms it.
+	ev := unix.EpollEvent{Fd: int32(fd)}
+	if err := unix.EpollCtl(outer, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return fail(os.NewSyscallError("epoll_ctl(ADD inner to outer)", err))
+	}
+	if err := unix.SetNonblock(outer, true); err != nil {
+		return fail(os.NewSyscallError("fcntl(O_NONBLOCK) on epoll", err))
+	}
+	file := os.NewFile(uintptr(outer), "redmux-epoll")
 	raw, err := file.SyscallConn()
 	if err != nil {
 		_ = file.Close()
+		_ = unix.Close(fd)
 		return nil, err
 	}
-	p := &epoller{fd: fd, file: file, raw: raw, events: make([]unix.EpollEvent, size)}
+	p := &epoller{fd: fd, outer: outer, file: file, raw: raw, events: make([]unix.EpollEvent, size)}
 	p.harvFn = p.harvest
 	return p, nil
 }
@@ -90,10 +121,11 @@ func (p *epoller) poke() (int, error) {
 	}
 }
 
-// harvest is park's poll function: it collects ready events without
-// blocking; false asks the netpoller to park until fd is readable.
-func (p *epoller) harvest(fd uintptr) bool {
-	n, err := unix.EpollWait(int(fd), p.events, 0)
+// harvest is park's poll function: it collects ready events of the inner
+// set without blocking; false asks the netpoller to park until the outer
+// set is readable.
+func (p *epoller) harvest(uintptr) bool {
+	n, err := unix.EpollWait(p.fd, p.events, 0)
 	switch {
 	case err == unix.EINTR:
 		return false
@@ -110,11 +142,29 @@ func (p *epoller) harvest(fd uintptr) bool {
 // park returns the ready events, parking in the netpoller until one
 // arrives or deadline (mono ns) passes (then 0 events, nil error).
 func (p *epoller) park(deadline int64) (int, error) {
-	p.nev, p.err = 0, nil
-	if err := p.file.SetReadDeadline(monoBase.Add(time.Duration(deadline))); err != nil {
-		return 0, err
+	if n, err := p.poke(); n > 0 || err != nil {
+		return n, err // nothing to arm for
 	}
-	if err := p.raw.Read(p.harvFn); err != nil {
+	// Arm the outer set's one-shot watch on the inner set. It fires at
+	// most once (the runtime's edge-triggered watch of outer sees it), and
+	// is disarmed below whether or not it fired.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(p.fd)}
+	if err := unix.EpollCtl(p.outer, unix.EPOLL_CTL_MOD, p.fd, &ev); err != nil {
+		return 0, os.NewSyscallError("epoll_ctl(MOD arm outer)", err)
+	}
+	p.nev, p.err = 0, nil
+	err := p.file.SetReadDeadline(monoBase.Add(time.Duration(deadline)))
+	if err == nil {
+		err = p.raw.Read(p.harvFn)
+	}
+	// Disarm: consume the one-shot event if it fired (which clears its
+	// mask), else clear the mask. An armed or unconsumed watch would pass
+	// every later reply on to the runtime's netpoller.
+	if k, _ := unix.EpollWait(p.outer, p.outEv[:], 0); k == 0 {
+		ev.Events = 0
+		_ = unix.EpollCtl(p.outer, unix.EPOLL_CTL_MOD, p.fd, &ev)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, nil
 		}
@@ -123,5 +173,43 @@ func (p *epoller) park(deadline int64) (int, error) {
 	return p.nev, p.err
 }
 
-// close closes the epoll descriptor.
-func (p *epoller) close() { _ = p.file.Close() }
+// waitFor returns the ready events, blocking the thread in the kernel for
+// at most d ns (then 0 events, nil error; also on EINTR). d <= 0 (a sweep
+// already due) only collects what is ready: a negative timeout would be
+// EINVAL, which the caller would take for a broken epoll.
+func (p *epoller) waitFor(d int64) (int, error) {
+	if d <= 0 {
+		return p.poke()
+	}
+	if !p.noPw2 {
+		p.ts = unix.NsecToTimespec(d)
+		n, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.fd),
+			uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)),
+			uintptr(unsafe.Pointer(&p.ts)), 0, 0)
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			return 0, nil
+		case unix.ENOSYS, unix.EPERM:
+			p.noPw2 = true // before Linux 5.11, or a seccomp policy: epoll_wait's milliseconds
+		default:
+			return 0, os.NewSyscallError("epoll_pwait2", e)
+		}
+	}
+	ms := int((d + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+	n, err := unix.EpollWait(p.fd, p.events, ms)
+	switch {
+	case err == unix.EINTR:
+		return 0, nil
+	case err != nil:
+		return 0, os.NewSyscallError("epoll_wait", err)
+	}
+	return n, nil
+}
+
+// close closes both epoll descriptors.
+func (p *epoller) close() {
+	_ = p.file.Close()
+	_ = unix.Close(p.fd)
+}

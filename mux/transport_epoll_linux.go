@@ -29,14 +29,16 @@ import (
 // aborted, and every sweep interval (it first reads what has arrived, so a
 // quiet client's connections are not judged overdue on replies nobody read).
 //
-// Waiting does not block an OS thread in epoll_wait: the epoll descriptor
-// is itself pollable, so it is registered with the Go runtime's netpoller
-// (as a non-blocking *os.File) and the holder parks there like any
-// goroutine blocked on a socket; epoll_wait is only called with a zero
-// timeout, to collect ready events. (A thread blocked in a raw syscall
-// keeps its scheduler slot until the runtime's monitor retakes it, up to
-// 10 ms later: with many callers on few cores that showed up as 10-40 ms
-// tail latencies.)
+// Waiting mostly does not block an OS thread: the holder parks in the Go
+// runtime's netpoller like any goroutine blocked on a socket (the
+// epoller's park). A thread blocked in a raw syscall keeps its scheduler
+// slot until the runtime's monitor retakes it, up to 10 ms later: with
+// many callers on few cores that showed up as 10-40 ms tail latencies. The
+// one exception is bounded and taken only when it pays: a leader with no
+// other caller waiting blocks in epoll_pwait2 for up to DirectWait (1ms),
+// because a lone caller's replies come within it and the kernel then wakes
+// it directly, without the netpoller's wake-up, park and unpark (issue 24:
+// about 6 fewer system calls per acquire+release pair).
 type epollDriver struct {
 	c    *Client
 	ep   *epoller // the sockets and efd (poller_epoll_linux.go)
@@ -48,6 +50,8 @@ type epollDriver struct {
 	waiters  atomic.Int32  // callers in Do whose replies someone else must read
 	outArmed atomic.Int32  // links waiting for writability
 	kick     chan struct{} // cap 1: wakes the poller goroutine
+
+	direct int64 // Config.DirectWait in ns (0: off)
 
 	// The token holder's.
 	nextSweep  atomic.Int64 // mono ns (read by the poller without the token)
@@ -85,6 +89,7 @@ func newEpollDriver(c *Client) (*epollDriver, error) {
 		c: c, ep: ep, efd: efd,
 		kick:       make(chan struct{}, 1),
 		sweepEvery: every,
+		direct:     int64(c.cfg.DirectWait),
 	}
 	d.nextSweep.Store(mono() + every)
 	d.wg.Add(1)
@@ -157,8 +162,11 @@ func (d *epollDriver) follow(delta int32) {
 }
 
 // lead reads for every connection until b's call settles (token held).
+// While no other caller waits, it first waits in the kernel directly, up to
+// DirectWait from its first wait, then parks in the netpoller.
 func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
 	done := ctx.Done()
+	direct := int64(-1) // mono ns the direct wait ends; -1: not started
 	for {
 		b.mu.Lock()
 		settled := b.call.settled()
@@ -185,7 +193,16 @@ func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		if done != nil {
 			until = min(until, now+leaderSlice)
 		}
-		n, err := d.ep.park(until)
+		if direct < 0 {
+			direct = now + d.direct
+		}
+		var n int
+		var err error
+		if now < direct && d.waiters.Load() == 0 {
+			n, err = d.ep.waitFor(min(until, direct) - now)
+		} else {
+			n, err = d.ep.park(until)
+		}
 		d.process(n, err)
 	}
 }
