@@ -165,7 +165,7 @@ func (l Lock) String() string {
 func (l *Lock) name() string { return lockName(l.resource, l.keys) }
 
 func (l *Lock) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*l.driftFactor) + l.driftFixed
+	return Drift(ttl, l.driftFactor, l.driftFixed)
 }
 
 // Extend sets the lock's TTL to ttl on every node that still holds its

@@ -42,7 +42,7 @@ func TestAcquireSetsKeyOnEveryNode(t *testing.T) {
 		p := n.PTTL("res")
 		require.True(t, p > ttl-500*time.Millisecond && p <= ttl, "node %d PTTL %v", i, p)
 	}
-	drift := time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + redlock.DefaultDriftFixed
+	drift := redlock.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
 	val := l.Validity()
 	require.LessOrEqual(t, val, ttl-drift, "validity is at most ttl - drift")
 	require.Greater(t, val, ttl-drift-elapsed-50*time.Millisecond)

@@ -308,7 +308,7 @@ func installHook() (remove func()) {
 // drift is redlock's default drift allowance for ttl (the checker's
 // clients do not change it).
 func drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + redlock.DefaultDriftFixed
+	return redlock.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
 }
 
 // Run drives the workload until Acquisitions were recorded or MaxDuration
