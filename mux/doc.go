@@ -13,7 +13,7 @@
 //	b := c.NewBatch()                     // reusable; one per goroutine
 //	b.SetKey(key)                         // same key, same connection: in order
 //	b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", key, val, "NX", "PX", "30000"))
-//	out, err := c.Do(ctx, b, mux.Policy{Quorum: c.N()/2 + 1, Success: isOK})
+//	out, err := c.Do(ctx, b, mux.Policy{Quorum: c.N()/2 + 1, Success: mux.ReplyOK})
 //	r, err := b.Last(i)                   // node i's reply, or its error
 //
 // A Batch holds, per node, one or more encoded commands (Add, or Broadcast

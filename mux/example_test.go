@@ -12,10 +12,6 @@ import (
 	"github.com/redmux/redmux/resp"
 )
 
-func isOK(_ int, r resp.Reply) bool { return r.IsOK() }
-
-func isOne(_ int, r resp.Reply) bool { v, ok := r.Int(); return ok && v == 1 }
-
 // Acquire and release a lock on 5 nodes: one SET NX PX broadcast decided
 // at quorum, then one EVALSHA broadcast.
 func Example() {
@@ -34,12 +30,12 @@ func Example() {
 	b := c.NewBatch()
 	val := "unique-value-0001"
 	b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", "lock:example", val, "NX", "PX", "30000"))
-	out, err := c.Do(context.Background(), b, mux.Policy{Quorum: c.N()/2 + 1, Success: isOK, Timeout: time.Second})
+	out, err := c.Do(context.Background(), b, mux.Policy{Quorum: c.N()/2 + 1, Success: mux.ReplyOK, Timeout: time.Second})
 	fmt.Println("acquired:", err == nil && out.Successes >= 3, "decided:", out.Decided)
 
 	b.Reset()
 	b.Broadcast(resp.AppendCommand(b.Scratch(), "EVALSHA", scripts.Release.SHA, "1", "lock:example", val))
-	out, err = c.Do(context.Background(), b, mux.Policy{Success: isOne, Timeout: time.Second})
+	out, err = c.Do(context.Background(), b, mux.Policy{Success: mux.ReplyOne, Timeout: time.Second})
 	fmt.Println("released on", out.Successes, "nodes", err)
 	// Output:
 	// acquired: true decided: true

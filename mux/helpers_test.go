@@ -42,11 +42,12 @@ func newTestClient(t testing.TB, addrs []string, mod func(*Config)) *Client {
 	return c
 }
 
-func isOK(_ int, r resp.Reply) bool { return r.IsOK() }
-
-func isOne(_ int, r resp.Reply) bool { v, ok := r.Int(); return ok && v == 1 }
-
-func isInt(_ int, r resp.Reply) bool { _, ok := r.Int(); return ok }
+// The tests' names for the exported predicates.
+var (
+	isOK  = ReplyOK
+	isOne = ReplyOne
+	isInt = ReplyInt
+)
 
 var keySeq atomic.Int64
 

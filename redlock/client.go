@@ -13,7 +13,6 @@ import (
 
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
-	"github.com/redmux/redmux/resp"
 )
 
 // ValueSize is the length in bytes of a lock value.
@@ -267,18 +266,12 @@ func (w *worker) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Success predicates for mux (package-level so that Do does not allocate).
-func isOK(_ int, r resp.Reply) bool { return r.IsOK() }
-
-func isOne(_ int, r resp.Reply) bool {
-	v, ok := r.Int()
-	return ok && v == 1
-}
-
-func isInt(_ int, r resp.Reply) bool {
-	_, ok := r.Int()
-	return ok
-}
+// Success predicates for mux (package-level: Do does not allocate).
+var (
+	isOK  = mux.ReplyOK
+	isOne = mux.ReplyOne
+	isInt = mux.ReplyInt
+)
 
 // ttlMillis is ttl in whole milliseconds, rounded up (TTLMillis).
 func ttlMillis(ttl time.Duration) int64 { return TTLMillis(ttl) }
