@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
 )
 
 // TestZeroAllocs: in steady state one SET NX PX broadcast plus one EVALSHA
@@ -74,5 +77,38 @@ func TestZeroAllocsConcurrent(t *testing.T) {
 		if w.fails != 0 {
 			t.Fatalf("%d failed ops", w.fails)
 		}
+	}
+}
+
+// TestScratchZeroAllocs: the Tour's way of building commands (encode into
+// b.Scratch(), then Broadcast) allocates nothing per command once the
+// batch exists: the documented example is the fast way.
+func TestScratchZeroAllocs(t *testing.T) {
+	c := newTestClient(t, startChild(t, 5), nil)
+	b := c.NewBatch()
+	ctx := context.Background()
+	key, val := "lock:scratch", "unique-value-0001"
+	pol := Policy{Quorum: c.N()/2 + 1, Success: ReplyOK}
+	op := func() {
+		b.Reset()
+		b.SetKey(key)
+		b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", key, val, "NX", "PX", "30000"))
+		_, _ = c.Do(ctx, b, pol)
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(b.Scratch(), "EVALSHA", scripts.Release.SHA, "1", key, val))
+		_, _ = c.Do(ctx, b, Policy{Success: ReplyOne})
+	}
+	for k := 0; k < 20; k++ {
+		op()
+	}
+	if a := testing.AllocsPerRun(200, op); a != 0 {
+		t.Fatalf("%v allocs per acquire+release built with Scratch", a)
+	}
+	// Encoding alone, the four-allocation case the issue found.
+	if a := testing.AllocsPerRun(200, func() {
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", key, val, "NX", "PX", "30000"))
+	}); a != 0 {
+		t.Fatalf("%v allocs per command encoded into Scratch", a)
 	}
 }

@@ -178,10 +178,21 @@ func oneFrame(cmd []byte) bool {
 	return err == nil && n == len(cmd)
 }
 
-// Scratch returns a reusable empty buffer (len 0) to encode a command into
-// before Add or Broadcast; it is valid until the next Scratch or Reset.
-// Store the grown slice back with SetScratch to keep its capacity.
-func (b *Batch) Scratch() []byte { return b.scratch[:0] }
+// scratchSize is Scratch's first capacity: every lock command (a SET NX PX
+// or an EVALSHA of a lock script with a key of a few hundred bytes) fits.
+const scratchSize = 512
+
+// Scratch returns a reusable empty buffer (len 0, capacity at least 512
+// bytes, allocated once per batch) to encode a command into before Add or
+// Broadcast, which copy it; it is valid until the next Scratch or Reset.
+// Encoding a command that fits allocates nothing; one that outgrows it
+// allocates, unless the grown slice is stored back with SetScratch.
+func (b *Batch) Scratch() []byte {
+	if b.scratch == nil {
+		b.scratch = make([]byte, 0, scratchSize)
+	}
+	return b.scratch[:0]
+}
 
 // SetScratch keeps buf (typically the result of appending to Scratch()) as
 // the batch's scratch buffer, so its capacity is reused.
