@@ -22,7 +22,7 @@ const EnvPassword = "REDMUX_PASSWORD"
 const DefaultOut = "results/latest"
 
 // ErrUsage matches every *UsageError.
-var ErrUsage = errors.New("bench: usage error")
+var ErrUsage = errors.New("usage error")
 
 // UsageError is bad command-line input (exit status 2).
 type UsageError struct{ Msg string }
