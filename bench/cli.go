@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -68,6 +70,10 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	if err != nil {
 		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
 		return ExitUsage
+	}
+	if cfg.Version {
+		fmt.Fprintln(stdout, Version())
+		return ExitOK
 	}
 	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -155,4 +161,50 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// Version is what -version prints: "redmux-bench <module version>" (a
+// tag such as v0.3.0, or "(devel)" for a build from a checkout), the VCS
+// revision and "+dirty" when the build info records them, and the Go
+// version and platform.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(bi, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+}
+
+func versionOf(bi *debug.BuildInfo, goVersion string) string {
+	v := "(devel)"
+	var rev, modified, at string
+	if bi != nil {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			case "vcs.time":
+				at = s.Value
+			}
+		}
+	}
+	out := "redmux-bench " + v
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if modified == "true" {
+			rev += "+dirty"
+		}
+		out += " revision " + rev
+		if at != "" {
+			out += " (" + at + ")"
+		}
+	}
+	return out + " " + goVersion
 }

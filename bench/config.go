@@ -160,6 +160,9 @@ type Config struct {
 
 	// Command is the command line as given, with the password replaced.
 	Command string
+
+	// Version is -version: print the version (Version()) and exit 0.
+	Version bool
 }
 
 // durationFlag is a time.Duration flag whose error for a bare number says
@@ -305,6 +308,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(&c.Key, "key", "", "with -tls: client private key `FILE` (PEM)")
 	fs.StringVar(&c.SNI, "sni", "", "with -tls: server `NAME` to send and verify (default: each node's host)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
+	fs.BoolVar(&c.Version, "version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
 	if sweep {
 		c.Workers = 64
@@ -456,6 +460,9 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if c.Version {
+		return c, nil // nothing else is checked: the command prints the version and exits
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
