@@ -279,14 +279,14 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	durationVar(fs, &c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
 	durationVar(fs, &c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
-	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 1 with -workload contended)")
+	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 10000; 1 with -workload contended)")
 	durationVar(fs, &c.TTL, "ttl", 10*time.Second, "lock time to live")
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
 	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended|fenced (fenced: mux only, with fencing tokens)")
 	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
-	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
+	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity `DIST`: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
 	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
@@ -296,7 +296,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
 	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
 	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
-	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
+	fs.Var(faults, "fault", "embedded cluster `FAULT`, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
 	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
@@ -343,9 +343,9 @@ Usage:
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
   redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
 
-Flags:
+Flags, by group:
 `)
-	fs.PrintDefaults()
+	printFlags(w, fs)
 	fmt.Fprintf(w, `
 Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error.
 `)
@@ -373,9 +373,9 @@ Writes sweep.md (capacity report), sweep.json, sweep.csv, sweep.svg
 Usage:
   redmux-bench sweep [flags]
 
-Flags (-d, -n and -rate are the single run's; a sweep sets its own):
+Flags, by group (-d, -n, -rate and -hlog are the single run's; a sweep sets its own):
 `)
-	fs.PrintDefaults()
+	printFlags(w, fs)
 	fmt.Fprintf(w, `
 Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
 Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
