@@ -163,6 +163,11 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	if cfg.JSON == "-" || cfg.CSV == "-" {
 		tableOut = o.Stderr // stdout carries the JSON or CSV
 	}
+	if !cfg.Quiet {
+		// What is about to be measured comes first: a long run does not
+		// leave the reader guessing (the table repeats it).
+		fmt.Fprintf(tableOut, "measuring: %s; %s\n", runDescription(rep.Config), runPlan(cfg))
+	}
 	progress := progressFunc(cfg, o)
 	for i, name := range cfg.Strategies {
 		if ctx.Err() != nil {
