@@ -300,7 +300,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
-	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
+	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none): % done, ETA, and the average rate since the strategy's start (on a terminal: a live line, the last second's rate)")
 	fs.StringVar(&c.Title, "title", "", "report title")
 	fs.BoolVar(&c.TLS, "tls", false, "connect to every node over TLS (with -real-local: start TLS-only servers, certificates made for the run); rediss:// nodes use TLS without it")
 	fs.StringVar(&c.CACert, "cacert", "", "with -tls: CA certificate `FILE` (PEM) the servers' certificates must chain to (default: the system's)")
