@@ -106,6 +106,9 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 			return ExitBreach
 		}
 		return ExitOK
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "redmux-bench: sweep: %s\n", oneLine(hide(err.Error())))
+		return ExitUsage
 	case where != "":
 		err = fmt.Errorf("%w; report: %s", err, where)
 	}
@@ -131,6 +134,9 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 			fmt.Fprintf(stdout, "report: %s\n", where)
 		}
 		return ExitOK
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
+		return ExitUsage
 	case errors.Is(err, ErrInterrupted) || ctx.Err() != nil:
 		if where != "" {
 			err = fmt.Errorf("%w; report: %s", err, where)

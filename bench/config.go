@@ -8,6 +8,7 @@ import (
 	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,10 @@ type Config struct {
 
 	// Version is -version: print the version (Version()) and exit 0.
 	Version bool
+	// Force is -force: write into an -out directory that is not empty.
+	// OutSet: -out was given (the default directory, results/latest, is
+	// the previous run's by its name and is written over without -force).
+	Force, OutSet bool
 }
 
 // durationFlag is a time.Duration flag whose error for a bare number says
@@ -294,7 +299,8 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per strategy and metric to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.Var(percentileList{&c.Percentiles}, "percentiles", "`LIST` of percentiles for the table, CSV and report, e.g. 50,90,99,99.9 (default: table 50,99,99.9, report 50,90,99,99.9,99.99)")
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
-	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
+	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)")
+	fs.BoolVar(&c.Force, "force", false, "write the report into an -out DIR that is not empty (its files of the same names are replaced)")
 	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
 	fs.Var(faults, "fault", "embedded cluster `FAULT`, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
 	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
@@ -316,7 +322,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 		fs.Lookup("c").Usage = "concurrent workers (open loop: they bound the rate a step can reach, about workers / latency)"
 		fs.Lookup("out").DefValue = DefaultSweepOut
 		c.Out = DefaultSweepOut
-		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none)"
+		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)"
 		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: the Provisioning section (client cores, server cores per node, client processes and Redlock groups) and headroom")
 		fs.BoolVar(&c.FailOnBreach, "fail-on-breach", false, "exit with status 3 when a strategy's capacity under the objective is below -capacity-rate (without -capacity-rate: when no step held), for CI")
 		fs.Var(sloFlag{&c.SLO}, "slo", "latency objective every step must hold, `pP<DURATION`, e.g. p99<2ms or p99.9<5ms, on every operation's latency (failures at their latency to failure); default one objective for every strategy: p99 within 3x of the best strategy's lightest step's (at least +1ms), printed first")
@@ -467,6 +473,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.Faults = faults
+	c.OutSet = set["out"]
 	if c.Password == "" && getenv != nil {
 		c.Password = getenv(EnvPassword)
 	}
@@ -709,3 +716,56 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// ErrOutNotEmpty is returned (as a *UsageError, before anything runs) for
+// an -out directory that exists and is not empty, without -force.
+var ErrOutNotEmpty = errors.New("-out directory not empty")
+
+// checkOut refuses an -out directory given on the command line that
+// exists and holds anything, unless -force: a run must not write over
+// another's report silently. The default directory (results/latest) is
+// the latest run's by name and is written over.
+func checkOut(c *Config) error {
+	if c.Out == "" || c.Force || !c.OutSet {
+		return nil
+	}
+	f, err := os.Open(c.Out)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usagef("-out %s: %v", c.Out, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return usagef("-out %s: %v", c.Out, err)
+	}
+	if !st.IsDir() {
+		return usagef("-out %s: not a directory", c.Out)
+	}
+	names, err := f.Readdirnames(3)
+	if len(names) == 0 {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return usagef("-out %s: %v", c.Out, err)
+		}
+		return nil
+	}
+	fresh := strings.TrimSuffix(c.Out, "/") + "-" + time.Now().Format("20060102-150405")
+	return &outError{dir: c.Out, fresh: fresh, names: names}
+}
+
+type outError struct {
+	dir, fresh string
+	names      []string
+}
+
+func (e *outError) Error() string {
+	held := strings.Join(e.names, ", ")
+	if len(e.names) == 3 {
+		held += ", ..."
+	}
+	return fmt.Sprintf("-out %s exists and is not empty (%s): add -force to write over it, or pick a new directory (e.g. -out %s)", e.dir, held, e.fresh)
+}
+
+func (e *outError) Is(target error) bool { return target == ErrUsage || target == ErrOutNotEmpty }

@@ -141,9 +141,13 @@ func (o *Options) discardUnset() {
 
 // Run executes a parsed configuration: sets up the target, runs each
 // strategy, prints the table and writes the requested files. Errors are run
-// failures (exit status 1).
+// failures (exit status 1), except an -out directory refused before the run
+// (ErrOutNotEmpty, a *UsageError: exit status 2).
 func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	o.discardUnset()
+	if err := checkOut(cfg); err != nil {
+		return nil, err
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -305,6 +305,9 @@ func roundRate(r float64) float64 {
 // ErrInterrupted.
 func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error) {
 	o.discardUnset()
+	if err := checkOut(cfg); err != nil {
+		return nil, err
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err

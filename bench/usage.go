@@ -24,7 +24,7 @@ var flagGroups = []flagGroup{
 	{"Load", []string{"strategy", "c", "conns", "d", "n", "warmup", "rate", "start-at"}},
 	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
 	{"Sweep", []string{"slo", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
-	{"Output", []string{"out", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
+	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
 	{"Misc", []string{"version"}},
 }
 
