@@ -353,7 +353,7 @@ Flags, by group:
 `)
 	printFlags(w, fs)
 	fmt.Fprintf(w, `
-Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error.
+Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error (or a non-empty -out without -force).
 `)
 }
 
