@@ -67,19 +67,19 @@ mutants-short:
 
 ## bench-real: the benchmark against 5 local redis-server processes it starts and stops itself (~30 s)
 bench-real:
-	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/latest-real
+	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/latest-real -force
 
 ## baselines: rewrite the committed reports under results/ (~2 min; run on a quiet machine; make sweeps for the capacity sweeps)
 baselines:
-	$(GO) run ./cmd/redmux-bench -out results/fake-5 -title "Embedded 5-node fake cluster (make run)"
-	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/real-5 -title "5 local redis-server processes (make bench-real)"
-	$(GO) run ./cmd/redmux-bench -latency 1ms -out results/fake-5-latency-1ms -title "Embedded 5-node fake cluster, 1ms reply latency on every node"
-	$(GO) run ./cmd/redmux-bench -fault slow:1:10ms -out results/fake-5-slow-node -title "Embedded 5-node fake cluster, node 1 slow (10ms)"
+	$(GO) run ./cmd/redmux-bench -out results/fake-5 -force -title "Embedded 5-node fake cluster (make run)"
+	$(GO) run ./cmd/redmux-bench -real-local 5 -out results/real-5 -force -title "5 local redis-server processes (make bench-real)"
+	$(GO) run ./cmd/redmux-bench -latency 1ms -out results/fake-5-latency-1ms -force -title "Embedded 5-node fake cluster, 1ms reply latency on every node"
+	$(GO) run ./cmd/redmux-bench -fault slow:1:10ms -out results/fake-5-slow-node -force -title "Embedded 5-node fake cluster, node 1 slow (10ms)"
 
 ## sweeps: rewrite the committed capacity sweeps under results/ (~7 min; run on a quiet machine)
 sweeps:
-	$(GO) run ./cmd/redmux-bench sweep -real-local 5 -out results/sweep-real-5 -title "Capacity sweep: 5 local redis-server processes"
-	$(GO) run ./cmd/redmux-bench sweep -latency 1ms -c 256 -out results/sweep-fake-5-latency-1ms -title "Capacity sweep: embedded 5-node fake cluster, 1ms reply latency on every node"
+	$(GO) run ./cmd/redmux-bench sweep -real-local 5 -out results/sweep-real-5 -force -title "Capacity sweep: 5 local redis-server processes"
+	$(GO) run ./cmd/redmux-bench sweep -latency 1ms -c 256 -out results/sweep-fake-5-latency-1ms -force -title "Capacity sweep: embedded 5-node fake cluster, 1ms reply latency on every node"
 
 clean:
 	rm -rf results/latest results/latest-real

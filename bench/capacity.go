@@ -28,7 +28,7 @@ type Capacity struct {
 // ErrNotSteady is returned by EstimateCapacity for a result that cannot be
 // extrapolated: an open-loop run that did not keep up with its target
 // (its latencies are queueing time) or one where most operations failed.
-var ErrNotSteady = errors.New("bench: result not usable for capacity planning")
+var ErrNotSteady = errors.New("result not usable for capacity planning")
 
 // EstimateCapacity derives per-core and per-node capacity from a result. It
 // refuses (ErrNotSteady) a saturated open-loop result and one where most

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -69,6 +71,10 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
 		return ExitUsage
 	}
+	if cfg.Version {
+		fmt.Fprintln(stdout, Version())
+		return ExitOK
+	}
 	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,6 +106,9 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 			return ExitBreach
 		}
 		return ExitOK
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "redmux-bench: sweep: %s\n", oneLine(hide(err.Error())))
+		return ExitUsage
 	case where != "":
 		err = fmt.Errorf("%w; report: %s", err, where)
 	}
@@ -125,6 +134,9 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 			fmt.Fprintf(stdout, "report: %s\n", where)
 		}
 		return ExitOK
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
+		return ExitUsage
 	case errors.Is(err, ErrInterrupted) || ctx.Err() != nil:
 		if where != "" {
 			err = fmt.Errorf("%w; report: %s", err, where)
@@ -155,4 +167,50 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// Version is what -version prints: "redmux-bench <module version>" (a
+// tag such as v0.3.0, or "(devel)" for a build from a checkout), the VCS
+// revision and "+dirty" when the build info records them, and the Go
+// version and platform.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(bi, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+}
+
+func versionOf(bi *debug.BuildInfo, goVersion string) string {
+	v := "(devel)"
+	var rev, modified, at string
+	if bi != nil {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			case "vcs.time":
+				at = s.Value
+			}
+		}
+	}
+	out := "redmux-bench " + v
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if modified == "true" {
+			rev += "+dirty"
+		}
+		out += " revision " + rev
+		if at != "" {
+			out += " (" + at + ")"
+		}
+	}
+	return out + " " + goVersion
 }

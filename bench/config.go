@@ -8,6 +8,7 @@ import (
 	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ const EnvPassword = "REDMUX_PASSWORD"
 const DefaultOut = "results/latest"
 
 // ErrUsage matches every *UsageError.
-var ErrUsage = errors.New("bench: usage error")
+var ErrUsage = errors.New("usage error")
 
 // UsageError is bad command-line input (exit status 2).
 type UsageError struct{ Msg string }
@@ -160,6 +161,13 @@ type Config struct {
 
 	// Command is the command line as given, with the password replaced.
 	Command string
+
+	// Version is -version: print the version (Version()) and exit 0.
+	Version bool
+	// Force is -force: write into an -out directory that is not empty.
+	// OutSet: -out was given (the default directory, results/latest, is
+	// the previous run's by its name and is written over without -force).
+	Force, OutSet bool
 }
 
 // durationFlag is a time.Duration flag whose error for a bare number says
@@ -276,14 +284,14 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	durationVar(fs, &c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
 	durationVar(fs, &c.Warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up per strategy")
-	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 1 with -workload contended)")
+	fs.IntVar(&c.Keys, "keys", 10000, "key space size; 1 = every worker fights for one lock (default 10000; 1 with -workload contended)")
 	durationVar(fs, &c.TTL, "ttl", 10*time.Second, "lock time to live")
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
 	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended|fenced (fenced: mux only, with fencing tokens)")
 	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
-	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
+	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity `DIST`: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
 	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
@@ -291,13 +299,14 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per strategy and metric to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.Var(percentileList{&c.Percentiles}, "percentiles", "`LIST` of percentiles for the table, CSV and report, e.g. 50,90,99,99.9 (default: table 50,99,99.9, report 50,90,99,99.9,99.99)")
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
-	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none)")
+	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)")
+	fs.BoolVar(&c.Force, "force", false, "write the report into an -out DIR that is not empty (its files of the same names are replaced)")
 	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
-	fs.Var(faults, "fault", "embedded cluster fault, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
+	fs.Var(faults, "fault", "embedded cluster `FAULT`, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
 	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
-	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none)")
+	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none): % done, ETA, and the average rate since the strategy's start (on a terminal: a live line, the last second's rate)")
 	fs.StringVar(&c.Title, "title", "", "report title")
 	fs.BoolVar(&c.TLS, "tls", false, "connect to every node over TLS (with -real-local: start TLS-only servers, certificates made for the run); rediss:// nodes use TLS without it")
 	fs.StringVar(&c.CACert, "cacert", "", "with -tls: CA certificate `FILE` (PEM) the servers' certificates must chain to (default: the system's)")
@@ -305,6 +314,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(&c.Key, "key", "", "with -tls: client private key `FILE` (PEM)")
 	fs.StringVar(&c.SNI, "sni", "", "with -tls: server `NAME` to send and verify (default: each node's host)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
+	fs.BoolVar(&c.Version, "version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
 	if sweep {
 		c.Workers = 64
@@ -312,7 +322,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 		fs.Lookup("c").Usage = "concurrent workers (open loop: they bound the rate a step can reach, about workers / latency)"
 		fs.Lookup("out").DefValue = DefaultSweepOut
 		c.Out = DefaultSweepOut
-		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none)"
+		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)"
 		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: the Provisioning section (client cores, server cores per node, client processes and Redlock groups) and headroom")
 		fs.BoolVar(&c.FailOnBreach, "fail-on-breach", false, "exit with status 3 when a strategy's capacity under the objective is below -capacity-rate (without -capacity-rate: when no step held), for CI")
 		fs.Var(sloFlag{&c.SLO}, "slo", "latency objective every step must hold, `pP<DURATION`, e.g. p99<2ms or p99.9<5ms, on every operation's latency (failures at their latency to failure); default one objective for every strategy: p99 within 3x of the best strategy's lightest step's (at least +1ms), printed first")
@@ -339,11 +349,11 @@ Usage:
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
   redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
 
-Flags:
+Flags, by group:
 `)
-	fs.PrintDefaults()
+	printFlags(w, fs)
 	fmt.Fprintf(w, `
-Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error.
+Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error (or a non-empty -out without -force).
 `)
 }
 
@@ -369,9 +379,9 @@ Writes sweep.md (capacity report), sweep.json, sweep.csv, sweep.svg
 Usage:
   redmux-bench sweep [flags]
 
-Flags (-d, -n and -rate are the single run's; a sweep sets its own):
+Flags, by group (-d, -n, -rate and -hlog are the single run's; a sweep sets its own):
 `)
-	fs.PrintDefaults()
+	printFlags(w, fs)
 	fmt.Fprintf(w, `
 Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
 Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
@@ -457,9 +467,13 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if c.Version {
+		return c, nil // nothing else is checked: the command prints the version and exits
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.Faults = faults
+	c.OutSet = set["out"]
 	if c.Password == "" && getenv != nil {
 		c.Password = getenv(EnvPassword)
 	}
@@ -702,3 +716,56 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// ErrOutNotEmpty is returned (as a *UsageError, before anything runs) for
+// an -out directory that exists and is not empty, without -force.
+var ErrOutNotEmpty = errors.New("-out directory not empty")
+
+// checkOut refuses an -out directory given on the command line that
+// exists and holds anything, unless -force: a run must not write over
+// another's report silently. The default directory (results/latest) is
+// the latest run's by name and is written over.
+func checkOut(c *Config) error {
+	if c.Out == "" || c.Force || !c.OutSet {
+		return nil
+	}
+	f, err := os.Open(c.Out)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usagef("-out %s: %v", c.Out, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return usagef("-out %s: %v", c.Out, err)
+	}
+	if !st.IsDir() {
+		return usagef("-out %s: not a directory", c.Out)
+	}
+	names, err := f.Readdirnames(3)
+	if len(names) == 0 {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return usagef("-out %s: %v", c.Out, err)
+		}
+		return nil
+	}
+	fresh := strings.TrimSuffix(c.Out, "/") + "-" + time.Now().Format("20060102-150405")
+	return &outError{dir: c.Out, fresh: fresh, names: names}
+}
+
+type outError struct {
+	dir, fresh string
+	names      []string
+}
+
+func (e *outError) Error() string {
+	held := strings.Join(e.names, ", ")
+	if len(e.names) == 3 {
+		held += ", ..."
+	}
+	return fmt.Sprintf("-out %s exists and is not empty (%s): add -force to write over it, or pick a new directory (e.g. -out %s)", e.dir, held, e.fresh)
+}
+
+func (e *outError) Is(target error) bool { return target == ErrUsage || target == ErrOutNotEmpty }

@@ -16,22 +16,24 @@ import (
 )
 
 // Errors of the plain-connection strategies (seq, fanout) and the preflight
-// check. Match with errors.Is.
+// check. Match with errors.Is. Their texts carry no "bench:" prefix: they
+// are wrapped in context (a node, a file), and the command adds its own
+// "redmux-bench:" in front.
 var (
 	// ErrAuth: a node refused AUTH (wrong user or password). The password is
 	// never part of the message.
-	ErrAuth = errors.New("bench: authentication failed")
+	ErrAuth = errors.New("authentication failed")
 	// ErrAuthRequired: a node requires a password and none was given.
-	ErrAuthRequired = errors.New("bench: authentication required (set " + EnvPassword + " or -password)")
+	ErrAuthRequired = errors.New("authentication required (set " + EnvPassword + " or -password)")
 	// ErrServerReply: a node answered with an error reply.
-	ErrServerReply = errors.New("bench: server error reply")
+	ErrServerReply = errors.New("server error reply")
 	// ErrNoQuorum: so many nodes failed that a quorum was out of reach.
-	ErrNoQuorum = errors.New("bench: quorum out of reach (node failures)")
+	ErrNoQuorum = errors.New("quorum out of reach (node failures)")
 	// ErrValidity: a quorum was reached but the lock's validity had already
 	// run out (the acquire took longer than ttl minus drift).
-	ErrValidity = errors.New("bench: lock acquired too late, validity expired")
+	ErrValidity = errors.New("lock acquired too late, validity expired")
 	// ErrReplyTooBig: a reply larger than the plain connection's buffer cap.
-	ErrReplyTooBig = errors.New("bench: reply too large")
+	ErrReplyTooBig = errors.New("reply too large")
 )
 
 const maxReadBuf = 1 << 20

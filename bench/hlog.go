@@ -12,7 +12,7 @@ import (
 )
 
 // ErrBadHlog is returned (wrapped) for an interval log that cannot be read.
-var ErrBadHlog = errors.New("bench: bad HdrHistogram interval log")
+var ErrBadHlog = errors.New("bad HdrHistogram interval log")
 
 // HlogWriter writes an HdrHistogram interval log (format version 1.3, as the
 // Java HdrHistogram and hdrhistogram-go write and read): a header with the

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Files written in the -out directory.
@@ -232,16 +233,33 @@ func warnings(rep *Report) []string {
 
 // WriteTable prints the headline table for a terminal.
 func WriteTable(w io.Writer, rep *Report) {
-	c := rep.Config
-	loop := c.Loop + " loop"
-	if c.Rate > 0 {
-		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
-	}
-	fmt.Fprintf(w, "%s; %s, %d workers, %s, workload %s, keys %d%s\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
+	fmt.Fprintln(w, runDescription(rep.Config))
 	summaryTable(rep).write(w)
 	for _, l := range warnings(rep) {
 		fmt.Fprintln(w, "warning: "+l)
 	}
+}
+
+// runDescription is what a run measures, in one line: target, strategies,
+// workers, loop, workload and keys. Run prints it first and the table
+// under it.
+func runDescription(c ReportConfig) string {
+	loop := c.Loop + " loop"
+	if c.Rate > 0 {
+		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
+	}
+	return fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
+}
+
+// runPlan says how long each strategy runs and about how long the whole
+// run takes.
+func runPlan(cfg *Config) string {
+	n := len(cfg.Strategies)
+	if cfg.Ops > 0 {
+		return fmt.Sprintf("%s warm-up then %d operations per strategy", cfg.Warmup, cfg.Ops)
+	}
+	total := time.Duration(n) * (cfg.Warmup + cfg.Duration)
+	return fmt.Sprintf("%s warm-up then %s per strategy (about %s in all)", cfg.Warmup, cfg.Duration, total.Round(time.Second/10))
 }
 
 // contention reports whether the run's workers contend for keys (or hold

@@ -141,9 +141,13 @@ func (o *Options) discardUnset() {
 
 // Run executes a parsed configuration: sets up the target, runs each
 // strategy, prints the table and writes the requested files. Errors are run
-// failures (exit status 1).
+// failures (exit status 1), except an -out directory refused before the run
+// (ErrOutNotEmpty, a *UsageError: exit status 2).
 func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	o.discardUnset()
+	if err := checkOut(cfg); err != nil {
+		return nil, err
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -162,6 +166,11 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {
 		tableOut = o.Stderr // stdout carries the JSON or CSV
+	}
+	if !cfg.Quiet {
+		// What is about to be measured comes first: a long run does not
+		// leave the reader guessing (the table repeats it).
+		fmt.Fprintf(tableOut, "measuring: %s; %s\n", runDescription(rep.Config), runPlan(cfg))
 	}
 	progress := progressFunc(cfg, o)
 	for i, name := range cfg.Strategies {
@@ -355,21 +364,15 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 	} else if f, ok := o.Stderr.(*os.File); ok {
 		term = isTerminal(f)
 	}
-	line := func(p Progress) string {
-		s := fmt.Sprintf("%-6s %5.1fs  %9.0f ops/s  %8d ops  %5d failed  p99 %s",
-			p.Strategy, p.Elapsed.Seconds(), p.OpsPerS, p.Ops, p.Errors, fmtUs(p.P99Us))
-		if cfg.Rate > 0 {
-			s += fmt.Sprintf("  backlog %d", p.Backlog)
-		}
-		return s
-	}
+	n, i := len(cfg.Strategies), 0
 	if term {
 		return func(p Progress) {
 			if p.Strategy == "" {
+				i++
 				fmt.Fprint(o.Stderr, "\r\033[K")
 				return
 			}
-			fmt.Fprint(o.Stderr, "\r\033[K"+line(p))
+			fmt.Fprint(o.Stderr, "\r\033[K"+progressLine(p, i, n, true, cfg.Rate > 0))
 		}
 	}
 	every := o.ProgressEvery
@@ -382,6 +385,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 	var next time.Duration
 	return func(p Progress) {
 		if p.Strategy == "" {
+			i++
 			next = 0
 			return
 		}
@@ -389,12 +393,48 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 			next = every
 		}
 		if p.Elapsed >= next {
-			fmt.Fprintln(o.Stderr, "redmux-bench: "+line(p))
+			fmt.Fprintln(o.Stderr, "redmux-bench: "+progressLine(p, i, n, false, cfg.Rate > 0))
 			for next <= p.Elapsed {
 				next += every
 			}
 		}
 	}
+}
+
+// progressLine is one progress line of strategy i (0-based) of n: how far
+// it is (% of -d or -n) and its ETA, then its rate, operations, failures
+// and p99. On a terminal the rate is the last interval's (a live view);
+// elsewhere it is the average since the measured phase started ("avg"),
+// the figure the table ends with, so that a log's lines agree with it.
+func progressLine(p Progress, i, n int, term, openLoop bool) string {
+	var done float64
+	var eta time.Duration
+	avg := 0.0
+	if p.Elapsed > 0 {
+		avg = float64(p.Ops) / p.Elapsed.Seconds()
+	}
+	switch {
+	case p.Duration > 0:
+		done = p.Elapsed.Seconds() / p.Duration.Seconds()
+		eta = p.Duration - p.Elapsed
+	case p.Target > 0:
+		done = float64(p.Ops) / float64(p.Target)
+		if avg > 0 {
+			eta = time.Duration(float64(p.Target-p.Ops) / avg * float64(time.Second))
+		}
+	}
+	done = min(max(done, 0), 1)
+	eta = max(eta, 0).Round(100 * time.Millisecond)
+	rate, unit := p.OpsPerS, "ops/s"
+	if !term {
+		rate, unit = avg, "ops/s avg"
+	}
+	s := fmt.Sprintf("%-6s %d/%d %3.0f%% eta %-6s %6.1fs  %9.0f %s  %8d ops  %5d failed  p99 %s",
+		p.Strategy, i+1, n, 100*done, eta, p.Elapsed.Seconds(), rate, unit, p.Ops, p.Errors, fmtUs(p.P99Us))
+	if openLoop {
+		s += fmt.Sprintf("  backlog %d", p.Backlog)
+	}
+	return s
 }
 
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {

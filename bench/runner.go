@@ -62,9 +62,13 @@ type RunConfig struct {
 // Progress is a live snapshot, sent once per interval.
 type Progress struct {
 	Strategy string
-	Elapsed  time.Duration
-	OpsPerS  float64 // over the last interval
+	Elapsed  time.Duration // since the measured phase started
+	OpsPerS  float64       // over the last interval
 	Ops      int64
+	// Duration and Target are the measured phase's planned length: a
+	// duration (-d), or a number of operations (-n) with Duration 0.
+	Duration time.Duration
+	Target   int64
 	Errors   int64   // failed operations so far
 	P99Us    float64 // acquire+release p99 so far (else acquire's, not acquired's, failed's)
 	Backlog  int64   // open loop: operations due but not started
@@ -327,7 +331,11 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 		}
 		total.add(interval)
 		if progress != nil {
-			p := Progress{Strategy: s.Name(), Elapsed: now.Sub(ls.start), Ops: total.ops(), Errors: total.failedOps(), Backlog: ls.backlog(now)}
+			p := Progress{Strategy: s.Name(), Elapsed: now.Sub(ls.start), Ops: total.ops(), Errors: total.failedOps(), Backlog: ls.backlog(now),
+				Duration: cfg.Duration, Target: cfg.Ops}
+			if cfg.Ops > 0 {
+				p.Duration = 0
+			}
 			if d := now.Sub(last).Seconds(); d > 0 {
 				p.OpsPerS = float64(interval.ops()) / d
 			}

@@ -16,6 +16,9 @@ type PlotSeries struct {
 	Hist  *hdr.Histogram // nanoseconds
 	Color string         // "" = by strategy name, else a spare colour
 	Dash  string         // SVG stroke-dasharray, "" = solid
+	// Warn, when set, is drawn in red under the series' name (e.g.
+	// "SATURATED": an open-loop run that did not keep up with its rate).
+	Warn string
 }
 
 var plotColors = map[string]string{StrategySeq: "#d62728", StrategyFanout: "#1f77b4", StrategyMux: "#2ca02c"}
@@ -25,6 +28,7 @@ var plotSpare = []string{"#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
 // strategy in rep as an SVG document.
 func WritePlot(w io.Writer, rep *Report, metric string) error {
 	var series []PlotSeries
+	var saturated []string
 	idx := map[string]int{}
 	for i, m := range Metrics {
 		idx[m] = i
@@ -37,7 +41,12 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		if color == "" {
 			color = plotSpare[i%len(plotSpare)]
 		}
-		series = append(series, PlotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color})
+		ps := PlotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color}
+		if s.Saturated {
+			ps.Warn = "SATURATED (behind -rate)"
+			saturated = append(saturated, s.Name)
+		}
+		series = append(series, ps)
 		// Refused and failed operations are drawn beside the successes, in
 		// the strategy's colour, dashed, whenever there are any.
 		if metric == MetricAcquire && s.hists[mNotAcquired].TotalCount() > 0 {
@@ -48,7 +57,7 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		}
 	}
 	what := metricTitle[metric]
-	sub := rep.Config.Target
+	sub := rep.Config.Target + fmt.Sprintf("; workload %s, %d workers (-c)", rep.Config.Workload, rep.Config.Workers)
 	if len(rep.Config.Faults) > 0 {
 		sub += "; faults " + strings.Join(rep.Config.Faults, ", ")
 	}
@@ -57,6 +66,9 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 	}
 	if rep.Config.Rate > 0 {
 		sub += fmt.Sprintf("; open loop %s ops/s", fmtCount(rep.Config.Rate))
+	}
+	if len(saturated) > 0 {
+		sub += "; SATURATED: " + strings.Join(saturated, ", ")
 	}
 	if rep.Interrupted {
 		sub += "; INTERRUPTED"
@@ -168,6 +180,9 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 		pv := ValuesAtPercentiles(h, []float64{50, 99})
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
 			fmtUs(us(pv[0])), fmtUs(us(pv[1])))
+		if s.Warn != "" {
+			fmt.Fprintf(&b, `<text class="warn" x="%.1f" y="%.1f" font-size="10" font-weight="bold" fill="#d62728">%s</text>`+"\n", lx+32, ly+28, html.EscapeString(s.Warn))
+		}
 		// The last meaningful percentile is 1 - 1/count; beyond it the line
 		// stays at max.
 		xEnd := math.Min(xMax, math.Log10(float64(h.TotalCount())))

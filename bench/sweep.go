@@ -305,6 +305,9 @@ func roundRate(r float64) float64 {
 // ErrInterrupted.
 func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error) {
 	o.discardUnset()
+	if err := checkOut(cfg); err != nil {
+		return nil, err
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -324,6 +327,11 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 			fmt.Fprintf(o.Stderr, "redmux-bench sweep: "+format+"\n", a...)
 		}
 	}
+	steps := fmt.Sprintf("a closed-loop probe, then up to %d coarse steps and %d refining ones per strategy", cfg.Steps, cfg.Refine)
+	if cfg.Rates != nil {
+		steps = fmt.Sprintf("steps at %s ops/s and %d refining ones per strategy", joinFloats(&cfg.Rates), cfg.Refine)
+	}
+	sw.say("measuring: %s; %s warm-up then %s per step; %s", runDescription(rep.Config), cfg.Warmup, cfg.Step, steps)
 	if !cfg.StartAt.IsZero() {
 		// Several sweeps started together begin together; later steps
 		// drift apart (steps repeat and stop where each machine's

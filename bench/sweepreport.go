@@ -514,7 +514,7 @@ func sweepPlotTitle(rep *SweepReport) (string, string) {
 	if c.NodeCap > 0 {
 		sub += fmt.Sprintf("; node cap %g commands/s", c.NodeCap)
 	}
-	sub += fmt.Sprintf("; %d workers; %gs steps", c.Workers, c.DurationS)
+	sub += fmt.Sprintf("; workload %s, %d workers (-c); %gs steps", c.Workload, c.Workers, c.DurationS)
 	if rep.Interrupted {
 		sub += "; INTERRUPTED"
 	}
@@ -629,6 +629,9 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 				fill = "#ffffff"
 			}
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", px(st.OpsPerSec), py(st.SLOUs), fill, color)
+			if st.Saturated {
+				saturatedMark(&b, px(st.OpsPerSec), py(st.SLOUs))
+			}
 		}
 		if k := ss.Knee; k != nil && ss.Saturated {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="%s" stroke-width="2"/>`+"\n", px(k.OpsPerSec), py(k.SLOUs), color)
@@ -653,9 +656,16 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">did not hold</text>`+"\n", lx+16, ly+20)
 	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#888" stroke-width="2"/>`+"\n", lx+6, ly+36)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">knee (capacity)</text>`+"\n", lx+16, ly+40)
+	fmt.Fprintf(&b, `<path d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d62728" stroke-width="2"/>`+"\n", lx+1, ly+47)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#d62728">saturated (did not keep up)</text>`+"\n", lx+16, ly+56)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// saturatedMark draws a red cross over a saturated step's marker.
+func saturatedMark(b *strings.Builder, x, y float64) {
+	fmt.Fprintf(b, `<path class="saturated" d="M%.1f,%.1f l12,12 m0,-12 l-12,12" stroke="#d62728" stroke-width="2"/>`+"\n", x-6, y-6)
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

@@ -19,7 +19,7 @@ import (
 
 // ErrNodeUnreachable is returned (wrapped) when the preflight check cannot
 // reach a node or set up a connection to it.
-var ErrNodeUnreachable = errors.New("bench: node unreachable")
+var ErrNodeUnreachable = errors.New("node unreachable")
 
 var childCapable atomic.Bool
 
@@ -152,7 +152,8 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
 			shown := mux.RedactURL(a)
-			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) {
+			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) || errors.Is(err, ErrServerReply) {
+				// The node answered: it is reachable, it refused.
 				return fmt.Errorf("node %s: %w", shown, err)
 			}
 			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, shown, redact(redact(err.Error(), opt.password), mux.URLPassword(a)))

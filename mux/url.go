@@ -107,8 +107,28 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	u, err := url.Parse(a)
 	if err != nil {
 		if urlPassword(a) != "" {
-			// The parser's text may quote part of the password.
-			return ns, bad("malformed URL (escape special characters of the password with %%XX)")
+			// The parser's text may quote part of the password: parse
+			// the URL again with the password (then the user name)
+			// replaced, to tell whether the fault is in them, and give the
+			// escaping hint only then; else the fault elsewhere (a bad
+			// port, say), as the parser words it about the stand-in.
+			_, perr := url.Parse(withUserinfo(a, false))
+			if perr == nil {
+				return ns, bad("malformed URL (escape special characters of the password with %%XX)")
+			}
+			if _, uerr := url.Parse(withUserinfo(a, true)); uerr == nil {
+				return ns, bad("malformed URL (escape special characters of the user name with %%XX)")
+			}
+			var ue *url.Error
+			if errors.As(perr, &ue) {
+				perr = ue.Err
+			}
+			raw := urlPassword(a)
+			if _, uerr := url.PathUnescape(raw); uerr != nil || strings.ContainsAny(raw, "/?#") {
+				// Two faults: say both.
+				return ns, bad("%v; and escape special characters of the password with %%XX", perr)
+			}
+			return ns, bad("%v", perr)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -282,6 +302,25 @@ func urlPassword(a string) string {
 		return user[c+1:]
 	}
 	return ""
+}
+
+// withUserinfo returns URL a with its password (found as urlPassword
+// finds it) replaced by "x", and with user also its user name by "u", so
+// that a parse error of the result is not in them and quotes neither.
+func withUserinfo(a string, user bool) string {
+	i := strings.Index(a, "://")
+	at := strings.LastIndex(a, "@")
+	if i < 0 || at < i {
+		return a
+	}
+	c := strings.Index(a[i+3:at], ":")
+	if c < 0 {
+		return a
+	}
+	if user {
+		return a[:i+3] + "u:x" + a[at:]
+	}
+	return a[:i+3+c+1] + "x" + a[at:]
 }
 
 // nodeTLS clones base for one node: ServerName defaults to the node's host

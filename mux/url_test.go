@@ -99,7 +99,12 @@ func TestParseAddrErrors(t *testing.T) {
 		// part of it for the path; the error must not show any of it.
 		{"redis://:Sup3r/Secret@h:1", "malformed URL"},
 		{"redis://:Sup3r#Secret@h:1", "malformed URL"},
-		{"redis://:Sup3r%zzSecret@h:1", "malformed URL"},
+		{"redis://:Sup3r%zzSecret@h:1", "escape special characters of the password"},
+		// A fault outside the user information gets no hint about the
+		// password: the parser's own words, about the stand-in.
+		{"redis://:Sup3r$$Secret@h:xyz", `invalid port ":xyz" after host`},
+		{"redis://alice:Sup3r$$Secret@[::1:6379", "missing ']' in host"},
+		{"redis://al%zz:Sup3rSecret@h:1", "escape special characters of the user name"},
 		{"redis://Sup3rSecret@127.0.0.1:1", "user without password"}, // the password typed where the user goes
 	}
 	for _, c := range cases {

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An -out directory that holds anything is refused before the run (exit
+// 2, its files untouched), with an error naming -force and a new
+// directory; -force writes over it; an empty or missing one is used; the
+// default directory is written over.
+func TestOutRefusesNonEmptyDir(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, files ...string) string {
+		d := filepath.Join(base, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(d, f), []byte("keep me"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	run := []string{"-fake", "1", "-strategy", "mux", "-c", "1", "-n", "20", "-warmup", "0s", "-quiet"}
+	sweep := []string{"sweep", "-fake", "1", "-strategy", "mux", "-c", "1", "-rates", "50", "-refine", "0", "-step", "100ms", "-warmup", "0s", "-quiet"}
+	tests := []struct {
+		name    string
+		args    []string
+		dir     string // -out ("" = the default, in a fresh working directory)
+		code    int
+		written string // report file expected afterwards ("" = none)
+	}{
+		{"not empty", run, mk("full", "report.md", "notes.txt"), ExitUsage, ""},
+		{"not empty, -force", append(run, "-force"), mk("forced", "notes.txt"), ExitOK, FileReport},
+		{"empty", run, mk("empty"), ExitOK, FileReport},
+		{"missing", run, filepath.Join(base, "new", "dir"), ExitOK, FileReport},
+		{"a file", run, filepath.Join(mk("file", "f"), "f"), ExitUsage, ""},
+		{"sweep not empty", sweep, mk("sweepfull", "sweep.md"), ExitUsage, ""},
+		{"sweep not empty, -force", append(sweep, "-force"), mk("sweepforced", "sweep.md"), ExitOK, FileSweepReport},
+		{"default dir written over", run, "", ExitOK, FileReport},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string(nil), tc.args...)
+			dir := tc.dir
+			if dir == "" {
+				wd := t.TempDir()
+				t.Chdir(wd)
+				dir = filepath.Join(wd, DefaultOut)
+				mk := filepath.Join(wd, DefaultOut)
+				if err := os.MkdirAll(mk, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(mk, FileReport), []byte("old"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				args = append(args, "-out", dir)
+			}
+			var out, errb bytes.Buffer
+			code := Main(args, &out, &errb, noEnv)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb.String())
+			}
+			if tc.code == ExitUsage {
+				msg := errb.String()
+				if strings.Count(msg, "\n") != 1 {
+					t.Errorf("want one line: %q", msg)
+				}
+				notEmpty := strings.Contains(tc.name, "not empty")
+				if notEmpty && !strings.Contains(msg, "add -force to write over it") {
+					t.Errorf("%q does not name -force", msg)
+				}
+				if notEmpty && !strings.Contains(msg, "pick a new directory (e.g. -out "+dir+"-") {
+					t.Errorf("%q does not offer a new directory", msg)
+				}
+				if !notEmpty && !strings.Contains(msg, "not a directory") {
+					t.Errorf("%q", msg)
+				}
+				if out.Len() != 0 {
+					t.Errorf("something ran: %q", out.String())
+				}
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+				if e.Name() == "notes.txt" && string(b) != "keep me" {
+					t.Errorf("%s changed", e.Name())
+				}
+				if tc.code == ExitUsage && string(b) != "keep me" {
+					t.Errorf("refused, yet %s was written", e.Name())
+				}
+			}
+			if tc.written != "" {
+				b, err := os.ReadFile(filepath.Join(dir, tc.written))
+				if err != nil || len(b) < 100 {
+					t.Errorf("%s not written (%v)", tc.written, err)
+				}
+			}
+		})
+	}
+	err := checkOut(&Config{Out: mk("direct", "x"), OutSet: true})
+	if !errors.Is(err, ErrOutNotEmpty) || !errors.Is(err, ErrUsage) {
+		t.Errorf("checkOut: %v, want ErrOutNotEmpty and ErrUsage", err)
+	}
+}

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// The percentile plots' subtitle names the workload and -c, and a
+// saturated strategy is marked in its legend and the subtitle.
+func TestPlotSubtitleAndSaturation(t *testing.T) {
+	res := func(name string, saturated bool) *StrategyResult {
+		h := newHistSet()
+		for i := int64(1); i <= 100; i++ {
+			for _, m := range []int{mAcquire, mRelease, mAcquireRelease} {
+				_ = h[m].RecordValue(i * 10_000)
+			}
+		}
+		return &StrategyResult{Name: name, Saturated: saturated, hists: h}
+	}
+	cfg := ReportConfig{Target: "embedded fake cluster, 3 nodes", Workload: WorkloadContended, Workers: 24, Rate: 5000, Loop: "open"}
+	tests := []struct {
+		name      string
+		strats    []*StrategyResult
+		warns     int
+		saturated string // in the subtitle ("" = no mark)
+	}{
+		{"none saturated", []*StrategyResult{res("seq", false), res("mux", false)}, 0, ""},
+		{"one saturated", []*StrategyResult{res("seq", true), res("mux", false)}, 1, "SATURATED: seq"},
+		{"both saturated", []*StrategyResult{res("seq", true), res("mux", true)}, 2, "SATURATED: seq, mux"},
+	}
+	for _, tc := range tests {
+		for _, metric := range []string{MetricAcquireRelease, MetricAcquire} {
+			var b strings.Builder
+			if err := WritePlot(&b, &Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
+				t.Fatal(err)
+			}
+			svg := b.String()
+			sub := svgSubtitle(t, svg)
+			if !strings.Contains(sub, "workload contended, 24 workers (-c)") {
+				t.Errorf("%s %s: subtitle %q lacks the workload and -c", tc.name, metric, sub)
+			}
+			if n := strings.Count(svg, `class="warn"`); n != tc.warns {
+				t.Errorf("%s %s: %d legend warnings, want %d", tc.name, metric, n, tc.warns)
+			}
+			if tc.saturated == "" && strings.Contains(sub, "SATURATED") || tc.saturated != "" && !strings.Contains(sub, tc.saturated) {
+				t.Errorf("%s %s: subtitle %q, want %q", tc.name, metric, sub, tc.saturated)
+			}
+		}
+	}
+}
+
+// The sweep plot's subtitle names the workload and -c; every saturated
+// step drawn gets a cross.
+func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
+	step := func(rate float64, held, saturated, repeated bool) *SweepStep {
+		return &SweepStep{TargetRate: rate, OpsPerSec: rate * 0.9, Ops: 100, Held: held, Saturated: saturated, Repeated: repeated,
+			SLOUs: 1000, Latency: Latency{P50Us: 500}}
+	}
+	ss := &SweepStrategy{Name: "mux", SLOPct: 99, SLOBudgetUs: 2000, Steps: []*SweepStep{
+		step(100, true, false, false), step(200, true, false, false), step(400, false, true, true),
+		step(400, false, true, false), step(300, false, true, false),
+	}}
+	rep := &SweepReport{Config: ReportConfig{Target: "t", Workload: WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*SweepStrategy{ss}}
+	var b strings.Builder
+	if err := WriteSweepPlot(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if n := strings.Count(svg, `class="saturated"`); n != 2 { // the repeated step is not drawn
+		t.Errorf("%d saturated marks, want 2", n)
+	}
+	if sub := svgSubtitle(t, svg); !strings.Contains(sub, "workload acquire-release, 64 workers (-c)") {
+		t.Errorf("subtitle %q", sub)
+	}
+	if !strings.Contains(svg, "saturated (did not keep up)") {
+		t.Error("no legend for the saturated mark")
+	}
+}
+
+// svgSubtitle returns the text of the plot's subtitle (its second text).
+func svgSubtitle(t *testing.T, svg string) string {
+	t.Helper()
+	const open = `<text x="80" y="44" font-size="11" fill="#555">`
+	i := strings.Index(svg, open)
+	if i < 0 {
+		t.Fatal("no subtitle")
+	}
+	s := svg[i+len(open):]
+	return s[:strings.Index(s, "</text>")]
+}

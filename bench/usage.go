@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// flagGroup is one section of -h: flags that belong together, as
+// redis-benchmark and memtier_benchmark group theirs.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+// flagGroups is the order of -h. A flag a mode does not define is left
+// out; a defined flag no group names goes to "Other" (TestUsageListsEveryFlagOnce
+// keeps that group empty).
+var flagGroups = []flagGroup{
+	{"Target (default: an embedded 5-node fake cluster)", []string{"nodes", "real-local", "fake", "user", "password", "db", "timeout"}},
+	{"TLS", []string{"tls", "cacert", "cert", "key", "sni", "insecure"}},
+	{"Embedded cluster", []string{"latency", "fault", "node-cap", "inprocess"}},
+	{"Load", []string{"strategy", "c", "conns", "d", "n", "warmup", "rate", "start-at"}},
+	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
+	{"Sweep", []string{"slo", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
+	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
+	{"Misc", []string{"version"}},
+}
+
+// printFlags writes the flags of fs in flagGroups' order, each once, with
+// its default once: a usage text that states its default itself ("(default
+// ...") gets no second one.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	seen := map[string]bool{}
+	groups := append([]flagGroup(nil), flagGroups...)
+	var other []string
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, g := range flagGroups {
+			for _, n := range g.names {
+				if n == f.Name {
+					return
+				}
+			}
+		}
+		other = append(other, f.Name)
+	})
+	groups = append(groups, flagGroup{"Other", other})
+	for _, g := range groups {
+		var flags []*flag.Flag
+		for _, n := range g.names {
+			if f := fs.Lookup(n); f != nil && !seen[n] {
+				seen[n] = true
+				flags = append(flags, f)
+			}
+		}
+		if len(flags) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, f := range flags {
+			printFlag(w, f)
+		}
+	}
+	fmt.Fprintf(w, "  -h, -help\n    \tthis help\n")
+}
+
+func printFlag(w io.Writer, f *flag.Flag) {
+	name, usage := flag.UnquoteUsage(f)
+	if name == "value" {
+		if _, ok := f.Value.(durationFlag); ok {
+			name = "duration"
+		}
+	}
+	line := "  -" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	if !strings.Contains(usage, "(default") && !zeroDefault(f.DefValue) {
+		if isStringFlag(f) {
+			usage += fmt.Sprintf(" (default %q)", f.DefValue)
+		} else {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+	}
+	fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+}
+
+// zeroDefault reports whether a flag's default is its type's zero value
+// (not shown, as the flag package does).
+func zeroDefault(v string) bool {
+	switch v {
+	case "", "0", "false", "0s", "[]":
+		return true
+	}
+	return false
+}
+
+// isStringFlag reports whether f is a plain string flag (its default is
+// shown quoted).
+func isStringFlag(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, isString := g.Get().(string)
+	return isString
+}
