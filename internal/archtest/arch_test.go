@@ -1,8 +1,10 @@
 // Package archtest checks the module's architecture against its rules and
 // against docs/ARCHITECTURE.md: the import flow, the packages that must stay
 // free of client code or of the standard library's testing package, the
-// per-package import table, and go.mod's direct requirements. It has only
-// this test file; it is built by `go test` and linked into nothing.
+// per-package import table, go.mod's direct requirements, the drawing's
+// arrows (each a direct import) and the repository paths the document names
+// (each exists; drawing_test.go). It has only test files; it is built by
+// `go test` and linked into nothing.
 //
 // The facts come from `go list` for each build CI checks (linux, linux with
 // -tags redmux_portable, darwin, windows), so a rule broken by one
