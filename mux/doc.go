@@ -106,7 +106,9 @@
 // never appears in errors), and bytes past the last set-up reply fail the
 // dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
 // the same Do resends that command once as EVAL with the script's text,
-// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error.
+// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error. Only
+// the error's first word, NOSCRIPT, is matched: Redis and Valkey word the
+// rest differently.
 //
 // # Node URLs and TLS
 //
