@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
@@ -280,8 +281,8 @@ func isInt(_ int, r resp.Reply) bool {
 	return ok
 }
 
-// ttlMillis is ttl in whole milliseconds, rounded up (TTLMillis).
-func ttlMillis(ttl time.Duration) int64 { return TTLMillis(ttl) }
+// ttlMillis is ttl in whole milliseconds, rounded up (lockrule.TTLMillis).
+func ttlMillis(ttl time.Duration) int64 { return lockrule.TTLMillis(ttl) }
 
 // detachedCtx is a context with the values of parent but without its
 // cancellation or deadline: the context of the releases the algorithm
