@@ -113,8 +113,8 @@ var mutants = []Mutant{
 	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
-			"\terr := l.extend(ctx, ttl)\n\tst.c.ka.extended(st, &l, ttl, err, 0)\n\treturn err\n",
-			"\terr := l.extend(ctx, ttl)\n\treturn err\n"}},
+			"\terr := l.extend(ctx, ttl, OpExtend)\n\tc.ka.extended(st, &l, ttl, err, 0)\n",
+			"\terr := l.extend(ctx, ttl, OpExtend)\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
