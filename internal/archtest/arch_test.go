@@ -31,13 +31,14 @@ const module = "github.com/redmux/redmux"
 
 // The layers of the one-way import flow, cmd -> bench -> redlock -> mux ->
 // resp. A package may import module packages of a lower level only, or
-// packages beside the flow (side below). lockcmd sits above mux (the client
+// packages beside the flow (side below). lockcmd and lockrule sit above mux (the client
 // knows no lock command) and below redlock; the checker sits above redlock,
 // beside bench.
 var level = map[string]int{
 	"resp":                     0,
 	"mux":                      10,
 	"internal/lockcmd":         15,
+	"internal/lockrule":        15,
 	"redlock":                  20,
 	"redlock/internal/checker": 30,
 	"bench":                    30,
@@ -57,10 +58,10 @@ var side = map[string][]string{
 }
 
 // stdOnly may import the standard library only.
-var stdOnly = []string{"resp", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc"}
+var stdOnly = []string{"resp", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc"}
 
 // clientCode is what fakeserver must never reach, directly or not.
-var clientCode = []string{"resp", "mux", "internal/lockcmd", "redlock", "bench"}
+var clientCode = []string{"resp", "mux", "internal/lockcmd", "internal/lockrule", "redlock", "bench"}
 
 // cmdMay is all the module code a cmd/* main may import.
 var cmdMay = []string{"bench", "fakeserver"}
