@@ -28,7 +28,8 @@ type Batch struct {
 	claims  []*pconn   // Do's claimed writer roles (reused; cap n)
 	bad     error      // set by Add when a command is not exactly one frame
 	scratch []byte
-	route   uint32 // picks the connection to each node (SetKey)
+	route   uint32      // picks the connection to each node (SetKey)
+	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
 
 	parser resp.Parser
 
@@ -63,7 +64,11 @@ type call struct {
 }
 
 // NewBatch returns an empty batch sized for c.
-func (c *Client) NewBatch() *Batch { return newBatch(c.n, c.cfg.Parser) }
+func (c *Client) NewBatch() *Batch {
+	b := newBatch(c.n, c.cfg.Parser)
+	b.kinds = c.kinds
+	return b
+}
 
 func newBatch(n int, p resp.Parser) *Batch {
 	return &Batch{
@@ -222,12 +227,12 @@ func (b *Batch) Reply(node, k int) (resp.Reply, error) {
 		if e := cl.errs[node]; e != nil {
 			return resp.Reply{}, e
 		}
-		return resp.Reply{}, ErrNotSent
+		return resp.Reply{}, kindErr(b.kinds, node, ErrNotSent)
 	}
 	r := rs[k]
 	rep, _, err := b.parser.Parse(cl.rbuf[r.off : r.off+r.n])
 	if err != nil { // cannot happen: the frame parsed when it arrived
-		return resp.Reply{}, &NodeError{Node: node, Kind: ErrProtocol, Cause: err}
+		return resp.Reply{}, &NodeError{Node: node, Addr: b.addr(node), Kind: ErrProtocol, Cause: err}
 	}
 	if r.isErr {
 		return rep, &ServerError{Node: node, Text: string(rep.Data)}
@@ -256,7 +261,7 @@ func (b *Batch) Err(node int) error {
 			if e := b.call.errs[node]; e != nil {
 				return e
 			}
-			return ErrNotSent
+			return kindErr(b.kinds, node, ErrNotSent)
 		}
 		if rs[i].isErr {
 			_, err := b.Reply(node, i)
@@ -274,4 +279,12 @@ func (b *Batch) cmd(node, k int) []byte {
 		end = o[k+1]
 	}
 	return b.cmds[node][o[k]:end]
+}
+
+// addr is node's display address, or "" for a batch made without a client.
+func (b *Batch) addr(node int) string {
+	if b.kinds == nil {
+		return ""
+	}
+	return b.kinds[node].pending.Addr
 }

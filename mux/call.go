@@ -170,8 +170,10 @@ func (b *Batch) failNode(node int, err error) {
 }
 
 // end closes the call (late replies are dropped from now on) and settles
-// the nodes still open: their replies are pending.
-func (b *Batch) end() Outcome {
+// the nodes still open: their replies are pending (ErrPending once the
+// outcome was decided, ErrClosed when the client closed under the call,
+// else ErrTimeout).
+func (b *Batch) end(closed bool) Outcome {
 	cl := &b.call
 	cl.live = false
 	cl.gen++
@@ -182,10 +184,14 @@ func (b *Batch) end() Outcome {
 		}
 		cl.done[i] = true
 		pending++
-		if cl.decided {
-			cl.errs[i] = ErrPending
-		} else {
-			cl.errs[i] = ErrTimeout
+		switch {
+		case cl.decided:
+			cl.errs[i] = kindErr(b.kinds, i, ErrPending)
+		case closed:
+			cl.errs[i] = kindErr(b.kinds, i, ErrClosed)
+			cl.fail++
+		default:
+			cl.errs[i] = kindErr(b.kinds, i, ErrTimeout)
 			cl.fail++
 		}
 	}

@@ -18,6 +18,32 @@ type node struct {
 	wake    chan struct{}             // wakes this node's supervisor (buffered 1)
 }
 
+// nodeKinds are a node's errors that carry no cause, made once at New and
+// never changed, so every per-node error is a *NodeError without an
+// allocation per call.
+type nodeKinds struct {
+	pending, timeout, notSent, closed *NodeError
+}
+
+// kind returns node i's *NodeError of kind, or kind itself when ks is
+// nil (a batch made without a client, in tests).
+func kindErr(ks []nodeKinds, i int, kind error) error {
+	if ks == nil {
+		return kind
+	}
+	switch kind {
+	case ErrPending:
+		return ks[i].pending
+	case ErrTimeout:
+		return ks[i].timeout
+	case ErrNotSent:
+		return ks[i].notSent
+	case ErrClosed:
+		return ks[i].closed
+	}
+	return kind
+}
+
 // Client talks to N nodes over Config.Conns connections per node, shared by
 // every caller. Methods are safe for concurrent use. See the package
 // documentation.
@@ -25,7 +51,8 @@ type Client struct {
 	cfg   *resolved
 	n     int
 	nodes []node
-	conns []*pconn // node i's connections are conns[i*Conns : (i+1)*Conns]
+	kinds []nodeKinds // per node; shared with every batch
+	conns []*pconn    // node i's connections are conns[i*Conns : (i+1)*Conns]
 	drv   driver
 
 	closed atomic.Bool
@@ -72,6 +99,7 @@ func New(cfg Config) (*Client, error) {
 		cfg:   r,
 		n:     len(r.Addrs),
 		nodes: make([]node, len(r.Addrs)),
+		kinds: make([]nodeKinds, len(r.Addrs)),
 		done:  make(chan struct{}),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
@@ -80,6 +108,8 @@ func New(cfg Config) (*Client, error) {
 		c.nodes[i].wake = make(chan struct{}, 1)
 		c.nodes[i].down.Store(true)
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: r.Addrs[i], Kind: ErrNodeDown, Cause: errNotConnected})
+		mk := func(kind error) *NodeError { return &NodeError{Node: i, Addr: r.Addrs[i], Kind: kind} }
+		c.kinds[i] = nodeKinds{pending: mk(ErrPending), timeout: mk(ErrTimeout), notSent: mk(ErrNotSent), closed: mk(ErrClosed)}
 	}
 	for i := 0; i < c.n; i++ {
 		for k := 0; k < r.Conns; k++ {
@@ -247,9 +277,9 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			}
 			var err error
 			if mono() >= deadline {
-				err = ErrNotSent
+				err = kindErr(b.kinds, i, ErrNotSent)
 			} else if pass == 1 && b.isSettled() {
-				err = ErrNotSent
+				err = kindErr(b.kinds, i, ErrNotSent)
 			} else {
 				cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
 				var claimed bool
@@ -293,7 +323,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	}
 	c.active.Add(-1)
 	b.mu.Lock()
-	out := b.end()
+	out := b.end(err == ErrClosed)
 	if pe := b.call.panicked; pe != nil {
 		err = pe
 	}

@@ -28,9 +28,10 @@
 // Config.Timeout = 50ms, bounded by ctx's deadline). Each node's result is
 // its reply or a distinct error: ErrTimeout, ErrPending (the outcome was
 // decided before its reply came), ErrNodeDown, ErrConnBroken, ErrProtocol,
-// ErrNotSent, or a *ServerError carrying the server's error text. Node-level
-// errors are *NodeError values that also unwrap to their cause (ErrAuth, a
-// *resp.ProtocolError, a syscall error).
+// ErrNotSent, ErrClosed, or a *ServerError carrying the server's error
+// text. Every node-level error is a *NodeError (node, address, kind) that
+// also unwraps to its cause (ErrAuth, a *resp.ProtocolError, a syscall
+// error); match kinds with errors.Is.
 //
 // # Shared connections and automatic pipelining
 //

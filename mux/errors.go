@@ -88,8 +88,12 @@ func (e *ServerError) Error() string {
 func (e *ServerError) Is(target error) bool { return target == ErrServer }
 
 // NodeError is a node-level failure with its cause: errors.Is matches Kind
-// (ErrNodeDown, ErrConnBroken, ErrProtocol, ErrTimeout) and, through Unwrap,
-// the cause (for example ErrAuth, a *resp.ProtocolError or a syscall error).
+// (ErrNodeDown, ErrConnBroken, ErrProtocol, ErrTimeout, ErrPending,
+// ErrNotSent, ErrClosed) and, through Unwrap, the cause (for example
+// ErrAuth, a *resp.ProtocolError or a syscall error). Every per-node error
+// of Batch.Reply, Last and Err that is not a server's error reply is a
+// *NodeError (a server's is a *ServerError); those without a cause are
+// made once per client and shared, so treat them as read-only.
 type NodeError struct {
 	Node  int
 	Addr  string

@@ -240,7 +240,7 @@ func (cn *pconn) fail(kind, cause error) {
 	}
 	var err error = ne
 	if cn.c.closed.Load() {
-		err = ErrClosed
+		err = cn.c.kinds[cn.node].closed
 	} else {
 		cn.c.markDown(cn.node, ne)
 	}
