@@ -232,7 +232,7 @@ func cmdFake(n *Node, c cmdCtx) {
 		n.ClearFaults()
 		c.ok()
 	default:
-		if !n.fakeTiming(c, sub, a) { // faults.go
+		if !n.fakeTiming(c, sub, a) {
 			c.err("ERR unknown FAKE subcommand '" + trunc(c.args[1], 64) + "'. Try FAKE HELP.")
 		}
 	}
@@ -262,3 +262,131 @@ func (n *Node) sleep(d time.Duration) bool {
 		return false
 	}
 }
+
+// adminTimingHelp documents the timing FAKE subcommands (appended to
+// FAKE HELP).
+var adminTimingHelp = []string{
+	"DELAY REQUEST|REPLY <fixed> [<jitter>]",
+	"    REQUEST: run each command fixed plus uniform [0,jitter) after it was read (its reply follows at once).",
+	"    REPLY: run each command at once, send its reply after the delay (the same as LATENCY).",
+	"PARTITION REQUESTS|REPLIES|NONE [<duration>]",
+	"    Drop requests (never executed) or replies (executed, answer lost); FAKE excepted. NONE or HEAL ends it",
+	"    and closes every connection that lost a request or reply. Ends by itself after duration if given.",
+	"THROUGHPUT <commands/s>",
+	"    Cap the node at this many commands per second (0: no cap), as a single-threaded server with a fixed cost per",
+	"    command: commands wait for their slot in arrival order, so latency grows without bound above the cap.",
+	"CLOCKSTEP <delta> [<driftrate>]",
+	"    Move the node clock by delta from its current reading (negative: back) and set its drift rate from now.",
+}
+
+// fakeTiming runs the timing FAKE subcommands (DELAY, PARTITION,
+// THROUGHPUT, CLOCKSTEP); false if sub is not one of them.
+func (n *Node) fakeTiming(c cmdCtx, sub string, a [][]byte) bool {
+	bad := func(msg string) { c.err("ERR FAKE " + sub + ": " + msg) }
+	dur := func(b []byte, what string, neg bool) (time.Duration, bool) {
+		d, ok, inRange := parseDur(b)
+		if !ok || !inRange || (!neg && d < 0) || d > maxFaultDuration || d < -maxFaultDuration {
+			bad("invalid " + what + " '" + trunc(b, 64) + "' (want e.g. 10ms, 2s or milliseconds; at most 1000h)")
+			return 0, false
+		}
+		return d, true
+	}
+	switch sub {
+	case "DELAY":
+		if len(a) < 2 || len(a) > 3 {
+			bad("usage: FAKE DELAY REQUEST|REPLY <fixed> [<jitter>]")
+			return true
+		}
+		fixed, ok := dur(a[1], "delay", false)
+		if !ok {
+			return true
+		}
+		var jitter time.Duration
+		if len(a) == 3 {
+			if jitter, ok = dur(a[2], "jitter", false); !ok {
+				return true
+			}
+		}
+		switch {
+		case eqFold(a[0], "request"):
+			n.SetRequestDelay(fixed, jitter)
+		case eqFold(a[0], "reply"):
+			n.SetReplyDelay(fixed, jitter)
+		default:
+			bad("direction must be REQUEST or REPLY, not '" + trunc(a[0], 64) + "'")
+			return true
+		}
+		c.ok()
+	case "PARTITION":
+		if len(a) < 1 || len(a) > 2 {
+			bad("usage: FAKE PARTITION REQUESTS|REPLIES|NONE [<duration>]")
+			return true
+		}
+		var d Direction
+		switch {
+		case eqFold(a[0], "requests"):
+			d = Requests
+		case eqFold(a[0], "replies"):
+			d = Replies
+		case eqFold(a[0], "none"):
+			d = NoPartition
+		default:
+			bad("direction must be REQUESTS, REPLIES or NONE, not '" + trunc(a[0], 64) + "'")
+			return true
+		}
+		var after time.Duration
+		if len(a) == 2 {
+			var ok bool
+			if after, ok = dur(a[1], "duration", false); !ok {
+				return true
+			}
+		}
+		n.Partition(d)
+		if after > 0 && d != NoPartition {
+			n.goBG(func() {
+				if n.sleep(after) && n.Partitioned() == d {
+					n.Partition(NoPartition)
+				}
+			})
+		}
+		c.ok()
+	case "THROUGHPUT":
+		if len(a) != 1 {
+			bad("usage: FAKE THROUGHPUT <commands/s>")
+			return true
+		}
+		r, err := strconv.ParseFloat(string(a[0]), 64)
+		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
+			bad("invalid rate '" + trunc(a[0], 64) + "' (commands per second, 0..1e9; 0 = no cap)")
+			return true
+		}
+		n.SetThroughput(r)
+		c.ok()
+	case "CLOCKSTEP":
+		if len(a) < 1 || len(a) > 2 {
+			bad("usage: FAKE CLOCKSTEP <delta> [<driftrate>]")
+			return true
+		}
+		delta, ok := dur(a[0], "delta", true)
+		if !ok {
+			return true
+		}
+		var rate float64
+		if len(a) == 2 {
+			var err error
+			rate, err = strconv.ParseFloat(string(a[1]), 64)
+			if err != nil || math.IsNaN(rate) || rate <= -1 || rate > 1000 {
+				bad("invalid drift rate '" + trunc(a[1], 64) + "' (a float > -1, e.g. 0.01)")
+				return true
+			}
+		}
+		n.StepClock(delta, rate)
+		c.ok()
+	default:
+		return false
+	}
+	return true
+}
+
+// maxFaultDuration bounds the durations of the timing admin subcommands.
+const maxFaultDuration = 1000 * time.Hour
