@@ -154,6 +154,10 @@ func cmdFake(n *Node, c cmdCtx) {
 		n.Heal()
 		c.ok()
 	case "RESTART":
+		if len(a) > 2 {
+			bad("usage: FAKE RESTART [LOSE|KEEP] [<delay>]")
+			return
+		}
 		lose := false
 		var delay time.Duration
 		for i, x := range a {
@@ -169,10 +173,6 @@ func cmdFake(n *Node, c cmdCtx) {
 				}
 				delay = d
 			}
-		}
-		if len(a) > 2 {
-			bad("usage: FAKE RESTART [LOSE|KEEP] [<delay>]")
-			return
 		}
 		c.ok()
 		n.afterReply(c, func() { _ = n.Restart(lose, delay) })
@@ -198,7 +198,7 @@ func cmdFake(n *Node, c cmdCtx) {
 		c.ok()
 	case "FAILNEXT":
 		if len(a) < 2 {
-			bad("usage: FAKE FAILNEXT <k> <error text>")
+			bad("usage: FAKE FAILNEXT <k> <error text ...>")
 			return
 		}
 		k, ok := parseInt(a[0])
