@@ -259,7 +259,7 @@ func cmdConfig(n *Node, c cmdCtx) {
 		var pairs [][2]string
 		for _, p := range c.args[2:] {
 			for _, kv := range configValues {
-				if globMatch(strings.ToLower(string(p)), kv[0]) {
+				if globMatchRedis([]byte(strings.ToLower(string(p))), []byte(kv[0]), false) {
 					pairs = append(pairs, kv)
 				}
 			}
@@ -285,25 +285,6 @@ var configValues = [][2]string{
 	{"maxmemory", "0"},
 	{"save", ""},
 	{"timeout", "0"},
-}
-
-// globMatch supports the '*' and '?' wildcards of CONFIG GET patterns.
-func globMatch(pat, s string) bool {
-	if pat == "" {
-		return s == ""
-	}
-	switch pat[0] {
-	case '*':
-		for i := 0; i <= len(s); i++ {
-			if globMatch(pat[1:], s[i:]) {
-				return true
-			}
-		}
-		return false
-	case '?':
-		return s != "" && globMatch(pat[1:], s[1:])
-	}
-	return s != "" && s[0] == pat[0] && globMatch(pat[1:], s[1:])
 }
 
 // visibleCommands lists the command table minus FAKE when it is disabled.
