@@ -191,7 +191,7 @@ func (n *Node) liveKeys(db int, pattern []byte, kind string) []string {
 		if kind != "" && e.typeName() != kind {
 			continue
 		}
-		if pattern == nil || globMatchRedis(pattern, []byte(k), false) {
+		if pattern == nil || globMatch(pattern, []byte(k)) {
 			out = append(out, k)
 		}
 	}
@@ -254,7 +254,7 @@ func cmdScan(n *Node, c cmdCtx) {
 	}
 	var page []string
 	for _, k := range all[start:end] {
-		if pattern != nil && !globMatchRedis(pattern, []byte(k), false) {
+		if pattern != nil && !globMatch(pattern, []byte(k)) {
 			continue
 		}
 		if kind != "" {
@@ -287,88 +287,6 @@ func lowerASCII(b []byte) []byte {
 		out[i] = c
 	}
 	return out
-}
-
-// globMatchRedis is Redis's stringmatchlen: *, ?, [abc], [^a-z], \x.
-func globMatchRedis(p, s []byte, nocase bool) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatchRedis(p[1:], s[i:], nocase) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for len(p) > 0 && p[0] != ']' {
-				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					p = p[1:]
-					if p[0] == s[0] {
-						match = true
-					}
-				case len(p) >= 3 && p[1] == '-':
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					ch := s[0]
-					if ch >= lo && ch <= hi {
-						match = true
-					}
-					p = p[2:]
-				default:
-					if p[0] == s[0] {
-						match = true
-					}
-				}
-				p = p[1:]
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			s = s[1:]
-			if len(p) == 0 {
-				return len(s) == 0 // unterminated class: Redis stops here
-			}
-		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || p[0] != s[0] {
-				return false
-			}
-			s = s[1:]
-		}
-		p = p[1:]
-	}
-	return len(s) == 0
 }
 
 // flushArgs accepts the optional ASYNC|SYNC argument of FLUSHALL/FLUSHDB.

@@ -259,7 +259,7 @@ func cmdConfig(n *Node, c cmdCtx) {
 		var pairs [][2]string
 		for _, p := range c.args[2:] {
 			for _, kv := range configValues {
-				if globMatchRedis([]byte(strings.ToLower(string(p))), []byte(kv[0]), false) {
+				if globMatch([]byte(strings.ToLower(string(p))), []byte(kv[0])) {
 					pairs = append(pairs, kv)
 				}
 			}
