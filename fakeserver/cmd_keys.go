@@ -9,7 +9,7 @@ import (
 // Keyspace commands: the ones on keys of any type (DEL, EXISTS, expiry,
 // TYPE, KEYS, SCAN, FLUSH*). The commands of each data type are in
 // cmd_string.go, cmd_hash.go and cmd_list.go. Their bodies all run with
-// n.mu held (cmdDef.locked): dispatch takes it around one command, EXEC
+// n.mu held (no cmdDef.noLock): dispatch takes it around one command, EXEC
 // around a transaction and EVAL around a whole script, which makes both
 // atomic as in Redis.
 

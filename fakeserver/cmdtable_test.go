@@ -16,7 +16,7 @@ func propsOf(d *cmdDef) string {
 		name string
 		on   bool
 	}{
-		{"locked", d.locked}, {"nomulti", d.nomulti}, {"noauth", d.noAuth}, {"admin", d.admin},
+		{"locked", !d.noLock}, {"nomulti", d.noMulti}, {"noauth", d.noAuth}, {"admin", d.admin},
 		{"write", d.write}, {"noscript", d.noscript}, {"allowbusy", d.allowBusy},
 	} {
 		if x.on {
