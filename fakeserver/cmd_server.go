@@ -27,6 +27,10 @@ func cmdPing(n *Node, c cmdCtx) {
 
 func cmdEcho(n *Node, c cmdCtx) { c.rc.WriteBulk(c.args[1]) }
 
+// cmdPublish: the fake has no pub/sub, so no client is ever subscribed
+// (Redisson's unlock script publishes an unlock message).
+func cmdPublish(n *Node, c cmdCtx) { c.rc.WriteInt(0) }
+
 func cmdQuit(n *Node, c cmdCtx) {
 	c.ok()
 	_ = c.rc.Close()
