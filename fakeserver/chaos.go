@@ -113,7 +113,7 @@ func span(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 // Inject adds faults until ctx is done, then waits for the faults in
 // progress, heals every node, brings it up and resets its clock.
 func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
-	p, nodes, cnt := ch.p, ch.cl.Nodes, &ch.Counts
+	p, nodes := ch.p, ch.cl.Nodes
 	var wg sync.WaitGroup
 	defer func() {
 		wg.Wait()
@@ -137,82 +137,7 @@ func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
 			}()
 		}
 	}
-	// Delays touch only time, never availability or data, so any number
-	// of nodes may be slow at once; the rest are limited to MaxImpaired.
-	type action struct {
-		impairs bool
-		run     func(n *Node, d time.Duration, rng *rand.Rand)
-	}
-	var actions []action
-	if p.ReplyDelay {
-		actions = append(actions, action{false, func(n *Node, d time.Duration, rng *rand.Rand) {
-			cnt.ReplyDelay.Add(1)
-			n.SetReplyDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
-			sleepCtx(ctx, d)
-			n.SetReplyDelay(0, 0)
-		}})
-	}
-	if p.RequestDelay {
-		actions = append(actions, action{false, func(n *Node, d time.Duration, rng *rand.Rand) {
-			cnt.RequestDelay.Add(1)
-			n.SetRequestDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
-			sleepCtx(ctx, d)
-			n.SetRequestDelay(0, 0)
-		}})
-	}
-	if p.Partitions {
-		actions = append(actions, action{true, func(n *Node, d time.Duration, rng *rand.Rand) {
-			dir := Requests
-			if rng.IntN(2) == 0 {
-				dir = Replies
-				cnt.PartitionReplies.Add(1)
-			} else {
-				cnt.PartitionRequests.Add(1)
-			}
-			n.Partition(dir)
-			sleepCtx(ctx, d)
-			n.Partition(NoPartition)
-		}})
-	}
-	if p.DownUp {
-		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
-			cnt.Down.Add(1)
-			n.Down()
-			sleepCtx(ctx, d)
-			n.Up()
-		}})
-	}
-	if p.Blackhole {
-		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
-			cnt.Blackhole.Add(1)
-			n.Blackhole()
-			sleepCtx(ctx, d)
-			n.Heal()
-		}})
-	}
-	if p.RestartKeep {
-		actions = append(actions, action{true, func(n *Node, d time.Duration, _ *rand.Rand) {
-			cnt.RestartKeep.Add(1)
-			_ = n.Restart(false, d)
-		}})
-	}
-	if p.RestartDelayed {
-		// Longer than any key can live: the largest TTL on the slowest
-		// clock the profile allows, after the largest backward step, plus
-		// a margin.
-		rate := p.ClockRate + p.FastClocks
-		delay := time.Duration(float64(p.MaxTTL)/(1-rate)) + 2*p.ClockStep + p.MaxTTL/10 + 20*time.Millisecond
-		actions = append(actions, action{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
-			cnt.RestartDelayed.Add(1)
-			_ = n.Restart(true, delay)
-		}})
-	}
-	if p.RestartNoDelay {
-		actions = append(actions, action{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
-			cnt.RestartNoDelay.Add(1)
-			_ = n.Restart(true, 0)
-		}})
-	}
+	actions := ch.actions(ctx)
 	if len(actions) == 0 {
 		<-ctx.Done()
 		return
@@ -252,6 +177,92 @@ func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
 			mu.Unlock()
 		}()
 	}
+}
+
+// chaosAction is one kind of fault Inject draws: run applies it to n for
+// about d. Delays touch only time, never availability or data, so any
+// number of nodes may be slow at once; the faults that impair a node are
+// limited to MaxImpaired at a time.
+type chaosAction struct {
+	impairs bool
+	run     func(n *Node, d time.Duration, rng *rand.Rand)
+}
+
+// actions lists the faults the profile enables; each ends early when ctx
+// is done.
+func (ch *Chaos) actions(ctx context.Context) []chaosAction {
+	p, cnt := ch.p, &ch.Counts
+	var actions []chaosAction
+	if p.ReplyDelay {
+		actions = append(actions, chaosAction{false, func(n *Node, d time.Duration, rng *rand.Rand) {
+			cnt.ReplyDelay.Add(1)
+			n.SetReplyDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			sleepCtx(ctx, d)
+			n.SetReplyDelay(0, 0)
+		}})
+	}
+	if p.RequestDelay {
+		actions = append(actions, chaosAction{false, func(n *Node, d time.Duration, rng *rand.Rand) {
+			cnt.RequestDelay.Add(1)
+			n.SetRequestDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			sleepCtx(ctx, d)
+			n.SetRequestDelay(0, 0)
+		}})
+	}
+	if p.Partitions {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, rng *rand.Rand) {
+			dir := Requests
+			if rng.IntN(2) == 0 {
+				dir = Replies
+				cnt.PartitionReplies.Add(1)
+			} else {
+				cnt.PartitionRequests.Add(1)
+			}
+			n.Partition(dir)
+			sleepCtx(ctx, d)
+			n.Partition(NoPartition)
+		}})
+	}
+	if p.DownUp {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.Down.Add(1)
+			n.Down()
+			sleepCtx(ctx, d)
+			n.Up()
+		}})
+	}
+	if p.Blackhole {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.Blackhole.Add(1)
+			n.Blackhole()
+			sleepCtx(ctx, d)
+			n.Heal()
+		}})
+	}
+	if p.RestartKeep {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.RestartKeep.Add(1)
+			_ = n.Restart(false, d)
+		}})
+	}
+	if p.RestartDelayed {
+		// Longer than any key can live: the largest TTL on the slowest
+		// clock the profile allows, after the largest backward step, plus
+		// a margin.
+		rate := p.ClockRate + p.FastClocks
+		delay := time.Duration(float64(p.MaxTTL)/(1-rate)) + 2*p.ClockStep + p.MaxTTL/10 + 20*time.Millisecond
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.RestartDelayed.Add(1)
+			_ = n.Restart(true, delay)
+		}})
+	}
+	if p.RestartNoDelay {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.RestartNoDelay.Add(1)
+			_ = n.Restart(true, 0)
+		}})
+	}
+	return actions
 }
 
 // clock steps n's clock by up to ±ClockStep every U[MaxTTL+1ms,

@@ -6,160 +6,16 @@ import (
 	"strconv"
 )
 
-// Keyspace commands. Their bodies run with n.mu held (cmdDef.locked):
-// dispatch takes it around one command, EXEC around a transaction and EVAL
-// around a whole script, which makes both atomic as in Redis.
+// Keyspace commands: the ones on keys of any type (DEL, EXISTS, expiry,
+// TYPE, KEYS, SCAN, FLUSH*). The commands of each data type are in
+// cmd_string.go, cmd_hash.go and cmd_list.go. Their bodies all run with
+// n.mu held (no cmdDef.noLock): dispatch takes it around one command, EXEC
+// around a transaction and EVAL around a whole script, which makes both
+// atomic as in Redis.
 
 const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
-const (
-	setNX = 1 << iota
-	setXX
-	setGet
-	setKeepTTL
-	setEX
-	setPX
-	setEXAT
-	setPXAT
-	setAnyExpire = setEX | setPX | setEXAT | setPXAT
-)
-
 func nowMs(ns int64) int64 { return ns / 1e6 }
-
-func cmdSet(n *Node, c cmdCtx) {
-	flags := 0
-	var expArg []byte
-	a := c.args
-	for j := 3; j < len(a); j++ {
-		opt := a[j]
-		hasNext := j+1 < len(a)
-		switch {
-		case eqFold(opt, "nx") && flags&setXX == 0:
-			flags |= setNX
-		case eqFold(opt, "xx") && flags&setNX == 0:
-			flags |= setXX
-		case eqFold(opt, "get"):
-			flags |= setGet
-		case eqFold(opt, "keepttl") && flags&setAnyExpire == 0:
-			flags |= setKeepTTL
-		case eqFold(opt, "ex") && flags&(setKeepTTL|setAnyExpire&^setEX) == 0 && hasNext:
-			flags |= setEX
-			j++
-			expArg = a[j]
-		case eqFold(opt, "px") && flags&(setKeepTTL|setAnyExpire&^setPX) == 0 && hasNext:
-			flags |= setPX
-			j++
-			expArg = a[j]
-		case eqFold(opt, "exat") && flags&(setKeepTTL|setAnyExpire&^setEXAT) == 0 && hasNext:
-			flags |= setEXAT
-			j++
-			expArg = a[j]
-		case eqFold(opt, "pxat") && flags&(setKeepTTL|setAnyExpire&^setPXAT) == 0 && hasNext:
-			flags |= setPXAT
-			j++
-			expArg = a[j]
-		default:
-			c.syntaxErr()
-			return
-		}
-	}
-	var when int64 // absolute ms on the node clock, 0 = none
-	now := n.nowLocked()
-	if flags&setAnyExpire != 0 {
-		v, ok := parseInt(expArg)
-		if !ok {
-			c.notInt()
-			return
-		}
-		if v <= 0 || (flags&(setEX|setEXAT) != 0 && v > math.MaxInt64/1000) {
-			c.err("ERR invalid expire time in 'set' command")
-			return
-		}
-		if flags&(setEX|setEXAT) != 0 {
-			v *= 1000
-		}
-		if flags&(setEX|setPX) != 0 {
-			base := nowMs(now)
-			if v > math.MaxInt64-base {
-				c.err("ERR invalid expire time in 'set' command")
-				return
-			}
-			v += base
-		}
-		when = v
-	}
-	db := c.fc.db
-	key := c.args[1]
-	old, exists := n.lookup(db, string(key), now)
-	if flags&setGet != 0 && exists && old.kind != kindString {
-		c.err(wrongType)
-		return
-	}
-	if (flags&setNX != 0 && exists) || (flags&setXX != 0 && !exists) {
-		if flags&setGet != 0 && exists {
-			c.rc.WriteBulk(old.val)
-			return
-		}
-		c.null()
-		return
-	}
-	if flags&setGet != 0 {
-		if exists {
-			c.rc.WriteBulk(old.val)
-		} else {
-			c.null()
-		}
-	}
-	e := entry{exp: when}
-	if flags&setKeepTTL != 0 && exists {
-		e.exp = old.exp
-	}
-	if exists && old.kind == kindString && flags&setGet == 0 && cap(old.val) >= len(c.args[2]) {
-		e.val = append(old.val[:0], c.args[2]...)
-	} else {
-		e.val = append([]byte(nil), c.args[2]...)
-	}
-	n.put(db, string(key), e)
-	if flags&setGet == 0 {
-		c.ok()
-	}
-}
-
-// getString looks key up as a string; it replies WRONGTYPE (and returns
-// ok=false) for another kind.
-func getString(n *Node, c cmdCtx, key []byte) (e entry, exists, ok bool) {
-	e, exists = n.lookup(c.fc.db, string(key), n.nowLocked())
-	if exists && e.kind != kindString {
-		c.err(wrongType)
-		return e, true, false
-	}
-	return e, exists, true
-}
-
-func cmdGet(n *Node, c cmdCtx) {
-	e, exists, ok := getString(n, c, c.args[1])
-	if !ok {
-		return
-	}
-	if !exists {
-		c.null()
-		return
-	}
-	c.rc.WriteBulk(e.val)
-}
-
-func cmdGetDel(n *Node, c cmdCtx) {
-	e, exists, ok := getString(n, c, c.args[1])
-	if !ok {
-		return
-	}
-	if !exists {
-		c.null()
-		return
-	}
-	n.remove(c.fc.db, string(c.args[1]))
-	c.rc.WriteBulk(e.val)
-}
 
 func cmdDel(n *Node, c cmdCtx) {
 	cnt := 0
@@ -182,55 +38,6 @@ func cmdExists(n *Node, c cmdCtx) {
 		}
 	}
 	c.rc.WriteInt(cnt)
-}
-
-func cmdIncr(n *Node, c cmdCtx) { incrBy(n, c, 1) }
-func cmdDecr(n *Node, c cmdCtx) { incrBy(n, c, -1) }
-func cmdIncrBy(n *Node, c cmdCtx) {
-	v, ok := parseInt(c.args[2])
-	if !ok {
-		c.notInt()
-		return
-	}
-	incrBy(n, c, v)
-}
-
-func cmdDecrBy(n *Node, c cmdCtx) {
-	v, ok := parseInt(c.args[2])
-	if !ok {
-		c.notInt()
-		return
-	}
-	if v == math.MinInt64 {
-		c.err("ERR decrement would overflow")
-		return
-	}
-	incrBy(n, c, -v)
-}
-
-func incrBy(n *Node, c cmdCtx, by int64) {
-	key := string(c.args[1])
-	e, exists, ok := getString(n, c, c.args[1])
-	if !ok {
-		return
-	}
-	var v int64
-	if exists {
-		var good bool
-		v, good = parseInt(e.val)
-		if !good {
-			c.notInt()
-			return
-		}
-		if (by > 0 && v > math.MaxInt64-by) || (by < 0 && v < math.MinInt64-by) {
-			c.err("ERR increment or decrement would overflow")
-			return
-		}
-	}
-	v += by
-	e.val = strconv.AppendInt(e.val[:0:0], v, 10)
-	n.put(c.fc.db, key, e)
-	c.rc.WriteInt64(v)
 }
 
 const (
@@ -384,7 +191,7 @@ func (n *Node) liveKeys(db int, pattern []byte, kind string) []string {
 		if kind != "" && e.typeName() != kind {
 			continue
 		}
-		if pattern == nil || globMatchRedis(pattern, []byte(k), false) {
+		if pattern == nil || globMatch(pattern, []byte(k)) {
 			out = append(out, k)
 		}
 	}
@@ -447,7 +254,7 @@ func cmdScan(n *Node, c cmdCtx) {
 	}
 	var page []string
 	for _, k := range all[start:end] {
-		if pattern != nil && !globMatchRedis(pattern, []byte(k), false) {
+		if pattern != nil && !globMatch(pattern, []byte(k)) {
 			continue
 		}
 		if kind != "" {
@@ -482,88 +289,6 @@ func lowerASCII(b []byte) []byte {
 	return out
 }
 
-// globMatchRedis is Redis's stringmatchlen: *, ?, [abc], [^a-z], \x.
-func globMatchRedis(p, s []byte, nocase bool) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatchRedis(p[1:], s[i:], nocase) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for len(p) > 0 && p[0] != ']' {
-				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					p = p[1:]
-					if p[0] == s[0] {
-						match = true
-					}
-				case len(p) >= 3 && p[1] == '-':
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					ch := s[0]
-					if ch >= lo && ch <= hi {
-						match = true
-					}
-					p = p[2:]
-				default:
-					if p[0] == s[0] {
-						match = true
-					}
-				}
-				p = p[1:]
-			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			s = s[1:]
-			if len(p) == 0 {
-				return len(s) == 0 // unterminated class: Redis stops here
-			}
-		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if len(s) == 0 || p[0] != s[0] {
-				return false
-			}
-			s = s[1:]
-		}
-		p = p[1:]
-	}
-	return len(s) == 0
-}
-
 // flushArgs accepts the optional ASYNC|SYNC argument of FLUSHALL/FLUSHDB.
 func flushArgs(c cmdCtx) bool {
 	if len(c.args) > 2 || (len(c.args) == 2 && !eqFold(c.args[1], "async") && !eqFold(c.args[1], "sync")) {
@@ -591,68 +316,4 @@ func cmdFlushDB(n *Node, c cmdCtx) {
 	n.dbs[c.fc.db] = make(map[string]entry)
 	n.touchDB(c.fc.db)
 	c.ok()
-}
-
-// cmdGetRange is GETRANGE key start end (bsm/redislock's obtain script
-// uses it), with Redis's negative-index rules.
-func cmdGetRange(n *Node, c cmdCtx) {
-	start, ok1 := parseInt(c.args[2])
-	end, ok2 := parseInt(c.args[3])
-	if !ok1 || !ok2 {
-		c.notInt()
-		return
-	}
-	e, exists, ok := getString(n, c, c.args[1])
-	if !ok {
-		return
-	}
-	s := e.val
-	if !exists || len(s) == 0 || (start < 0 && end < 0 && start > end) {
-		c.rc.WriteBulk(nil)
-		return
-	}
-	ln := int64(len(s))
-	if start < 0 {
-		start = max(ln+start, 0)
-	}
-	if end < 0 {
-		end = max(ln+end, 0)
-	}
-	end = min(end, ln-1)
-	if start > end {
-		c.rc.WriteBulk(nil)
-		return
-	}
-	c.rc.WriteBulk(s[start : end+1])
-}
-
-func cmdStrLen(n *Node, c cmdCtx) {
-	e, _, ok := getString(n, c, c.args[1])
-	if !ok {
-		return
-	}
-	c.rc.WriteInt(len(e.val))
-}
-
-func cmdMGet(n *Node, c cmdCtx) {
-	now := n.nowLocked()
-	c.rc.WriteArray(len(c.args) - 1)
-	for _, k := range c.args[1:] {
-		e, ok := n.lookup(c.fc.db, string(k), now)
-		if !ok || e.kind != kindString {
-			c.null()
-			continue
-		}
-		c.rc.WriteBulk(e.val)
-	}
-}
-
-func cmdSetNX(n *Node, c cmdCtx) {
-	key := string(c.args[1])
-	if _, ok := n.lookup(c.fc.db, key, n.nowLocked()); ok {
-		c.rc.WriteInt(0)
-		return
-	}
-	n.put(c.fc.db, key, entry{val: append([]byte(nil), c.args[2]...)})
-	c.rc.WriteInt(1)
 }

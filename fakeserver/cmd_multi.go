@@ -124,7 +124,3 @@ func (n *Node) unwatchLocked(fc *fconn) {
 	}
 	fc.watches = nil
 }
-
-// cmdPublish: the fake has no pub/sub, so no client is ever subscribed
-// (Redisson's unlock script publishes an unlock message).
-func cmdPublish(n *Node, c cmdCtx) { c.rc.WriteInt(0) }

@@ -27,6 +27,10 @@ func cmdPing(n *Node, c cmdCtx) {
 
 func cmdEcho(n *Node, c cmdCtx) { c.rc.WriteBulk(c.args[1]) }
 
+// cmdPublish: the fake has no pub/sub, so no client is ever subscribed
+// (Redisson's unlock script publishes an unlock message).
+func cmdPublish(n *Node, c cmdCtx) { c.rc.WriteInt(0) }
+
 func cmdQuit(n *Node, c cmdCtx) {
 	c.ok()
 	_ = c.rc.Close()
@@ -259,7 +263,7 @@ func cmdConfig(n *Node, c cmdCtx) {
 		var pairs [][2]string
 		for _, p := range c.args[2:] {
 			for _, kv := range configValues {
-				if globMatch(strings.ToLower(string(p)), kv[0]) {
+				if globMatch([]byte(strings.ToLower(string(p))), []byte(kv[0])) {
 					pairs = append(pairs, kv)
 				}
 			}
@@ -285,25 +289,6 @@ var configValues = [][2]string{
 	{"maxmemory", "0"},
 	{"save", ""},
 	{"timeout", "0"},
-}
-
-// globMatch supports the '*' and '?' wildcards of CONFIG GET patterns.
-func globMatch(pat, s string) bool {
-	if pat == "" {
-		return s == ""
-	}
-	switch pat[0] {
-	case '*':
-		for i := 0; i <= len(s); i++ {
-			if globMatch(pat[1:], s[i:]) {
-				return true
-			}
-		}
-		return false
-	case '?':
-		return s != "" && globMatch(pat[1:], s[1:])
-	}
-	return s != "" && s[0] == pat[0] && globMatch(pat[1:], s[1:])
 }
 
 // visibleCommands lists the command table minus FAKE when it is disabled.

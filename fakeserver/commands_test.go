@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,34 @@ func TestDefaultUserPasswordFromUsers(t *testing.T) {
 	eqReply(t, "wrong", c.do("AUTH", "x"), errReply(wrongPass))
 	eqReply(t, "auth", c.do("AUTH", "dpw"), okReply)
 	eqReply(t, "ping", c.do("PING"), pongReply)
+}
+
+// TestConfigGetPatterns: CONFIG GET matches its (lower-cased) patterns with
+// Redis's glob, classes and escapes included, as KEYS does.
+func TestConfigGetPatterns(t *testing.T) {
+	n := startNode(t, Config{})
+	c := dial(t, n.Addr())
+	pairs := func(kv ...string) string {
+		s := fmt.Sprintf("*%d\r\n", len(kv))
+		for _, x := range kv {
+			s += bulk(x)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		pat, want string
+	}{
+		{"save", pairs("save", "")},
+		{"SAVE", pairs("save", "")},
+		{"max*", pairs("maxclients", "10000", "maxmemory", "0")},
+		{"max[cm]*", pairs("maxclients", "10000", "maxmemory", "0")},
+		{"max[^c]*", pairs("maxmemory", "0")},
+		{"MAX?LIENTS", pairs("maxclients", "10000")},
+		{"[a-d]*", pairs("appendonly", "no", "databases", "16")},
+		{`\sav?`, pairs("save", "")},
+		{"*out", pairs("timeout", "0")},
+		{"nosuch*", pairs()},
+	} {
+		eqReply(t, tc.pat, c.do("CONFIG", "GET", tc.pat), tc.want)
+	}
 }

@@ -18,22 +18,22 @@ type cmdCtx struct {
 }
 
 type cmdDef struct {
-	name   string
-	arity  int
-	flags  []string
-	first  int
-	last   int
-	step   int
-	noAuth bool
-	admin  bool
-	fn     func(n *Node, c cmdCtx)
+	name    string
+	arity   int
+	flags   []string // COMMAND INFO's flags; write, noscript, allow_busy, no_auth and admin also steer dispatch
+	first   int
+	last    int
+	step    int
+	noLock  bool // runs without n.mu: touches neither the keyspace nor scripts
+	noMulti bool // runs at once inside MULTI instead of being queued
+	fn      func(n *Node, c cmdCtx)
 
-	// derived in init
-	locked    bool // runs with n.mu held (keyspace and script commands)
+	// derived in init from flags
 	write     bool // flag "write"
 	noscript  bool // flag "noscript": refused by redis.call
 	allowBusy bool // flag "allow_busy": served while a script is busy
-	nomulti   bool // runs at once inside MULTI instead of being queued
+	noAuth    bool // flag "no_auth": allowed before AUTH
+	admin     bool // flag "admin": the FAKE command (off with Config.DisableAdmin)
 }
 
 type cmdCounter struct {
@@ -53,16 +53,16 @@ func init() {
 	key1 := func(d cmdDef) cmdDef { d.first, d.last, d.step = 1, 1, 1; return d }
 	keysAll := func(d cmdDef) cmdDef { d.first, d.last, d.step = 1, -1, 1; return d }
 	commandTable = []cmdDef{
-		{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, fn: cmdPing},
-		{name: "echo", arity: 2, flags: []string{"fast"}, fn: cmdEcho},
-		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdHello},
-		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noAuth: true, fn: cmdAuth},
-		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, fn: cmdSelect},
-		{name: "client", arity: -2, flags: []string{"noscript", "sentinel"}, fn: cmdClient},
-		{name: "command", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdCommand},
+		{name: "ping", arity: -1, flags: []string{"fast", "sentinel"}, noLock: true, fn: cmdPing},
+		{name: "echo", arity: 2, flags: []string{"fast"}, noLock: true, fn: cmdEcho},
+		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noLock: true, fn: cmdHello},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "sentinel", "allow_busy"}, noLock: true, fn: cmdAuth},
+		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, noLock: true, fn: cmdSelect},
+		{name: "client", arity: -2, flags: []string{"noscript", "sentinel"}, noLock: true, fn: cmdClient},
+		{name: "command", arity: -1, flags: []string{"loading", "stale", "sentinel"}, noLock: true, fn: cmdCommand},
 		{name: "info", arity: -1, flags: []string{"loading", "stale", "sentinel"}, fn: cmdInfo},
-		{name: "config", arity: -2, flags: []string{"noscript"}, fn: cmdConfig},
-		{name: "quit", arity: -1, flags: []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, fn: cmdQuit},
+		{name: "config", arity: -2, flags: []string{"noscript"}, noLock: true, fn: cmdConfig},
+		{name: "quit", arity: -1, flags: []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, noLock: true, noMulti: true, fn: cmdQuit},
 		key1(cmdDef{name: "set", arity: -3, flags: w, fn: cmdSet}),
 		key1(cmdDef{name: "get", arity: 2, flags: ro, fn: cmdGet}),
 		key1(cmdDef{name: "getrange", arity: 4, flags: []string{"readonly"}, fn: cmdGetRange}),
@@ -108,25 +108,22 @@ func init() {
 		key1(cmdDef{name: "rpop", arity: -2, flags: []string{"write", "fast"}, fn: cmdRPop}),
 		key1(cmdDef{name: "llen", arity: 2, flags: ro, fn: cmdLLen}),
 		key1(cmdDef{name: "lrange", arity: 4, flags: []string{"readonly"}, fn: cmdLRange}),
-		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast", "may_replicate"}, fn: cmdPublish},
-		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdMulti},
-		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, fn: cmdExec},
-		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdDiscard},
-		keysAll(cmdDef{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdWatch}),
+		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast", "may_replicate"}, noLock: true, fn: cmdPublish},
+		{name: "multi", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, noLock: true, noMulti: true, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, noLock: true, noMulti: true, fn: cmdExec},
+		{name: "discard", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, noLock: true, noMulti: true, fn: cmdDiscard},
+		keysAll(cmdDef{name: "watch", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, noMulti: true, fn: cmdWatch}),
 		{name: "unwatch", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, fn: cmdUnwatch},
 		{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
 		{name: "eval", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEval},
 		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
-		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, admin: true, fn: cmdFake},
+		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, noLock: true, noMulti: true, fn: cmdFake},
 	}
 	defer func() { scriptIdx = commandIndex["script"] }()
 	commandIndex = make(map[string]int, len(commandTable))
-	unlocked := map[string]bool{"ping": true, "echo": true, "hello": true, "auth": true, "select": true, "client": true,
-		"command": true, "config": true, "quit": true, "publish": true, "multi": true, "exec": true, "discard": true, "fake": true}
 	for i := range commandTable {
 		d := &commandTable[i]
 		commandIndex[d.name] = i
-		d.locked = !unlocked[d.name]
 		for _, f := range d.flags {
 			switch f {
 			case "write":
@@ -135,11 +132,11 @@ func init() {
 				d.noscript = true
 			case "allow_busy":
 				d.allowBusy = true
+			case "no_auth":
+				d.noAuth = true
+			case "admin":
+				d.admin = true
 			}
-		}
-		switch d.name {
-		case "multi", "exec", "discard", "watch", "quit", "fake":
-			d.nomulti = true
 		}
 	}
 }
@@ -246,7 +243,7 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		return
 	}
 	c := cmdCtx{rc: out, fc: fc, args: args, idx: idx}
-	if fc.inMulti && !def.nomulti {
+	if fc.inMulti && !def.noMulti {
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)
@@ -264,7 +261,7 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		out.WriteError(busyErr)
 		return
 	}
-	if def.locked {
+	if !def.noLock {
 		n.mu.Lock()
 		c.held = true
 		def.fn(n, c)

@@ -1,16 +1,24 @@
 package fakeserver
 
 import (
+	"fmt"
 	"math"
-	"strconv"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
-// This file holds the faults where time and direction matter: a delay
-// before a request is executed (request delay), per-direction partitions
-// (requests dropped, or replies dropped after the command was executed),
-// and clock steps. The reply delay after execution is SetLatency (conn.go
-// applies it when replies are written).
+// This file holds every fault a node injects, set from Go or by the FAKE
+// admin command (admin.go parses it): reply latency (SetLatency, applied
+// by conn.go when replies are written), request delay, per-direction
+// partitions (requests dropped, or replies dropped after the command was
+// executed), blackhole, throughput cap, clock offset, drift and steps,
+// injected errors and malformed replies, and ClearFaults. Down, Up and
+// Restart are the node's lifecycle (node.go). beforeExec and waitSlot
+// apply the request-side faults.
+
+// gate is a blackhole: requests wait until ch is closed (Heal).
+type gate struct{ ch chan struct{} }
 
 // Direction names one side of a connection for Partition.
 type Direction int32
@@ -226,130 +234,119 @@ func (n *Node) beforeExec(fc *fconn) bool {
 	return true
 }
 
-// adminTimingHelp documents the FAKE subcommands of this file (appended to
-// FAKE HELP).
-var adminTimingHelp = []string{
-	"DELAY REQUEST|REPLY <fixed> [<jitter>]",
-	"    REQUEST: run each command fixed plus uniform [0,jitter) after it was read (its reply follows at once).",
-	"    REPLY: run each command at once, send its reply after the delay (the same as LATENCY).",
-	"PARTITION REQUESTS|REPLIES|NONE [<duration>]",
-	"    Drop requests (never executed) or replies (executed, answer lost); FAKE excepted. NONE or HEAL ends it",
-	"    and closes every connection that lost a request or reply. Ends by itself after duration if given.",
-	"THROUGHPUT <commands/s>",
-	"    Cap the node at this many commands per second (0: no cap), as a single-threaded server with a fixed cost per",
-	"    command: commands wait for their slot in arrival order, so latency grows without bound above the cap.",
-	"CLOCKSTEP <delta> [<driftrate>]",
-	"    Move the node clock by delta from its current reading (negative: back) and set its drift rate from now.",
+// SetLatency adds fixed plus a uniform random [0,jitter) delay before each
+// batch of replies, measured from when the request was read. Replies on one
+// connection stay in order; other connections are not slowed.
+func (n *Node) SetLatency(fixed, jitter time.Duration) {
+	if fixed < 0 {
+		fixed = 0
+	}
+	if jitter < 0 {
+		jitter = 0
+	}
+	n.latFixed.Store(int64(fixed))
+	n.latJitter.Store(int64(jitter))
 }
 
-// fakeTiming runs the FAKE subcommands of this file; false if sub is not
-// one of them.
-func (n *Node) fakeTiming(c cmdCtx, sub string, a [][]byte) bool {
-	bad := func(msg string) { c.err("ERR FAKE " + sub + ": " + msg) }
-	dur := func(b []byte, what string, neg bool) (time.Duration, bool) {
-		d, ok, inRange := parseDur(b)
-		if !ok || !inRange || (!neg && d < 0) || d > maxFaultDuration || d < -maxFaultDuration {
-			bad("invalid " + what + " '" + trunc(b, 64) + "' (want e.g. 10ms, 2s or milliseconds; at most 1000h)")
-			return 0, false
-		}
-		return d, true
-	}
-	switch sub {
-	case "DELAY":
-		if len(a) < 2 || len(a) > 3 {
-			bad("usage: FAKE DELAY REQUEST|REPLY <fixed> [<jitter>]")
-			return true
-		}
-		fixed, ok := dur(a[1], "delay", false)
-		if !ok {
-			return true
-		}
-		var jitter time.Duration
-		if len(a) == 3 {
-			if jitter, ok = dur(a[2], "jitter", false); !ok {
-				return true
-			}
-		}
-		switch {
-		case eqFold(a[0], "request"):
-			n.SetRequestDelay(fixed, jitter)
-		case eqFold(a[0], "reply"):
-			n.SetReplyDelay(fixed, jitter)
-		default:
-			bad("direction must be REQUEST or REPLY, not '" + trunc(a[0], 64) + "'")
-			return true
-		}
-		c.ok()
-	case "PARTITION":
-		if len(a) < 1 || len(a) > 2 {
-			bad("usage: FAKE PARTITION REQUESTS|REPLIES|NONE [<duration>]")
-			return true
-		}
-		var d Direction
-		switch {
-		case eqFold(a[0], "requests"):
-			d = Requests
-		case eqFold(a[0], "replies"):
-			d = Replies
-		case eqFold(a[0], "none"):
-			d = NoPartition
-		default:
-			bad("direction must be REQUESTS, REPLIES or NONE, not '" + trunc(a[0], 64) + "'")
-			return true
-		}
-		var after time.Duration
-		if len(a) == 2 {
-			var ok bool
-			if after, ok = dur(a[1], "duration", false); !ok {
-				return true
-			}
-		}
-		n.Partition(d)
-		if after > 0 && d != NoPartition {
-			n.goBG(func() {
-				if n.sleep(after) && n.Partitioned() == d {
-					n.Partition(NoPartition)
-				}
-			})
-		}
-		c.ok()
-	case "THROUGHPUT":
-		if len(a) != 1 {
-			bad("usage: FAKE THROUGHPUT <commands/s>")
-			return true
-		}
-		r, err := strconv.ParseFloat(string(a[0]), 64)
-		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 || r > 1e9 {
-			bad("invalid rate '" + trunc(a[0], 64) + "' (commands per second, 0..1e9; 0 = no cap)")
-			return true
-		}
-		n.SetThroughput(r)
-		c.ok()
-	case "CLOCKSTEP":
-		if len(a) < 1 || len(a) > 2 {
-			bad("usage: FAKE CLOCKSTEP <delta> [<driftrate>]")
-			return true
-		}
-		delta, ok := dur(a[0], "delta", true)
-		if !ok {
-			return true
-		}
-		var rate float64
-		if len(a) == 2 {
-			var err error
-			rate, err = strconv.ParseFloat(string(a[1]), 64)
-			if err != nil || math.IsNaN(rate) || rate <= -1 || rate > 1000 {
-				bad("invalid drift rate '" + trunc(a[1], 64) + "' (a float > -1, e.g. 0.01)")
-				return true
-			}
-		}
-		n.StepClock(delta, rate)
-		c.ok()
-	default:
-		return false
-	}
-	return true
+func (n *Node) latency() (time.Duration, time.Duration) {
+	return time.Duration(n.latFixed.Load()), time.Duration(n.latJitter.Load())
 }
 
-// maxFaultDuration bounds the durations of this file's admin subcommands.
-const maxFaultDuration = 1000 * time.Hour
+func randDuration(max time.Duration) time.Duration {
+	return time.Duration(rand.Int64N(int64(max)))
+}
+
+// Blackhole makes the node a partition: it keeps accepting connections and
+// reading requests but executes and answers nothing (FAKE admin commands
+// excepted) until Heal.
+func (n *Node) Blackhole() {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if n.hole.Load() == nil {
+		n.hole.Store(&gate{ch: make(chan struct{})})
+	}
+}
+
+// Heal ends a blackhole and a per-direction Partition. Requests held during it are then executed and
+// answered in order, as TCP delivers them after a partition heals; this
+// includes requests from clients that closed their socket meanwhile (the
+// server sees the close only after the data). Requests on connections
+// dropped by Down, Restart or Close are lost, never executed.
+func (n *Node) Heal() {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if g := n.hole.Load(); g != nil {
+		n.hole.Store(nil)
+		close(g.ch)
+	}
+	if n.part.Swap(int32(NoPartition)) != int32(NoPartition) {
+		n.closeLost()
+	}
+}
+
+// SetClock skews the node's clock, used for every expiry decision:
+// node time = real time + offset + driftRate*(time elapsed since this call).
+// Each call replaces the previous setting (the clock may jump).
+// offset and driftRate must pass CheckClock; other values are a
+// programming error and panic (the FAKE CLOCK command refuses them with an
+// error reply).
+func (n *Node) SetClock(offset time.Duration, driftRate float64) {
+	if err := CheckClock(offset, driftRate); err != nil {
+		panic(err)
+	}
+	n.mu.Lock()
+	n.clockOff = int64(offset)
+	n.drift = driftRate
+	n.driftAt = int64(time.Since(n.base))
+	n.mu.Unlock()
+}
+
+// CheckClock reports whether SetClock accepts offset and driftRate: an
+// offset within 100 years either way, and a finite drift rate in (-1, 1000]
+// (the clock never runs backwards).
+func CheckClock(offset time.Duration, driftRate float64) error {
+	if offset > maxAdminDur || offset < -maxAdminDur {
+		return fmt.Errorf("fakeserver: clock offset %v out of range (at most 100 years either way)", offset)
+	}
+	if !validDrift(driftRate) {
+		return fmt.Errorf("fakeserver: clock drift rate %v invalid (want a finite number > -1 and <= 1000)", driftRate)
+	}
+	return nil
+}
+
+// FailNext replaces the replies of the next k commands with "-"+errText;
+// those commands are not executed. FAKE commands are never failed.
+func (n *Node) FailNext(k int, errText string) {
+	n.failText.Store(&errText)
+	n.failN.Store(int64(k))
+}
+
+// MalformNext replaces the replies of the next k commands with bytes that
+// start with an invalid RESP type byte ("?"); those commands are not
+// executed. FAKE commands are never malformed.
+func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
+
+// ClearFaults removes reply and request delays, blackhole and partitions,
+// injected errors and malformed replies, and resets the clock to real
+// time. It does not bring a down node up (use Up).
+func (n *Node) ClearFaults() {
+	n.SetLatency(0, 0)
+	n.SetRequestDelay(0, 0)
+	n.SetThroughput(0)
+	n.Heal()
+	n.failN.Store(0)
+	n.malformN.Store(0)
+	n.SetClock(0, 0)
+}
+
+func takeOne(a *atomic.Int64) bool {
+	for {
+		v := a.Load()
+		if v <= 0 {
+			return false
+		}
+		if a.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}

@@ -262,6 +262,8 @@ func TestAdminCommand(t *testing.T) {
 		{[]string{"FAKE", "MALFORM"}, "-ERR FAKE MALFORM: usage: FAKE MALFORM <k>\r\n"},
 		{[]string{"FAKE", "HEAL", "x"}, "-ERR FAKE HEAL: takes no arguments\r\n"},
 		{[]string{"FAKE", "RESTART", "LOSE", "x"}, "-ERR FAKE RESTART: invalid delay 'x' (want e.g. 10ms, 2s or milliseconds)\r\n"},
+		{[]string{"FAKE", "RESTART", "x", "y", "z"}, "-ERR FAKE RESTART: usage: FAKE RESTART [LOSE|KEEP] [<delay>]\r\n"},
+		{[]string{"FAKE", "FAILNEXT", "1"}, "-ERR FAKE FAILNEXT: usage: FAKE FAILNEXT <k> <error text ...>\r\n"},
 	} {
 		eqReply(t, fmt.Sprint(tc.args), c.do(tc.args...), tc.want)
 	}

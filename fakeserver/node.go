@@ -3,7 +3,6 @@ package fakeserver
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -109,8 +108,6 @@ type Node struct {
 	}
 	cmdStats []cmdCounter
 }
-
-type gate struct{ ch chan struct{} }
 
 // StartNode starts a node and returns once it accepts connections.
 func StartNode(cfg Config) (*Node, error) {
@@ -341,123 +338,6 @@ func (n *Node) wipe() {
 	n.resetLua()
 	n.touchDB(-1)
 	n.mu.Unlock()
-}
-
-// SetLatency adds fixed plus a uniform random [0,jitter) delay before each
-// batch of replies, measured from when the request was read. Replies on one
-// connection stay in order; other connections are not slowed.
-func (n *Node) SetLatency(fixed, jitter time.Duration) {
-	if fixed < 0 {
-		fixed = 0
-	}
-	if jitter < 0 {
-		jitter = 0
-	}
-	n.latFixed.Store(int64(fixed))
-	n.latJitter.Store(int64(jitter))
-}
-
-func (n *Node) latency() (time.Duration, time.Duration) {
-	return time.Duration(n.latFixed.Load()), time.Duration(n.latJitter.Load())
-}
-
-func randDuration(max time.Duration) time.Duration {
-	return time.Duration(rand.Int64N(int64(max)))
-}
-
-// Blackhole makes the node a partition: it keeps accepting connections and
-// reading requests but executes and answers nothing (FAKE admin commands
-// excepted) until Heal.
-func (n *Node) Blackhole() {
-	n.faultMu.Lock()
-	defer n.faultMu.Unlock()
-	if n.hole.Load() == nil {
-		n.hole.Store(&gate{ch: make(chan struct{})})
-	}
-}
-
-// Heal ends a blackhole and a per-direction Partition. Requests held during it are then executed and
-// answered in order, as TCP delivers them after a partition heals; this
-// includes requests from clients that closed their socket meanwhile (the
-// server sees the close only after the data). Requests on connections
-// dropped by Down, Restart or Close are lost, never executed.
-func (n *Node) Heal() {
-	n.faultMu.Lock()
-	defer n.faultMu.Unlock()
-	if g := n.hole.Load(); g != nil {
-		n.hole.Store(nil)
-		close(g.ch)
-	}
-	if n.part.Swap(int32(NoPartition)) != int32(NoPartition) {
-		n.closeLost()
-	}
-}
-
-// SetClock skews the node's clock, used for every expiry decision:
-// node time = real time + offset + driftRate*(time elapsed since this call).
-// Each call replaces the previous setting (the clock may jump).
-// offset and driftRate must pass CheckClock; other values are a
-// programming error and panic (the FAKE CLOCK command refuses them with an
-// error reply).
-func (n *Node) SetClock(offset time.Duration, driftRate float64) {
-	if err := CheckClock(offset, driftRate); err != nil {
-		panic(err)
-	}
-	n.mu.Lock()
-	n.clockOff = int64(offset)
-	n.drift = driftRate
-	n.driftAt = int64(time.Since(n.base))
-	n.mu.Unlock()
-}
-
-// CheckClock reports whether SetClock accepts offset and driftRate: an
-// offset within 100 years either way, and a finite drift rate in (-1, 1000]
-// (the clock never runs backwards).
-func CheckClock(offset time.Duration, driftRate float64) error {
-	if offset > maxAdminDur || offset < -maxAdminDur {
-		return fmt.Errorf("fakeserver: clock offset %v out of range (at most 100 years either way)", offset)
-	}
-	if !validDrift(driftRate) {
-		return fmt.Errorf("fakeserver: clock drift rate %v invalid (want a finite number > -1 and <= 1000)", driftRate)
-	}
-	return nil
-}
-
-// FailNext replaces the replies of the next k commands with "-"+errText;
-// those commands are not executed. FAKE commands are never failed.
-func (n *Node) FailNext(k int, errText string) {
-	n.failText.Store(&errText)
-	n.failN.Store(int64(k))
-}
-
-// MalformNext replaces the replies of the next k commands with bytes that
-// start with an invalid RESP type byte ("?"); those commands are not
-// executed. FAKE commands are never malformed.
-func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
-
-// ClearFaults removes reply and request delays, blackhole and partitions,
-// injected errors and malformed replies, and resets the clock to real
-// time. It does not bring a down node up (use Up).
-func (n *Node) ClearFaults() {
-	n.SetLatency(0, 0)
-	n.SetRequestDelay(0, 0)
-	n.SetThroughput(0)
-	n.Heal()
-	n.failN.Store(0)
-	n.malformN.Store(0)
-	n.SetClock(0, 0)
-}
-
-func takeOne(a *atomic.Int64) bool {
-	for {
-		v := a.Load()
-		if v <= 0 {
-			return false
-		}
-		if a.CompareAndSwap(v, v-1) {
-			return true
-		}
-	}
 }
 
 // Get returns a copy of the value of key in database 0, honouring expiry.

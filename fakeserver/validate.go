@@ -87,38 +87,8 @@ func (v *validator) step(b []byte, unauth bool) (n int, done bool, err error) {
 			}
 			v.st = vsInline
 			v.inlineSz = 0
-		case vsInline:
-			i := bytes.IndexByte(b[n:], '\n')
-			if z := bytes.IndexByte(b[n:], 0); z >= 0 && (i < 0 || z < i) {
-				// Redis looks for the line end with strchr, which stops
-				// at a NUL: this request never completes, and the client
-				// gets the size error once it has sent 64 KB.
-				v.inlineSz += z
-				v.st = vsInlineNUL
-				n += z
-				continue
-			}
-			if i < 0 {
-				v.inlineSz += len(b) - n
-				if v.inlineSz > MaxInlineLen {
-					return n, false, protoError("too big inline request")
-				}
-				return len(b), false, nil
-			}
-			v.inlineSz += i
-			if v.inlineSz > MaxInlineLen {
-				return n, false, protoError("too big inline request")
-			}
-			n += i + 1
-			v.st = vsStart
-			v.inline = true
-			return n, true, nil
-		case vsInlineNUL:
-			v.inlineSz += len(b) - n
-			if v.inlineSz > MaxInlineLen {
-				return len(b), false, protoError("too big inline request")
-			}
-			return len(b), false, nil
+		case vsInline, vsInlineNUL:
+			return v.inlineStep(b, n)
 		case vsCount, vsBulkLen:
 			n++
 			switch {
@@ -213,6 +183,44 @@ func (v *validator) step(b []byte, unauth bool) (n int, done bool, err error) {
 		}
 	}
 	return n, false, nil
+}
+
+// inlineStep scans an inline (telnet-style) request from b[n:] in the
+// states vsInline and vsInlineNUL; its results are step's.
+func (v *validator) inlineStep(b []byte, n int) (int, bool, error) {
+	if v.st == vsInline {
+		i := bytes.IndexByte(b[n:], '\n')
+		switch z := bytes.IndexByte(b[n:], 0); {
+		case z >= 0 && (i < 0 || z < i):
+			// Redis looks for the line end with strchr, which stops
+			// at a NUL: this request never completes, and the client
+			// gets the size error once it has sent 64 KB.
+			v.inlineSz += z
+			v.st = vsInlineNUL
+			n += z
+		case i < 0:
+			v.inlineSz += len(b) - n
+			if v.inlineSz > MaxInlineLen {
+				return n, false, protoError("too big inline request")
+			}
+			return len(b), false, nil
+		default:
+			v.inlineSz += i
+			if v.inlineSz > MaxInlineLen {
+				return n, false, protoError("too big inline request")
+			}
+			n += i + 1
+			v.st = vsStart
+			v.inline = true
+			return n, true, nil
+		}
+	}
+	// vsInlineNUL: nothing completes the request; count its bytes
+	v.inlineSz += len(b) - n
+	if v.inlineSz > MaxInlineLen {
+		return len(b), false, protoError("too big inline request")
+	}
+	return len(b), false, nil
 }
 
 func (v *validator) lenErr() error {
