@@ -80,61 +80,13 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 		username: cfg.Username, password: cfg.Password, db: cfg.DB,
 		resp3: cfg.RESP3, clientName: cfg.ClientName,
 	}
-	bad := func(format string, args ...any) error {
-		if i < 0 {
-			return fmt.Errorf("%w: address %q: %s", ErrConfig, RedactURL(a), fmt.Sprintf(format, args...))
-		}
-		return fmt.Errorf("%w: address %d %q: %s", ErrConfig, i, RedactURL(a), fmt.Sprintf(format, args...))
-	}
+	e := addrErr{i, a}
 	if !strings.Contains(a, "://") {
-		h, p, err := net.SplitHostPort(a)
-		if err != nil {
-			return ns, bad("want host:port or a redis:// or rediss:// URL")
-		}
-		port, err := strconv.Atoi(p)
-		if err != nil || port <= 0 || port > 65535 {
-			return ns, bad("bad port")
-		}
-		if h == "" {
-			h = "127.0.0.1"
-		}
-		ns.host, ns.port, ns.display = h, port, a
-		if cfg.TLS != nil {
-			ns.tls = nodeTLS(cfg.TLS, h)
-		}
-		return ns, nil
+		return parseHostPort(ns, a, cfg, e)
 	}
 	u, err := url.Parse(a)
 	if err != nil {
-		if urlPassword(a) != "" {
-			// The parser's text may quote part of the password: parse
-			// the URL again with the password (then the user name)
-			// replaced, to tell whether the fault is in them, and give the
-			// escaping hint only then; else the fault elsewhere (a bad
-			// port, say), as the parser words it about the stand-in.
-			_, perr := url.Parse(withUserinfo(a, false))
-			if perr == nil {
-				return ns, bad("malformed URL (escape special characters of the password with %%XX)")
-			}
-			if _, uerr := url.Parse(withUserinfo(a, true)); uerr == nil {
-				return ns, bad("malformed URL (escape special characters of the user name with %%XX)")
-			}
-			var ue *url.Error
-			if errors.As(perr, &ue) {
-				perr = ue.Err
-			}
-			raw := urlPassword(a)
-			if _, uerr := url.PathUnescape(raw); uerr != nil || strings.ContainsAny(raw, "/?#") {
-				// Two faults: say both.
-				return ns, bad("%v; and escape special characters of the password with %%XX", perr)
-			}
-			return ns, bad("%v", perr)
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return ns, bad("%v", err)
+		return ns, e.parseFailed(err)
 	}
 	if raw := urlPassword(a); raw != "" {
 		// The parser must have seen the same password we would redact;
@@ -144,7 +96,7 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 			pw, ok = u.User.Password()
 		}
 		if want, err := url.PathUnescape(raw); !ok || err != nil || pw != want {
-			return ns, bad("malformed URL (escape special characters of the password with %%XX)")
+			return ns, e.bad("malformed URL (escape special characters of the password with %%XX)")
 		}
 	}
 	var secure bool
@@ -153,10 +105,10 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	case "rediss":
 		secure = true
 	default:
-		return ns, bad("scheme %q, want redis or rediss", u.Scheme)
+		return ns, e.bad("scheme %q, want redis or rediss", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return ns, bad("want redis://host:port")
+		return ns, e.bad("want redis://host:port")
 	}
 	ns.host = u.Hostname()
 	if ns.host == "" {
@@ -166,46 +118,145 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	if p := u.Port(); p != "" {
 		ns.port, err = strconv.Atoi(p)
 		if err != nil || ns.port <= 0 || ns.port > 65535 {
-			return ns, bad("bad port")
+			return ns, e.bad("bad port")
 		}
 	}
 	if u.User != nil {
 		pw, ok := u.User.Password()
 		switch {
 		case ok && pw == "":
-			return ns, bad("empty password")
+			return ns, e.bad("empty password")
 		case ok:
 			ns.username, ns.password = u.User.Username(), pw
 		default:
 			// redis://user@host: no password given. The Redis URI scheme
 			// has none here; our Config has no user without a password.
-			return ns, bad("user without password (write redis://user:password@host, or :password@ for the default user)")
+			return ns, e.bad("user without password (write redis://user:password@host, or :password@ for the default user)")
 		}
 	}
+	q, err := e.options(u, &ns)
+	if err != nil {
+		return ns, err
+	}
+	if !secure && cfg.TLS != nil {
+		// Config.TLS asks for TLS everywhere; a plaintext scheme is a
+		// contradiction, not something to settle silently either way.
+		return ns, e.bad("redis:// is plaintext but Config.TLS is set: write rediss://, or host:port")
+	}
+	if !secure {
+		for _, k := range urlTLSOptions {
+			if q.Has(k) {
+				return ns, e.bad("option %q needs rediss:// (TLS)", k)
+			}
+		}
+		ns.display = RedactURL(a)
+		return ns, nil
+	}
+	if ns.tls, err = e.tlsOptions(q, cfg.TLS, ns.host); err != nil {
+		return ns, err
+	}
+	ns.display = RedactURL(a)
+	return ns, nil
+}
+
+// addrErr words the errors of address i (-1: not in a list), a.
+type addrErr struct {
+	i int
+	a string
+}
+
+func (e addrErr) bad(format string, args ...any) error {
+	if e.i < 0 {
+		return fmt.Errorf("%w: address %q: %s", ErrConfig, RedactURL(e.a), fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("%w: address %d %q: %s", ErrConfig, e.i, RedactURL(e.a), fmt.Sprintf(format, args...))
+}
+
+// parseHostPort parses a host:port address (no URL).
+func parseHostPort(ns nodeSpec, a string, cfg *Config, e addrErr) (nodeSpec, error) {
+	h, p, err := net.SplitHostPort(a)
+	if err != nil {
+		return ns, e.bad("want host:port or a redis:// or rediss:// URL")
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return ns, e.bad("bad port")
+	}
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	ns.host, ns.port, ns.display = h, port, a
+	if cfg.TLS != nil {
+		ns.tls = nodeTLS(cfg.TLS, h)
+	}
+	return ns, nil
+}
+
+// parseFailed words url.Parse's error err for the URL, never printing its
+// password.
+func (e addrErr) parseFailed(err error) error {
+	a := e.a
+	if urlPassword(a) == "" {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return e.bad("%v", err)
+	}
+	// The parser's text may quote part of the password: parse the URL
+	// again with the password (then the user name) replaced, to tell
+	// whether the fault is in them, and give the escaping hint only then;
+	// else the fault elsewhere (a bad port, say), as the parser words it
+	// about the stand-in.
+	_, perr := url.Parse(withUserinfo(a, false))
+	if perr == nil {
+		return e.bad("malformed URL (escape special characters of the password with %%XX)")
+	}
+	if _, uerr := url.Parse(withUserinfo(a, true)); uerr == nil {
+		return e.bad("malformed URL (escape special characters of the user name with %%XX)")
+	}
+	var ue *url.Error
+	if errors.As(perr, &ue) {
+		perr = ue.Err
+	}
+	raw := urlPassword(a)
+	if _, uerr := url.PathUnescape(raw); uerr != nil || strings.ContainsAny(raw, "/?#") {
+		// Two faults: say both.
+		return e.bad("%v; and escape special characters of the password with %%XX", perr)
+	}
+	return e.bad("%v", perr)
+}
+
+// urlTLSOptions are the query options that only rediss:// takes.
+var urlTLSOptions = []string{"skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
+
+// options applies the URL's path (/db) and its query options but the TLS
+// ones to ns, and returns the query.
+func (e addrErr) options(u *url.URL, ns *nodeSpec) (url.Values, error) {
 	path := strings.TrimPrefix(u.Path, "/")
 	if path != "" {
 		db, err := strconv.Atoi(path)
 		if err != nil || db < 0 {
-			return ns, bad("path %q: want /db (a database number)", "/"+path)
+			return nil, e.bad("path %q: want /db (a database number)", "/"+path)
 		}
 		ns.db = db
 	}
 	q := u.Query()
 	for k := range q {
 		if !slices.Contains(urlOptions, k) {
-			return ns, bad("unknown option %q (known: %s)", k, strings.Join(urlOptions, ", "))
+			return nil, e.bad("unknown option %q (known: %s)", k, strings.Join(urlOptions, ", "))
 		}
 		if len(q[k]) > 1 {
-			return ns, bad("option %q given twice", k)
+			return nil, e.bad("option %q given twice", k)
 		}
 	}
 	if v := q.Get("db"); v != "" {
 		db, err := strconv.Atoi(v)
 		if err != nil || db < 0 {
-			return ns, bad("db=%q: want a database number", v)
+			return nil, e.bad("db=%q: want a database number", v)
 		}
 		if path != "" && db != ns.db {
-			return ns, bad("db=%s and path /%s disagree", v, path)
+			return nil, e.bad("db=%s and path /%s disagree", v, path)
 		}
 		ns.db = db
 	}
@@ -216,36 +267,26 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	case "3":
 		ns.resp3 = true
 	default:
-		return ns, bad("protocol=%q: want 2 or 3", v)
+		return nil, e.bad("protocol=%q: want 2 or 3", v)
 	}
 	if v := q.Get("client_name"); v != "" {
 		ns.clientName = v
 	}
-	tlsKeys := []string{"skip_verify", "insecure", "cacert", "cert", "key", "sni", "min_version"}
-	if !secure && cfg.TLS != nil {
-		// Config.TLS asks for TLS everywhere; a plaintext scheme is a
-		// contradiction, not something to settle silently either way.
-		return ns, bad("redis:// is plaintext but Config.TLS is set: write rediss://, or host:port")
-	}
-	if !secure {
-		for _, k := range tlsKeys {
-			if q.Has(k) {
-				return ns, bad("option %q needs rediss:// (TLS)", k)
-			}
-		}
-		ns.display = RedactURL(a)
-		return ns, nil
-	}
-	base := cfg.TLS
+	return q, nil
+}
+
+// tlsOptions makes a rediss:// node's TLS configuration: base (Config.TLS,
+// or defaults) for host, with the URL's TLS options applied.
+func (e addrErr) tlsOptions(q url.Values, base *tls.Config, host string) (*tls.Config, error) {
 	if base == nil {
 		base = &tls.Config{}
 	}
-	tc := nodeTLS(base, ns.host)
+	tc := nodeTLS(base, host)
 	for _, k := range []string{"skip_verify", "insecure"} {
 		if v := q.Get(k); q.Has(k) {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return ns, bad("%s=%q: want true or false", k, v)
+				return nil, e.bad("%s=%q: want true or false", k, v)
 			}
 			tc.InsecureSkipVerify = b
 		}
@@ -256,18 +297,18 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	if v := q.Get("cacert"); v != "" {
 		pool, err := LoadCertPool(v)
 		if err != nil {
-			return ns, bad("cacert: %v", err)
+			return nil, e.bad("cacert: %v", err)
 		}
 		tc.RootCAs = pool
 	}
 	cert, key := q.Get("cert"), q.Get("key")
 	if (cert == "") != (key == "") {
-		return ns, bad("cert and key go together")
+		return nil, e.bad("cert and key go together")
 	}
 	if cert != "" {
 		kp, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
-			return ns, bad("cert/key: %v", err)
+			return nil, e.bad("cert/key: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{kp}
 	}
@@ -278,11 +319,9 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	case "1.3":
 		tc.MinVersion = tls.VersionTLS13
 	default:
-		return ns, bad("min_version=%q: want 1.2 or 1.3", v)
+		return nil, e.bad("min_version=%q: want 1.2 or 1.3", v)
 	}
-	ns.tls = tc
-	ns.display = RedactURL(a)
-	return ns, nil
+	return tc, nil
 }
 
 // urlPassword returns the password in a URL's user information, found
