@@ -10,6 +10,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// testEpoller returns an epoller watching a new eventfd tagged tag; both
+// are closed when the test ends.
+func testEpoller(t *testing.T, tag int32) (*epoller, int) {
+	t.Helper()
+	p, err := newEpoller(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(efd) })
+	if err := p.add(efd, tag, unix.EPOLLIN); err != nil {
+		t.Fatal(err)
+	}
+	return p, efd
+}
+
 // TestEpollerWaits: waitFor and park report what is ready, return 0 events
 // and no error when nothing is (whatever the timeout, a due one included:
 // a negative timeout once broke every connection); a direct wait leaves
@@ -17,19 +37,7 @@ import (
 // while a leader waits directly, and a park that had to wait leaves it
 // armed, so parks in a row cost no epoll_ctl.
 func TestEpollerWaits(t *testing.T) {
-	p, err := newEpoller(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(efd)
-	if err := p.add(efd, 7, unix.EPOLLIN); err != nil {
-		t.Fatal(err)
-	}
+	p, efd := testEpoller(t, 7)
 	signal := func() {
 		if _, err := unix.Write(efd, one[:]); err != nil {
 			t.Fatal(err)
@@ -102,19 +110,7 @@ func TestEpollerWaits(t *testing.T) {
 // TestEpollerParkWakes: a goroutine parked in park is woken by an event
 // that arrives after it parked (the armed outer set passes it on).
 func TestEpollerParkWakes(t *testing.T) {
-	p, err := newEpoller(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.close()
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(efd)
-	if err := p.add(efd, 3, unix.EPOLLIN); err != nil {
-		t.Fatal(err)
-	}
+	p, efd := testEpoller(t, 3)
 	for i := 0; i < 20; i++ {
 		got := make(chan int, 1)
 		go func() {
