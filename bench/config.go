@@ -5,13 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // EnvPassword is the environment variable read for the password when
@@ -170,106 +171,9 @@ type Config struct {
 	Force, OutSet bool
 }
 
-// durationFlag is a time.Duration flag whose error for a bare number says
-// that a unit is needed.
-type durationFlag struct{ d *time.Duration }
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return "0s"
-	}
-	return f.d.String()
-}
-
-func (f durationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("a duration needs a unit: %ss or %sms, say", s, s)
-		}
-		return errors.New("not a duration (e.g. 5s, 500ms, 1m)")
-	}
-	*f.d = d
-	return nil
-}
-
-func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var(durationFlag{p}, name, usage)
-}
-
 // StartAtGap separates the windows of consecutive strategies under
 // -start-at (their set-up and tear-down fit in it).
 const StartAtGap = 2 * time.Second
-
-type startAtFlag struct{ t *time.Time }
-
-func (f startAtFlag) String() string {
-	if f.t == nil || f.t.IsZero() {
-		return ""
-	}
-	return f.t.UTC().Format(time.RFC3339Nano)
-}
-
-func (f startAtFlag) Set(s string) error {
-	t, err := parseWallTime(s)
-	if err != nil {
-		return errors.New("want an RFC 3339 time (2026-11-23T08:00:00Z) or Unix seconds")
-	}
-	*f.t = t
-	return nil
-}
-
-// percentileList is the -percentiles flag.
-type percentileList struct{ p *[]float64 }
-
-func (l percentileList) String() string { return joinFloats(l.p) }
-
-// joinFloats is a float list flag's value as given: comma-separated.
-func joinFloats(p *[]float64) string {
-	if p == nil {
-		return ""
-	}
-	var parts []string
-	for _, v := range *p {
-		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (l percentileList) Set(s string) error {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), "p"))
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0 && v <= 100) {
-			return fmt.Errorf("percentiles are numbers in (0, 100], comma-separated, e.g. 50,90,99,99.9")
-		}
-		for _, o := range out {
-			if o == v {
-				return fmt.Errorf("percentile %s given twice", f)
-			}
-		}
-		out = append(out, v)
-	}
-	if len(out) > 12 {
-		return errors.New("at most 12 percentiles")
-	}
-	*l.p = out
-	return nil
-}
-
-type faultList []Fault
-
-func (l *faultList) String() string { return fmt.Sprint(*l) }
-func (l *faultList) Set(s string) error {
-	f, err := ParseFault(s)
-	if err != nil {
-		return err
-	}
-	*l = append(*l, f)
-	return nil
-}
 
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)

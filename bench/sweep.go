@@ -62,50 +62,6 @@ func ParseSLO(s string) (*SLO, error) {
 	return &SLO{P: v, Max: max}, nil
 }
 
-type sloFlag struct{ p **SLO }
-
-func (f sloFlag) String() string {
-	if f.p == nil || *f.p == nil {
-		return ""
-	}
-	return (*f.p).String()
-}
-
-func (f sloFlag) Set(s string) error {
-	v, err := ParseSLO(s)
-	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -slo %q: ", s)))
-	}
-	*f.p = v
-	return nil
-}
-
-type rateList struct{ p *[]float64 }
-
-func (l rateList) String() string { return joinFloats(l.p) }
-
-func (l rateList) Set(s string) error {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v > 0 && v <= 1e8) {
-			return errors.New("rates are operations per second > 0, comma-separated, e.g. 500,1000,2000")
-		}
-		out = append(out, v)
-	}
-	if len(out) > 100 {
-		return errors.New("at most 100 rates")
-	}
-	sort.Float64s(out)
-	for i := 1; i < len(out); i++ {
-		if out[i] == out[i-1] {
-			return fmt.Errorf("rate %g given twice", out[i])
-		}
-	}
-	*l.p = out
-	return nil
-}
-
 // SweepStep is one open-loop step of a sweep. Latencies are of every
 // operation, from its intended start to its end (acquire and release when
 // acquired; refused and failed operations to their outcome).
