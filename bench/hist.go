@@ -169,28 +169,6 @@ func (a *intervalAgg) reset() {
 // DefaultPercentiles are the percentiles of reports without -percentiles.
 var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
-// Latency is a latency distribution summary in microseconds. Percentiles
-// follow HdrHistogram's convention (see ValueAtPercentile).
-type Latency struct {
-	Count   int64   `json:"count"`
-	MinUs   float64 `json:"min_us"`
-	MeanUs  float64 `json:"mean_us"`
-	P50Us   float64 `json:"p50_us"`
-	P90Us   float64 `json:"p90_us"`
-	P99Us   float64 `json:"p99_us"`
-	P999Us  float64 `json:"p999_us"`
-	P9999Us float64 `json:"p9999_us"`
-	MaxUs   float64 `json:"max_us"`
-	// Percentiles are the run's chosen percentiles (-percentiles), in order.
-	Percentiles []Percentile `json:"percentiles,omitempty"`
-}
-
-// Percentile is one chosen percentile's value.
-type Percentile struct {
-	P  float64 `json:"p"`
-	Us float64 `json:"us"`
-}
-
 // At returns the value of percentile p from l.Percentiles, or from the
 // fixed fields, and whether it is known.
 func (l Latency) At(p float64) (float64, bool) {

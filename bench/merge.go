@@ -120,32 +120,6 @@ func ParseMergeArgs(args []string) (*MergeConfig, error) {
 	return c, nil
 }
 
-// MergedTag is one tag's merged distribution.
-type MergedTag struct {
-	Tag       string  `json:"tag"`
-	Intervals int     `json:"intervals"`
-	Files     int     `json:"files"` // how many files contributed
-	Start     string  `json:"start"` // earliest kept interval start (RFC 3339)
-	End       string  `json:"end"`   // latest kept interval end
-	PerSec    float64 `json:"per_sec"`
-	Latency   Latency `json:"latency"`
-
-	hist *hdr.Histogram
-}
-
-// MergeResult is redmux-bench merge's outcome (merged.json).
-type MergeResult struct {
-	Files     []string     `json:"files"`
-	Intervals int          `json:"intervals"` // kept
-	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
-	Start     string       `json:"start,omitempty"`
-	End       string       `json:"end,omitempty"`
-	Filters   string       `json:"filters,omitempty"`
-	Tags      []*MergedTag `json:"tags"`
-
-	kept []*hdr.Histogram
-}
-
 // Merge reads every file and merges the intervals the filters keep, by tag.
 func Merge(c *MergeConfig) (*MergeResult, error) {
 	type rec struct {

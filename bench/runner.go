@@ -78,63 +78,6 @@ type Progress struct {
 // achieved rate is below this share of the target.
 const SaturationShare = 0.97
 
-// StrategyResult is one strategy's measured outcome (the JSON schema's
-// "strategies" element).
-type StrategyResult struct {
-	Name      string  `json:"name"`
-	Ops       int64   `json:"ops"`         // acquire attempts: acquired + not_acquired + failed at acquire
-	OpsPerSec float64 `json:"ops_per_sec"` // achieved rate of attempts
-	DurationS float64 `json:"duration_s"`
-	// Open loop only: the target rate, whether the run kept up with it, and
-	// why not.
-	TargetRate float64 `json:"target_rate,omitempty"`
-	Saturated  bool    `json:"saturated,omitempty"`
-	Saturation string  `json:"saturation,omitempty"`
-	// Backlog is the operations that were due by the end of an open-loop
-	// run but never started (the run stops at -d).
-	Backlog int64 `json:"backlog,omitempty"`
-	// Interrupted: the run was stopped (SIGINT) before its end; the figures
-	// cover what was measured.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// With -start-at: when the measured window started, and how late the
-	// warm-up started after its slot (set-up overran it).
-	StartedAt   string  `json:"started_at,omitempty"`
-	StartLateMs float64 `json:"start_late_ms,omitempty"`
-
-	Acquire        Latency          `json:"acquire"`
-	Release        Latency          `json:"release"`
-	AcquireRelease Latency          `json:"acquire_release"`
-	NotAcquiredLat Latency          `json:"not_acquired_latency"`
-	FailedLat      Latency          `json:"failed_latency"`
-	Errors         map[string]int64 `json:"errors"`
-	NodeErrors     map[string]int64 `json:"node_errors"`
-	Acquired       int64            `json:"acquired"`
-	// AcquiredPerSec is acquisitions (not attempts) per second: under
-	// contention, the lock's hand-offs per second.
-	AcquiredPerSec float64 `json:"acquired_per_sec"`
-	NotAcquired    int64   `json:"not_acquired"`
-	// Failed is the operations that ended in an error (at acquire, or at
-	// release after the lock was acquired: ReleaseFailed of them).
-	Failed        int64       `json:"failed"`
-	ReleaseFailed int64       `json:"release_failed"`
-	Extended      int64       `json:"extended,omitempty"`
-	NotExtended   int64       `json:"not_extended,omitempty"`
-	AllocsPerOp   float64     `json:"allocs_per_op"`
-	BytesPerOp    float64     `json:"bytes_per_op"`
-	CPUUsPerOp    float64     `json:"cpu_us_per_op"`
-	Server        *ServerCost `json:"server,omitempty"`
-	// WorkerBusyShare is the share of the measured window the workers
-	// spent in operations (from each operation's actual start to its end,
-	// holds included): near 1, every worker was busy all the time, so the
-	// workers, not the target, limited the rate.
-	WorkerBusyShare float64 `json:"worker_busy_share"`
-	// MeanServiceUs is the mean time from an operation's actual start to
-	// its end (its latency less any wait for a free worker).
-	MeanServiceUs float64 `json:"mean_service_us"`
-
-	hists histSet
-}
-
 // FailedShare is the share of operations that failed.
 func (s *StrategyResult) FailedShare() float64 {
 	if s.Ops == 0 {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // DefaultSweepOut is the report directory of a sweep without -out.
@@ -60,98 +58,6 @@ func ParseSLO(s string) (*SLO, error) {
 		return nil, bad
 	}
 	return &SLO{P: v, Max: max}, nil
-}
-
-// SweepStep is one open-loop step of a sweep. Latencies are of every
-// operation, from its intended start to its end (acquire and release when
-// acquired; refused and failed operations to their outcome).
-type SweepStep struct {
-	TargetRate  float64 `json:"target_rate"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	Ops         int64   `json:"ops"`
-	DurationS   float64 `json:"duration_s"`
-	Saturated   bool    `json:"saturated"`
-	Saturation  string  `json:"saturation,omitempty"`
-	Failed      int64   `json:"failed"`
-	FailedShare float64 `json:"failed_share"`
-	Latency     Latency `json:"latency"`
-	// SLOUs is the objective's percentile of this step.
-	SLOUs float64 `json:"slo_us"`
-	Held  bool    `json:"held"`
-	// Why says why the step did not hold.
-	Why string `json:"why,omitempty"`
-	// Refinement: a bisection step between the coarse ones.
-	Refinement bool `json:"refinement,omitempty"`
-	// Repeated: this step missed only the latency objective and was run
-	// again at the same rate; the repeat's verdict stands (a single
-	// latency spike on a shared machine does not make a knee, an overload
-	// repeats). Repeated steps are listed but take no part in the knee.
-	Repeated bool `json:"repeated,omitempty"`
-	// ClientCPUUsPerOp is this process's CPU per operation;
-	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
-	ClientCPUUsPerOp        float64 `json:"client_cpu_us_per_op"`
-	ServerCPUUsPerOpPerNode float64 `json:"server_cpu_us_per_op_per_node,omitempty"`
-	// ServerCPUMaxNodeUsPerOp is the busiest node's CPU per operation;
-	// ServerCPUSource "info" (INFO CPU of every node) or "process".
-	ServerCPUMaxNodeUsPerOp float64          `json:"server_cpu_max_node_us_per_op,omitempty"`
-	ServerCPUSource         string           `json:"server_cpu_source,omitempty"`
-	Errors                  map[string]int64 `json:"errors,omitempty"`
-	NodeErrors              map[string]int64 `json:"node_errors,omitempty"`
-	// Interrupted: the sweep was stopped (SIGINT) during this step; it
-	// does not hold and takes no part in the knee.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// Tag is this run's interval-log tag prefix in sweep.hlog
-	// ("<strategy>.r<rate>", ".run2" added for a step run again).
-	Tag string `json:"hlog_tag,omitempty"`
-	// WorkerBusyShare is the share of the step's time the workers spent
-	// in operations (1: every worker busy all the time: the workers, not
-	// the target, were the limit).
-	WorkerBusyShare float64 `json:"worker_busy_share"`
-	// MeanServiceUs is the mean time from an operation's actual start to
-	// its end: -c over it is the rate the workers can carry.
-	MeanServiceUs float64 `json:"mean_service_us"`
-
-	hist *hdr.Histogram
-}
-
-// SweepStrategy is one strategy's sweep.
-type SweepStrategy struct {
-	Name string `json:"name"`
-	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
-	// (0 with -rates).
-	ProbeOpsPerSec float64 `json:"probe_ops_per_sec,omitempty"`
-	// ProbeWorkerBusy is the probe's share of worker time in operations.
-	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
-	// SLO is the objective applied: -slo, or the automatic one, the same
-	// for every strategy of the sweep (SweepReport.SLOSource).
-	SLO         string       `json:"slo"`
-	SLOPct      float64      `json:"slo_percentile"`
-	SLOBudgetUs float64      `json:"slo_budget_us"`
-	Steps       []*SweepStep `json:"steps"`
-	// Knee is the highest-rate step that held with every lighter step
-	// holding too (nil: none held); KneeRate its target rate.
-	Knee     *SweepStep `json:"knee,omitempty"`
-	KneeRate float64    `json:"knee_rate"`
-	// Saturated: the sweep reached a step past capacity (else the capacity
-	// is above the highest rate tried).
-	Saturated bool `json:"reached_saturation"`
-	// Bound names what most likely limited the knee.
-	Bound       string `json:"bound,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"`
-}
-
-// SweepReport is a sweep's outcome (sweep.json).
-type SweepReport struct {
-	// SLO is the one objective every strategy was judged by; SLOSource
-	// says where it came from (-slo, or how it was derived).
-	SLO         string           `json:"slo"`
-	SLOSource   string           `json:"slo_source"`
-	Strategies  []*SweepStrategy `json:"strategies"`
-	Config      ReportConfig     `json:"config"`
-	Env         Env              `json:"env"`
-	Interrupted bool             `json:"interrupted,omitempty"`
-
-	hlog []byte
 }
 
 // stepOK decides whether a measured step holds the objective.
