@@ -193,174 +193,281 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 	// them finish instead of failing them.
 	opCtx := context.WithoutCancel(ctx)
 	keys := keyNames(cfg.Prefix+s.Name()+":", cfg.Keys)
-
-	var late time.Duration
-	if !cfg.StartAt.IsZero() {
-		if d := time.Until(cfg.StartAt); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			}
-		} else {
-			late = -d
-		}
+	late, err := waitStart(ctx, cfg.StartAt)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Warmup > 0 {
-		wcfg := cfg
-		wcfg.Rate, wcfg.Ops, wcfg.Duration = cfg.WarmupRate, 0, cfg.Warmup
-		ls := newLoadState(wcfg, keys, workers)
-		wg := ls.launch(opCtx)
-		stopOnCancel(ctx, ls, wg)
-	}
+	warmUp(ctx, opCtx, cfg, keys, workers)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	nodeErrs0 := map[string]int64{}
-	for _, w := range workers {
-		for k, v := range w.NodeErrors() {
-			nodeErrs0[k] += v
-		}
-	}
+	nodeErrs0 := nodeErrors(workers)
 	ls := newLoadState(cfg, keys, workers)
-	total := newIntervalAgg()
-	interval := newIntervalAgg()
+	c := newCollector(ls, s.Name(), tag, hlog, progress)
 
 	if cfg.BeforeMeasure != nil {
 		cfg.BeforeMeasure()
 	}
-	var ms0, ms1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
-	cpu0, cpuOK := processCPU()
-
-	wg := ls.launch(opCtx)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
-	tick := time.NewTicker(cfg.Interval)
-	defer tick.Stop()
-	last := ls.start
-	// The collector's own allocations (encoding the interval log allocates
-	// thousands of objects per interval) are measured and left out of the
-	// per-operation figure.
-	var exMallocs, exBytes uint64
-	var cm0, cm1 runtime.MemStats
-	collect := func(now time.Time) error {
-		runtime.ReadMemStats(&cm0)
-		defer func() {
-			runtime.ReadMemStats(&cm1)
-			exMallocs += cm1.Mallocs - cm0.Mallocs
-			exBytes += cm1.TotalAlloc - cm0.TotalAlloc
-		}()
-		for _, r := range ls.recs {
-			r.drainInto(interval)
-		}
-		var err error
-		if hlog != nil {
-			// Every non-empty histogram is logged, so the log holds every
-			// recorded value (a release may land in an interval without
-			// acquires).
-			for i, m := range Metrics {
-				if interval.h[i].TotalCount() == 0 {
-					continue
-				}
-				if e := hlog.Write(tag+"."+m, interval.h[i], last, now); e != nil && err == nil {
-					err = e
-				}
-			}
-		}
-		total.add(interval)
-		if progress != nil {
-			p := Progress{Strategy: s.Name(), Elapsed: now.Sub(ls.start), Ops: total.ops(), Errors: total.failedOps(), Backlog: ls.backlog(now),
-				Duration: cfg.Duration, Target: cfg.Ops}
-			if cfg.Ops > 0 {
-				p.Duration = 0
-			}
-			if d := now.Sub(last).Seconds(); d > 0 {
-				p.OpsPerS = float64(interval.ops()) / d
-			}
-			for _, i := range []int{mAcquireRelease, mAcquire, mNotAcquired, mFailed} {
-				if h := total.h[i]; h.TotalCount() > 0 {
-					p.P99Us = us(ValueAtPercentile(h, 99))
-					break
-				}
-			}
-			progress(p)
-		}
-		interval.reset()
-		last = now
-		return err
-	}
-	var hlogErr error
-	interrupted := false
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case now := <-tick.C:
-			if err := collect(now); err != nil && hlogErr == nil {
-				hlogErr = err
-			}
-		case <-ctx.Done():
-			if !interrupted {
-				interrupted = true
-				ls.stop()
-			}
-		}
-	}
+	var acct accounting
+	acct.begin()
+	interrupted := c.run(ctx, ls.launch(opCtx))
 	endT := time.Now()
-	cpu1, _ := processCPU()
-	runtime.ReadMemStats(&ms1)
+	acct.end()
 	if cfg.AfterMeasure != nil {
 		cfg.AfterMeasure()
 	}
-	if err := collect(endT); err != nil && hlogErr == nil {
-		hlogErr = err
+	c.final(endT)
+	if c.err != nil {
+		return nil, fmt.Errorf("writing histogram log: %w", c.err)
 	}
-	// The final collect ran after ms1 was read: it is not in the window.
-	exMallocs -= cm1.Mallocs - cm0.Mallocs
-	exBytes -= cm1.TotalAlloc - cm0.TotalAlloc
-	if hlogErr != nil {
-		return nil, fmt.Errorf("writing histogram log: %w", hlogErr)
-	}
-	if interrupted && total.ops() == 0 {
+	if interrupted && c.total.ops() == 0 {
 		return nil, ctx.Err()
 	}
+	o := ls.outcome(endT, c, &acct)
+	o.late, o.interrupted = late, interrupted
+	o.nodeErrs = nodeErrors(workers)
+	for k, v := range nodeErrs0 {
+		if o.nodeErrs[k] -= v; o.nodeErrs[k] == 0 {
+			delete(o.nodeErrs, k)
+		}
+	}
+	res := strategyResult(s.Name(), cfg, o)
+	if interrupted {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
 
-	elapsed := endT.Sub(ls.start)
+// waitStart waits for at (-start-at) unless it is zero or past; past, it
+// returns how late the start is. Cancelled while waiting, it returns ctx's
+// error.
+func waitStart(ctx context.Context, at time.Time) (late time.Duration, err error) {
+	if at.IsZero() {
+		return 0, nil
+	}
+	d := time.Until(at)
+	if d <= 0 {
+		return -d, nil
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return 0, ctx.Err()
+	}
+	return 0, nil
+}
+
+// warmUp runs cfg's unrecorded warm-up (when cfg.Warmup > 0) on workers,
+// closed loop or at cfg.WarmupRate; operations run on opCtx and a
+// cancelled ctx stops the warm-up.
+func warmUp(ctx, opCtx context.Context, cfg RunConfig, keys []string, workers []Worker) {
+	if cfg.Warmup <= 0 {
+		return
+	}
+	wcfg := cfg
+	wcfg.Rate, wcfg.Ops, wcfg.Duration = cfg.WarmupRate, 0, cfg.Warmup
+	ls := newLoadState(wcfg, keys, workers)
+	wg := ls.launch(opCtx)
+	stopOnCancel(ctx, ls, wg)
+}
+
+// nodeErrors sums the workers' per-node error counts by kind.
+func nodeErrors(workers []Worker) map[string]int64 {
+	m := map[string]int64{}
+	for _, w := range workers {
+		for k, v := range w.NodeErrors() {
+			m[k] += v
+		}
+	}
+	return m
+}
+
+// accounting reads the process's allocations and CPU time at the start
+// and end of a measured window.
+type accounting struct {
+	ms0, ms1   runtime.MemStats
+	cpu0, cpu1 int64
+	cpuOK      bool
+}
+
+func (a *accounting) begin() {
+	runtime.GC()
+	runtime.ReadMemStats(&a.ms0)
+	a.cpu0, a.cpuOK = processCPU()
+}
+
+func (a *accounting) end() {
+	a.cpu1, _ = processCPU()
+	runtime.ReadMemStats(&a.ms1)
+}
+
+// collector drains the workers' recorders once per interval into the
+// run's totals, writes the interval to the histogram log and reports
+// progress. Its own allocations (encoding the interval log allocates
+// thousands of objects per interval) are measured and left out of the
+// per-operation figure.
+type collector struct {
+	ls       *loadState
+	name     string // the strategy's
+	tag      string // the interval log's tag prefix
+	hlog     *HlogWriter
+	progress func(Progress)
+	total    *intervalAgg // the measured phase so far
+	interval *intervalAgg // the current interval
+	last     time.Time    // the current interval's start
+
+	exMallocs, exBytes uint64 // the collector's own allocations
+	cm0, cm1           runtime.MemStats
+	err                error // the first histogram log error
+}
+
+func newCollector(ls *loadState, name, tag string, hlog *HlogWriter, progress func(Progress)) *collector {
+	return &collector{ls: ls, name: name, tag: tag, hlog: hlog, progress: progress, total: newIntervalAgg(), interval: newIntervalAgg()}
+}
+
+// run collects once per interval until the workers (wg) are done; a
+// cancelled ctx stops the load (those in flight finish). It reports
+// whether ctx stopped it.
+func (c *collector) run(ctx context.Context, wg *sync.WaitGroup) (interrupted bool) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(c.ls.cfg.Interval)
+	defer tick.Stop()
+	c.last = c.ls.start
+	for {
+		select {
+		case <-done:
+			return interrupted
+		case now := <-tick.C:
+			c.collect(now)
+		case <-ctx.Done():
+			if !interrupted {
+				interrupted = true
+				c.ls.stop()
+			}
+		}
+	}
+}
+
+// final collects the last interval, ending at end. It runs after the
+// window's allocations were read, so its own are not left out of them.
+func (c *collector) final(end time.Time) {
+	c.collect(end)
+	c.exMallocs -= c.cm1.Mallocs - c.cm0.Mallocs
+	c.exBytes -= c.cm1.TotalAlloc - c.cm0.TotalAlloc
+}
+
+// collect ends the current interval at now.
+func (c *collector) collect(now time.Time) {
+	runtime.ReadMemStats(&c.cm0)
+	defer func() {
+		runtime.ReadMemStats(&c.cm1)
+		c.exMallocs += c.cm1.Mallocs - c.cm0.Mallocs
+		c.exBytes += c.cm1.TotalAlloc - c.cm0.TotalAlloc
+	}()
+	for _, r := range c.ls.recs {
+		r.drainInto(c.interval)
+	}
+	if c.hlog != nil {
+		// Every non-empty histogram is logged, so the log holds every
+		// recorded value (a release may land in an interval without
+		// acquires).
+		for i, m := range Metrics {
+			if c.interval.h[i].TotalCount() == 0 {
+				continue
+			}
+			if e := c.hlog.Write(c.tag+"."+m, c.interval.h[i], c.last, now); e != nil && c.err == nil {
+				c.err = e
+			}
+		}
+	}
+	c.total.add(c.interval)
+	if c.progress != nil {
+		c.progress(c.snapshot(now))
+	}
+	c.interval.reset()
+	c.last = now
+}
+
+// snapshot is the Progress at now, the current interval included.
+func (c *collector) snapshot(now time.Time) Progress {
+	cfg := &c.ls.cfg
+	p := Progress{Strategy: c.name, Elapsed: now.Sub(c.ls.start), Ops: c.total.ops(), Errors: c.total.failedOps(), Backlog: c.ls.backlog(now),
+		Duration: cfg.Duration, Target: cfg.Ops}
+	if cfg.Ops > 0 {
+		p.Duration = 0
+	}
+	if d := now.Sub(c.last).Seconds(); d > 0 {
+		p.OpsPerS = float64(c.interval.ops()) / d
+	}
+	for _, i := range []int{mAcquireRelease, mAcquire, mNotAcquired, mFailed} {
+		if h := c.total.h[i]; h.TotalCount() > 0 {
+			p.P99Us = us(ValueAtPercentile(h, 99))
+			break
+		}
+	}
+	return p
+}
+
+// outcome is a measured phase's raw figures, before they are summarised
+// into a StrategyResult.
+type outcome struct {
+	start, end   time.Time
+	late         time.Duration // how late the start was after -start-at
+	interrupted  bool
+	total        *intervalAgg
+	nodeErrs     map[string]int64 // this phase's, by kind
+	workers      int
+	backlog, due int64 // open loop, at the end
+	busy, live   int64 // the workers' time in operations, and running (ns)
+	// mallocs and bytes are the window's allocations less the
+	// collector's own; cpu is the process's CPU time (ns) when cpuOK.
+	mallocs, bytes int64
+	cpu            int64
+	cpuOK          bool
+}
+
+// outcome gathers the measured phase's figures, ended at end.
+func (ls *loadState) outcome(end time.Time, c *collector, a *accounting) *outcome {
+	o := &outcome{start: ls.start, end: end, total: c.total, workers: len(ls.workers), backlog: ls.backlog(end), due: ls.due(end),
+		mallocs: int64(a.ms1.Mallocs-a.ms0.Mallocs) - int64(c.exMallocs),
+		bytes:   int64(a.ms1.TotalAlloc-a.ms0.TotalAlloc) - int64(c.exBytes),
+		cpu:     a.cpu1 - a.cpu0, cpuOK: a.cpuOK}
+	// Over each worker's running time: a worker with nothing left to
+	// start leaves at the end while others finish their last operation.
+	for _, r := range ls.recs {
+		o.busy += r.busyNs.Load()
+		o.live += r.liveNs.Load()
+	}
+	return o
+}
+
+// strategyResult summarises a measured phase of strategy name.
+func strategyResult(name string, cfg RunConfig, o *outcome) *StrategyResult {
+	total := o.total
+	elapsed := o.end.Sub(o.start)
 	pc := cfg.Percentiles
 	res := &StrategyResult{
-		Name: s.Name(), Ops: total.ops(), DurationS: elapsed.Seconds(), Interrupted: interrupted,
+		Name: name, Ops: total.ops(), DurationS: elapsed.Seconds(), Interrupted: o.interrupted,
 		Acquire: Summarize(total.h[mAcquire], pc...), Release: Summarize(total.h[mRelease], pc...),
 		AcquireRelease: Summarize(total.h[mAcquireRelease], pc...),
 		NotAcquiredLat: Summarize(total.h[mNotAcquired], pc...), FailedLat: Summarize(total.h[mFailed], pc...),
-		Errors: map[string]int64{}, NodeErrors: map[string]int64{},
+		Errors: map[string]int64{}, NodeErrors: o.nodeErrs,
 		Acquired: total.acquired, NotAcquired: total.notAcq, Failed: total.failedOps(), ReleaseFailed: total.relFailed,
 		Extended: total.extended, NotExtended: total.notExt,
 		hists: total.h,
 	}
 	if !cfg.StartAt.IsZero() {
-		res.StartedAt = ls.start.UTC().Format(time.RFC3339Nano)
-		res.StartLateMs = float64(late) / 1e6
+		res.StartedAt = o.start.UTC().Format(time.RFC3339Nano)
+		res.StartLateMs = float64(o.late) / 1e6
 	}
 	for k, v := range total.errs {
 		res.Errors[k] = v
 	}
-	for _, w := range workers {
-		for k, v := range w.NodeErrors() {
-			res.NodeErrors[k] += v
-		}
-	}
-	for k, v := range nodeErrs0 {
-		if res.NodeErrors[k] -= v; res.NodeErrors[k] == 0 {
-			delete(res.NodeErrors, k)
-		}
-	}
 	window := elapsed
-	if cfg.Rate > 0 && cfg.Ops <= 0 && !interrupted {
+	if cfg.Rate > 0 && cfg.Ops <= 0 && !o.interrupted {
 		// Open loop: operations start within [start, start+Duration) and
 		// every one started is counted when it ends, so the achieved rate
 		// is over that window. Over the elapsed time, which includes the
@@ -374,35 +481,25 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 	}
 	if cfg.Rate > 0 {
 		res.TargetRate = cfg.Rate
-		res.Backlog = ls.backlog(endT)
-		checkSaturation(res, ls.due(endT), cfg.Workers)
+		res.Backlog = o.backlog
+		checkSaturation(res, o.due, cfg.Workers)
 	}
-	if elapsed > 0 && len(workers) > 0 {
-		// Over each worker's running time: a worker with nothing left to
-		// start leaves at the end while others finish their last operation.
-		var busy, live int64
-		for _, r := range ls.recs {
-			busy += r.busyNs.Load()
-			live += r.liveNs.Load()
-		}
-		if live > 0 {
-			res.WorkerBusyShare = min(1, float64(busy)/float64(live))
+	if elapsed > 0 && o.workers > 0 {
+		if o.live > 0 {
+			res.WorkerBusyShare = min(1, float64(o.busy)/float64(o.live))
 		}
 		if ops := total.ops(); ops > 0 {
-			res.MeanServiceUs = float64(busy) / 1e3 / float64(ops)
+			res.MeanServiceUs = float64(o.busy) / 1e3 / float64(ops)
 		}
 	}
 	if res.Ops > 0 {
-		res.AllocsPerOp = float64(max(0, int64(ms1.Mallocs-ms0.Mallocs)-int64(exMallocs))) / float64(res.Ops)
-		res.BytesPerOp = float64(max(0, int64(ms1.TotalAlloc-ms0.TotalAlloc)-int64(exBytes))) / float64(res.Ops)
-		if cpuOK {
-			res.CPUUsPerOp = float64(cpu1-cpu0) / 1e3 / float64(res.Ops)
+		res.AllocsPerOp = float64(max(0, o.mallocs)) / float64(res.Ops)
+		res.BytesPerOp = float64(max(0, o.bytes)) / float64(res.Ops)
+		if o.cpuOK {
+			res.CPUUsPerOp = float64(o.cpu) / 1e3 / float64(res.Ops)
 		}
 	}
-	if interrupted {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return res
 }
 
 // stopOnCancel waits for wg, stopping ls if ctx is cancelled first.
