@@ -455,6 +455,25 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", FilePlot)
 
+	writeLatencyTables(w, rep)
+
+	writeOutcomes(w, rep)
+
+	writeContention(w, rep)
+	writeServerSection(w, rep)
+	writeCapacity(w, rep)
+
+	writeConfigSection(w, c)
+	writeEnvSection(w, e)
+	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
+		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
+	return nil
+}
+
+// writeLatencyTables writes one table per metric, with the run's
+// percentiles.
+func writeLatencyTables(w io.Writer, rep *Report) {
+	c := rep.Config
 	pcts := reportPercentiles(c)
 	for _, m := range Metrics {
 		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
@@ -476,6 +495,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintln(w)
 	}
 
+}
+
+// writeOutcomes writes the outcomes, errors and client cost per strategy.
+func writeOutcomes(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "### Outcomes and errors")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "ops", "duration s", "acquired", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op")
@@ -490,10 +513,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w, "Op errors are operations that failed (no_quorum: too many nodes failed for a quorum; release_*/extend_*: the release or extension failed). Node errors count each node that failed within an operation (timeout, conn, server, protocol), including operations that still reached a quorum. Allocations and CPU are the benchmark process's (runtime.MemStats and getrusage deltas over the measured window) divided by operations: the client's cost, recording included.")
 	fmt.Fprintln(w)
 
-	writeContention(w, rep)
-	writeServerSection(w, rep)
-	writeCapacity(w, rep)
+}
 
+// writeConfigSection writes the run's configuration.
+func writeConfigSection(w io.Writer, c ReportConfig) {
 	fmt.Fprintln(w, "## Configuration")
 	fmt.Fprintln(w)
 	ct := newTable("setting", "value")
@@ -533,6 +556,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	ct.markdown(w)
 	fmt.Fprintln(w)
+}
+
+// writeEnvSection writes the machine and build.
+func writeEnvSection(w io.Writer, e Env) {
 	fmt.Fprintln(w, "## Environment")
 	fmt.Fprintln(w)
 	et := newTable("", "")
@@ -549,9 +576,6 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	et.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
-		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
-	return nil
 }
 
 func (s *StrategyResult) metric(m string) Latency {

@@ -399,6 +399,92 @@ func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker
 	return st, err
 }
 
+// stepRunner runs one strategy's sweep steps on workers opened at the
+// first step.
+type stepRunner struct {
+	sw      *sweeper
+	ctx     context.Context
+	r       *strategySweep
+	s       Strategy
+	workers []Worker
+	closers []func()
+	opened  bool
+}
+
+// ensure opens the strategy and its workers once.
+func (sr *stepRunner) ensure() error {
+	if sr.opened {
+		return nil
+	}
+	s, workers, closeAll, err := sr.sw.open(sr.ctx, sr.r.ss.Name)
+	if err != nil {
+		return err
+	}
+	sr.s, sr.workers = s, workers
+	sr.opened = true
+	sr.closers = append(sr.closers, closeAll)
+	return nil
+}
+
+func (sr *stepRunner) close() {
+	for _, c := range sr.closers {
+		c()
+	}
+}
+
+// report prints a judged step; after a step that did not hold, it lets
+// the queues left by an overloaded step drain before the next.
+func (sr *stepRunner) report(st *SweepStep) {
+	sw, ctx := sr.sw, sr.ctx
+	verdict := "held"
+	if !st.Held {
+		verdict = "did not hold: " + st.Why
+	}
+	sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", sr.r.ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
+		pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
+	if !st.Held && ctx.Err() == nil {
+		// Let queues left by an overloaded step drain before the next.
+		cool := time.NewTimer(max(time.Second, sw.cfg.Step/2))
+		select {
+		case <-cool.C:
+		case <-ctx.Done():
+			cool.Stop()
+		}
+	}
+}
+
+// step1 measures, judges and reports one step at rate.
+func (sr *stepRunner) step1(rate float64, refine bool) (*SweepStep, error) {
+	if err := sr.ensure(); err != nil {
+		return nil, err
+	}
+	st, err := sr.sw.measureStep(sr.ctx, sr.s, sr.workers, sr.r.ss.Name, rate, refine)
+	if st == nil {
+		return nil, err
+	}
+	st.judge(sr.sw.slo)
+	sr.r.ss.Steps = append(sr.r.ss.Steps, st)
+	sr.report(st)
+	return st, err
+}
+
+// step runs a rate (unless st is that rate's step, already measured), and
+// once more when it missed only the latency objective or did not keep up
+// (see SweepStep.Repeated).
+func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
+	var err error
+	if st == nil {
+		if st, err = sr.step1(rate, refine); st == nil || err != nil {
+			return st, err
+		}
+	}
+	if !st.rerunnable() {
+		return st, nil
+	}
+	st.Repeated = true
+	return sr.step1(rate, refine)
+}
+
 // sweepOn judges a strategy's lightest step under sw.slo and runs the
 // rest of its steps: rising rates, stopping at the first saturated step
 // or after two steps in a row that do not hold (a probed sweep whose steps
@@ -407,79 +493,13 @@ func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker
 // the first that did not. A step that misses only the objective or does
 // not keep up is run again (see SweepStep.Repeated).
 func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
-	cfg, ss, name := sw.cfg, r.ss, r.ss.Name
-	var s Strategy
-	var workers []Worker
-	var closers []func()
-	opened := false
-	ensure := func() error {
-		if opened {
-			return nil
-		}
-		var err error
-		var closeAll func()
-		s, workers, closeAll, err = sw.open(ctx, name)
-		if err != nil {
-			return err
-		}
-		opened = true
-		closers = append(closers, closeAll)
-		return nil
-	}
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	report := func(st *SweepStep) {
-		verdict := "held"
-		if !st.Held {
-			verdict = "did not hold: " + st.Why
-		}
-		sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
-			pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
-		if !st.Held && ctx.Err() == nil {
-			// Let queues left by an overloaded step drain before the next.
-			cool := time.NewTimer(max(time.Second, cfg.Step/2))
-			select {
-			case <-cool.C:
-			case <-ctx.Done():
-				cool.Stop()
-			}
-		}
-	}
-	step1 := func(rate float64, refine bool) (*SweepStep, error) {
-		if err := ensure(); err != nil {
-			return nil, err
-		}
-		st, err := sw.measureStep(ctx, s, workers, name, rate, refine)
-		if st == nil {
-			return nil, err
-		}
-		st.judge(sw.slo)
-		ss.Steps = append(ss.Steps, st)
-		report(st)
-		return st, err
-	}
-	// step runs a rate, and once more when it missed only the latency
-	// objective or did not keep up (see SweepStep.Repeated).
-	step := func(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
-		var err error
-		if st == nil {
-			if st, err = step1(rate, refine); st == nil || err != nil {
-				return st, err
-			}
-		}
-		if !st.rerunnable() {
-			return st, nil
-		}
-		st.Repeated = true
-		return step1(rate, refine)
-	}
+	cfg, ss := sw.cfg, r.ss
+	sr := &stepRunner{sw: sw, ctx: ctx, r: r}
+	defer sr.close()
 	// The lightest step, measured in phase 1.
 	first := r.first
 	first.judge(sw.slo)
-	report(first)
+	sr.report(first)
 	if first.Interrupted {
 		return nil
 	}
@@ -489,9 +509,9 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		var st *SweepStep
 		var err error
 		if i == 0 {
-			st, err = step(first, rate, false)
+			st, err = sr.step(first, rate, false)
 		} else {
-			st, err = step(nil, rate, false)
+			st, err = sr.step(nil, rate, false)
 		}
 		if st == nil || err != nil || st.Interrupted {
 			return err
@@ -520,7 +540,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		if mid <= ss.KneeRate || mid >= hi.TargetRate {
 			break
 		}
-		st, err := step(nil, mid, true)
+		st, err := sr.step(nil, mid, true)
 		if st == nil || err != nil || st.Interrupted {
 			return err
 		}
