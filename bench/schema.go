@@ -9,6 +9,7 @@ package bench
 
 import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // Report is the whole run's outcome: the -json object and what report.md
@@ -137,7 +138,7 @@ type StrategyResult struct {
 	// its end (its latency less any wait for a free worker).
 	MeanServiceUs float64 `json:"mean_service_us"`
 
-	hists histSet
+	hists load.Hists
 }
 
 // Latency is a latency distribution summary in microseconds. Percentiles

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/bench/load"
 )
 
 // DefaultSweepOut is the report directory of a sweep without -out.
@@ -86,7 +88,7 @@ func (st *SweepStep) judge(slo SLO) {
 // sweepStepFrom summarizes one measured step.
 func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep {
 	all := NewHistogram()
-	for _, i := range []int{mAcquireRelease, mNotAcquired, mFailed} {
+	for _, i := range []int{load.MAcquireRelease, load.MNotAcquired, load.MFailed} {
 		all.Merge(res.hists[i])
 	}
 	// An operation whose release failed after it acquired is in failed;
