@@ -4,15 +4,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/redmux/redmux/mux"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // Files written in the -out directory.
@@ -362,73 +361,6 @@ func WriteJSON(w io.Writer, rep *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func writeBytes(b []byte) func(io.Writer) error {
-	return func(w io.Writer) error { _, err := w.Write(b); return err }
-}
-
-// writeTo writes to path, or to stdout when path is "-".
-func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		return write(stdout)
-	}
-	return writeFile(path, write)
-}
-
-// writeOutputs writes -json, -csv, -hlog and the -out directory ("-" for
-// -json and -csv is stdout).
-func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
-	if cfg.JSON != "" {
-		if err := writeTo(cfg.JSON, stdout, func(w io.Writer) error { return WriteJSON(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.CSV != "" {
-		if err := writeTo(cfg.CSV, stdout, func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.Hlog != "" {
-		if err := writeFile(cfg.Hlog, writeBytes(rep.hlog)); err != nil {
-			return err
-		}
-	}
-	if cfg.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
-	}
-	files := []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{FileSummary, func(w io.Writer) error { return WriteJSON(w, rep) }},
-		{FileCSV, func(w io.Writer) error { return WriteCSV(w, rep) }},
-		{FileHlog, writeBytes(rep.hlog)},
-		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquireRelease) }},
-		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquire) }},
-		{FileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
-	}
-	for _, f := range files {
-		if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // WriteMarkdown writes report.md.

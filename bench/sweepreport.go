@@ -7,8 +7,6 @@ import (
 	"html"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -115,40 +113,6 @@ func WriteSweepJSON(w io.Writer, rep *SweepReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
-}
-
-func writeSweepOutputs(cfg *Config, rep *SweepReport, stdout io.Writer) error {
-	if cfg.JSON != "" {
-		if err := writeTo(cfg.JSON, stdout, func(w io.Writer) error { return WriteSweepJSON(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.CSV != "" {
-		if err := writeTo(cfg.CSV, stdout, func(w io.Writer) error { return WriteSweepCSV(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{FileSweepJSON, func(w io.Writer) error { return WriteSweepJSON(w, rep) }},
-		{FileSweepCSV, func(w io.Writer) error { return WriteSweepCSV(w, rep) }},
-		{FileSweepHlog, writeBytes(rep.hlog)},
-		{FileSweepPlot, func(w io.Writer) error { return WriteSweepPlot(w, rep) }},
-		{FileSweepReport, func(w io.Writer) error { return WriteSweepMarkdown(w, rep) }},
-	} {
-		if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // WriteSweepMarkdown writes sweep.md: the capacity report.
