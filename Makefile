@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
+.PHONY: install-check interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
 run:
@@ -12,6 +12,11 @@ run:
 ## test: gofmt check, go vet, and every test with the race detector
 test: fmt-check vet
 	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
+
+## install-check: README's Install recipes (replace, workspace), applied as written to a module
+## outside the checkout in a temporary directory, then built, vetted and run on the fake (~5 s)
+install-check:
+	./.ci/install-check
 
 ## interop: other Redlock clients (redsync, rueidislock, bsm/redislock) on the fake cluster;
 ## a nested module (interop/go.mod) so the main module does not depend on them

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
-	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 	"github.com/stretchr/testify/require"
@@ -117,7 +117,7 @@ func strategyWorker(t *testing.T, name string, addrs []string, p LockParams) (St
 // fanout used to truncate).
 func TestStrategiesSendRedlocksTTL(t *testing.T) {
 	ttl := 10*time.Second + 500*time.Microsecond
-	want := redlock.TTLMillis(ttl)
+	want := lockrule.TTLMillis(ttl)
 	require.Equal(t, int64(10001), want)
 	for _, name := range AllStrategies {
 		rec := startRecorder(t)

@@ -15,9 +15,9 @@
 //
 // # Strategies
 //
-// Every strategy runs the same Redlock decision logic, redlock's own
-// exported rules (redlock.Quorum, redlock.TTLMillis, redlock.Drift,
-// redlock.Acquired, redlock.QuorumLost; tested in algorithm_test.go) (quorum N/2+1,
+// Every strategy runs the same Redlock decision logic, redlock's own rules
+// (internal/lockrule: Quorum, TTLMillis, Drift, Acquired, QuorumLost; tested
+// in algorithm_test.go) (quorum N/2+1,
 // validity = ttl - elapsed - (ttl*0.01 + 2ms), release on ALL nodes after a
 // failed acquire, compare-and-delete release and compare-and-pexpire extend
 // by EVALSHA with an EVAL fallback on NOSCRIPT), and every connection is set

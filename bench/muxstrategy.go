@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
@@ -129,7 +130,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 		return false, ErrValidity
 	case nae.Err != nil:
 		return false, nae.Err
-	case redlock.QuorumLost(nae.Failed+nae.Pending, w.s.quorum, w.s.n):
+	case lockrule.QuorumLost(nae.Failed+nae.Pending, w.s.quorum, w.s.n):
 		if nae.Pending > 0 && w.s.params.TTL-w.s.params.drift() < w.s.params.Timeout {
 			return false, ErrValidity
 		}
@@ -162,7 +163,7 @@ func (w *muxWorker) countNodeErrs(failed, refused, granted, pending int) {
 			w.nodeErrs[KindFailed] += int64(failed - down)
 		}
 	}
-	decided := redlock.QuorumLost(failed+refused, w.s.quorum, w.s.n) || granted >= w.s.quorum
+	decided := lockrule.QuorumLost(failed+refused, w.s.quorum, w.s.n) || granted >= w.s.quorum
 	if pending > 0 && !decided {
 		w.nodeErrs[KindPending] += int64(pending)
 	}
@@ -179,7 +180,7 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 		if ee.Failed > 0 {
 			w.nodeErrs[KindFailed] += int64(ee.Failed)
 		}
-		if redlock.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
+		if lockrule.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
 			return false, ErrNoQuorum
 		}
 		return false, nil
@@ -197,7 +198,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 		for _, e := range re.Errs {
 			w.nodeErrs[classify(e)]++
 		}
-		if redlock.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
+		if lockrule.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
 			return ErrNoQuorum
 		}
 		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrLockLost) {

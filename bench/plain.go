@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
-	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -49,7 +49,7 @@ type LockParams struct {
 }
 
 func (p LockParams) drift() time.Duration {
-	return redlock.Drift(p.TTL, p.DriftFactor, p.DriftFixed)
+	return lockrule.Drift(p.TTL, p.DriftFactor, p.DriftFixed)
 }
 
 // plainStrategy is seq or fanout: plain blocking connections, one per node
@@ -82,7 +82,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (Worker, error) {
 	}
 	n := len(s.addrs)
 	w := &plainWorker{
-		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: redlock.Quorum(n),
+		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: lockrule.Quorum(n),
 		rng: rand.NewChaCha8(seed), conns: make([]*plainConn, n), res: make([]nodeRes, n),
 		cmds: make([][]byte, n), nodeErrs: map[string]int64{},
 	}
@@ -188,14 +188,14 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	w.key = key
 	w.held = false
 	w.rng.Read(w.value[:])
-	ttlMs := redlock.TTLMillis(w.params.TTL)
+	ttlMs := lockrule.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
 		w.cmds[i] = lockcmd.AppendSetNXPX(w.cmds[i][:0], key, w.value[:], ttlMs)
 	}
 	t1 := time.Now()
 	succ, fail := w.run(ctx, isOK, nil, 0)
 	validity := w.params.TTL - time.Since(t1) - w.drift
-	if redlock.Acquired(succ, w.quorum, validity, 0) {
+	if lockrule.Acquired(succ, w.quorum, validity, 0) {
 		w.held = true
 		w.validUntil = t1.Add(w.params.TTL - w.drift)
 		return true, nil
@@ -204,7 +204,7 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	switch {
 	case succ >= w.quorum:
 		return false, ErrValidity
-	case redlock.QuorumLost(fail, w.quorum, len(w.conns)):
+	case lockrule.QuorumLost(fail, w.quorum, len(w.conns)):
 		return false, ErrNoQuorum
 	}
 	return false, nil
@@ -216,7 +216,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 	if !w.held {
 		return false, nil
 	}
-	ttlMs := redlock.TTLMillis(w.params.TTL)
+	ttlMs := lockrule.TTLMillis(w.params.TTL)
 	for i := range w.cmds {
 		w.cmds[i] = lockcmd.AppendEvalSHAInt(w.cmds[i][:0], scripts.Extend.SHA, w.key, w.value[:], ttlMs)
 	}
@@ -227,7 +227,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 		w.validUntil = t1.Add(w.params.TTL - w.drift)
 		return true, nil
 	}
-	if redlock.QuorumLost(fail, w.quorum, len(w.conns)) {
+	if lockrule.QuorumLost(fail, w.quorum, len(w.conns)) {
 		return false, ErrNoQuorum
 	}
 	return false, nil
@@ -237,7 +237,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 // nodes failed that the lock may still be held by a quorum.
 func (w *plainWorker) Release(ctx context.Context) error {
 	w.held = false
-	if fail := w.releaseAll(ctx); redlock.QuorumLost(fail, w.quorum, len(w.conns)) {
+	if fail := w.releaseAll(ctx); lockrule.QuorumLost(fail, w.quorum, len(w.conns)) {
 		return ErrNoQuorum
 	}
 	return nil

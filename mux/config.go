@@ -53,7 +53,7 @@ type Config struct {
 	ReconnectMax  time.Duration // backoff cap (with jitter); default 2s
 	Parser        resp.Parser   // reply limits; zero = resp defaults
 	// DirectWait is how long a lone caller waiting for its replies (no
-	// other caller waiting) blocks in the kernel's epoll_pwait2 on the
+	// other caller in Do) blocks in the kernel's epoll_pwait2 on the
 	// client's sockets before it parks in the Go netpoller. Replies on a
 	// LAN come within it, so the caller is woken by the kernel with no
 	// runtime park/unpark and no netpoller wake-up in between: fewer system

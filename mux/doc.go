@@ -107,10 +107,13 @@
 // HELLO 3 (Config.RESP3), SELECT (Config.DB),
 // CLIENT SETNAME, and SCRIPT LOAD of every Config.Scripts entry; every reply
 // is checked, a refused AUTH gives an error wrapping ErrAuth (the password
-// never appears in errors), and bytes past the last set-up reply fail the
-// dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
+// never appears in errors; a node that answers NOAUTH to a client given no
+// password is said to require one, with how to give it), and bytes past the
+// last set-up reply fail the dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
 // the same Do resends that command once as EVAL with the script's text,
-// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error.
+// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error. Only
+// the error's first word, NOSCRIPT, is matched: Redis and Valkey word the
+// rest differently.
 //
 // # Node URLs and TLS
 //

@@ -27,7 +27,8 @@ var (
 	ErrConfig = errors.New("mux: bad config")
 	// ErrAuth is wrapped by the node error of a connection whose set-up
 	// failed authentication (a wrong password or user, or NOAUTH because no
-	// password was configured). The password never appears in it.
+	// password was configured: the error then says that the node requires a
+	// password and how to give one). The password never appears in it.
 	ErrAuth = errors.New("mux: AUTH failed")
 	// ErrPolicyPanic is wrapped by the *PanicError Do returns when the
 	// call's Policy.Success panicked. The panic is recovered where the
@@ -116,9 +117,15 @@ type setupError struct {
 	text string // server text or I/O error text; never the password
 	kind error  // ErrAuth or nil
 	io   error  // the I/O error of a failed write or read, or nil
+	// noPassword: the node answered NOAUTH and no password was given
+	noPassword bool
 }
 
 func (e *setupError) Error() string {
+	if e.noPassword {
+		return "the node requires a password and none was given (set-up " + e.step + ": " + e.text +
+			"): give it in the node's URL, redis://:PASSWORD@host:port (rediss:// for TLS, USER:PASSWORD@ for an ACL user), or in mux.Config.Password"
+	}
 	s := "set-up " + e.step + " failed"
 	if e.kind == ErrAuth {
 		s = "AUTH failed (set-up " + e.step + ")"

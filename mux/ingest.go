@@ -159,6 +159,18 @@ func (cn *pconn) ingest(l link) bool {
 
 var noscriptPrefix = []byte("-NOSCRIPT")
 
+// isNoScript reports whether the error frame f's first word is NOSCRIPT.
+// Only the code is matched, never the text after it: Redis says "NOSCRIPT
+// No matching script. Please use EVAL.", Valkey "NOSCRIPT No matching
+// script.".
+func isNoScript(f []byte) bool {
+	if !bytes.HasPrefix(f, noscriptPrefix) {
+		return false
+	}
+	next := f[len(noscriptPrefix):]
+	return len(next) > 0 && (next[0] == ' ' || next[0] == '\r')
+}
+
 // deliver hands a reply to the batch its slot belongs to, if that batch's
 // call is still waiting; otherwise the reply is dropped.
 func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
@@ -170,7 +182,7 @@ func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
 	cl := &b.call
 	if cl.gen == s.gen && cl.live {
 		k := int(s.k)
-		if isErr && !cl.res[cn.node][k].retried && bytes.HasPrefix(f, noscriptPrefix) && cn.noscript(b, k, s.gen) {
+		if isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen) {
 			cl.res[cn.node][k].retried = true
 		} else {
 			b.store(cn.node, k, f, isErr)

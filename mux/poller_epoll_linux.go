@@ -23,24 +23,27 @@ import (
 //   - park waits in the Go runtime's netpoller like any goroutine blocked
 //     on a socket. The inner set is not registered with the netpoller
 //     itself: an outer epoll instance (non-blocking, an *os.File the
-//     runtime watches) holds it with EPOLLONESHOT, armed only while a
-//     goroutine parks and disarmed after. Registered permanently, every
-//     reply would also wake the runtime's netpoller thread while a leader
-//     waits directly (a wasted epoll_pwait and futex per reply).
+//     runtime watches) holds it, armed by park and disarmed by waitFor.
+//     Armed while a leader waits directly, every reply would also wake
+//     the runtime's netpoller thread (a wasted epoll_pwait and futex per
+//     reply); disarmed and re-armed around every park, each park would
+//     cost two more system calls. So the watch changes only when the
+//     waiting changes kind: none for a lone caller's calls in a row, none
+//     for the poller goroutine's parks in a row.
 //
 // epoll_wait on the inner set is otherwise only called with a zero
 // timeout, to collect what is ready. Used by one token holder at a time
 // (transport_epoll_linux.go); add, mod and del may be called by anyone.
 type epoller struct {
 	fd     int      // the inner set
-	outer  int      // holds fd, armed only while parking; owned by file
+	outer  int      // holds fd (EPOLLIN, level-triggered) while armed; owned by file
 	file   *os.File // over outer: pollable, outer is non-blocking
 	raw    syscall.RawConn
 	events []unix.EpollEvent
 	harvFn func(uintptr) bool // p.harvest, bound once: park takes it without allocating
 	ts     unix.Timespec      // waitFor's timeout (a field: nothing escapes per call)
 	noPw2  bool               // epoll_pwait2 refused (old kernel, seccomp): waitFor uses epoll_wait
-	outEv  [1]unix.EpollEvent // park's disarm reads the outer set's one event here
+	armed  bool               // the outer set watches fd (park arms, waitFor disarms)
 
 	// Set by harvest for park.
 	nev int
@@ -142,35 +145,36 @@ func (p *epoller) harvest(uintptr) bool {
 // park returns the ready events, parking in the netpoller until one
 // arrives or deadline (mono ns) passes (then 0 events, nil error).
 func (p *epoller) park(deadline int64) (int, error) {
-	if n, err := p.poke(); n > 0 || err != nil {
-		return n, err // nothing to arm for
-	}
-	// Arm the outer set's one-shot watch on the inner set. It fires at
-	// most once (the runtime's edge-triggered watch of outer sees it), and
-	// is disarmed below whether or not it fired.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(p.fd)}
-	if err := unix.EpollCtl(p.outer, unix.EPOLL_CTL_MOD, p.fd, &ev); err != nil {
-		return 0, os.NewSyscallError("epoll_ctl(MOD arm outer)", err)
+	if !p.armed {
+		if n, err := p.poke(); n > 0 || err != nil {
+			return n, err // ready now: no need to arm
+		}
+		if err := p.watch(unix.EPOLLIN); err != nil {
+			return 0, err
+		}
 	}
 	p.nev, p.err = 0, nil
-	err := p.file.SetReadDeadline(monoBase.Add(time.Duration(deadline)))
-	if err == nil {
-		err = p.raw.Read(p.harvFn)
+	if err := p.file.SetReadDeadline(monoBase.Add(time.Duration(deadline))); err != nil {
+		return 0, err
 	}
-	// Disarm: consume the one-shot event if it fired (which clears its
-	// mask), else clear the mask. An armed or unconsumed watch would pass
-	// every later reply on to the runtime's netpoller.
-	if k, _ := unix.EpollWait(p.outer, p.outEv[:], 0); k == 0 {
-		ev.Events = 0
-		_ = unix.EpollCtl(p.outer, unix.EPOLL_CTL_MOD, p.fd, &ev)
-	}
-	if err != nil {
+	if err := p.raw.Read(p.harvFn); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return 0, nil
 		}
 		return 0, err
 	}
 	return p.nev, p.err
+}
+
+// watch sets the outer set's watch of the inner one: EPOLLIN (armed) or
+// nothing (disarmed).
+func (p *epoller) watch(events uint32) error {
+	ev := unix.EpollEvent{Events: events, Fd: int32(p.fd)}
+	if err := unix.EpollCtl(p.outer, unix.EPOLL_CTL_MOD, p.fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl(MOD outer)", err)
+	}
+	p.armed = events != 0
+	return nil
 }
 
 // waitFor returns the ready events, blocking the thread in the kernel for
@@ -180,6 +184,11 @@ func (p *epoller) park(deadline int64) (int, error) {
 func (p *epoller) waitFor(d int64) (int, error) {
 	if d <= 0 {
 		return p.poke()
+	}
+	if p.armed {
+		if err := p.watch(0); err != nil {
+			return 0, err
+		}
 	}
 	if !p.noPw2 {
 		p.ts = unix.NsecToTimespec(d)

@@ -126,7 +126,8 @@ func checkStep(s setupStep, rep resp.Reply, password string) error {
 		if s.auth || rep.HasErrorPrefix("NOAUTH") || rep.HasErrorPrefix("WRONGPASS") {
 			kind = ErrAuth
 		}
-		return &setupError{step: s.name, text: text, kind: kind}
+		noPassword := password == "" && rep.HasErrorPrefix("NOAUTH")
+		return &setupError{step: s.name, text: text, kind: kind, noPassword: noPassword}
 	}
 	if s.sha != "" && !bytes.EqualFold(rep.Data, []byte(s.sha)) {
 		return &setupError{step: s.name, text: "reply " + rep.String() + " is not the script's SHA " + s.sha}

@@ -65,7 +65,10 @@ var _ awaiter = (*epollDriver)(nil)
 const wakeTag = -1
 
 // leaderSlice bounds one wait of a leader whose ctx can be cancelled: it
-// looks at ctx between waits.
+// looks at ctx between waits. Chosen, not measured: a cancel is seen
+// within 2ms, and a slice costs one wake-up per 2ms of waiting, nothing
+// on the usual wait that ends sooner (lock replies come in well under a
+// millisecond on a LAN: results/single-caller/README.md).
 const leaderSlice = int64(2 * time.Millisecond)
 
 func newEpollDriver(c *Client) (*epollDriver, error) {
@@ -162,8 +165,9 @@ func (d *epollDriver) follow(delta int32) {
 }
 
 // lead reads for every connection until b's call settles (token held).
-// While no other caller waits, it first waits in the kernel directly, up to
-// DirectWait from its first wait, then parks in the netpoller.
+// While it is the only caller in Do, it first waits in the kernel
+// directly, up to DirectWait from its first wait, then parks in the
+// netpoller.
 func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
 	done := ctx.Done()
 	direct := int64(-1) // mono ns the direct wait ends; -1: not started
@@ -198,7 +202,10 @@ func (d *epollDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		}
 		var n int
 		var err error
-		if now < direct && d.waiters.Load() == 0 {
+		// Only a caller alone in Do waits directly: with others about, its
+		// blocked thread would keep a P they need (and they bring replies
+		// of their own for the leader to read, so it parks as before).
+		if now < direct && d.c.active.Load() == 1 && d.waiters.Load() == 0 {
 			n, err = d.ep.waitFor(min(until, direct) - now)
 		} else {
 			n, err = d.ep.park(until)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
@@ -240,7 +241,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		return t, err
 	}
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
-	if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
+	if lockrule.Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		var token uint64
 		if s.fencing {
 			var t tally
@@ -309,7 +310,7 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 		w.nodes[i] = rec
 	}
 	t.failed = c.n - t.granted - t.refused - t.pending
-	t.unreachable = QuorumLost(down, c.quorum, c.n)
+	t.unreachable = lockrule.QuorumLost(down, c.quorum, c.n)
 	return t
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
 )
 
@@ -157,5 +158,52 @@ func TestKeepAliveZeroAllocs(t *testing.T) {
 			t.Fatalf("%v lost", l)
 		}
 		_ = l.Release(ctx)
+	}
+}
+
+// The allocation warning of the package doc: testing.AllocsPerRun counts
+// the whole process, so an in-process fake cluster's allocations show up
+// in the client's count, and the same calls on nodes in a child process
+// show 0.
+func TestAllocsCountTheWholeProcess(t *testing.T) {
+	cl, err := fakeserver.StartCluster(5, fakeserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	tests := []struct {
+		name     string
+		addrs    []string
+		inServer bool // the nodes run in this process
+	}{
+		{"fake in this process", cl.Addrs(), true},
+		{"fake in a child process", startExternalCluster(t, 5), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, tc.addrs, redlock.WithNodeTimeout(time.Second))
+			ctx := context.Background()
+			warm(t, c)
+			var err error
+			a := testing.AllocsPerRun(200, func() {
+				l, e := c.TryAcquire(ctx, "alloc:whole-process")
+				if e == nil {
+					e = l.Release(ctx)
+				}
+				if e != nil {
+					err = e
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%.1f allocations per Acquire+Release", a)
+			if tc.inServer && a < 5 {
+				t.Fatalf("%.1f allocations with the fake nodes in this process: the docs' warning (about 40, the fake's) no longer holds; update redlock/doc.go, README.md and docs/REDLOCK.md", a)
+			}
+			if !tc.inServer && a != 0 {
+				t.Fatalf("%.1f allocations with the nodes in a child process, want 0", a)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
 )
@@ -273,8 +274,8 @@ var (
 	isInt = mux.ReplyInt
 )
 
-// ttlMillis is ttl in whole milliseconds, rounded up (TTLMillis).
-func ttlMillis(ttl time.Duration) int64 { return TTLMillis(ttl) }
+// ttlMillis is ttl in whole milliseconds, rounded up (lockrule.TTLMillis).
+func ttlMillis(ttl time.Duration) int64 { return lockrule.TTLMillis(ttl) }
 
 // detachedCtx is a context with the values of parent but without its
 // cancellation or deadline: the context of the releases the algorithm

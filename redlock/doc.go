@@ -120,6 +120,14 @@
 // options per call are values, commands are encoded into pooled buffers
 // and replies parsed in place. Errors allocate.
 //
+// To check it in your own tests, keep the nodes out of the process:
+// testing.AllocsPerRun and b.ReportAllocs count every allocation of the
+// whole process, so with fakeserver's nodes in the same process
+// (fakeserver.StartCluster) an Acquire+Release on 5 nodes shows about 40
+// allocations, every one the fake server's. Against real Redis, or with the
+// fake nodes in a child process (fakeserver.StartChild, as this package's
+// TestZeroAllocs runs them), it shows 0.
+//
 // # Copies of a Lock
 //
 // Every copy of a Lock refers to the same lock: an Extend through one copy

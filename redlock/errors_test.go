@@ -50,6 +50,7 @@ func TestErrorWrongPassword(t *testing.T) {
 	_, err = c2.TryAcquire(context.Background(), "auth")
 	require.ErrorIs(t, err, mux.ErrAuth)
 	require.Contains(t, err.Error(), "NOAUTH")
+	require.Contains(t, err.Error(), "requires a password and none was given")
 	require.NotContains(t, err.Error(), testPassword)
 }
 

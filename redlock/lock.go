@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/internal/hook"
 	"github.com/redmux/redmux/redlock/scripts"
@@ -165,7 +166,7 @@ func (l Lock) String() string {
 func (l *Lock) name() string { return lockName(l.resource, l.keys) }
 
 func (l *Lock) drift(ttl time.Duration) time.Duration {
-	return Drift(ttl, l.driftFactor, l.driftFixed)
+	return lockrule.Drift(ttl, l.driftFactor, l.driftFixed)
 }
 
 // Extend sets the lock's TTL to ttl on every node that still holds its

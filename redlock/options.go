@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -56,7 +57,7 @@ func defaultLockSettings() lockSettings {
 
 // drift is the clock drift allowance for ttl: ttl*factor + fixed.
 func (s *lockSettings) drift(ttl time.Duration) time.Duration {
-	return Drift(ttl, s.driftFactor, s.driftFixed)
+	return lockrule.Drift(ttl, s.driftFactor, s.driftFixed)
 }
 
 func (s *lockSettings) validate() error {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
@@ -42,7 +43,7 @@ func TestAcquireSetsKeyOnEveryNode(t *testing.T) {
 		p := n.PTTL("res")
 		require.True(t, p > ttl-500*time.Millisecond && p <= ttl, "node %d PTTL %v", i, p)
 	}
-	drift := redlock.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
+	drift := lockrule.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
 	val := l.Validity()
 	require.LessOrEqual(t, val, ttl-drift, "validity is at most ttl - drift")
 	require.Greater(t, val, ttl-drift-elapsed-50*time.Millisecond)

@@ -1,8 +1,10 @@
 // Package archtest checks the module's architecture against its rules and
 // against docs/ARCHITECTURE.md: the import flow, the packages that must stay
 // free of client code or of the standard library's testing package, the
-// per-package import table, and go.mod's direct requirements. It has only
-// this test file; it is built by `go test` and linked into nothing.
+// per-package import table, go.mod's direct requirements, the drawing's
+// arrows (each a direct import) and the repository paths the document names
+// (each exists; drawing_test.go). It has only test files; it is built by
+// `go test` and linked into nothing.
 //
 // The facts come from `go list` for each build CI checks (linux, linux with
 // -tags redmux_portable, darwin, windows), so a rule broken by one
@@ -29,7 +31,7 @@ const module = "github.com/redmux/redmux"
 
 // The layers of the one-way import flow, cmd -> bench -> redlock -> mux ->
 // resp. A package may import module packages of a lower level only, or
-// packages beside the flow (side below). lockcmd sits above mux (the client
+// packages beside the flow (side below). lockcmd and lockrule sit above mux (the client
 // knows no lock command) and below redlock; the checker sits above redlock,
 // beside bench; bench/load, bench's load generator, sits below bench and
 // above redlock (it imports no module package).
@@ -37,6 +39,7 @@ var level = map[string]int{
 	"resp":                     0,
 	"mux":                      10,
 	"internal/lockcmd":         15,
+	"internal/lockrule":        15,
 	"redlock":                  20,
 	"bench/load":               25,
 	"redlock/internal/checker": 30,
@@ -57,10 +60,10 @@ var side = map[string][]string{
 }
 
 // stdOnly may import the standard library only.
-var stdOnly = []string{"resp", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc"}
+var stdOnly = []string{"resp", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc"}
 
 // clientCode is what fakeserver must never reach, directly or not.
-var clientCode = []string{"resp", "mux", "internal/lockcmd", "redlock", "bench"}
+var clientCode = []string{"resp", "mux", "internal/lockcmd", "internal/lockrule", "redlock", "bench"}
 
 // cmdMay is all the module code a cmd/* main may import.
 var cmdMay = []string{"bench", "fakeserver"}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/hook"
@@ -308,7 +309,7 @@ func installHook() (remove func()) {
 // drift is redlock's default drift allowance for ttl (the checker's
 // clients do not change it).
 func drift(ttl time.Duration) time.Duration {
-	return redlock.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
+	return lockrule.Drift(ttl, redlock.DefaultDriftFactor, redlock.DefaultDriftFixed)
 }
 
 // Run drives the workload until Acquisitions were recorded or MaxDuration

@@ -42,8 +42,8 @@ var mutants = []Mutant{
 		Name: "pending-granted", Class: "pending (unanswered) nodes counted as granted", Test: safetyTest, Short: true,
 		Edits: []Edit{
 			{"redlock/acquire.go",
-				"if Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {",
-				"if Acquired(out.Successes+out.Pending, c.quorum, time.Duration(end-t2), s.minValidity) {"},
+				"if lockrule.Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {",
+				"if lockrule.Acquired(out.Successes+out.Pending, c.quorum, time.Duration(end-t2), s.minValidity) {"},
 			{"redlock/acquire.go",
 				"return tally{granted: out.Successes}, nil",
 				"return tally{granted: out.Successes + out.Pending}, nil"},
@@ -63,7 +63,7 @@ var mutants = []Mutant{
 	},
 	{
 		Name: "accept-no-validity", Class: "a lock accepted whose validity is already <= 0", Test: safetyTest,
-		Edits: []Edit{{"redlock/decide.go",
+		Edits: []Edit{{"internal/lockrule/lockrule.go",
 			"return granted >= quorum && validity > minValidity",
 			"return granted >= quorum"}},
 	},
@@ -113,8 +113,8 @@ var mutants = []Mutant{
 	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
-			"\terr := l.extend(ctx, ttl)\n\tst.c.ka.extended(st, &l, ttl, err, 0)\n\treturn err\n",
-			"\terr := l.extend(ctx, ttl)\n\treturn err\n"}},
+			"\terr := l.extend(ctx, ttl, OpExtend)\n\tc.ka.extended(st, &l, ttl, err, 0)\n",
+			"\terr := l.extend(ctx, ttl, OpExtend)\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,

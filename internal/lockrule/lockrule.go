@@ -1,10 +1,11 @@
-package redlock
+// Package lockrule holds the decision rules of the Redlock algorithm, shared
+// by package redlock and by bench's seq and fanout strategies, so that those
+// decide exactly as redlock does and differ only in how they talk to the
+// nodes. They live here, not in redlock's exported API, because they are no
+// part of what a lock user calls.
+package lockrule
 
 import "time"
-
-// The decision rules of the algorithm, exported so that other
-// implementations (bench's seq and fanout strategies) decide exactly as this
-// package does and differ only in how they talk to the nodes.
 
 // Quorum returns the default quorum of n nodes: n/2 + 1.
 func Quorum(n int) int { return n/2 + 1 }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Interleaved before/after runs of redmux-bench against the same 5
+# redis-servers: for each round and each -c, OLD then NEW (mux), and at
+# -c 1 fanout too (from NEW's binary: fanout does not use mux).
+# Usage: latency.sh OLD_BINARY NEW_BINARY NODES [ROUNDS] [DURATION]
+# Prints one line per run: label, -c, then redmux-bench's mux/fanout row.
+set -euo pipefail
+old=$1 new=$2 nodes=$3 rounds=${4:-3} dur=${5:-3s}
+for r in $(seq "$rounds"); do
+	for c in 1 4 16; do
+		for v in old new; do
+			bin=$old; [ "$v" = new ] && bin=$new
+			"$bin" -nodes "$nodes" -strategy mux -c "$c" -d "$dur" -warmup 500ms -out "" 2>&1 |
+				awk -v v="$v" -v c="$c" '$1=="mux" {print v, "c=" c, $0}'
+		done
+		if [ "$c" = 1 ]; then
+			"$new" -nodes "$nodes" -strategy fanout -c 1 -d "$dur" -warmup 500ms -out "" 2>&1 |
+				awk '$1=="fanout" {print "fanout", "c=1", $0}'
+		fi
+	done
+done
