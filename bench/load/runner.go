@@ -48,7 +48,7 @@ type RunConfig struct {
 	// KeyDist is the key popularity (-keys-dist); zero: round-robin.
 	KeyDist  KeyDist
 	Interval time.Duration // histogram log / progress interval; default 1s
-	// StartAt, when set, is when the warm-up starts (-start-at): measure
+	// StartAt, when set, is when the warm-up starts (-start-at): Measure
 	// waits for it, or starts at once and reports how late it was.
 	StartAt time.Time
 	// Tag prefixes the interval log's tags ("<Tag>.<metric>"); default the
