@@ -62,31 +62,6 @@ func ParseCompareArgs(args []string) (*CompareConfig, error) {
 	return c, nil
 }
 
-type noiseFlag struct{ p *float64 }
-
-func (f noiseFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*f.p*100, 'f', -1, 64) + "%"
-}
-
-func (f noiseFlag) Set(s string) error {
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil {
-		return errors.New("want a share, e.g. 5% or 0.05")
-	}
-	if pct {
-		v /= 100
-	}
-	if !(v >= 0 && v < 10) {
-		return errors.New("want a share between 0 and 1000%")
-	}
-	*f.p = v
-	return nil
-}
-
 // CompareUsage writes compare's help.
 func CompareUsage(w io.Writer) {
 	fmt.Fprint(w, `redmux-bench compare: per-metric ratios between two results, flagging changes larger than the noise.

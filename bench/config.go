@@ -5,13 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/redmux/redmux/mux"
 	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // EnvPassword is the environment variable read for the password when
@@ -170,106 +171,9 @@ type Config struct {
 	Force, OutSet bool
 }
 
-// durationFlag is a time.Duration flag whose error for a bare number says
-// that a unit is needed.
-type durationFlag struct{ d *time.Duration }
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return "0s"
-	}
-	return f.d.String()
-}
-
-func (f durationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("a duration needs a unit: %ss or %sms, say", s, s)
-		}
-		return errors.New("not a duration (e.g. 5s, 500ms, 1m)")
-	}
-	*f.d = d
-	return nil
-}
-
-func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var(durationFlag{p}, name, usage)
-}
-
 // StartAtGap separates the windows of consecutive strategies under
 // -start-at (their set-up and tear-down fit in it).
 const StartAtGap = 2 * time.Second
-
-type startAtFlag struct{ t *time.Time }
-
-func (f startAtFlag) String() string {
-	if f.t == nil || f.t.IsZero() {
-		return ""
-	}
-	return f.t.UTC().Format(time.RFC3339Nano)
-}
-
-func (f startAtFlag) Set(s string) error {
-	t, err := parseWallTime(s)
-	if err != nil {
-		return errors.New("want an RFC 3339 time (2026-11-23T08:00:00Z) or Unix seconds")
-	}
-	*f.t = t
-	return nil
-}
-
-// percentileList is the -percentiles flag.
-type percentileList struct{ p *[]float64 }
-
-func (l percentileList) String() string { return joinFloats(l.p) }
-
-// joinFloats is a float list flag's value as given: comma-separated.
-func joinFloats(p *[]float64) string {
-	if p == nil {
-		return ""
-	}
-	var parts []string
-	for _, v := range *p {
-		parts = append(parts, strconv.FormatFloat(v, 'f', -1, 64))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (l percentileList) Set(s string) error {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), "p"))
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(v > 0 && v <= 100) {
-			return fmt.Errorf("percentiles are numbers in (0, 100], comma-separated, e.g. 50,90,99,99.9")
-		}
-		for _, o := range out {
-			if o == v {
-				return fmt.Errorf("percentile %s given twice", f)
-			}
-		}
-		out = append(out, v)
-	}
-	if len(out) > 12 {
-		return errors.New("at most 12 percentiles")
-	}
-	*l.p = out
-	return nil
-}
-
-type faultList []Fault
-
-func (l *faultList) String() string { return fmt.Sprint(*l) }
-func (l *faultList) Set(s string) error {
-	f, err := ParseFault(s)
-	if err != nil {
-		return err
-	}
-	*l = append(*l, f)
-	return nil
-}
 
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
@@ -480,106 +384,151 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	c.Command = commandLine(args)
 	if sweep {
 		c.Command = commandLine(append([]string{"sweep"}, args...))
-		switch {
-		case set["rate"]:
-			return nil, usagef("sweep sets the rate of each step itself; give the steps with -rates")
-		case set["d"] || set["n"]:
-			return nil, usagef("sweep steps last -step each (-d and -n are for a single run)")
-		case c.Step <= 0:
-			return nil, usagef("-step must be positive, got %v", c.Step)
-		case c.Steps < 2 || c.Steps > 100:
-			return nil, usagef("-steps must be 2..100, got %d", c.Steps)
-		case c.Refine < 0 || c.Refine > 10:
-			return nil, usagef("-refine must be 0..10, got %d", c.Refine)
-		case c.JSON == "-" && c.CSV == "-":
-			return nil, usagef("-json - and -csv - both want stdout; send one to a file")
-		case c.Hlog != "":
-			return nil, usagef("sweep writes its interval log to -out DIR (sweep.hlog); -hlog is for a single run")
+		if err := checkSweepFlags(c, set); err != nil {
+			return nil, err
 		}
 	}
 
+	if err := parseNodes(c, nodes); err != nil {
+		return nil, err
+	}
+	if err := checkTLS(c, set); err != nil {
+		return nil, err
+	}
+	if err := checkRanges(c, set); err != nil {
+		return nil, err
+	}
+	if err := checkWorkload(c, set); err != nil {
+		return nil, err
+	}
+	if err := parseStrategies(c, strategy); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkSweepFlags refuses the flags a sweep sets itself or does not take.
+func checkSweepFlags(c *Config, set map[string]bool) error {
+	switch {
+	case set["rate"]:
+		return usagef("sweep sets the rate of each step itself; give the steps with -rates")
+	case set["d"] || set["n"]:
+		return usagef("sweep steps last -step each (-d and -n are for a single run)")
+	case c.Step <= 0:
+		return usagef("-step must be positive, got %v", c.Step)
+	case c.Steps < 2 || c.Steps > 100:
+		return usagef("-steps must be 2..100, got %d", c.Steps)
+	case c.Refine < 0 || c.Refine > 10:
+		return usagef("-refine must be 0..10, got %d", c.Refine)
+	case c.JSON == "-" && c.CSV == "-":
+		return usagef("-json - and -csv - both want stdout; send one to a file")
+	case c.Hlog != "":
+		return usagef("sweep writes its interval log to -out DIR (sweep.hlog); -hlog is for a single run")
+	}
+	return nil
+}
+
+// parseNodes checks -nodes and sets c.Nodes.
+func parseNodes(c *Config, nodes string) error {
 	if nodes != "" {
 		for _, a := range strings.Split(nodes, ",") {
 			a = strings.TrimSpace(a)
 			if strings.Contains(a, "://") {
 				if _, err := mux.ParseAddr(a, mux.Config{}); err != nil {
-					return nil, usagef("bad -nodes address: %v", err)
+					return usagef("bad -nodes address: %v", err)
 				}
 			} else if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return nil, usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
+				return usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
 			}
 			c.Nodes = append(c.Nodes, a)
 		}
 	}
+	return nil
+}
+
+// checkTLS checks the TLS flags against each other and the nodes.
+func checkTLS(c *Config, set map[string]bool) error {
 	tlsFlag := set["cacert"] || set["cert"] || set["key"] || set["sni"] || set["insecure"]
 	switch {
 	case tlsFlag && !c.TLS:
-		return nil, usagef("-cacert, -cert, -key, -sni and -insecure need -tls (a rediss:// node takes cacert=, cert=, key=, sni=, insecure= in its URL)")
+		return usagef("-cacert, -cert, -key, -sni and -insecure need -tls (a rediss:// node takes cacert=, cert=, key=, sni=, insecure= in its URL)")
 	case c.TLS && len(c.Nodes) == 0 && c.RealLocal == 0:
-		return nil, usagef("-tls needs -nodes or -real-local: the embedded fake cluster speaks no TLS")
+		return usagef("-tls needs -nodes or -real-local: the embedded fake cluster speaks no TLS")
 	case c.RealLocal > 0 && (set["cacert"] || set["cert"] || set["key"]):
-		return nil, usagef("-real-local -tls makes its own certificates; -cacert, -cert and -key are for -nodes")
+		return usagef("-real-local -tls makes its own certificates; -cacert, -cert and -key are for -nodes")
 	case (c.Cert == "") != (c.Key == ""):
-		return nil, usagef("-cert and -key go together")
+		return usagef("-cert and -key go together")
 	}
 	for _, a := range c.Nodes {
 		if c.TLS && strings.HasPrefix(a, "redis://") {
-			return nil, usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
+			return usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
 		}
 	}
+	return nil
+}
+
+// checkRanges checks the target flags against each other and every
+// number against its range.
+func checkRanges(c *Config, set map[string]bool) error {
 	external := len(c.Nodes) > 0 || c.RealLocal > 0
 	switch {
 	case len(c.Nodes) > 0 && c.RealLocal > 0:
-		return nil, usagef("-nodes and -real-local are exclusive")
+		return usagef("-nodes and -real-local are exclusive")
 	case external && set["fake"]:
-		return nil, usagef("-fake is for the embedded cluster; it cannot be combined with -nodes or -real-local")
+		return usagef("-fake is for the embedded cluster; it cannot be combined with -nodes or -real-local")
 	case external && (len(c.Faults) > 0 || c.Latency != 0 || c.InProcess || c.NodeCap != 0):
-		return nil, usagef("-fault, -latency, -node-cap and -inprocess apply to the embedded cluster only")
+		return usagef("-fault, -latency, -node-cap and -inprocess apply to the embedded cluster only")
 	case c.NodeCap < 0 || c.NodeCap > 1e9:
-		return nil, usagef("-node-cap must be 0..1e9 commands/s, got %g", c.NodeCap)
+		return usagef("-node-cap must be 0..1e9 commands/s, got %g", c.NodeCap)
 	case c.Fake < 1 || c.Fake > 64:
-		return nil, usagef("-fake must be 1..64, got %d", c.Fake)
+		return usagef("-fake must be 1..64, got %d", c.Fake)
 	case c.RealLocal < 0 || c.RealLocal > 64:
-		return nil, usagef("-real-local must be 1..64, got %d", c.RealLocal)
+		return usagef("-real-local must be 1..64, got %d", c.RealLocal)
 	case len(c.Nodes) > 64:
-		return nil, usagef("at most 64 nodes, got %d", len(c.Nodes))
+		return usagef("at most 64 nodes, got %d", len(c.Nodes))
 	case c.Conns < 0 || c.Conns > mux.MaxConns:
-		return nil, usagef("-conns must be 0..%d, got %d", mux.MaxConns, c.Conns)
+		return usagef("-conns must be 0..%d, got %d", mux.MaxConns, c.Conns)
 	case c.Workers < 1 || c.Workers > 100000:
-		return nil, usagef("-c must be 1..100000, got %d", c.Workers)
+		return usagef("-c must be 1..100000, got %d", c.Workers)
 	case set["d"] && set["n"]:
-		return nil, usagef("-d and -n are exclusive")
+		return usagef("-d and -n are exclusive")
 	case set["n"] && c.Ops <= 0:
-		return nil, usagef("-n must be positive, got %d", c.Ops)
+		return usagef("-n must be positive, got %d", c.Ops)
 	case !set["n"] && c.Duration <= 0:
-		return nil, usagef("-d must be positive, got %v", c.Duration)
+		return usagef("-d must be positive, got %v", c.Duration)
 	case c.Progress < 0:
-		return nil, usagef("-progress must not be negative")
+		return usagef("-progress must not be negative")
 	case c.Warmup < 0:
-		return nil, usagef("-warmup must not be negative")
+		return usagef("-warmup must not be negative")
 	case c.Keys < 1 || c.Keys > 10_000_000:
-		return nil, usagef("-keys must be 1..10000000, got %d", c.Keys)
+		return usagef("-keys must be 1..10000000, got %d", c.Keys)
 	case c.TTL < time.Millisecond:
-		return nil, usagef("-ttl must be at least 1ms, got %v", c.TTL)
+		return usagef("-ttl must be at least 1ms, got %v", c.TTL)
 	case c.Timeout <= 0:
-		return nil, usagef("-timeout must be positive, got %v", c.Timeout)
+		return usagef("-timeout must be positive, got %v", c.Timeout)
 	case c.Rate < 0:
-		return nil, usagef("-rate must not be negative")
+		return usagef("-rate must not be negative")
 	case c.Latency < 0:
-		return nil, usagef("-latency must not be negative")
+		return usagef("-latency must not be negative")
 	case c.DB < 0:
-		return nil, usagef("-db must not be negative")
+		return usagef("-db must not be negative")
 	case c.CapacityRate < 0:
-		return nil, usagef("-capacity-rate must not be negative")
+		return usagef("-capacity-rate must not be negative")
 	case c.JSON == "-" && c.CSV == "-":
-		return nil, usagef("-json - and -csv - both want stdout; send one to a file")
+		return usagef("-json - and -csv - both want stdout; send one to a file")
 	case !c.StartAt.IsZero() && set["n"]:
-		return nil, usagef("-start-at needs -d (every process's strategies then run in the same windows), not -n")
+		return usagef("-start-at needs -d (every process's strategies then run in the same windows), not -n")
 	case !c.StartAt.IsZero() && !c.StartAt.After(time.Now()):
-		return nil, usagef("-start-at %s has passed (now %s)", c.StartAt.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+		return usagef("-start-at %s has passed (now %s)", c.StartAt.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
 	case !c.StartAt.IsZero() && c.StartAt.After(time.Now().Add(24*time.Hour)):
-		return nil, usagef("-start-at %s is more than 24h away", c.StartAt.UTC().Format(time.RFC3339))
+		return usagef("-start-at %s is more than 24h away", c.StartAt.UTC().Format(time.RFC3339))
 	}
+	return nil
+}
+
+// checkWorkload checks -workload and -fault, and applies the defaults they
+// imply (-keys 1 when contended, no duration under -n).
+func checkWorkload(c *Config, set map[string]bool) error {
 	switch c.Workload {
 	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease, WorkloadFenced:
 	case WorkloadContended:
@@ -587,16 +536,21 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 			c.Keys = 1
 		}
 	default:
-		return nil, usagef("unknown -workload %q (want acquire-release, acquire-extend-release, contended or fenced)", c.Workload)
+		return usagef("unknown -workload %q (want acquire-release, acquire-extend-release, contended or fenced)", c.Workload)
 	}
 	if set["n"] {
 		c.Duration = 0
 	}
 	for _, f := range c.Faults {
 		if f.Node >= c.Fake {
-			return nil, usagef("-fault %s: node %d does not exist (the cluster has nodes 0..%d)", f, f.Node, c.Fake-1)
+			return usagef("-fault %s: node %d does not exist (the cluster has nodes 0..%d)", f, f.Node, c.Fake-1)
 		}
 	}
+	return nil
+}
+
+// parseStrategies sets c.Strategies from -strategy.
+func parseStrategies(c *Config, strategy string) error {
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
@@ -607,16 +561,16 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 			c.Strategies = append(c.Strategies, AllStrategies...)
 		case StrategySeq, StrategyFanout:
 			if c.Workload == WorkloadFenced {
-				return nil, usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
+				return usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
 			}
 			c.Strategies = append(c.Strategies, s)
 		case StrategyMux:
 			c.Strategies = append(c.Strategies, s)
 		default:
-			return nil, usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
+			return usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // commandLine renders args as a shell command, with any password replaced

@@ -1,7 +1,17 @@
-// Package bench is the Redlock benchmark behind cmd/redmux-bench: a workload
-// runner, the strategies it compares, HDR histograms, and the report writers
-// (terminal table, JSON, HdrHistogram interval log, SVG percentile plot,
-// Markdown report, capacity sweep).
+// Package bench is the Redlock benchmark behind cmd/redmux-bench: the
+// command line (flags.go holds every flag type), the strategies it
+// compares, the targets (embedded fake cluster, child process, real
+// servers), the orchestration of runs, sweeps, merges and comparisons, and
+// the report writers (terminal table, JSON, HdrHistogram interval log, SVG
+// percentile plot, Markdown report, capacity sweep). Every JSON-tagged type
+// of the reports' schema is in schema.go.
+//
+// The load generator (workers driven closed or open loop, latency
+// histograms, allocation and CPU accounting) is package bench/load; bench
+// creates the workers, hands them to load.Measure with RunConfig, and
+// summarises the raw load.Result into a StrategyResult. bench's names for
+// load's API (RunConfig, Progress, Worker, Hold, KeyDist, the metric names,
+// NewHistogram, ValueAtPercentile, ...) are aliases, in loadapi.go.
 //
 // # Strategies
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,9 +19,9 @@ func randomHist(r *rand.Rand, n int, all *hdr.Histogram) *hdr.Histogram {
 	for i := 0; i < n; i++ {
 		// log-uniform from 1us to ~10s
 		v := time.Duration(float64(time.Microsecond) * pow10(r.Float64()*7))
-		record(h, v)
+		load.Record(h, v)
 		if all != nil {
-			record(all, v)
+			load.Record(all, v)
 		}
 	}
 	return h
@@ -117,9 +118,9 @@ func TestReadHlogBadInput(t *testing.T) {
 
 func TestRecordClampsAndSummarize(t *testing.T) {
 	h := NewHistogram()
-	record(h, 10*time.Nanosecond) // below 1us: counted at the floor
-	record(h, 2*time.Minute)      // above 60s: counted at the ceiling
-	record(h, 500*time.Microsecond)
+	load.Record(h, 10*time.Nanosecond) // below 1us: counted at the floor
+	load.Record(h, 2*time.Minute)      // above 60s: counted at the ceiling
+	load.Record(h, 500*time.Microsecond)
 	require.Equal(t, int64(3), h.TotalCount())
 	l := Summarize(h)
 	require.InDelta(t, 1.0, l.MinUs, 0.5) // 1us floor, 512ns resolution there

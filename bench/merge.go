@@ -40,50 +40,6 @@ type MergeConfig struct {
 	Title       string
 }
 
-// timeBound is a -start/-end bound: an absolute time (RFC 3339 or Unix
-// seconds), or a duration from the earliest interval's start over every
-// file.
-type timeBound struct {
-	set bool
-	abs time.Time
-	rel time.Duration
-	isR bool
-}
-
-func (b *timeBound) String() string {
-	switch {
-	case !b.set:
-		return ""
-	case b.isR:
-		return b.rel.String()
-	}
-	return b.abs.UTC().Format(time.RFC3339Nano)
-}
-
-func (b *timeBound) Set(s string) error {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return errors.New("a duration from the logs' start must not be negative")
-		}
-		*b = timeBound{set: true, rel: d, isR: true}
-		return nil
-	}
-	t, err := parseWallTime(s)
-	if err != nil {
-		return errors.New("want a duration from the logs' start (30s), an RFC 3339 time or Unix seconds")
-	}
-	*b = timeBound{set: true, abs: t}
-	return nil
-}
-
-// at resolves the bound against the logs' earliest start.
-func (b *timeBound) at(origin time.Time) time.Time {
-	if b.isR {
-		return origin.Add(b.rel)
-	}
-	return b.abs
-}
-
 // parseWallTime parses an RFC 3339 time or Unix seconds (with up to nine
 // decimals, read exactly).
 func parseWallTime(s string) (time.Time, error) {
@@ -103,26 +59,6 @@ func parseWallTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Unix(sec, ns), nil
-}
-
-type tagList struct{ p *[]string }
-
-func (l tagList) String() string {
-	if l.p == nil {
-		return ""
-	}
-	return strings.Join(*l.p, ",")
-}
-
-func (l tagList) Set(s string) error {
-	for _, t := range strings.Split(s, ",") {
-		t = strings.TrimSpace(t)
-		if _, err := path.Match(t, ""); err != nil || t == "" {
-			return fmt.Errorf("bad tag pattern %q", t)
-		}
-		*l.p = append(*l.p, t)
-	}
-	return nil
 }
 
 func mergeFlagSet(c *MergeConfig) *flag.FlagSet {
@@ -182,32 +118,6 @@ func ParseMergeArgs(args []string) (*MergeConfig, error) {
 		}
 	}
 	return c, nil
-}
-
-// MergedTag is one tag's merged distribution.
-type MergedTag struct {
-	Tag       string  `json:"tag"`
-	Intervals int     `json:"intervals"`
-	Files     int     `json:"files"` // how many files contributed
-	Start     string  `json:"start"` // earliest kept interval start (RFC 3339)
-	End       string  `json:"end"`   // latest kept interval end
-	PerSec    float64 `json:"per_sec"`
-	Latency   Latency `json:"latency"`
-
-	hist *hdr.Histogram
-}
-
-// MergeResult is redmux-bench merge's outcome (merged.json).
-type MergeResult struct {
-	Files     []string     `json:"files"`
-	Intervals int          `json:"intervals"` // kept
-	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
-	Start     string       `json:"start,omitempty"`
-	End       string       `json:"end,omitempty"`
-	Filters   string       `json:"filters,omitempty"`
-	Tags      []*MergedTag `json:"tags"`
-
-	kept []*hdr.Histogram
 }
 
 // Merge reads every file and merges the intervals the filters keep, by tag.

@@ -25,24 +25,6 @@ const (
 // AllStrategies lists the strategies in report order.
 var AllStrategies = []string{StrategySeq, StrategyFanout, StrategyMux}
 
-// Worker is one benchmark worker's lock client. A worker holds at most one
-// lock at a time: Extend and Release act on the lock of the last successful
-// Acquire. Workers are used by one goroutine.
-type Worker interface {
-	// Acquire tries once (no retry) to take the lock on key. It reports
-	// false with a nil error when the lock is held by someone else.
-	Acquire(ctx context.Context, key string) (bool, error)
-	// Extend resets the held lock's TTL; false when a quorum did not agree
-	// within the remaining validity.
-	Extend(ctx context.Context) (bool, error)
-	// Release releases the held lock on every node.
-	Release(ctx context.Context) error
-	// NodeErrors returns per-node error counts by kind (called after the
-	// run, once the worker is idle).
-	NodeErrors() map[string]int64
-	Close() error
-}
-
 // Strategy makes workers that share whatever the strategy shares (nothing
 // for seq and fanout, one client for mux).
 type Strategy interface {

@@ -3,15 +3,17 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/redmux/redmux/bench/load"
 )
 
 // The percentile plots' subtitle names the workload and -c, and a
 // saturated strategy is marked in its legend and the subtitle.
 func TestPlotSubtitleAndSaturation(t *testing.T) {
 	res := func(name string, saturated bool) *StrategyResult {
-		h := newHistSet()
+		h := load.NewHists()
 		for i := int64(1); i <= 100; i++ {
-			for _, m := range []int{mAcquire, mRelease, mAcquireRelease} {
+			for _, m := range []int{load.MAcquire, load.MRelease, load.MAcquireRelease} {
 				_ = h[m].RecordValue(i * 10_000)
 			}
 		}

@@ -4,15 +4,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/redmux/redmux/mux"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // Files written in the -out directory.
@@ -364,73 +363,6 @@ func WriteJSON(w io.Writer, rep *Report) error {
 	return enc.Encode(rep)
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func writeBytes(b []byte) func(io.Writer) error {
-	return func(w io.Writer) error { _, err := w.Write(b); return err }
-}
-
-// writeTo writes to path, or to stdout when path is "-".
-func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		return write(stdout)
-	}
-	return writeFile(path, write)
-}
-
-// writeOutputs writes -json, -csv, -hlog and the -out directory ("-" for
-// -json and -csv is stdout).
-func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
-	if cfg.JSON != "" {
-		if err := writeTo(cfg.JSON, stdout, func(w io.Writer) error { return WriteJSON(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.CSV != "" {
-		if err := writeTo(cfg.CSV, stdout, func(w io.Writer) error { return WriteCSV(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.Hlog != "" {
-		if err := writeFile(cfg.Hlog, writeBytes(rep.hlog)); err != nil {
-			return err
-		}
-	}
-	if cfg.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
-	}
-	files := []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{FileSummary, func(w io.Writer) error { return WriteJSON(w, rep) }},
-		{FileCSV, func(w io.Writer) error { return WriteCSV(w, rep) }},
-		{FileHlog, writeBytes(rep.hlog)},
-		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquireRelease) }},
-		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquire) }},
-		{FileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
-	}
-	for _, f := range files {
-		if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // WriteMarkdown writes report.md.
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	c, e := rep.Config, rep.Env
@@ -455,6 +387,25 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", FilePlot)
 
+	writeLatencyTables(w, rep)
+
+	writeOutcomes(w, rep)
+
+	writeContention(w, rep)
+	writeServerSection(w, rep)
+	writeCapacity(w, rep)
+
+	writeConfigSection(w, c)
+	writeEnvSection(w, e)
+	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
+		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
+	return nil
+}
+
+// writeLatencyTables writes one table per metric, with the run's
+// percentiles.
+func writeLatencyTables(w io.Writer, rep *Report) {
+	c := rep.Config
 	pcts := reportPercentiles(c)
 	for _, m := range Metrics {
 		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
@@ -476,6 +427,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		fmt.Fprintln(w)
 	}
 
+}
+
+// writeOutcomes writes the outcomes, errors and client cost per strategy.
+func writeOutcomes(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "### Outcomes and errors")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "ops", "duration s", "acquired", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op")
@@ -490,10 +445,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w, "Op errors are operations that failed (no_quorum: too many nodes failed for a quorum; release_*/extend_*: the release or extension failed). Node errors count each node that failed within an operation (timeout, conn, server, protocol), including operations that still reached a quorum. Allocations and CPU are the benchmark process's (runtime.MemStats and getrusage deltas over the measured window) divided by operations: the client's cost, recording included.")
 	fmt.Fprintln(w)
 
-	writeContention(w, rep)
-	writeServerSection(w, rep)
-	writeCapacity(w, rep)
+}
 
+// writeConfigSection writes the run's configuration.
+func writeConfigSection(w io.Writer, c ReportConfig) {
 	fmt.Fprintln(w, "## Configuration")
 	fmt.Fprintln(w)
 	ct := newTable("setting", "value")
@@ -533,6 +488,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	ct.markdown(w)
 	fmt.Fprintln(w)
+}
+
+// writeEnvSection writes the machine and build.
+func writeEnvSection(w io.Writer, e Env) {
 	fmt.Fprintln(w, "## Environment")
 	fmt.Fprintln(w)
 	et := newTable("", "")
@@ -549,9 +508,6 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	et.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
-		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
-	return nil
 }
 
 func (s *StrategyResult) metric(m string) Latency {

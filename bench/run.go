@@ -18,78 +18,6 @@ import (
 	"github.com/redmux/redmux/mux"
 )
 
-// Report is the whole run's outcome: the -json object and what report.md
-// is written from.
-type Report struct {
-	Strategies []*StrategyResult `json:"strategies"`
-	Config     ReportConfig      `json:"config"`
-	Env        Env               `json:"env"`
-	// Interrupted: the run was stopped (SIGINT) before it finished; the
-	// report covers the strategies measured until then.
-	Interrupted bool `json:"interrupted,omitempty"`
-
-	hlog []byte
-}
-
-// ReportConfig is the run's configuration as written in reports (never the
-// password, only whether one was set).
-type ReportConfig struct {
-	Title       string   `json:"title,omitempty"`
-	Command     string   `json:"command"`
-	Target      string   `json:"target"`
-	TargetKind  string   `json:"target_kind"` // embedded, real-local, nodes
-	Nodes       []string `json:"nodes"`
-	TLS         bool     `json:"tls,omitempty"` // -tls: every node over TLS
-	Strategies  []string `json:"strategies"`
-	Workers     int      `json:"workers"`
-	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
-	DurationS   float64  `json:"duration_s,omitempty"`
-	Ops         int64    `json:"ops,omitempty"`
-	WarmupS     float64  `json:"warmup_s"`
-	Keys        int      `json:"keys"`
-	TTLMs       int64    `json:"ttl_ms"`
-	TimeoutMs   float64  `json:"node_timeout_ms"`
-	Rate        float64  `json:"rate,omitempty"`
-	Loop        string   `json:"loop"` // closed or open
-	Workload    string   `json:"workload"`
-	Hold        string   `json:"hold,omitempty"`
-	HoldMeanMs  float64  `json:"hold_mean_ms,omitempty"`
-	KeysDist    string   `json:"keys_dist"`
-	User        string   `json:"user,omitempty"`
-	PasswordSet bool     `json:"password_set"`
-	DB          int      `json:"db,omitempty"`
-	LatencyMs   float64  `json:"latency_ms,omitempty"`
-	Faults      []string `json:"faults,omitempty"`
-	DriftFactor float64  `json:"drift_factor"`
-	DriftMs     float64  `json:"drift_fixed_ms"`
-	// NodeCap is -node-cap: commands/s each embedded node serves.
-	NodeCap float64 `json:"node_cap,omitempty"`
-	// CapacityRate is the extra target rate of the capacity section.
-	CapacityRate float64 `json:"capacity_rate,omitempty"`
-	// StartAt is -start-at (RFC 3339).
-	StartAt string `json:"start_at,omitempty"`
-	// Percentiles are the -percentiles list (empty: the defaults).
-	Percentiles []float64 `json:"percentiles,omitempty"`
-}
-
-// Env describes the machine and build.
-type Env struct {
-	Time       string `json:"time"`
-	GoVersion  string `json:"go_version"`
-	OS         string `json:"os"`
-	Arch       string `json:"arch"`
-	CPU        string `json:"cpu,omitempty"`
-	NumCPU     int    `json:"num_cpu"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	Revision   string `json:"revision,omitempty"`
-	Server     string `json:"server,omitempty"`
-	ServerCPU  string `json:"server_cpu_source"`
-	// LoadAvg is /proc/loadavg's 1-minute load average when the run
-	// started and when it ended (Linux; how busy a shared machine was).
-	LoadAvgStart string `json:"load_avg_start,omitempty"`
-	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
-}
-
 // loadAvg returns the 1-minute load average ("" when unknown).
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -563,29 +491,6 @@ func parseInfoCPU(s string) float64 {
 		return -1
 	}
 	return user + sys
-}
-
-// ServerCost is the server side of one strategy's run.
-type ServerCost struct {
-	// SetUsecPerCall and EvalshaUsecPerCall are INFO commandstats
-	// usec/calls over the run, over every node that answered INFO (command
-	// execution only: no network I/O, no parsing).
-	SetUsecPerCall     float64 `json:"set_usec_per_call"`
-	EvalshaUsecPerCall float64 `json:"evalsha_usec_per_call"`
-	SetCalls           int64   `json:"set_calls"`
-	EvalshaCalls       int64   `json:"evalsha_calls"`
-	// NodesReporting is how many nodes answered INFO before and after.
-	NodesReporting int `json:"nodes_reporting"`
-	// CPUUsPerOpPerNode is the server processes' whole CPU time (syscalls
-	// included) per lock operation, per node (the mean over nodes); 0 when
-	// unknown. MaxNodeCPUUsPerOp is the busiest node's. From INFO CPU
-	// (used_cpu_user+used_cpu_sys) when every node reports it, local or
-	// remote (CPUSource "info"), else from the server processes' /proc
-	// stat ("process"; an embedded cluster's nodes share one process, so
-	// its figure is the mean).
-	CPUUsPerOpPerNode float64 `json:"cpu_us_per_op_per_node,omitempty"`
-	MaxNodeCPUUsPerOp float64 `json:"max_node_cpu_us_per_op,omitempty"`
-	CPUSource         string  `json:"cpu_source,omitempty"`
 }
 
 func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {

@@ -258,23 +258,6 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 	require.GreaterOrEqual(t, res.Acquire.MaxUs, 100e3)
 }
 
-func TestKeyIndex(t *testing.T) {
-	seen := map[int]int{}
-	for w := 0; w < 4; w++ {
-		for k := 0; k < 10; k++ {
-			i := keyIndex(w, k, 4, 10)
-			require.Less(t, i, 10)
-			if prev, ok := seen[i]; ok {
-				require.Equal(t, w, prev, "key sets are disjoint per worker")
-			}
-			seen[i] = w
-		}
-	}
-	for k := 0; k < 5; k++ {
-		require.Equal(t, 0, keyIndex(3, k, 8, 1))
-	}
-}
-
 func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
 	s := &StrategyResult{Name: "x", Ops: 1000, OpsPerSec: 900, CPUUsPerOp: 50, AcquireRelease: Latency{Count: 1000, MeanUs: 2000},
 		Server: &ServerCost{NodesReporting: 5, CPUUsPerOpPerNode: 20}}

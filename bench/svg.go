@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // PlotSeries is one line of a percentile plot.
@@ -49,11 +50,11 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		series = append(series, ps)
 		// Refused and failed operations are drawn beside the successes, in
 		// the strategy's colour, dashed, whenever there are any.
-		if metric == MetricAcquire && s.hists[mNotAcquired].TotalCount() > 0 {
-			series = append(series, PlotSeries{Name: s.Name + " not acquired", Hist: s.hists[mNotAcquired], Color: color, Dash: "2,3"})
+		if metric == MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
+			series = append(series, PlotSeries{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
 		}
-		if (metric == MetricAcquire || metric == MetricAcquireRelease) && s.hists[mFailed].TotalCount() > 0 {
-			series = append(series, PlotSeries{Name: s.Name + " failed", Hist: s.hists[mFailed], Color: color, Dash: "8,4"})
+		if (metric == MetricAcquire || metric == MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
+			series = append(series, PlotSeries{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
 		}
 	}
 	what := metricTitle[metric]

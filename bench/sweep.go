@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // DefaultSweepOut is the report directory of a sweep without -out.
@@ -62,142 +62,6 @@ func ParseSLO(s string) (*SLO, error) {
 	return &SLO{P: v, Max: max}, nil
 }
 
-type sloFlag struct{ p **SLO }
-
-func (f sloFlag) String() string {
-	if f.p == nil || *f.p == nil {
-		return ""
-	}
-	return (*f.p).String()
-}
-
-func (f sloFlag) Set(s string) error {
-	v, err := ParseSLO(s)
-	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -slo %q: ", s)))
-	}
-	*f.p = v
-	return nil
-}
-
-type rateList struct{ p *[]float64 }
-
-func (l rateList) String() string { return joinFloats(l.p) }
-
-func (l rateList) Set(s string) error {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v > 0 && v <= 1e8) {
-			return errors.New("rates are operations per second > 0, comma-separated, e.g. 500,1000,2000")
-		}
-		out = append(out, v)
-	}
-	if len(out) > 100 {
-		return errors.New("at most 100 rates")
-	}
-	sort.Float64s(out)
-	for i := 1; i < len(out); i++ {
-		if out[i] == out[i-1] {
-			return fmt.Errorf("rate %g given twice", out[i])
-		}
-	}
-	*l.p = out
-	return nil
-}
-
-// SweepStep is one open-loop step of a sweep. Latencies are of every
-// operation, from its intended start to its end (acquire and release when
-// acquired; refused and failed operations to their outcome).
-type SweepStep struct {
-	TargetRate  float64 `json:"target_rate"`
-	OpsPerSec   float64 `json:"ops_per_sec"`
-	Ops         int64   `json:"ops"`
-	DurationS   float64 `json:"duration_s"`
-	Saturated   bool    `json:"saturated"`
-	Saturation  string  `json:"saturation,omitempty"`
-	Failed      int64   `json:"failed"`
-	FailedShare float64 `json:"failed_share"`
-	Latency     Latency `json:"latency"`
-	// SLOUs is the objective's percentile of this step.
-	SLOUs float64 `json:"slo_us"`
-	Held  bool    `json:"held"`
-	// Why says why the step did not hold.
-	Why string `json:"why,omitempty"`
-	// Refinement: a bisection step between the coarse ones.
-	Refinement bool `json:"refinement,omitempty"`
-	// Repeated: this step missed only the latency objective and was run
-	// again at the same rate; the repeat's verdict stands (a single
-	// latency spike on a shared machine does not make a knee, an overload
-	// repeats). Repeated steps are listed but take no part in the knee.
-	Repeated bool `json:"repeated,omitempty"`
-	// ClientCPUUsPerOp is this process's CPU per operation;
-	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
-	ClientCPUUsPerOp        float64 `json:"client_cpu_us_per_op"`
-	ServerCPUUsPerOpPerNode float64 `json:"server_cpu_us_per_op_per_node,omitempty"`
-	// ServerCPUMaxNodeUsPerOp is the busiest node's CPU per operation;
-	// ServerCPUSource "info" (INFO CPU of every node) or "process".
-	ServerCPUMaxNodeUsPerOp float64          `json:"server_cpu_max_node_us_per_op,omitempty"`
-	ServerCPUSource         string           `json:"server_cpu_source,omitempty"`
-	Errors                  map[string]int64 `json:"errors,omitempty"`
-	NodeErrors              map[string]int64 `json:"node_errors,omitempty"`
-	// Interrupted: the sweep was stopped (SIGINT) during this step; it
-	// does not hold and takes no part in the knee.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// Tag is this run's interval-log tag prefix in sweep.hlog
-	// ("<strategy>.r<rate>", ".run2" added for a step run again).
-	Tag string `json:"hlog_tag,omitempty"`
-	// WorkerBusyShare is the share of the step's time the workers spent
-	// in operations (1: every worker busy all the time: the workers, not
-	// the target, were the limit).
-	WorkerBusyShare float64 `json:"worker_busy_share"`
-	// MeanServiceUs is the mean time from an operation's actual start to
-	// its end: -c over it is the rate the workers can carry.
-	MeanServiceUs float64 `json:"mean_service_us"`
-
-	hist *hdr.Histogram
-}
-
-// SweepStrategy is one strategy's sweep.
-type SweepStrategy struct {
-	Name string `json:"name"`
-	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
-	// (0 with -rates).
-	ProbeOpsPerSec float64 `json:"probe_ops_per_sec,omitempty"`
-	// ProbeWorkerBusy is the probe's share of worker time in operations.
-	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
-	// SLO is the objective applied: -slo, or the automatic one, the same
-	// for every strategy of the sweep (SweepReport.SLOSource).
-	SLO         string       `json:"slo"`
-	SLOPct      float64      `json:"slo_percentile"`
-	SLOBudgetUs float64      `json:"slo_budget_us"`
-	Steps       []*SweepStep `json:"steps"`
-	// Knee is the highest-rate step that held with every lighter step
-	// holding too (nil: none held); KneeRate its target rate.
-	Knee     *SweepStep `json:"knee,omitempty"`
-	KneeRate float64    `json:"knee_rate"`
-	// Saturated: the sweep reached a step past capacity (else the capacity
-	// is above the highest rate tried).
-	Saturated bool `json:"reached_saturation"`
-	// Bound names what most likely limited the knee.
-	Bound       string `json:"bound,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"`
-}
-
-// SweepReport is a sweep's outcome (sweep.json).
-type SweepReport struct {
-	// SLO is the one objective every strategy was judged by; SLOSource
-	// says where it came from (-slo, or how it was derived).
-	SLO         string           `json:"slo"`
-	SLOSource   string           `json:"slo_source"`
-	Strategies  []*SweepStrategy `json:"strategies"`
-	Config      ReportConfig     `json:"config"`
-	Env         Env              `json:"env"`
-	Interrupted bool             `json:"interrupted,omitempty"`
-
-	hlog []byte
-}
-
 // stepOK decides whether a measured step holds the objective.
 func (st *SweepStep) judge(slo SLO) {
 	st.SLOUs = us(ValueAtPercentile(st.hist, slo.P))
@@ -224,7 +88,7 @@ func (st *SweepStep) judge(slo SLO) {
 // sweepStepFrom summarizes one measured step.
 func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep {
 	all := NewHistogram()
-	for _, i := range []int{mAcquireRelease, mNotAcquired, mFailed} {
+	for _, i := range []int{load.MAcquireRelease, load.MNotAcquired, load.MFailed} {
 		all.Merge(res.hists[i])
 	}
 	// An operation whose release failed after it acquired is in failed;
@@ -537,6 +401,92 @@ func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker
 	return st, err
 }
 
+// stepRunner runs one strategy's sweep steps on workers opened at the
+// first step.
+type stepRunner struct {
+	sw      *sweeper
+	ctx     context.Context
+	r       *strategySweep
+	s       Strategy
+	workers []Worker
+	closers []func()
+	opened  bool
+}
+
+// ensure opens the strategy and its workers once.
+func (sr *stepRunner) ensure() error {
+	if sr.opened {
+		return nil
+	}
+	s, workers, closeAll, err := sr.sw.open(sr.ctx, sr.r.ss.Name)
+	if err != nil {
+		return err
+	}
+	sr.s, sr.workers = s, workers
+	sr.opened = true
+	sr.closers = append(sr.closers, closeAll)
+	return nil
+}
+
+func (sr *stepRunner) close() {
+	for _, c := range sr.closers {
+		c()
+	}
+}
+
+// report prints a judged step; after a step that did not hold, it lets
+// the queues left by an overloaded step drain before the next.
+func (sr *stepRunner) report(st *SweepStep) {
+	sw, ctx := sr.sw, sr.ctx
+	verdict := "held"
+	if !st.Held {
+		verdict = "did not hold: " + st.Why
+	}
+	sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", sr.r.ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
+		pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
+	if !st.Held && ctx.Err() == nil {
+		// Let queues left by an overloaded step drain before the next.
+		cool := time.NewTimer(max(time.Second, sw.cfg.Step/2))
+		select {
+		case <-cool.C:
+		case <-ctx.Done():
+			cool.Stop()
+		}
+	}
+}
+
+// step1 measures, judges and reports one step at rate.
+func (sr *stepRunner) step1(rate float64, refine bool) (*SweepStep, error) {
+	if err := sr.ensure(); err != nil {
+		return nil, err
+	}
+	st, err := sr.sw.measureStep(sr.ctx, sr.s, sr.workers, sr.r.ss.Name, rate, refine)
+	if st == nil {
+		return nil, err
+	}
+	st.judge(sr.sw.slo)
+	sr.r.ss.Steps = append(sr.r.ss.Steps, st)
+	sr.report(st)
+	return st, err
+}
+
+// step runs a rate (unless st is that rate's step, already measured), and
+// once more when it missed only the latency objective or did not keep up
+// (see SweepStep.Repeated).
+func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
+	var err error
+	if st == nil {
+		if st, err = sr.step1(rate, refine); st == nil || err != nil {
+			return st, err
+		}
+	}
+	if !st.rerunnable() {
+		return st, nil
+	}
+	st.Repeated = true
+	return sr.step1(rate, refine)
+}
+
 // sweepOn judges a strategy's lightest step under sw.slo and runs the
 // rest of its steps: rising rates, stopping at the first saturated step
 // or after two steps in a row that do not hold (a probed sweep whose steps
@@ -545,79 +495,13 @@ func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker
 // the first that did not. A step that misses only the objective or does
 // not keep up is run again (see SweepStep.Repeated).
 func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
-	cfg, ss, name := sw.cfg, r.ss, r.ss.Name
-	var s Strategy
-	var workers []Worker
-	var closers []func()
-	opened := false
-	ensure := func() error {
-		if opened {
-			return nil
-		}
-		var err error
-		var closeAll func()
-		s, workers, closeAll, err = sw.open(ctx, name)
-		if err != nil {
-			return err
-		}
-		opened = true
-		closers = append(closers, closeAll)
-		return nil
-	}
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	report := func(st *SweepStep) {
-		verdict := "held"
-		if !st.Held {
-			verdict = "did not hold: " + st.Why
-		}
-		sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
-			pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
-		if !st.Held && ctx.Err() == nil {
-			// Let queues left by an overloaded step drain before the next.
-			cool := time.NewTimer(max(time.Second, cfg.Step/2))
-			select {
-			case <-cool.C:
-			case <-ctx.Done():
-				cool.Stop()
-			}
-		}
-	}
-	step1 := func(rate float64, refine bool) (*SweepStep, error) {
-		if err := ensure(); err != nil {
-			return nil, err
-		}
-		st, err := sw.measureStep(ctx, s, workers, name, rate, refine)
-		if st == nil {
-			return nil, err
-		}
-		st.judge(sw.slo)
-		ss.Steps = append(ss.Steps, st)
-		report(st)
-		return st, err
-	}
-	// step runs a rate, and once more when it missed only the latency
-	// objective or did not keep up (see SweepStep.Repeated).
-	step := func(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
-		var err error
-		if st == nil {
-			if st, err = step1(rate, refine); st == nil || err != nil {
-				return st, err
-			}
-		}
-		if !st.rerunnable() {
-			return st, nil
-		}
-		st.Repeated = true
-		return step1(rate, refine)
-	}
+	cfg, ss := sw.cfg, r.ss
+	sr := &stepRunner{sw: sw, ctx: ctx, r: r}
+	defer sr.close()
 	// The lightest step, measured in phase 1.
 	first := r.first
 	first.judge(sw.slo)
-	report(first)
+	sr.report(first)
 	if first.Interrupted {
 		return nil
 	}
@@ -627,9 +511,9 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		var st *SweepStep
 		var err error
 		if i == 0 {
-			st, err = step(first, rate, false)
+			st, err = sr.step(first, rate, false)
 		} else {
-			st, err = step(nil, rate, false)
+			st, err = sr.step(nil, rate, false)
 		}
 		if st == nil || err != nil || st.Interrupted {
 			return err
@@ -658,7 +542,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		if mid <= ss.KneeRate || mid >= hi.TargetRate {
 			break
 		}
-		st, err := step(nil, mid, true)
+		st, err := sr.step(nil, mid, true)
 		if st == nil || err != nil || st.Interrupted {
 			return err
 		}

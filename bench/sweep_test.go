@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
@@ -178,7 +179,7 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	require.Equal(t, 1230.0, roundRate(1234.5))
 	h := NewHistogram()
 	for i := 0; i < 100; i++ {
-		record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
+		load.Record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
 	}
 	slo := SLO{P: 99, Max: 50 * time.Millisecond}
 	st := &SweepStep{Ops: 100, hist: h}

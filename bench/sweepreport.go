@@ -7,8 +7,6 @@ import (
 	"html"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -117,40 +115,6 @@ func WriteSweepJSON(w io.Writer, rep *SweepReport) error {
 	return enc.Encode(rep)
 }
 
-func writeSweepOutputs(cfg *Config, rep *SweepReport, stdout io.Writer) error {
-	if cfg.JSON != "" {
-		if err := writeTo(cfg.JSON, stdout, func(w io.Writer) error { return WriteSweepJSON(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.CSV != "" {
-		if err := writeTo(cfg.CSV, stdout, func(w io.Writer) error { return WriteSweepCSV(w, rep) }); err != nil {
-			return err
-		}
-	}
-	if cfg.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{FileSweepJSON, func(w io.Writer) error { return WriteSweepJSON(w, rep) }},
-		{FileSweepCSV, func(w io.Writer) error { return WriteSweepCSV(w, rep) }},
-		{FileSweepHlog, writeBytes(rep.hlog)},
-		{FileSweepPlot, func(w io.Writer) error { return WriteSweepPlot(w, rep) }},
-		{FileSweepReport, func(w io.Writer) error { return WriteSweepMarkdown(w, rep) }},
-	} {
-		if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // WriteSweepMarkdown writes sweep.md: the capacity report.
 func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	c, e := rep.Config, rep.Env
@@ -172,6 +136,22 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too.\n\n", SaturationShare*100, SweepMaxFailedShare*100)
+	writeKneeTable(w, rep)
+	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
+	writeProvisioning(w, rep)
+	writeHeadroom(w, rep)
+
+	writeStepsSection(w, rep)
+
+	writeSweepConfig(w, c, e)
+	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>`, `<strategy>.r<rate>.run2.<metric>` for a step run again, and `<strategy>.probe.<metric>`; each step's tag is its `hlog_tag` in sweep.json), [%s](%s).\n",
+		FileSweepJSON, FileSweepJSON, FileSweepCSV, FileSweepCSV, FileSweepHlog, FileSweepHlog, FileSweepPlot, FileSweepPlot)
+	return nil
+}
+
+// writeKneeTable writes each strategy's capacity and its figures at the
+// knee, and a hint for a strategy with no knee.
+func writeKneeTable(w io.Writer, rep *SweepReport) {
 	kt := newTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
 	for _, ss := range rep.Strategies {
 		k := ss.Knee
@@ -198,10 +178,11 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 			fmt.Fprintf(w, "**%s: no step held.** %s\n\n", ss.Name, h)
 		}
 	}
-	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
-	writeProvisioning(w, rep)
-	writeHeadroom(w, rep)
+}
 
+// writeStepsSection writes every step of every strategy.
+func writeStepsSection(w io.Writer, rep *SweepReport) {
+	c := rep.Config
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Latency of every operation (us/ms). Refinement steps bisect the interval between the last coarse step that held and the first that did not. A step that missed the latency objective or did not keep up with its rate (without failures) was run again at once and the second run's verdict stands: a lone stall on a shared machine is not a knee, an overload repeats. Both runs are listed (each with its own tag in sweep.hlog: `.run2` added to the second); the plot shows the second. A step cut short by Ctrl-C is marked interrupted and not judged. *Workers busy* is the share of the step's time the -c workers spent in operations (near 100%: the workers were the limit). Server CPU is per node, the mean and (in brackets) the busiest node.")
@@ -251,6 +232,10 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	}
 	fmt.Fprintln(w)
 
+}
+
+// writeSweepConfig writes the sweep's configuration and environment.
+func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 	fmt.Fprintln(w, "## Configuration and environment")
 	fmt.Fprintln(w)
 	ct := newTable("setting", "value")
@@ -279,9 +264,6 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	}
 	ct.markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>`, `<strategy>.r<rate>.run2.<metric>` for a step run again, and `<strategy>.probe.<metric>`; each step's tag is its `hlog_tag` in sweep.json), [%s](%s).\n",
-		FileSweepJSON, FileSweepJSON, FileSweepCSV, FileSweepCSV, FileSweepHlog, FileSweepHlog, FileSweepPlot, FileSweepPlot)
-	return nil
 }
 
 // noKneeHint says what to change when no step of a strategy held ("" when
@@ -610,32 +592,7 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 		if color == "" {
 			color = plotSpare[i%len(plotSpare)]
 		}
-		var pSLO, p50 []string
-		for _, st := range ss.Steps {
-			if st.Ops == 0 || st.Repeated {
-				continue
-			}
-			pSLO = append(pSLO, fmt.Sprintf("%.1f,%.1f", px(st.OpsPerSec), py(st.SLOUs)))
-			p50 = append(p50, fmt.Sprintf("%.1f,%.1f", px(st.OpsPerSec), py(st.Latency.P50Us)))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>`+"\n", color, strings.Join(pSLO, " "))
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="5,4" points="%s"/>`+"\n", color, strings.Join(p50, " "))
-		for _, st := range ss.Steps {
-			if st.Ops == 0 || st.Repeated {
-				continue
-			}
-			fill := color
-			if !st.Held {
-				fill = "#ffffff"
-			}
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", px(st.OpsPerSec), py(st.SLOUs), fill, color)
-			if st.Saturated {
-				saturatedMark(&b, px(st.OpsPerSec), py(st.SLOUs))
-			}
-		}
-		if k := ss.Knee; k != nil && ss.Saturated {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="%s" stroke-width="2"/>`+"\n", px(k.OpsPerSec), py(k.SLOUs), color)
-		}
+		drawSweepSeries(&b, ss, color, px, py)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+26, ly, color)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", lx+32, ly+4, html.EscapeString(ss.Name))
 		capText := "capacity " + kneeCell(ss) + " ops/s"
@@ -650,17 +607,54 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 		}
 		ly += 50
 	}
-	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#888" stroke="#888"/>`+"\n", lx+6, ly)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">step held</text>`+"\n", lx+16, ly+4)
-	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#fff" stroke="#888" stroke-width="1.5"/>`+"\n", lx+6, ly+16)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">did not hold</text>`+"\n", lx+16, ly+20)
-	fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#888" stroke-width="2"/>`+"\n", lx+6, ly+36)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">knee (capacity)</text>`+"\n", lx+16, ly+40)
-	fmt.Fprintf(&b, `<path d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d62728" stroke-width="2"/>`+"\n", lx+1, ly+47)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#d62728">saturated (did not keep up)</text>`+"\n", lx+16, ly+56)
+	drawSweepLegendKeys(&b, lx, ly)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// drawSweepSeries draws one strategy's steps: its objective percentile
+// (solid, a circle per step, hollow where it did not hold), its p50
+// (dashed), saturated steps and the knee.
+func drawSweepSeries(b *strings.Builder, ss *SweepStrategy, color string, px, py func(float64) float64) {
+	var pSLO, p50 []string
+	for _, st := range ss.Steps {
+		if st.Ops == 0 || st.Repeated {
+			continue
+		}
+		pSLO = append(pSLO, fmt.Sprintf("%.1f,%.1f", px(st.OpsPerSec), py(st.SLOUs)))
+		p50 = append(p50, fmt.Sprintf("%.1f,%.1f", px(st.OpsPerSec), py(st.Latency.P50Us)))
+	}
+	fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>`+"\n", color, strings.Join(pSLO, " "))
+	fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="5,4" points="%s"/>`+"\n", color, strings.Join(p50, " "))
+	for _, st := range ss.Steps {
+		if st.Ops == 0 || st.Repeated {
+			continue
+		}
+		fill := color
+		if !st.Held {
+			fill = "#ffffff"
+		}
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", px(st.OpsPerSec), py(st.SLOUs), fill, color)
+		if st.Saturated {
+			saturatedMark(b, px(st.OpsPerSec), py(st.SLOUs))
+		}
+	}
+	if k := ss.Knee; k != nil && ss.Saturated {
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="%s" stroke-width="2"/>`+"\n", px(k.OpsPerSec), py(k.SLOUs), color)
+	}
+}
+
+// drawSweepLegendKeys draws the legend's keys to the step marks at lx, ly.
+func drawSweepLegendKeys(b *strings.Builder, lx, ly float64) {
+	fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#888" stroke="#888"/>`+"\n", lx+6, ly)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">step held</text>`+"\n", lx+16, ly+4)
+	fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="#fff" stroke="#888" stroke-width="1.5"/>`+"\n", lx+6, ly+16)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">did not hold</text>`+"\n", lx+16, ly+20)
+	fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#888" stroke-width="2"/>`+"\n", lx+6, ly+36)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">knee (capacity)</text>`+"\n", lx+16, ly+40)
+	fmt.Fprintf(b, `<path d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d62728" stroke-width="2"/>`+"\n", lx+1, ly+47)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#d62728">saturated (did not keep up)</text>`+"\n", lx+16, ly+56)
 }
 
 // saturatedMark draws a red cross over a saturated step's marker.

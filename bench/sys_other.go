@@ -4,8 +4,6 @@ package bench
 
 import "os"
 
-func processCPU() (int64, bool) { return 0, false }
-
 func isTerminal(*os.File) bool { return false }
 
 func pidCPU(int) (int64, bool) { return 0, false }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
@@ -118,7 +119,7 @@ func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 func TestPercentileIsCeilingRank(t *testing.T) {
 	h := NewHistogram()
 	for i := 1; i <= 70; i++ {
-		record(h, time.Duration(i)*time.Millisecond)
+		load.Record(h, time.Duration(i)*time.Millisecond)
 	}
 	// rank = ceil(p/100*70) (p lowered by one ulp), value = the highest
 	// value equivalent to the rank-th value (i ms).
@@ -132,7 +133,7 @@ func TestPercentileIsCeilingRank(t *testing.T) {
 	// 55% of 100 is 55.00000000000001 in floating point: rank 55, not 56.
 	h100 := NewHistogram()
 	for i := 1; i <= 100; i++ {
-		record(h100, time.Duration(i)*time.Millisecond)
+		load.Record(h100, time.Duration(i)*time.Millisecond)
 	}
 	require.Equal(t, highestEq(55e6), ValueAtPercentile(h100, 55))
 	require.Equal(t, highestEq(100e6), ValueAtPercentile(h100, 99.5))

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -48,23 +47,6 @@ func TestParseHoldAndKeyDist(t *testing.T) {
 		require.ErrorIs(t, err, ErrUsage, "%v", args)
 		require.Contains(t, err.Error(), args[0])
 	}
-}
-
-func TestHoldDraws(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	u := Hold{Kind: "uniform", A: time.Millisecond, B: 3 * time.Millisecond}
-	e := Hold{Kind: "exp", A: 2 * time.Millisecond}
-	var sumU, sumE time.Duration
-	const n = 20000
-	for i := 0; i < n; i++ {
-		d := u.draw(r)
-		require.True(t, d >= time.Millisecond && d <= 3*time.Millisecond, d)
-		sumU += d
-		sumE += e.draw(r)
-	}
-	require.InDelta(t, 2e6, float64(sumU/n), 0.05e6)
-	require.InDelta(t, 2e6, float64(sumE/n), 0.1e6)
-	require.Equal(t, 5*time.Millisecond, Hold{Kind: "fixed", A: 5 * time.Millisecond}.draw(r))
 }
 
 // keyCounter counts the keys it is asked for (instant, always acquires).

@@ -33,13 +33,15 @@ const module = "github.com/redmux/redmux"
 // resp. A package may import module packages of a lower level only, or
 // packages beside the flow (side below). lockcmd and lockrule sit above mux (the client
 // knows no lock command) and below redlock; the checker sits above redlock,
-// beside bench.
+// beside bench; bench/load, bench's load generator, sits below bench and
+// above redlock (it imports no module package).
 var level = map[string]int{
 	"resp":                     0,
 	"mux":                      10,
 	"internal/lockcmd":         15,
 	"internal/lockrule":        15,
 	"redlock":                  20,
+	"bench/load":               25,
 	"redlock/internal/checker": 30,
 	"bench":                    30,
 	"cmd/redmux-bench":         40,

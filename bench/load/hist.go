@@ -1,4 +1,4 @@
-package bench
+package load
 
 import (
 	"math"
@@ -24,7 +24,7 @@ func NewHistogram() *hdr.Histogram { return hdr.New(HistLowest, HistHighest, His
 
 // record adds d to h, clamping to the trackable range so a value is never
 // lost (a 2-minute stall is recorded as 60s, the histogram's ceiling).
-func record(h *hdr.Histogram, d time.Duration) {
+func Record(h *hdr.Histogram, d time.Duration) {
 	v := int64(d)
 	if v < HistLowest {
 		v = HistLowest
@@ -49,34 +49,34 @@ const (
 // Metrics lists the recorded latencies in report order.
 var Metrics = []string{MetricAcquire, MetricRelease, MetricAcquireRelease, MetricNotAcquired, MetricFailed}
 
-// Indexes into histSet, in Metrics order.
+// Indexes into Hists, in Metrics order.
 const (
-	mAcquire = iota
-	mRelease
-	mAcquireRelease
-	mNotAcquired
-	mFailed
-	numMetrics
+	MAcquire = iota
+	MRelease
+	MAcquireRelease
+	MNotAcquired
+	MFailed
+	NumMetrics
 )
 
-// histSet is one histogram per metric.
-type histSet [numMetrics]*hdr.Histogram
+// Hists is one histogram per metric.
+type Hists [NumMetrics]*hdr.Histogram
 
-func newHistSet() histSet {
-	var s histSet
+func NewHists() Hists {
+	var s Hists
 	for i := range s {
 		s[i] = NewHistogram()
 	}
 	return s
 }
 
-func (s histSet) merge(o histSet) {
+func (s Hists) merge(o Hists) {
 	for i := range s {
 		s[i].Merge(o[i])
 	}
 }
 
-func (s histSet) reset() {
+func (s Hists) reset() {
 	for i := range s {
 		s[i].Reset()
 	}
@@ -122,7 +122,7 @@ func (c *counts) failedOps() int64 { return c.failed + c.relFailed }
 // mu (uncontended except when the collector drains it once per interval).
 type workerRec struct {
 	mu sync.Mutex
-	h  histSet
+	h  Hists
 	counts
 	// busyNs is the time the worker spent in operations (from their actual
 	// start), for WorkerBusyShare.
@@ -132,7 +132,7 @@ type workerRec struct {
 }
 
 func newWorkerRec() *workerRec {
-	return &workerRec{h: newHistSet(), counts: counts{errs: map[string]int64{}}}
+	return &workerRec{h: NewHists(), counts: counts{errs: map[string]int64{}}}
 }
 
 // drainInto moves the worker's interval counts into dst and resets them.
@@ -148,12 +148,12 @@ func (w *workerRec) drainInto(dst *intervalAgg) {
 // intervalAgg is the sum of every worker's recorder over one interval (or,
 // for the totals, over the whole measured run).
 type intervalAgg struct {
-	h histSet
+	h Hists
 	counts
 }
 
 func newIntervalAgg() *intervalAgg {
-	return &intervalAgg{h: newHistSet(), counts: counts{errs: map[string]int64{}}}
+	return &intervalAgg{h: NewHists(), counts: counts{errs: map[string]int64{}}}
 }
 
 func (a *intervalAgg) add(o *intervalAgg) {
@@ -165,58 +165,6 @@ func (a *intervalAgg) reset() {
 	a.h.reset()
 	a.counts.reset()
 }
-
-// DefaultPercentiles are the percentiles of reports without -percentiles.
-var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
-
-// Latency is a latency distribution summary in microseconds. Percentiles
-// follow HdrHistogram's convention (see ValueAtPercentile).
-type Latency struct {
-	Count   int64   `json:"count"`
-	MinUs   float64 `json:"min_us"`
-	MeanUs  float64 `json:"mean_us"`
-	P50Us   float64 `json:"p50_us"`
-	P90Us   float64 `json:"p90_us"`
-	P99Us   float64 `json:"p99_us"`
-	P999Us  float64 `json:"p999_us"`
-	P9999Us float64 `json:"p9999_us"`
-	MaxUs   float64 `json:"max_us"`
-	// Percentiles are the run's chosen percentiles (-percentiles), in order.
-	Percentiles []Percentile `json:"percentiles,omitempty"`
-}
-
-// Percentile is one chosen percentile's value.
-type Percentile struct {
-	P  float64 `json:"p"`
-	Us float64 `json:"us"`
-}
-
-// At returns the value of percentile p from l.Percentiles, or from the
-// fixed fields, and whether it is known.
-func (l Latency) At(p float64) (float64, bool) {
-	for _, x := range l.Percentiles {
-		if x.P == p {
-			return x.Us, true
-		}
-	}
-	switch p {
-	case 50:
-		return l.P50Us, true
-	case 90:
-		return l.P90Us, true
-	case 99:
-		return l.P99Us, true
-	case 99.9:
-		return l.P999Us, true
-	case 99.99:
-		return l.P9999Us, true
-	case 100:
-		return l.MaxUs, true
-	}
-	return 0, false
-}
-
-func us(ns int64) float64 { return float64(ns) / 1e3 }
 
 // ValueAtPercentile returns the value at percentile p (0..100) of h with
 // HdrHistogram's own convention, as the Java and JavaScript libraries and
@@ -270,28 +218,4 @@ func ValuesAtPercentiles(h *hdr.Histogram, ps []float64) []int64 {
 	return out
 }
 
-// Summarize returns the percentiles of h (nanosecond values) in microseconds,
-// with the fixed fields and, when pcts is not empty, those percentiles in
-// Percentiles. An empty histogram gives a zero Latency.
-func Summarize(h *hdr.Histogram, pcts ...float64) Latency {
-	if h.TotalCount() == 0 {
-		return Latency{}
-	}
-	fixed := []float64{50, 90, 99, 99.9, 99.99}
-	v := ValuesAtPercentiles(h, append(fixed, pcts...))
-	l := Latency{
-		Count:   h.TotalCount(),
-		MinUs:   us(h.Min()),
-		MeanUs:  h.Mean() / 1e3,
-		P50Us:   us(v[0]),
-		P90Us:   us(v[1]),
-		P99Us:   us(v[2]),
-		P999Us:  us(v[3]),
-		P9999Us: us(v[4]),
-		MaxUs:   us(h.Max()),
-	}
-	for i, p := range pcts {
-		l.Percentiles = append(l.Percentiles, Percentile{P: p, Us: us(v[len(fixed)+i])})
-	}
-	return l
-}
+func us(ns int64) float64 { return float64(ns) / 1e3 }

@@ -1,7 +1,6 @@
-package bench
+package load
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -98,24 +97,6 @@ func ParseHold(s string) (Hold, error) {
 	return Hold{}, bad
 }
 
-type holdFlag struct{ h *Hold }
-
-func (f holdFlag) String() string {
-	if f.h == nil {
-		return "0"
-	}
-	return f.h.String()
-}
-
-func (f holdFlag) Set(s string) error {
-	h, err := ParseHold(s)
-	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -hold %q: ", s)))
-	}
-	*f.h = h
-	return nil
-}
-
 // Key distributions (-keys-dist).
 const (
 	KeysRoundRobin = "round-robin" // each worker cycles over its own keys (shared when -keys < -c)
@@ -154,24 +135,6 @@ func ParseKeyDist(s string) (KeyDist, error) {
 		}
 	}
 	return KeyDist{}, fmt.Errorf("bad -keys-dist %q: want round-robin, uniform or zipf:<s> with s > 1 (e.g. zipf:1.1)", s)
-}
-
-type keyDistFlag struct{ d *KeyDist }
-
-func (f keyDistFlag) String() string {
-	if f.d == nil {
-		return KeysRoundRobin
-	}
-	return f.d.String()
-}
-
-func (f keyDistFlag) Set(s string) error {
-	d, err := ParseKeyDist(s)
-	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -keys-dist %q: ", s)))
-	}
-	*f.d = d
-	return nil
 }
 
 // keyPicker draws a worker's keys; one per worker (not safe for

@@ -1,0 +1,305 @@
+// This file holds the JSON schema of redmux-bench's outputs, every type with
+// JSON tags: summary.json (Report), sweep.json (SweepReport) and merged.json
+// (MergeResult), so that a field is added in one place. The schema is fixed
+// (docs/ARCHITECTURE.md, "Fixed and open"): fields are added, never renamed.
+// (compare reads results through these types; its one local probe struct
+// stays in compare.go.)
+
+package bench
+
+import (
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
+)
+
+// Report is the whole run's outcome: the -json object and what report.md
+// is written from.
+type Report struct {
+	Strategies []*StrategyResult `json:"strategies"`
+	Config     ReportConfig      `json:"config"`
+	Env        Env               `json:"env"`
+	// Interrupted: the run was stopped (SIGINT) before it finished; the
+	// report covers the strategies measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	hlog []byte
+}
+
+// ReportConfig is the run's configuration as written in reports (never the
+// password, only whether one was set).
+type ReportConfig struct {
+	Title       string   `json:"title,omitempty"`
+	Command     string   `json:"command"`
+	Target      string   `json:"target"`
+	TargetKind  string   `json:"target_kind"` // embedded, real-local, nodes
+	Nodes       []string `json:"nodes"`
+	TLS         bool     `json:"tls,omitempty"` // -tls: every node over TLS
+	Strategies  []string `json:"strategies"`
+	Workers     int      `json:"workers"`
+	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
+	DurationS   float64  `json:"duration_s,omitempty"`
+	Ops         int64    `json:"ops,omitempty"`
+	WarmupS     float64  `json:"warmup_s"`
+	Keys        int      `json:"keys"`
+	TTLMs       int64    `json:"ttl_ms"`
+	TimeoutMs   float64  `json:"node_timeout_ms"`
+	Rate        float64  `json:"rate,omitempty"`
+	Loop        string   `json:"loop"` // closed or open
+	Workload    string   `json:"workload"`
+	Hold        string   `json:"hold,omitempty"`
+	HoldMeanMs  float64  `json:"hold_mean_ms,omitempty"`
+	KeysDist    string   `json:"keys_dist"`
+	User        string   `json:"user,omitempty"`
+	PasswordSet bool     `json:"password_set"`
+	DB          int      `json:"db,omitempty"`
+	LatencyMs   float64  `json:"latency_ms,omitempty"`
+	Faults      []string `json:"faults,omitempty"`
+	DriftFactor float64  `json:"drift_factor"`
+	DriftMs     float64  `json:"drift_fixed_ms"`
+	// NodeCap is -node-cap: commands/s each embedded node serves.
+	NodeCap float64 `json:"node_cap,omitempty"`
+	// CapacityRate is the extra target rate of the capacity section.
+	CapacityRate float64 `json:"capacity_rate,omitempty"`
+	// StartAt is -start-at (RFC 3339).
+	StartAt string `json:"start_at,omitempty"`
+	// Percentiles are the -percentiles list (empty: the defaults).
+	Percentiles []float64 `json:"percentiles,omitempty"`
+}
+
+// Env describes the machine and build.
+type Env struct {
+	Time       string `json:"time"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	CPU        string `json:"cpu,omitempty"`
+	NumCPU     int    `json:"num_cpu"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	Revision   string `json:"revision,omitempty"`
+	Server     string `json:"server,omitempty"`
+	ServerCPU  string `json:"server_cpu_source"`
+	// LoadAvg is /proc/loadavg's 1-minute load average when the run
+	// started and when it ended (Linux; how busy a shared machine was).
+	LoadAvgStart string `json:"load_avg_start,omitempty"`
+	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
+}
+
+// StrategyResult is one strategy's measured outcome (the JSON schema's
+// "strategies" element).
+type StrategyResult struct {
+	Name      string  `json:"name"`
+	Ops       int64   `json:"ops"`         // acquire attempts: acquired + not_acquired + failed at acquire
+	OpsPerSec float64 `json:"ops_per_sec"` // achieved rate of attempts
+	DurationS float64 `json:"duration_s"`
+	// Open loop only: the target rate, whether the run kept up with it, and
+	// why not.
+	TargetRate float64 `json:"target_rate,omitempty"`
+	Saturated  bool    `json:"saturated,omitempty"`
+	Saturation string  `json:"saturation,omitempty"`
+	// Backlog is the operations that were due by the end of an open-loop
+	// run but never started (the run stops at -d).
+	Backlog int64 `json:"backlog,omitempty"`
+	// Interrupted: the run was stopped (SIGINT) before its end; the figures
+	// cover what was measured.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// With -start-at: when the measured window started, and how late the
+	// warm-up started after its slot (set-up overran it).
+	StartedAt   string  `json:"started_at,omitempty"`
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
+
+	Acquire        Latency          `json:"acquire"`
+	Release        Latency          `json:"release"`
+	AcquireRelease Latency          `json:"acquire_release"`
+	NotAcquiredLat Latency          `json:"not_acquired_latency"`
+	FailedLat      Latency          `json:"failed_latency"`
+	Errors         map[string]int64 `json:"errors"`
+	NodeErrors     map[string]int64 `json:"node_errors"`
+	Acquired       int64            `json:"acquired"`
+	// AcquiredPerSec is acquisitions (not attempts) per second: under
+	// contention, the lock's hand-offs per second.
+	AcquiredPerSec float64 `json:"acquired_per_sec"`
+	NotAcquired    int64   `json:"not_acquired"`
+	// Failed is the operations that ended in an error (at acquire, or at
+	// release after the lock was acquired: ReleaseFailed of them).
+	Failed        int64       `json:"failed"`
+	ReleaseFailed int64       `json:"release_failed"`
+	Extended      int64       `json:"extended,omitempty"`
+	NotExtended   int64       `json:"not_extended,omitempty"`
+	AllocsPerOp   float64     `json:"allocs_per_op"`
+	BytesPerOp    float64     `json:"bytes_per_op"`
+	CPUUsPerOp    float64     `json:"cpu_us_per_op"`
+	Server        *ServerCost `json:"server,omitempty"`
+	// WorkerBusyShare is the share of the measured window the workers
+	// spent in operations (from each operation's actual start to its end,
+	// holds included): near 1, every worker was busy all the time, so the
+	// workers, not the target, limited the rate.
+	WorkerBusyShare float64 `json:"worker_busy_share"`
+	// MeanServiceUs is the mean time from an operation's actual start to
+	// its end (its latency less any wait for a free worker).
+	MeanServiceUs float64 `json:"mean_service_us"`
+
+	hists load.Hists
+}
+
+// Latency is a latency distribution summary in microseconds. Percentiles
+// follow HdrHistogram's convention (see ValueAtPercentile).
+type Latency struct {
+	Count   int64   `json:"count"`
+	MinUs   float64 `json:"min_us"`
+	MeanUs  float64 `json:"mean_us"`
+	P50Us   float64 `json:"p50_us"`
+	P90Us   float64 `json:"p90_us"`
+	P99Us   float64 `json:"p99_us"`
+	P999Us  float64 `json:"p999_us"`
+	P9999Us float64 `json:"p9999_us"`
+	MaxUs   float64 `json:"max_us"`
+	// Percentiles are the run's chosen percentiles (-percentiles), in order.
+	Percentiles []Percentile `json:"percentiles,omitempty"`
+}
+
+// Percentile is one chosen percentile's value.
+type Percentile struct {
+	P  float64 `json:"p"`
+	Us float64 `json:"us"`
+}
+
+// ServerCost is the server side of one strategy's run.
+type ServerCost struct {
+	// SetUsecPerCall and EvalshaUsecPerCall are INFO commandstats
+	// usec/calls over the run, over every node that answered INFO (command
+	// execution only: no network I/O, no parsing).
+	SetUsecPerCall     float64 `json:"set_usec_per_call"`
+	EvalshaUsecPerCall float64 `json:"evalsha_usec_per_call"`
+	SetCalls           int64   `json:"set_calls"`
+	EvalshaCalls       int64   `json:"evalsha_calls"`
+	// NodesReporting is how many nodes answered INFO before and after.
+	NodesReporting int `json:"nodes_reporting"`
+	// CPUUsPerOpPerNode is the server processes' whole CPU time (syscalls
+	// included) per lock operation, per node (the mean over nodes); 0 when
+	// unknown. MaxNodeCPUUsPerOp is the busiest node's. From INFO CPU
+	// (used_cpu_user+used_cpu_sys) when every node reports it, local or
+	// remote (CPUSource "info"), else from the server processes' /proc
+	// stat ("process"; an embedded cluster's nodes share one process, so
+	// its figure is the mean).
+	CPUUsPerOpPerNode float64 `json:"cpu_us_per_op_per_node,omitempty"`
+	MaxNodeCPUUsPerOp float64 `json:"max_node_cpu_us_per_op,omitempty"`
+	CPUSource         string  `json:"cpu_source,omitempty"`
+}
+
+// SweepReport is a sweep's outcome (sweep.json).
+type SweepReport struct {
+	// SLO is the one objective every strategy was judged by; SLOSource
+	// says where it came from (-slo, or how it was derived).
+	SLO         string           `json:"slo"`
+	SLOSource   string           `json:"slo_source"`
+	Strategies  []*SweepStrategy `json:"strategies"`
+	Config      ReportConfig     `json:"config"`
+	Env         Env              `json:"env"`
+	Interrupted bool             `json:"interrupted,omitempty"`
+
+	hlog []byte
+}
+
+// SweepStrategy is one strategy's sweep.
+type SweepStrategy struct {
+	Name string `json:"name"`
+	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
+	// (0 with -rates).
+	ProbeOpsPerSec float64 `json:"probe_ops_per_sec,omitempty"`
+	// ProbeWorkerBusy is the probe's share of worker time in operations.
+	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
+	// SLO is the objective applied: -slo, or the automatic one, the same
+	// for every strategy of the sweep (SweepReport.SLOSource).
+	SLO         string       `json:"slo"`
+	SLOPct      float64      `json:"slo_percentile"`
+	SLOBudgetUs float64      `json:"slo_budget_us"`
+	Steps       []*SweepStep `json:"steps"`
+	// Knee is the highest-rate step that held with every lighter step
+	// holding too (nil: none held); KneeRate its target rate.
+	Knee     *SweepStep `json:"knee,omitempty"`
+	KneeRate float64    `json:"knee_rate"`
+	// Saturated: the sweep reached a step past capacity (else the capacity
+	// is above the highest rate tried).
+	Saturated bool `json:"reached_saturation"`
+	// Bound names what most likely limited the knee.
+	Bound       string `json:"bound,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// SweepStep is one open-loop step of a sweep. Latencies are of every
+// operation, from its intended start to its end (acquire and release when
+// acquired; refused and failed operations to their outcome).
+type SweepStep struct {
+	TargetRate  float64 `json:"target_rate"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	Ops         int64   `json:"ops"`
+	DurationS   float64 `json:"duration_s"`
+	Saturated   bool    `json:"saturated"`
+	Saturation  string  `json:"saturation,omitempty"`
+	Failed      int64   `json:"failed"`
+	FailedShare float64 `json:"failed_share"`
+	Latency     Latency `json:"latency"`
+	// SLOUs is the objective's percentile of this step.
+	SLOUs float64 `json:"slo_us"`
+	Held  bool    `json:"held"`
+	// Why says why the step did not hold.
+	Why string `json:"why,omitempty"`
+	// Refinement: a bisection step between the coarse ones.
+	Refinement bool `json:"refinement,omitempty"`
+	// Repeated: this step missed only the latency objective and was run
+	// again at the same rate; the repeat's verdict stands (a single
+	// latency spike on a shared machine does not make a knee, an overload
+	// repeats). Repeated steps are listed but take no part in the knee.
+	Repeated bool `json:"repeated,omitempty"`
+	// ClientCPUUsPerOp is this process's CPU per operation;
+	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
+	ClientCPUUsPerOp        float64 `json:"client_cpu_us_per_op"`
+	ServerCPUUsPerOpPerNode float64 `json:"server_cpu_us_per_op_per_node,omitempty"`
+	// ServerCPUMaxNodeUsPerOp is the busiest node's CPU per operation;
+	// ServerCPUSource "info" (INFO CPU of every node) or "process".
+	ServerCPUMaxNodeUsPerOp float64          `json:"server_cpu_max_node_us_per_op,omitempty"`
+	ServerCPUSource         string           `json:"server_cpu_source,omitempty"`
+	Errors                  map[string]int64 `json:"errors,omitempty"`
+	NodeErrors              map[string]int64 `json:"node_errors,omitempty"`
+	// Interrupted: the sweep was stopped (SIGINT) during this step; it
+	// does not hold and takes no part in the knee.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Tag is this run's interval-log tag prefix in sweep.hlog
+	// ("<strategy>.r<rate>", ".run2" added for a step run again).
+	Tag string `json:"hlog_tag,omitempty"`
+	// WorkerBusyShare is the share of the step's time the workers spent
+	// in operations (1: every worker busy all the time: the workers, not
+	// the target, were the limit).
+	WorkerBusyShare float64 `json:"worker_busy_share"`
+	// MeanServiceUs is the mean time from an operation's actual start to
+	// its end: -c over it is the rate the workers can carry.
+	MeanServiceUs float64 `json:"mean_service_us"`
+
+	hist *hdr.Histogram
+}
+
+// MergeResult is redmux-bench merge's outcome (merged.json).
+type MergeResult struct {
+	Files     []string     `json:"files"`
+	Intervals int          `json:"intervals"` // kept
+	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
+	Start     string       `json:"start,omitempty"`
+	End       string       `json:"end,omitempty"`
+	Filters   string       `json:"filters,omitempty"`
+	Tags      []*MergedTag `json:"tags"`
+
+	kept []*hdr.Histogram
+}
+
+// MergedTag is one tag's merged distribution.
+type MergedTag struct {
+	Tag       string  `json:"tag"`
+	Intervals int     `json:"intervals"`
+	Files     int     `json:"files"` // how many files contributed
+	Start     string  `json:"start"` // earliest kept interval start (RFC 3339)
+	End       string  `json:"end"`   // latest kept interval end
+	PerSec    float64 `json:"per_sec"`
+	Latency   Latency `json:"latency"`
+
+	hist *hdr.Histogram
+}
