@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Interleaved before/after runs of redmux-bench against the same 5
 # redis-servers: for each round and each -c, OLD then NEW (mux), and at
-# -c 1 fanout too (from NEW's binary: fanout does not use mux).
-# Usage: latency.sh OLD_BINARY NEW_BINARY NODES [ROUNDS] [DURATION]
+# -c 1 fanout too (from NEW's binary: fanout does not use mux). Rounds past
+# the third run -c 1 only.
+# Usage: [CS="1 4 16 64 256"] latency.sh OLD_BINARY NEW_BINARY NODES [ROUNDS] [DURATION]
 # Prints one line per run: label, -c, then redmux-bench's mux/fanout row.
 set -euo pipefail
 old=$1 new=$2 nodes=$3 rounds=${4:-3} dur=${5:-3s}
 for r in $(seq "$rounds"); do
-	for c in 1 4 16; do
+	for c in ${CS:-1 4 16 64 256}; do
+		if [ "$r" -gt 3 ] && [ "$c" != 1 ]; then continue; fi
 		for v in old new; do
 			bin=$old; [ "$v" = new ] && bin=$new
 			"$bin" -nodes "$nodes" -strategy mux -c "$c" -d "$dur" -warmup 500ms -out "" 2>&1 |
