@@ -112,6 +112,7 @@ type Config struct {
 	Strategies   []string      // -strategy
 	Workers      int           // -c
 	Conns        int           // -conns (mux: connections per node; 0 = mux default)
+	DirectWait   time.Duration // -direct-wait (mux.Config.DirectWait; 0 = off)
 	Duration     time.Duration // -d
 	Ops          int64         // -n
 	Warmup       time.Duration // -warmup
@@ -184,6 +185,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
+	fs.DurationVar(&c.DirectWait, "direct-wait", 0, "mux strategy: mux.Config.DirectWait, how long a lone caller blocks in epoll_pwait2 for its replies before parking (fewer system calls; measure it on your machines); 0 = off, mux's default")
 	fs.IntVar(&c.Conns, "conns", 0, "mux strategy: connections per node, shared by every worker (commands of concurrent workers are pipelined on them); 0 = mux's default (1)")
 	durationVar(fs, &c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
 	fs.Int64Var(&c.Ops, "n", 0, "measured operations per strategy (instead of -d)")
@@ -488,6 +490,8 @@ func checkRanges(c *Config, set map[string]bool) error {
 		return usagef("at most 64 nodes, got %d", len(c.Nodes))
 	case c.Conns < 0 || c.Conns > mux.MaxConns:
 		return usagef("-conns must be 0..%d, got %d", mux.MaxConns, c.Conns)
+	case c.DirectWait < 0 || c.DirectWait > time.Second:
+		return usagef("-direct-wait must be 0..1s, got %v", c.DirectWait)
 	case c.Workers < 1 || c.Workers > 100000:
 		return usagef("-c must be 1..100000, got %d", c.Workers)
 	case set["d"] && set["n"]:

@@ -51,7 +51,7 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 	m, err := mux.New(mux.Config{
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
-		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(),
+		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(), DirectWait: p.DirectWait,
 	})
 	if err != nil {
 		return nil, err

@@ -44,8 +44,9 @@ type LockParams struct {
 	User        string
 	Password    string
 	DB          int
-	TLS         *tls.Config // every node over TLS (nil: only rediss:// nodes)
-	Fencing     bool        // WorkloadFenced: acquire with a fencing token and write it (mux only)
+	TLS         *tls.Config   // every node over TLS (nil: only rediss:// nodes)
+	Fencing     bool          // WorkloadFenced: acquire with a fencing token and write it (mux only)
+	DirectWait  time.Duration // mux only: mux.Config.DirectWait
 }
 
 func (p LockParams) drift() time.Duration {

@@ -28,34 +28,35 @@ type Report struct {
 // ReportConfig is the run's configuration as written in reports (never the
 // password, only whether one was set).
 type ReportConfig struct {
-	Title       string   `json:"title,omitempty"`
-	Command     string   `json:"command"`
-	Target      string   `json:"target"`
-	TargetKind  string   `json:"target_kind"` // embedded, real-local, nodes
-	Nodes       []string `json:"nodes"`
-	TLS         bool     `json:"tls,omitempty"` // -tls: every node over TLS
-	Strategies  []string `json:"strategies"`
-	Workers     int      `json:"workers"`
-	MuxConns    int      `json:"mux_conns,omitempty"` // 0: mux's default
-	DurationS   float64  `json:"duration_s,omitempty"`
-	Ops         int64    `json:"ops,omitempty"`
-	WarmupS     float64  `json:"warmup_s"`
-	Keys        int      `json:"keys"`
-	TTLMs       int64    `json:"ttl_ms"`
-	TimeoutMs   float64  `json:"node_timeout_ms"`
-	Rate        float64  `json:"rate,omitempty"`
-	Loop        string   `json:"loop"` // closed or open
-	Workload    string   `json:"workload"`
-	Hold        string   `json:"hold,omitempty"`
-	HoldMeanMs  float64  `json:"hold_mean_ms,omitempty"`
-	KeysDist    string   `json:"keys_dist"`
-	User        string   `json:"user,omitempty"`
-	PasswordSet bool     `json:"password_set"`
-	DB          int      `json:"db,omitempty"`
-	LatencyMs   float64  `json:"latency_ms,omitempty"`
-	Faults      []string `json:"faults,omitempty"`
-	DriftFactor float64  `json:"drift_factor"`
-	DriftMs     float64  `json:"drift_fixed_ms"`
+	Title        string   `json:"title,omitempty"`
+	Command      string   `json:"command"`
+	Target       string   `json:"target"`
+	TargetKind   string   `json:"target_kind"` // embedded, real-local, nodes
+	Nodes        []string `json:"nodes"`
+	TLS          bool     `json:"tls,omitempty"` // -tls: every node over TLS
+	Strategies   []string `json:"strategies"`
+	Workers      int      `json:"workers"`
+	MuxConns     int      `json:"mux_conns,omitempty"`      // 0: mux's default
+	DirectWaitMs float64  `json:"direct_wait_ms,omitempty"` // -direct-wait; 0: off
+	DurationS    float64  `json:"duration_s,omitempty"`
+	Ops          int64    `json:"ops,omitempty"`
+	WarmupS      float64  `json:"warmup_s"`
+	Keys         int      `json:"keys"`
+	TTLMs        int64    `json:"ttl_ms"`
+	TimeoutMs    float64  `json:"node_timeout_ms"`
+	Rate         float64  `json:"rate,omitempty"`
+	Loop         string   `json:"loop"` // closed or open
+	Workload     string   `json:"workload"`
+	Hold         string   `json:"hold,omitempty"`
+	HoldMeanMs   float64  `json:"hold_mean_ms,omitempty"`
+	KeysDist     string   `json:"keys_dist"`
+	User         string   `json:"user,omitempty"`
+	PasswordSet  bool     `json:"password_set"`
+	DB           int      `json:"db,omitempty"`
+	LatencyMs    float64  `json:"latency_ms,omitempty"`
+	Faults       []string `json:"faults,omitempty"`
+	DriftFactor  float64  `json:"drift_factor"`
+	DriftMs      float64  `json:"drift_fixed_ms"`
 	// NodeCap is -node-cap: commands/s each embedded node serves.
 	NodeCap float64 `json:"node_cap,omitempty"`
 	// CapacityRate is the extra target rate of the capacity section.

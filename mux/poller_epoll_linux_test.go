@@ -137,8 +137,8 @@ func TestEpollerParkWakes(t *testing.T) {
 	}
 }
 
-// TestDirectWaitConfig: DirectWait's default follows GOMAXPROCS at New,
-// negative turns it off, a set value is kept.
+// TestDirectWaitConfig: DirectWait is off unless set, negative is off, a
+// set value is kept, except with GOMAXPROCS 1.
 func TestDirectWaitConfig(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(procs)
@@ -147,10 +147,11 @@ func TestDirectWaitConfig(t *testing.T) {
 		set   time.Duration
 		want  time.Duration
 	}{
-		{2, 0, DefaultDirectWait},
+		{2, 0, 0},
 		{1, 0, 0},
 		{2, -1, 0},
-		{1, 300 * time.Microsecond, 300 * time.Microsecond},
+		{2, time.Millisecond, time.Millisecond},
+		{1, time.Millisecond, 0},
 		{4, 5 * time.Millisecond, 5 * time.Millisecond},
 	}
 	for _, tt := range tests {

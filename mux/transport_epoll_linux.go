@@ -34,11 +34,11 @@ import (
 // epoller's park). A thread blocked in a raw syscall keeps its scheduler
 // slot until the runtime's monitor retakes it, up to 10 ms later: with
 // many callers on few cores that showed up as 10-40 ms tail latencies. The
-// one exception is bounded and taken only when it pays: a leader with no
-// other caller waiting blocks in epoll_pwait2 for up to DirectWait (1ms),
-// because a lone caller's replies come within it and the kernel then wakes
-// it directly, without the netpoller's wake-up, park and unpark (issue 24:
-// about 6 fewer system calls per acquire+release pair).
+// one exception is opt-in and bounded: with Config.DirectWait set, a
+// leader alone in Do blocks in epoll_pwait2 for up to that long, because a
+// lone caller's replies come within it and the kernel then wakes it
+// directly, without the netpoller's wake-up, park and unpark (issue 24:
+// about 7 fewer system calls per acquire+release pair).
 type epollDriver struct {
 	c    *Client
 	ep   *epoller // the sockets and efd (poller_epoll_linux.go)

@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDirectWaitFlag: -direct-wait parses into the config (off by default),
+// out-of-range values are usage errors, and a run with it set measures
+// with it (0 failures) and records it in summary.json and report.md.
+func TestDirectWaitFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want time.Duration
+		bad  bool
+	}{
+		{nil, 0, false},
+		{[]string{"-direct-wait", "1ms"}, time.Millisecond, false},
+		{[]string{"-direct-wait", "250us"}, 250 * time.Microsecond, false},
+		{[]string{"-direct-wait", "-1ms"}, 0, true},
+		{[]string{"-direct-wait", "2s"}, 0, true},
+	}
+	for _, tt := range tests {
+		cfg, err := ParseArgs(tt.args, noEnv)
+		if tt.bad {
+			require.Error(t, err, "%v", tt.args)
+			require.True(t, errors.Is(err, ErrUsage), "%v: %v", tt.args, err)
+			require.Contains(t, err.Error(), "-direct-wait")
+			continue
+		}
+		require.NoError(t, err, "%v", tt.args)
+		require.Equal(t, tt.want, cfg.DirectWait, "%v", tt.args)
+	}
+
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Main([]string{"-fake", "3", "-strategy", "mux", "-c", "1", "-n", "200", "-warmup", "0s",
+		"-direct-wait", "1ms", "-out", dir}, &out, &errb, noEnv)
+	require.Equal(t, 0, code, errb.String())
+	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	require.NoError(t, err)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, 1.0, rep.Config.DirectWaitMs)
+	require.Len(t, rep.Strategies, 1)
+	require.Zero(t, rep.Strategies[0].Failed)
+	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(md), "mux direct wait (-direct-wait) | 1ms"), "report.md names it")
+}
