@@ -223,11 +223,13 @@ func TestAcquireContext(t *testing.T) {
 	setForeign(t, addrs, "ctx", 0, 1, 2, 3, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := c.Acquire(ctx, "ctx", redlock.WithTries(1000000))
 	require.ErrorIs(t, err, redlock.ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Less(t, time.Since(start), 80*time.Millisecond+time.Second)
+	// Ended by ctx, not by running out of tries (counted, not timed).
+	var nae *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &nae)
+	require.Less(t, nae.Tries, 1000000, "%+v", nae)
 
 	done, cancel2 := context.WithCancel(context.Background())
 	cancel2()
@@ -399,10 +401,13 @@ func TestExtendQuorumTooLate(t *testing.T) {
 	for _, n := range cl.Nodes {
 		n.SetLatency(150*time.Millisecond, 0)
 	}
-	start := time.Now()
 	err = l.Extend(context.Background(), 5*time.Second)
 	require.ErrorIs(t, err, redlock.ErrLockExpired)
-	require.Less(t, time.Since(start), 500*time.Millisecond, "the wait is bounded by the remaining validity")
+	// The wait is bounded by the remaining validity (under 60ms), not by
+	// the nodes (150ms each): Extend returned with every node pending.
+	var ee *redlock.ExtendError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, len(cl.Nodes), ee.Pending, "no node had answered: %+v", ee)
 	require.Zero(t, l.Validity())
 }
 
