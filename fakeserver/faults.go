@@ -51,14 +51,13 @@ func (d Direction) String() string {
 // connection run in order, so a delayed command holds up those behind it
 // on the same connection; other connections are not slowed.
 func (n *Node) SetRequestDelay(fixed, jitter time.Duration) {
-	if fixed < 0 {
-		fixed = 0
-	}
-	if jitter < 0 {
-		jitter = 0
-	}
-	n.reqFixed.Store(int64(fixed))
-	n.reqJitter.Store(int64(jitter))
+	storeDelay(&n.reqFixed, &n.reqJitter, fixed, jitter)
+}
+
+// storeDelay sets a fixed + jitter delay pair; negative values are 0.
+func storeDelay(f, j *atomic.Int64, fixed, jitter time.Duration) {
+	f.Store(int64(max(fixed, 0)))
+	j.Store(int64(max(jitter, 0)))
 }
 
 // SetReplyDelay is SetLatency: the command is executed as soon as it is
@@ -238,14 +237,7 @@ func (n *Node) beforeExec(fc *fconn) bool {
 // batch of replies, measured from when the request was read. Replies on one
 // connection stay in order; other connections are not slowed.
 func (n *Node) SetLatency(fixed, jitter time.Duration) {
-	if fixed < 0 {
-		fixed = 0
-	}
-	if jitter < 0 {
-		jitter = 0
-	}
-	n.latFixed.Store(int64(fixed))
-	n.latJitter.Store(int64(jitter))
+	storeDelay(&n.latFixed, &n.latJitter, fixed, jitter)
 }
 
 func (n *Node) latency() (time.Duration, time.Duration) {
