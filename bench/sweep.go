@@ -472,19 +472,25 @@ func (sr *stepRunner) step1(rate float64, refine bool) (*SweepStep, error) {
 
 // step runs a rate (unless st is that rate's step, already measured), and
 // once more when it missed only the latency objective or did not keep up
-// (see SweepStep.Repeated).
-func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (*SweepStep, error) {
-	var err error
+// (see SweepStep.Repeated). saturated reports that the rate did not hold
+// and one of its runs could not keep up: a saturated first run whose
+// re-run then kept up but missed the objective (the queue left by the
+// first run) is still a rate past saturation, and the sweep stops there.
+func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (_ *SweepStep, saturated bool, err error) {
 	if st == nil {
 		if st, err = sr.step1(rate, refine); st == nil || err != nil {
-			return st, err
+			return st, false, err
 		}
 	}
 	if !st.rerunnable() {
-		return st, nil
+		return st, !st.Held && st.Saturated, nil
 	}
 	st.Repeated = true
-	return sr.step1(rate, refine)
+	again, err := sr.step1(rate, refine)
+	if again == nil {
+		return nil, false, err
+	}
+	return again, !again.Held && (again.Saturated || st.Saturated), err
 }
 
 // sweepOn judges a strategy's lightest step under sw.slo and runs the
@@ -509,11 +515,12 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	for i := 0; i < len(r.rates); i++ {
 		rate := r.rates[i]
 		var st *SweepStep
+		var saturated bool
 		var err error
 		if i == 0 {
-			st, err = sr.step(first, rate, false)
+			st, saturated, err = sr.step(first, rate, false)
 		} else {
-			st, err = sr.step(nil, rate, false)
+			st, saturated, err = sr.step(nil, rate, false)
 		}
 		if st == nil || err != nil || st.Interrupted {
 			return err
@@ -528,7 +535,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 			continue
 		}
 		fails++
-		if st.Saturated || fails >= 2 {
+		if saturated || fails >= 2 {
 			break
 		}
 	}
@@ -542,7 +549,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		if mid <= ss.KneeRate || mid >= hi.TargetRate {
 			break
 		}
-		st, err := sr.step(nil, mid, true)
+		st, _, err := sr.step(nil, mid, true)
 		if st == nil || err != nil || st.Interrupted {
 			return err
 		}
