@@ -77,6 +77,18 @@ func (b *Batch) begin(p Policy) {
 // settled reports whether Do may return.
 func (cl *call) settled() bool { return cl.decided || cl.open == 0 }
 
+// need is a lower bound on the nodes that must still complete before the
+// call can settle (at least 1): with a quorum, as many as all-successes
+// or all-failures would take, whichever is fewer; without, every open
+// node. A leader may wait for that many at once.
+func (cl *call) need() int {
+	n := cl.open
+	if q := cl.pol.Quorum; q > 0 {
+		n = min(q-cl.succ, cl.active-cl.fail-q+1)
+	}
+	return max(n, 1)
+}
+
 // signal wakes Do once, when the call has settled.
 func (b *Batch) signal() {
 	cl := &b.call

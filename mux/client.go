@@ -314,6 +314,9 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 
 	var err error
 	settled := b.isSettled()
+	if aw != nil {
+		aw.sent(settled)
+	}
 	switch {
 	case settled:
 	case aw != nil:

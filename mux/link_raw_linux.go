@@ -18,7 +18,8 @@ const (
 
 // rawLink is a raw non-blocking socket watched by the driver's epoll.
 type rawLink struct {
-	d     *epollDriver
+	d     *tokenDriver
+	ep    *epoller
 	fd    int
 	tag   int32
 	outOn bool
@@ -67,7 +68,7 @@ func (l *rawLink) nonBlocking() bool { return true }
 
 func (l *rawLink) start(cn *pconn) error {
 	l.tag = int32(cn.idx)
-	return l.d.ep.add(l.fd, l.tag, evIn)
+	return l.ep.add(l.fd, l.tag, evIn)
 }
 
 func (l *rawLink) wantWrite(on bool) error {
@@ -78,7 +79,7 @@ func (l *rawLink) wantWrite(on bool) error {
 	if on {
 		events |= evOut
 	}
-	if err := l.d.ep.mod(l.fd, l.tag, events); err != nil {
+	if err := l.ep.mod(l.fd, l.tag, events); err != nil {
 		return err
 	}
 	l.outOn = on
@@ -92,7 +93,7 @@ func (l *rawLink) wantWrite(on bool) error {
 }
 
 func (l *rawLink) unregister() {
-	l.d.ep.del(l.fd)
+	l.ep.del(l.fd)
 	if l.outOn {
 		l.outOn = false
 		l.d.outArmed.Add(-1)

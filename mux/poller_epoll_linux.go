@@ -33,7 +33,8 @@ import (
 //
 // epoll_wait on the inner set is otherwise only called with a zero
 // timeout, to collect what is ready. Used by one token holder at a time
-// (transport_epoll_linux.go); add, mod and del may be called by anyone.
+// (transport_token_linux.go, through transport_epoll_linux.go); add, mod
+// and del may be called by anyone.
 type epoller struct {
 	fd     int      // the inner set
 	outer  int      // holds fd (EPOLLIN, level-triggered) while armed; owned by file

@@ -8,7 +8,8 @@ import (
 // The seam between the engine (conn.go, ingest.go, client.go: queues,
 // reply matching, decisions) and the bytes. A driver dials connections and
 // runs their read side; a link is one connection. Two implementations:
-// raw non-blocking sockets with one epoll poller goroutine per client
+// raw non-blocking sockets read by whoever holds a client's reader token
+// (transport_token_linux.go), told what is ready by epoll
 // (transport_epoll_linux.go, the default on Linux), and Go's net.Conn with
 // one reader goroutine per connection (transport_net.go: other systems,
 // Linux with -tags redmux_portable, and later TLS).
@@ -59,6 +60,10 @@ type driver interface {
 type awaiter interface {
 	enter()
 	await(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error
+	// sent runs once the caller's commands are queued, before await (or
+	// before Do returns, settled is then true): a driver whose links
+	// queue writes for the kernel hands them over by then.
+	sent(settled bool)
 	// follow(1) counts a caller that waits for others to read (for queue
 	// room) as a follower, so that someone reads; follow(-1) ends it.
 	follow(delta int32)

@@ -1,0 +1,329 @@
+//go:build linux
+
+package mux
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tokenDriver runs the read side of every connection of a client on raw
+// non-blocking sockets, over a readySet that says what is ready (the epoll
+// set, transport_epoll_linux.go). Whoever waits on the set holds the reader
+// token (tok) and reads for every connection: it parses replies, hands
+// them to their batches, resumes writes that found a socket full and
+// closes connections whose oldest outstanding reply is overdue.
+//
+// The token goes to a caller when it can: a caller of Do that finds no
+// other caller waiting and the token free reads its own replies (the
+// leader), so a lone caller is woken by the kernel directly, with no
+// goroutine between it and its replies. Callers that find the token taken
+// wait on their batch (followers) and are woken by whoever holds it. A
+// poller goroutine per client takes the token when a leader leaves with
+// followers still waiting, when a write waits for writability, when a link
+// was aborted, and every sweep interval (it first reads what has arrived,
+// so a quiet client's connections are not judged overdue on replies nobody
+// read).
+//
+// Waiting mostly does not block an OS thread: the holder parks in the Go
+// runtime's netpoller like any goroutine blocked on a socket (the set's
+// park). A thread blocked in a raw syscall keeps its scheduler slot until
+// the runtime's monitor retakes it, up to 10 ms later: with many callers
+// on few cores that showed up as 10-40 ms tail latencies. The one
+// exception is bounded: a leader alone in Do blocks in the kernel (the
+// set's waitFor) for up to the direct budget (Config.DirectWait), because a lone caller's replies come
+// within it and the kernel then wakes it directly, without the
+// netpoller's wake-up, park and unpark (issue 24).
+type tokenDriver struct {
+	c    *Client
+	set  readySet
+	efd  int // eventfd: readable once Close starts (wakes the holder, aborts dials)
+	stop atomic.Bool
+	wg   sync.WaitGroup
+
+	tok      atomic.Bool   // the reader token
+	waiters  atomic.Int32  // callers in Do whose replies someone else must read
+	outArmed atomic.Int32  // links waiting for writability
+	kick     chan struct{} // cap 1: wakes the poller goroutine
+
+	direct int64 // the direct-wait budget in ns (0: off)
+
+	// The token holder's.
+	nextSweep  atomic.Int64 // mono ns (read by the poller without the token)
+	sweepEvery int64
+}
+
+// readySet is how a tokenDriver learns what is ready, and its only
+// waiting. Every method but flush and close is called by the token holder
+// only; each handles what became ready (the connections' readable and
+// writable) before it returns, and returns an error only when the set
+// itself broke.
+type readySet interface {
+	// poke handles what is ready now, without waiting.
+	poke() error
+	// waitFor blocks the thread in the kernel for at most d ns (d > 0),
+	// until something is ready; need is how many more connections must
+	// answer before the leader's call can settle (a set may wait for
+	// that many at once).
+	waitFor(d int64, need int) error
+	// park waits in the Go runtime's netpoller until something is ready
+	// or deadline (mono ns) passes.
+	park(deadline int64) error
+	// flush hands the kernel what links queued but did not submit (none
+	// for epoll: its links write at once); any goroutine may call it.
+	flush()
+	// dial dials a connection to node and makes its link.
+	dial(node int) (link, error)
+	// close releases the set (the token holder is gone).
+	close()
+}
+
+var _ driver = (*tokenDriver)(nil)
+var _ awaiter = (*tokenDriver)(nil)
+
+// wakeTag marks the eventfd's events.
+const wakeTag = -1
+
+// leaderSlice bounds one wait of a leader whose ctx can be cancelled: it
+// looks at ctx between waits. Chosen, not measured: a cancel is seen
+// within 2ms, and a slice costs one wake-up per 2ms of waiting, nothing
+// on the usual wait that ends sooner (lock replies come in well under a
+// millisecond on a LAN: results/single-caller/README.md).
+const leaderSlice = int64(2 * time.Millisecond)
+
+// newTokenDriver makes the driver state and the close eventfd; the caller
+// sets set and then calls run.
+func newTokenDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	every := int64(c.cfg.HardTimeout / 4)
+	every = min(max(every, int64(time.Millisecond)), int64(100*time.Millisecond))
+	d := &tokenDriver{
+		c: c, efd: efd,
+		kick:       make(chan struct{}, 1),
+		sweepEvery: every,
+		direct:     int64(direct),
+	}
+	d.nextSweep.Store(mono() + every)
+	return d, nil
+}
+
+// run starts the poller goroutine (set is in place).
+func (d *tokenDriver) run() {
+	d.wg.Add(1)
+	go d.poll()
+}
+
+// wake kicks the poller goroutine (it takes the token if it is free).
+func (d *tokenDriver) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// needPoller reports whether someone must hold the token although no
+// leader may: followers wait, or a write waits for writability.
+func (d *tokenDriver) needPoller() bool {
+	return d.waiters.Load() > 0 || d.outArmed.Load() > 0
+}
+
+// release gives the token back and hands the read side to the poller if
+// it is still needed.
+func (d *tokenDriver) release() {
+	d.tok.Store(false)
+	if d.needPoller() {
+		d.wake()
+	}
+}
+
+// enter runs before a caller's commands go out. When no other caller
+// waits and the token is free, it reads what arrived while nobody read,
+// so bytes a node sent unasked are found while nothing is outstanding on
+// that connection and are not taken for the replies to the commands about
+// to be sent. The token is not kept while the caller sends: a send may
+// wait for queue room, which only the token holder (resuming a full
+// socket's writes) can make.
+func (d *tokenDriver) enter() {
+	if d.waiters.Load() != 0 || !d.tok.CompareAndSwap(false, true) {
+		return
+	}
+	d.after(d.set.poke())
+	d.release()
+}
+
+// await waits until b's call settles, deadline passes, ctx ends or the
+// client closes. When no other caller waits and the token is free, the
+// caller leads: it reads for every connection itself, and gives the token
+// back when its own call has settled. Otherwise it follows: it waits on
+// b.wake for whoever reads to deliver its replies.
+func (d *tokenDriver) await(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
+	if d.waiters.Add(1) == 1 && d.tok.CompareAndSwap(false, true) {
+		d.waiters.Add(-1)
+		err := d.lead(ctx, b, deadline, ctxDeadline)
+		d.release()
+		return err
+	}
+	d.set.flush() // what this caller queued goes now: the holder may be waiting in the kernel
+	if !d.tok.Load() {
+		d.wake() // nobody reads: the poller must (release covers the other order)
+	}
+	err := b.wait(ctx, deadline, ctxDeadline, d.c.done)
+	d.waiters.Add(-1)
+	return err
+}
+
+// sent runs after a caller queued its commands and before it waits (or
+// returns, when its call settled on errors alone): what it queued must
+// reach the kernel even if it never leads.
+func (d *tokenDriver) sent(settled bool) {
+	if settled {
+		d.set.flush()
+	}
+}
+
+// follow counts a caller waiting for queue room as a follower.
+func (d *tokenDriver) follow(delta int32) {
+	if delta > 0 {
+		d.set.flush()
+	}
+	if d.waiters.Add(delta) > 0 && delta > 0 && !d.tok.Load() {
+		d.wake()
+	}
+}
+
+// lead reads for every connection until b's call settles (token held).
+// While it is the only caller in Do, it first waits in the kernel
+// directly, up to the direct budget from its first wait, then parks in
+// the netpoller.
+func (d *tokenDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error {
+	done := ctx.Done()
+	direct := int64(-1) // mono ns the direct wait ends; -1: not started
+	for {
+		b.mu.Lock()
+		settled := b.call.settled()
+		need := b.call.need()
+		b.mu.Unlock()
+		if settled {
+			return nil
+		}
+		if d.c.closed.Load() {
+			return ErrClosed
+		}
+		now := mono()
+		if done != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if now >= deadline {
+			if ctxDeadline {
+				return context.DeadlineExceeded
+			}
+			return nil
+		}
+		until := min(deadline, d.nextSweep.Load())
+		if done != nil {
+			until = min(until, now+leaderSlice)
+		}
+		if direct < 0 {
+			direct = now + d.direct
+		}
+		// Only a caller alone in Do waits directly: with others about, its
+		// blocked thread would keep a P they need (and they bring replies
+		// of their own for the leader to read, so it parks as before).
+		if now < direct && d.c.active.Load() == 1 && d.waiters.Load() == 0 {
+			if w := min(until, direct) - now; w > 0 {
+				d.after(d.set.waitFor(w, need))
+			} else {
+				d.after(d.set.poke())
+			}
+		} else {
+			d.after(d.set.park(until))
+		}
+	}
+}
+
+// after handles a wait's error (the set broke: nothing can be read any
+// more), then the overdue sweep when it is due (token held).
+func (d *tokenDriver) after(err error) {
+	c := d.c
+	if err != nil {
+		if c.closed.Load() {
+			return
+		}
+		for _, cn := range c.conns {
+			if l := cn.current(); l != nil {
+				cn.fail(ErrConnBroken, err)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+		return
+	}
+	if now := mono(); now >= d.nextSweep.Load() {
+		limit := now - int64(c.cfg.HardTimeout)
+		for _, cn := range c.conns {
+			if cn.overdue(limit) {
+				cn.fail(ErrNodeDown, errOverdue)
+			}
+		}
+		d.nextSweep.Store(now + d.sweepEvery)
+	}
+}
+
+// poll is the poller goroutine: it holds the token while followers wait or
+// a write waits for writability, and otherwise sleeps until kicked or the
+// next sweep.
+func (d *tokenDriver) poll() {
+	defer d.wg.Done()
+	c := d.c
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for !d.stop.Load() {
+		if !c.closed.Load() && d.tok.CompareAndSwap(false, true) {
+			d.after(d.set.poke()) // what arrived while nobody read, then the sweep if due
+			for d.needPoller() && !c.closed.Load() {
+				d.after(d.set.park(d.nextSweep.Load()))
+			}
+			d.tok.Store(false)
+			if d.needPoller() && !c.closed.Load() {
+				continue // a caller came between the last check and the release
+			}
+		}
+		t.Reset(time.Duration(max(d.nextSweep.Load()-mono(), int64(time.Millisecond))))
+		select {
+		case <-d.kick:
+			t.Stop() // go 1.23 timers: no stale tick after Stop or Reset
+		case <-t.C:
+		}
+	}
+	// Stopping: a leader still inside Do leaves at once (the client is
+	// closed and efd is readable); then every connection fails.
+	for !d.tok.CompareAndSwap(false, true) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	for _, cn := range c.conns {
+		cn.fail(ErrNodeDown, ErrClosed)
+	}
+}
+
+func (d *tokenDriver) dial(node int) (link, error) { return d.set.dial(node) }
+
+var one = [8]byte{1}
+
+func (d *tokenDriver) closing() { _, _ = unix.Write(d.efd, one[:]) }
+
+func (d *tokenDriver) close() {
+	d.stop.Store(true)
+	d.wake()
+	d.wg.Wait()
+	d.set.close()
+	_ = unix.Close(d.efd)
+}
