@@ -9,9 +9,11 @@ FUZZTIME ?= 30s
 run:
 	$(GO) run ./cmd/redmux-bench
 
-## test: gofmt check, go vet, and every test with the race detector
+## test: gofmt check, go vet, and every test with the race detector; then mux's suite again
+## with every client on io_uring (said and skipped where the kernel refuses io_uring)
 test: fmt-check vet
 	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
+	REDMUX_TEST_TRANSPORT=io_uring $(GO) test -race -shuffle=on -count=1 -timeout 10m ./mux
 
 ## install-check: README's Install recipes (replace, workspace), applied as written to a module
 ## outside the checkout in a temporary directory, then built, vetted and run on the fake (~5 s)

@@ -113,6 +113,7 @@ type Config struct {
 	Workers      int           // -c
 	Conns        int           // -conns (mux: connections per node; 0 = mux default)
 	DirectWait   time.Duration // -direct-wait (mux.Config.DirectWait; 0 = off)
+	Transport    mux.Transport // -transport (mux.Config.Transport)
 	Duration     time.Duration // -d
 	Ops          int64         // -n
 	Warmup       time.Duration // -warmup
@@ -185,6 +186,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
+	fs.Var(transportFlag{&c.Transport}, "transport", "mux strategy: how its connections are driven on Linux: epoll (mux's default) or io_uring (a lone caller's sends and its wait are one system call; a run fails when the kernel refuses io_uring)")
 	fs.DurationVar(&c.DirectWait, "direct-wait", 0, "mux strategy: mux.Config.DirectWait, how long a lone caller blocks in epoll_pwait2 for its replies before parking (fewer system calls; measure it on your machines); 0 = off, mux's default")
 	fs.IntVar(&c.Conns, "conns", 0, "mux strategy: connections per node, shared by every worker (commands of concurrent workers are pipelined on them); 0 = mux's default (1)")
 	durationVar(fs, &c.Duration, "d", 5*time.Second, "measured `duration` per strategy")
@@ -617,6 +619,15 @@ func hideURLPasswords(list string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// transportName is the -transport recorded in the report: empty for
+// epoll, mux's default.
+func (c *Config) transportName() string {
+	if c.Transport == mux.TransportEpoll {
+		return ""
+	}
+	return c.Transport.String()
 }
 
 // secrets returns every password the configuration holds: -password's

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/mux"
 	"github.com/stretchr/testify/require"
 )
 
@@ -55,4 +56,42 @@ func TestDirectWaitFlag(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, FileReport))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(md), "mux direct wait (-direct-wait) | 1ms"), "report.md names it")
+}
+
+// TestTransportFlag: -transport takes epoll or io_uring (epoll by default,
+// anything else is a usage error naming both); a run on io_uring measures
+// on it (0 failures) and says so in summary.json and report.md, and a
+// kernel that refuses io_uring fails the run rather than letting it
+// measure epoll under io_uring's name.
+func TestTransportFlag(t *testing.T) {
+	cfg, err := ParseArgs(nil, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, mux.TransportEpoll, cfg.Transport)
+	require.Empty(t, cfg.transportName(), "epoll, the default, is not recorded")
+	cfg, err = ParseArgs([]string{"-transport", "io_uring"}, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, mux.TransportIOURing, cfg.Transport)
+	_, err = ParseArgs([]string{"-transport", "kqueue"}, noEnv)
+	require.True(t, errors.Is(err, ErrUsage), "%v", err)
+	require.Contains(t, err.Error(), "epoll or io_uring")
+
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Main([]string{"-fake", "3", "-strategy", "mux", "-c", "1", "-n", "200", "-warmup", "0s",
+		"-transport", "io_uring", "-out", dir}, &out, &errb, noEnv)
+	if code != 0 && strings.Contains(errb.String(), "io_uring refused") {
+		t.Skipf("SKIPPED: this machine refuses io_uring, and the run said so: %s", errb.String())
+	}
+	require.Equal(t, 0, code, errb.String())
+	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	require.NoError(t, err)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, "io_uring", rep.Config.MuxTransport)
+	require.Len(t, rep.Strategies, 1)
+	require.Zero(t, rep.Strategies[0].Failed)
+	require.EqualValues(t, 200, rep.Strategies[0].Acquired)
+	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "mux transport (-transport) | io_uring")
 }

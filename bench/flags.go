@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // durationFlag is a time.Duration flag whose error for a bare number says
@@ -40,6 +42,26 @@ func (f durationFlag) Set(s string) error {
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationFlag{p}, name, usage)
+}
+
+// transportFlag is -transport: a mux.Transport by name.
+type transportFlag struct{ t *mux.Transport }
+
+func (f transportFlag) String() string {
+	if f.t == nil {
+		return mux.TransportEpoll.String()
+	}
+	return f.t.String()
+}
+
+func (f transportFlag) Set(s string) error {
+	for _, t := range []mux.Transport{mux.TransportEpoll, mux.TransportIOURing} {
+		if s == t.String() {
+			*f.t = t
+			return nil
+		}
+	}
+	return fmt.Errorf("want %s or %s", mux.TransportEpoll, mux.TransportIOURing)
 }
 
 type startAtFlag struct{ t *time.Time }

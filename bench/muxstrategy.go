@@ -52,9 +52,15 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
 		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(), DirectWait: p.DirectWait,
+		Transport: p.Transport,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if p.Transport != mux.TransportEpoll && m.Transport() != p.Transport.String() && p.TLS == nil {
+		// A run that asked for io_uring must not quietly measure epoll.
+		_ = m.Close()
+		return nil, fmt.Errorf("-transport %s: the client runs %s", p.Transport, m.Transport())
 	}
 	// A node that refused the connection set-up for authentication fails
 	// the run at once with the reason, rather than as node errors.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/internal/lockrule"
+	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
@@ -47,6 +48,7 @@ type LockParams struct {
 	TLS         *tls.Config   // every node over TLS (nil: only rediss:// nodes)
 	Fencing     bool          // WorkloadFenced: acquire with a fencing token and write it (mux only)
 	DirectWait  time.Duration // mux only: mux.Config.DirectWait
+	Transport   mux.Transport // mux only: mux.Config.Transport
 }
 
 func (p LockParams) drift() time.Duration {

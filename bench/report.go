@@ -460,6 +460,9 @@ func writeConfigSection(w io.Writer, c ReportConfig) {
 	} else {
 		ct.row("mux connections per node", fmt.Sprintf("mux default (%d)", mux.DefaultConns))
 	}
+	if c.MuxTransport != "" {
+		ct.row("mux transport (-transport)", c.MuxTransport)
+	}
 	if c.DirectWaitMs > 0 {
 		ct.row("mux direct wait (-direct-wait)", fmt.Sprintf("%gms", c.DirectWaitMs))
 	}

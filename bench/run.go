@@ -174,6 +174,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
 		Fencing: cfg.Workload == WorkloadFenced, DirectWait: cfg.DirectWait,
+		Transport: cfg.Transport,
 	}
 	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
 	secrets := cfg.secrets()
@@ -368,7 +369,7 @@ func progressLine(p Progress, i, n int, term, openLoop bool) string {
 func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	rc := ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
-		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
+		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, MuxTransport: cfg.transportName(), DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
 		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,

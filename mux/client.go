@@ -54,6 +54,9 @@ type Client struct {
 	kinds []nodeKinds // per node; shared with every batch
 	conns []*pconn    // node i's connections are conns[i*Conns : (i+1)*Conns]
 	drv   driver
+	// transport names the driver that runs ("epoll", "io_uring",
+	// "net.Conn"), with why io_uring was refused when it was asked for.
+	transport string
 
 	closed atomic.Bool
 	active atomic.Int32  // callers between their first send and their wait
@@ -185,6 +188,12 @@ func (c *Client) markDown(i int, cause error) {
 	default:
 	}
 }
+
+// Transport names the transport that drives the client's connections:
+// "epoll", "io_uring" or "net.Conn" (see Transports in the package
+// documentation). When Config.Transport asked for io_uring and the kernel
+// refused it, it says so: "epoll (io_uring refused: ...)".
+func (c *Client) Transport() string { return c.transport }
 
 // N returns the number of nodes.
 func (c *Client) N() int { return c.n }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,19 +54,28 @@ type Config struct {
 	ReconnectMax  time.Duration // backoff cap (with jitter); default 2s
 	Parser        resp.Parser   // reply limits; zero = resp defaults
 	// DirectWait, when positive, is how long a lone caller waiting for
-	// its replies (no other caller in Do) blocks in the kernel's
-	// epoll_pwait2 on the client's sockets before it parks in the Go
-	// netpoller: the kernel then wakes it when replies arrive, with no
-	// runtime park/unpark and no netpoller wake-up in between. It holds an
-	// OS thread (not a CPU) while it waits, and a ctx cancelled meanwhile
-	// is noticed when it ends. Off by default (0 or negative): on a shared
-	// 2-core machine 1ms cut the system calls per acquire+release pair by
-	// 17% but showed no latency gain, and cost 10% against Go servers on
-	// the same cores (results/single-caller); measure it on your own
-	// machines (redmux-bench -direct-wait 1ms). Ignored with GOMAXPROCS 1
-	// at New (the one P would stay with the blocked thread until the
-	// runtime retakes it). The epoll transport only.
+	// its replies (no other caller in Do) blocks in the kernel
+	// (epoll_pwait2 on the client's sockets, or io_uring_enter) before it
+	// parks in the Go netpoller: the kernel then wakes it when replies
+	// arrive, with no runtime park/unpark and no netpoller wake-up in
+	// between. It holds an OS thread (not a CPU) while it waits, and a
+	// ctx cancelled meanwhile is noticed when it ends. On epoll, off by
+	// default (0 or negative): on a shared 2-core machine 1ms cut the
+	// system calls per acquire+release pair by 17% but showed no latency
+	// gain, and cost 10% against Go servers on the same cores
+	// (results/single-caller); measure it on your own machines
+	// (redmux-bench -direct-wait 1ms). On io_uring (Transport) 0 means
+	// 1ms, the wait that also submits being that transport's point;
+	// negative is off. Ignored with GOMAXPROCS 1 at New (the one P would
+	// stay with the blocked thread until the runtime retakes it).
 	DirectWait time.Duration
+	// Transport picks how connections are driven on Linux (see
+	// Transports in the package documentation): TransportEpoll, the
+	// default, or TransportIOURing, which falls back to epoll where the
+	// kernel or a policy refuses io_uring (Client.Transport says which
+	// runs). Other systems, -tags redmux_portable and TLS clients use
+	// net.Conn whatever it says.
+	Transport Transport
 	// TLS, when set, connects every node over TLS with this configuration
 	// (host:port and rediss:// nodes; a redis:// URL is then an error).
 	// Without it, rediss:// URLs turn TLS on for their node alone. It is cloned per node; ServerName defaults to the
@@ -75,6 +85,33 @@ type Config struct {
 	// default. A client with any TLS node runs every connection on the
 	// net.Conn transport (see Transports).
 	TLS *tls.Config
+}
+
+// Transport is a way of driving a Client's connections (Config.Transport).
+type Transport uint8
+
+const (
+	// TransportEpoll: raw non-blocking sockets watched by epoll (Linux's
+	// default).
+	TransportEpoll Transport = iota
+	// TransportIOURing: raw sockets driven by an io_uring: a lone caller's
+	// sends and its wait for their replies are one io_uring_enter. A
+	// lone caller waits in the kernel for up to DirectWait, 1ms when it
+	// is 0 (negative: never). Needs Linux 5.11; New falls back to epoll
+	// when the ring cannot be set up (an older kernel, a seccomp policy,
+	// the io_uring_disabled sysctl).
+	TransportIOURing
+)
+
+// String returns the transport's name ("epoll", "io_uring").
+func (t Transport) String() string {
+	switch t {
+	case TransportEpoll:
+		return "epoll"
+	case TransportIOURing:
+		return "io_uring"
+	}
+	return "Transport(" + strconv.Itoa(int(t)) + ")"
 }
 
 // Defaults of a zero Config field.
@@ -100,6 +137,9 @@ type resolved struct {
 	Config
 	nodes []nodeSpec // per node: address, credentials, db, TLS
 	tls   bool       // some node uses TLS: the net.Conn transport runs the client
+	// directOff: DirectWait was negative, or GOMAXPROCS is 1 (no direct
+	// waits at all, io_uring's default budget included).
+	directOff bool
 }
 
 func resolve(cfg Config) (*resolved, error) {
@@ -153,7 +193,10 @@ func resolve(cfg Config) (*resolved, error) {
 		}
 	}
 	if r.DirectWait < 0 || runtime.GOMAXPROCS(0) == 1 {
-		r.DirectWait = 0
+		r.DirectWait, r.directOff = 0, true
+	}
+	if r.Transport > TransportIOURing {
+		return nil, fmt.Errorf("%w: unknown Transport %d", ErrConfig, r.Transport)
 	}
 	if r.ReconnectMax < r.ReconnectMin {
 		r.ReconnectMax = r.ReconnectMin

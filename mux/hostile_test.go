@@ -296,6 +296,65 @@ func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
 	}
 }
 
+// D3b: the same after calls, not only before the first: a stray sent
+// while the client is idle between calls is a protocol error too, never
+// the next call's reply. On io_uring this needs the receives re-armed by
+// the previous call to reach the kernel when that call ends (the flush at
+// the token's release), not with the next call's commands: then the
+// stray and the reply come in one arrival, and the stray, an OK like a
+// SET's, passed for the reply.
+func TestUnsolicitedAfterCallIsProtocolError(t *testing.T) {
+	stray := make(chan *hconn, 1)
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if string(args[0]) == "ECHO" && string(args[1]) == "trigger" {
+				select {
+				case stray <- c:
+				default:
+				}
+			}
+			return r
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) { cfg.Scripts = nil; cfg.Conns = 1 })
+	b := c.NewBatch()
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "trigger"))
+	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.Last(0); err != nil || string(rep.Data) != "trigger" {
+		t.Fatalf("trigger: %q %v", rep.Data, err)
+	}
+	// The call is over; the server now sends a stray OK.
+	hc := <-stray
+	if err := hc.send([]byte("+OK\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded by count: the client replaces the connection once it reads
+	// the stray; until then calls may still go to the old one.
+	var last string
+	for k := 0; k < 200; k++ {
+		time.Sleep(5 * time.Millisecond)
+		h.mu.Lock()
+		accepted := len(h.conns)
+		h.mu.Unlock()
+		b.Reset()
+		b.Add(0, resp.AppendCommand(nil, "ECHO", "x"+strconv.Itoa(k)))
+		_, _ = c.Do(context.Background(), b, Policy{})
+		rep, err := b.Last(0)
+		if err == nil && string(rep.Data) != "x"+strconv.Itoa(k) {
+			t.Fatalf("call %d got %q: the stray passed for a reply", k, rep.Data)
+		}
+		if err == nil {
+			last = string(rep.Data)
+		}
+		if accepted == 2 && err == nil {
+			return // replaced, and the new connection answers
+		}
+	}
+	t.Fatalf("the stray never broke the connection (last reply %q)", last)
+}
+
 // D4: a node streaming a huge reply breaks its connection at
 // MaxReplyBytes (ErrProtocol), within Do's deadline, and the grown read
 // buffer is released.

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -9,6 +10,22 @@ import (
 
 func TestMain(m *testing.M) {
 	fakeserver.ServeChild() // the child-process cluster of startChild is this binary
+	// REDMUX_TEST_TRANSPORT=io_uring runs every client that does not name
+	// a transport on io_uring (make test runs the package so once).
+	switch v := os.Getenv("REDMUX_TEST_TRANSPORT"); v {
+	case "", "epoll":
+	case "io_uring":
+		testTransport = TransportIOURing
+		if err := uringRefused(); err != nil {
+			// Every client would fall back to epoll: the run would test
+			// nothing the plain run did not.
+			fmt.Fprintf(os.Stderr, "SKIPPED: REDMUX_TEST_TRANSPORT=io_uring, but this machine refuses io_uring (%v): the suite was not run on it\n", err)
+			os.Exit(0)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "REDMUX_TEST_TRANSPORT=%q: want epoll or io_uring\n", v)
+		os.Exit(2)
+	}
 	os.Exit(m.Run())
 }
 

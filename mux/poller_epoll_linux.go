@@ -178,6 +178,16 @@ func (p *epoller) watch(events uint32) error {
 	return nil
 }
 
+// disarm stops the outer set's watch, if armed: a wait that blocks in the
+// kernel on something else (io_uring_enter) is about to begin, and the
+// netpoller must not be woken by what it waits for.
+func (p *epoller) disarm() error {
+	if !p.armed {
+		return nil
+	}
+	return p.watch(0)
+}
+
 // waitFor returns the ready events, blocking the thread in the kernel for
 // at most d ns (then 0 events, nil error; also on EINTR). d <= 0 (a sweep
 // already due) only collects what is ready: a negative timeout would be
@@ -186,10 +196,8 @@ func (p *epoller) waitFor(d int64) (int, error) {
 	if d <= 0 {
 		return p.poke()
 	}
-	if p.armed {
-		if err := p.watch(0); err != nil {
-			return 0, err
-		}
+	if err := p.disarm(); err != nil {
+		return 0, err
 	}
 	if !p.noPw2 {
 		p.ts = unix.NsecToTimespec(d)

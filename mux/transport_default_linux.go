@@ -2,15 +2,53 @@
 
 package mux
 
-// newDriver picks the raw epoll transport, Linux's default, or the net.Conn
+// testTransport, set by the package's tests (REDMUX_TEST_TRANSPORT),
+// replaces the default transport of clients that do not name one, so the
+// whole suite runs on io_uring too.
+var testTransport Transport
+
+// newDriver picks the raw socket transport Config.Transport names (epoll
+// by default; io_uring falls back to epoll when refused), or the net.Conn
 // transport for a client with TLS nodes (tls.go says why).
 func newDriver(c *Client) (driver, error) {
 	if c.cfg.tls {
+		c.transport = "net.Conn"
 		return newNetDriver(c), nil
+	}
+	want := c.cfg.Transport
+	if want == TransportEpoll {
+		want = testTransport
+	}
+	var refused string
+	if want == TransportIOURing {
+		d, err := newURingDriver(c)
+		if err == nil {
+			c.transport = TransportIOURing.String()
+			return d, nil
+		}
+		refused = " (io_uring refused: " + err.Error() + ")"
 	}
 	d, err := newEpollDriver(c)
 	if err != nil {
 		return nil, err
 	}
+	c.transport = TransportEpoll.String() + refused
 	return d, nil
+}
+
+// uringRefused returns why this machine refuses the io_uring transport
+// (the ring or its provided buffers cannot be set up), or nil.
+func uringRefused() error {
+	r, err := uringSetup(8)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	b, err := newBufRing(r, 0, 1, uringRecvBuf)
+	if err != nil {
+		return err
+	}
+	b.unregister(r)
+	b.unmap()
+	return nil
 }

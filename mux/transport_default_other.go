@@ -2,6 +2,19 @@
 
 package mux
 
+import "errors"
+
+var errNoURing = errors.New("io_uring is Linux's, and this build uses net.Conn")
+
+// testTransport is the Linux tests' transport switch; net.Conn runs here.
+var testTransport Transport
+
 // newDriver picks the net.Conn transport (other systems, or Linux built
 // with -tags redmux_portable), with or without TLS.
-func newDriver(c *Client) (driver, error) { return newNetDriver(c), nil }
+func newDriver(c *Client) (driver, error) {
+	c.transport = "net.Conn"
+	return newNetDriver(c), nil
+}
+
+// uringRefused: io_uring is Linux's (and not in portable builds).
+func uringRefused() error { return errNoURing }

@@ -49,6 +49,7 @@ type tokenDriver struct {
 	tok      atomic.Bool   // the reader token
 	waiters  atomic.Int32  // callers in Do whose replies someone else must read
 	outArmed atomic.Int32  // links waiting for writability
+	busy     atomic.Int32  // closed links the set must still hear from (io_uring: entries in flight)
 	kick     chan struct{} // cap 1: wakes the poller goroutine
 
 	direct int64 // the direct-wait budget in ns (0: off)
@@ -130,14 +131,18 @@ func (d *tokenDriver) wake() {
 }
 
 // needPoller reports whether someone must hold the token although no
-// leader may: followers wait, or a write waits for writability.
+// leader may: followers wait, a write waits for writability, or a closed
+// link's entries must still be answered.
 func (d *tokenDriver) needPoller() bool {
-	return d.waiters.Load() > 0 || d.outArmed.Load() > 0
+	return d.waiters.Load() > 0 || d.outArmed.Load() > 0 || d.busy.Load() > 0
 }
 
 // release gives the token back and hands the read side to the poller if
-// it is still needed.
+// it is still needed. What handling replies queued for the kernel (a
+// receive re-armed, a NOSCRIPT resend) goes now: no wait of the holder's
+// will take it.
 func (d *tokenDriver) release() {
+	d.set.flush()
 	d.tok.Store(false)
 	if d.needPoller() {
 		d.wake()
@@ -292,6 +297,7 @@ func (d *tokenDriver) poll() {
 			for d.needPoller() && !c.closed.Load() {
 				d.after(d.set.park(d.nextSweep.Load()))
 			}
+			d.set.flush()
 			d.tok.Store(false)
 			if d.needPoller() && !c.closed.Load() {
 				continue // a caller came between the last check and the release

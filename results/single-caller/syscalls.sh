@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # System calls per acquire+release pair, one goroutine, by strace -f -c:
 # a run of 10,001 pairs minus a run of 1 pair (start-up, dials, set-up),
-# divided by 10,000. Usage: syscalls.sh BINARY NODES [LABEL]
+# divided by 10,000. Usage: syscalls.sh BINARY NODES [LABEL [FLAG...]]
+# (FLAGs go to the binary: -transport io_uring, say)
 # (NODES: comma-separated host:port of 5 redis-servers already running, so
 # only the client is traced.)
 set -euo pipefail
 bin=$1 nodes=$2 label=${3:-$(basename "$1")}
+shift $(($# < 3 ? $# : 3))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for n in 1 10001; do
-	strace -f -c -o "$tmp/st.$n" "$bin" -nodes "$nodes" -strategy mux -c 1 -n "$n" -warmup 0 -out "" >/dev/null 2>&1
+	strace -f -c -o "$tmp/st.$n" "$bin" -nodes "$nodes" -strategy mux -c 1 -n "$n" -warmup 0 -out "" "$@" >/dev/null 2>&1
 done
 # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall.
 calls() { awk '$NF!="total" && $NF!="syscall" && NF>=5 && $4 ~ /^[0-9]+$/ {c[$NF]+=$4} END {for (k in c) print k, c[k]}' "$1" | sort; }

@@ -1,0 +1,94 @@
+//go:build linux && !redmux_portable
+
+package mux
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireURing skips, loudly, where the kernel refuses io_uring (Linux <
+// 5.11, a seccomp policy, the io_uring_disabled sysctl): the transport
+// then falls back to epoll, which TestURingRefusedFallsBack covers.
+func requireURing(t *testing.T) {
+	t.Helper()
+	if err := uringRefused(); err != nil {
+		t.Skipf("SKIPPED: io_uring refused on this machine (%v): the io_uring transport is not tested here", err)
+	}
+}
+
+// TestURingTransport: a client that asks for io_uring runs on it and
+// says so; lock operations from one caller are answered by every node,
+// with two io_uring_enter per call: one submits the call's sends and
+// waits for all five replies, one (when the caller gives the reader token
+// back) submits the receives re-armed after those replies, so the
+// connections are read while the caller is away. Between 1.5 and 2.5 on
+// average: stragglers that complete between the collection and the wait
+// can cost a third. A client that names no transport runs epoll.
+func TestURingTransport(t *testing.T) {
+	requireURing(t)
+	addrs := startChild(t, 5)
+	if c := newTestClient(t, addrs, func(cfg *Config) { cfg.Transport = TransportEpoll }); testTransport == TransportEpoll && c.Transport() != "epoll" {
+		t.Fatalf("default transport %q, want epoll", c.Transport())
+	}
+	// A long direct budget: the lone caller never parks, whatever the
+	// machine's load, so the count is the transport's, not the scheduler's.
+	c := newTestClient(t, addrs, func(cfg *Config) {
+		cfg.Transport, cfg.Conns, cfg.DirectWait, cfg.Timeout = TransportIOURing, 1, time.Second, 2*time.Second
+	})
+	if c.Transport() != "io_uring" {
+		t.Fatalf("Transport() = %q, want io_uring", c.Transport())
+	}
+	w := newLockWork(c)
+	ctx := context.Background()
+	for k := 0; k < 20; k++ {
+		w.op(ctx)
+	}
+	const ops = 500
+	before := uringEnters.Load()
+	for k := 0; k < ops; k++ {
+		w.op(ctx)
+	}
+	enters := uringEnters.Load() - before
+	if w.fails != 0 {
+		t.Fatalf("%d failed calls", w.fails)
+	}
+	perCall := float64(enters) / (2 * ops)
+	t.Logf("%.2f io_uring_enter per call (%d calls)", perCall, 2*ops)
+	if perCall < 1.5 || perCall > 2.5 {
+		t.Fatalf("%.2f io_uring_enter per call, want about 2", perCall)
+	}
+}
+
+// TestURingRefusedFallsBack: where the ring cannot be set up, a client
+// that asked for io_uring runs on epoll, says why, and works.
+func TestURingRefusedFallsBack(t *testing.T) {
+	saved := uringSetup
+	uringSetup = func(uint32) (*uring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
+	t.Cleanup(func() { uringSetup = saved })
+	c := newTestClient(t, startChild(t, 3), func(cfg *Config) { cfg.Transport = TransportIOURing })
+	if got := c.Transport(); !strings.HasPrefix(got, "epoll (io_uring refused: ") || !strings.Contains(got, "not permitted") {
+		t.Fatalf("Transport() = %q", got)
+	}
+	w := newLockWork(c)
+	for k := 0; k < 10; k++ {
+		w.op(context.Background())
+	}
+	if w.fails != 0 {
+		t.Fatalf("%d failed calls on the fallback", w.fails)
+	}
+}
+
+// TestTransportConfig: an unknown Transport is a config error; the names
+// are the ones the bench's -transport takes.
+func TestTransportConfig(t *testing.T) {
+	if _, err := New(Config{Addrs: []string{"127.0.0.1:1"}, Transport: TransportIOURing + 1}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("unknown transport: %v", err)
+	}
+	if TransportEpoll.String() != "epoll" || TransportIOURing.String() != "io_uring" {
+		t.Fatal(TransportEpoll.String(), TransportIOURing.String())
+	}
+}
