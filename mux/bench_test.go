@@ -15,23 +15,36 @@ import (
 )
 
 // BenchmarkLockOp: one SET NX PX broadcast plus one EVALSHA broadcast per
-// op on 5 real redis-servers (acquire + release), 0 allocs/op.
+// op on 5 real redis-servers (acquire + release), 0 allocs/op, from one
+// caller, on each transport side by side (io_uring also reports its
+// system calls per op).
 func BenchmarkLockOp(b *testing.B) {
 	srv := redistest.StartN(b, 5, redistest.Options{})
-	c := newTestClient(b, redistest.Addrs(srv), nil)
-	w := newLockWork(c)
-	ctx := context.Background()
-	for k := 0; k < 50; k++ {
-		w.op(ctx)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		w.op(ctx)
-	}
-	b.StopTimer()
-	if w.fails != 0 {
-		b.Fatalf("%d failed ops", w.fails)
+	for _, tr := range []Transport{TransportEpoll, TransportIOURing} {
+		b.Run(tr.String(), func(b *testing.B) {
+			c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Transport = tr })
+			if c.Transport() != tr.String() {
+				b.Skipf("SKIPPED: %s", c.Transport())
+			}
+			w := newLockWork(c)
+			ctx := context.Background()
+			for k := 0; k < 50; k++ {
+				w.op(ctx)
+			}
+			enters := uringEnters.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.op(ctx)
+			}
+			b.StopTimer()
+			if tr == TransportIOURing {
+				b.ReportMetric(float64(uringEnters.Load()-enters)/float64(b.N), "io_uring_enter/op")
+			}
+			if w.fails != 0 {
+				b.Fatalf("%d failed ops", w.fails)
+			}
+		})
 	}
 }
 
