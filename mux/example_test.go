@@ -92,3 +92,24 @@ func ExampleNew() {
 	// 2 true false
 	// true
 }
+
+// Ask for the io_uring transport: one system call submits a lone
+// caller's commands and waits for their replies. Where the kernel or a
+// policy refuses io_uring, the client runs on epoll and Transport says
+// why, so the output depends on the machine: "io_uring", or "epoll
+// (io_uring refused: ...)".
+func ExampleConfig_transport() {
+	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{})
+	defer cl.Close()
+	c, err := mux.New(mux.Config{Addrs: cl.Addrs(), Transport: mux.TransportIOURing})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	fmt.Println("transport:", c.Transport())
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(b.Scratch(), "PING"))
+	out, err := c.Do(context.Background(), b, mux.Policy{})
+	fmt.Println("answered:", out.Successes, err)
+}
