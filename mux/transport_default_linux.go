@@ -35,20 +35,3 @@ func newDriver(c *Client) (driver, error) {
 	c.transport = TransportEpoll.String() + refused
 	return d, nil
 }
-
-// uringRefused returns why this machine refuses the io_uring transport
-// (the ring or its provided buffers cannot be set up), or nil.
-func uringRefused() error {
-	r, err := uringSetup(8)
-	if err != nil {
-		return err
-	}
-	defer r.close()
-	b, err := newBufRing(r, 0, 1, uringRecvBuf)
-	if err != nil {
-		return err
-	}
-	b.unregister(r)
-	b.unmap()
-	return nil
-}

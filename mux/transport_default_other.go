@@ -2,10 +2,6 @@
 
 package mux
 
-import "errors"
-
-var errNoURing = errors.New("io_uring is Linux's, and this build uses net.Conn")
-
 // testTransport is the Linux tests' transport switch; net.Conn runs here.
 var testTransport Transport
 
@@ -15,6 +11,3 @@ func newDriver(c *Client) (driver, error) {
 	c.transport = "net.Conn"
 	return newNetDriver(c), nil
 }
-
-// uringRefused: io_uring is Linux's (and not in portable builds).
-func uringRefused() error { return errNoURing }

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
 package mux
 
@@ -190,7 +190,10 @@ func (s *uringSet) waitFor(ns int64, need int) error {
 	if err := s.ep.disarm(); err != nil {
 		return err
 	}
-	if err := s.r.submit(true, need, ns); err != nil {
+	// At most a leader's slice at a time: Close, which the wait does not
+	// see (the close eventfd is in the epoll set, not in the ring), is
+	// noticed between slices.
+	if err := s.r.submit(true, need, min(ns, leaderSlice)); err != nil {
 		return err
 	}
 	s.r.reap(s.reapFn)
@@ -224,32 +227,28 @@ func (s *uringSet) flush() {
 }
 
 // close waits (bounded) for the kernel to answer what closed links still
-// have in flight, then releases the ring. Links left then (a kernel that
-// never answered) keep their buffers referenced for good: the ring's
-// teardown cancels them, and memory the kernel may still write to is
-// never freed.
+// have in flight, then releases the ring.
 func (s *uringSet) close() {
 	end := time.Now().Add(time.Second)
 	for s.d.busy.Load() > 0 && time.Now().Before(end) {
 		_ = s.r.submit(true, 1, int64(10*time.Millisecond))
 		s.r.reap(s.reapFn)
 	}
-	if s.d.busy.Load() > 0 {
-		uringOrphans.Lock()
-		uringOrphans.links = append(uringOrphans.links, s.links...)
-		uringOrphans.Unlock()
-	}
 	s.ep.close()
 	s.r.close()
-	if s.d.busy.Load() == 0 {
-		// Links never retired (the client closed them all, so none):
-		// their buffers go after the ring, when nothing can write to them.
-		for _, l := range s.links {
-			if l != nil && l.bufs != nil {
-				l.bufs.unmap()
-			}
+	// Links not retired by now (a kernel that never answered, or a link a
+	// writer still held when Close failed the connections) keep their
+	// buffers for good: the kernel tears the ring down asynchronously, and
+	// memory it may still write to is never unmapped or collected.
+	s.mu.Lock()
+	for _, l := range s.links {
+		if l != nil {
+			uringOrphans.Lock()
+			uringOrphans.links = append(uringOrphans.links, l)
+			uringOrphans.Unlock()
 		}
 	}
+	s.mu.Unlock()
 }
 
 var uringOrphans struct {
@@ -304,6 +303,7 @@ type uringLink struct {
 	// The reader side's (token holder).
 	cur  []byte // the arrival being read: cur[roff:] is unread
 	roff int
+	full bool // cur filled its buffer: read on from the socket
 	eof  bool
 	rerr error
 }
@@ -434,7 +434,10 @@ func (l *uringLink) nopDone() {
 // connection, room resumes the engine's writes, and a closed link whose
 // last completion this was closes its descriptor.
 func (l *uringLink) after(fail error, resume bool) {
-	if cn := l.cn; cn != nil && cn.current() == link(l) {
+	l.mu.Lock()
+	cn := l.cn
+	l.mu.Unlock()
+	if cn != nil && cn.current() == link(l) {
 		if fail != nil {
 			cn.abort(ErrConnBroken, fail)
 		} else if resume {
@@ -472,19 +475,27 @@ func (l *uringLink) postRecv() {
 // provided buffer, read now and given back, the end of the stream, or an
 // error. It is armed again unless the stream ended or failed.
 func (l *uringLink) recvDone(res int32, flags uint32) {
+	// The receive was queued under mu: taking it orders what was written
+	// before (cn, the buffers) before what this reads; a completion from
+	// the kernel is no such edge for Go.
+	l.mu.Lock()
+	cn, bufs := l.cn, l.bufs
+	l.mu.Unlock()
+	live := func() bool { return cn != nil && cn.current() == link(l) }
 	rearm := true
 	switch {
 	case res > 0 && flags&uringCQEFBuffer != 0:
 		id := uint16(flags >> 16)
-		l.cur, l.roff = l.bufs.buf(id, int(res)), 0
-		if cn := l.cn; cn != nil && cn.current() == link(l) {
+		l.cur, l.roff = bufs.buf(id, int(res)), 0
+		l.full = int(res) == uringRecvBuf
+		if live() {
 			// readable reads until a read comes back short or its budget
 			// is spent; what is left would get no completion of its own.
-			for cn.readable(l) && (l.roff < len(l.cur) || len(l.pre) > 0) && cn.current() == link(l) {
+			for cn.readable(l) && (l.roff < len(l.cur) || len(l.pre) > 0) && live() {
 			}
 		}
-		l.cur, l.roff = nil, 0
-		l.bufs.put(id)
+		l.cur, l.roff, l.full = nil, 0, false
+		bufs.put(id)
 	case res == 0:
 		l.eof, rearm = true, false
 	case res == -int32(unix.ENOBUFS) || res == -int32(unix.EINTR) || res == -int32(unix.EAGAIN) || res == -int32(unix.ECANCELED):
@@ -493,10 +504,8 @@ func (l *uringLink) recvDone(res int32, flags uint32) {
 	default:
 		l.rerr, rearm = os.NewSyscallError("recv", unix.Errno(-res)), false
 	}
-	if (l.eof || l.rerr != nil) && res <= 0 {
-		if cn := l.cn; cn != nil && cn.current() == link(l) {
-			cn.readable(l) // fails the connection: end of stream, or the error
-		}
+	if (l.eof || l.rerr != nil) && res <= 0 && live() {
+		cn.readable(l) // fails the connection: end of stream, or the error
 	}
 	// Counted done only now: a connection failed above was closed with
 	// this entry still counted, so its descriptor and buffers stayed for
@@ -506,6 +515,11 @@ func (l *uringLink) recvDone(res int32, flags uint32) {
 	l.mu.Unlock()
 	if rearm {
 		l.postRecv()
+		if l.rerr != nil && live() {
+			// Not armed (the ring is full or closed): nothing would read
+			// this connection again, so it fails now.
+			cn.fail(ErrConnBroken, l.rerr)
+		}
 	}
 	l.after(nil, false)
 }
@@ -527,6 +541,29 @@ func (l *uringLink) read(p []byte) (int, error) {
 	if n > 0 {
 		return n, nil
 	}
+	if l.full && l.cur != nil {
+		// The arrival filled its buffer: more is likely there. Read it
+		// from the socket directly (no receive is armed while this one is
+		// handled, so the order holds) up to the engine's read budget,
+		// rather than one 16 KiB buffer per wait.
+		for {
+			k, err := unix.Read(l.fd, p)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				l.full = false
+				return 0, errWouldBlock
+			case err != nil:
+				l.full = false
+				return 0, os.NewSyscallError("read", err)
+			case k == 0:
+				l.full = false
+				return 0, nil // end of stream
+			}
+			return k, nil
+		}
+	}
 	switch {
 	case l.rerr != nil:
 		return 0, l.rerr
@@ -539,7 +576,9 @@ func (l *uringLink) read(p []byte) (int, error) {
 func (l *uringLink) nonBlocking() bool { return true }
 
 func (l *uringLink) start(cn *pconn) error {
-	l.cn = cn
+	l.mu.Lock()
+	l.cn = cn // under mu: the token holder reads it after taking mu (recvDone, after)
+	l.mu.Unlock()
 	l.postRecv()
 	if l.rerr != nil {
 		return l.rerr
@@ -602,6 +641,16 @@ func (l *uringLink) close() {
 		return
 	}
 	l.closed = true
+	if l.ops > 0 && l.s.r.closed() {
+		// The ring is gone (a writer held this link through Close): no
+		// entry naming fd can be submitted any more, and none will be
+		// answered. The buffers stay (uringSet.close keeps them).
+		fd := l.fd
+		l.fd = -1
+		l.mu.Unlock()
+		_ = unix.Close(fd)
+		return
+	}
 	if l.ops > 0 {
 		if !l.fdShut {
 			l.fdShut = true

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
 package mux
 
@@ -35,7 +35,15 @@ type uring struct {
 	sqLen    uint32
 	features uint32
 
-	mu      sync.Mutex // guards the SQ tail and queued
+	// life is held (read) across every submission and taken (write) by
+	// close, so the rings are never unmapped, nor the descriptor closed,
+	// under a system call or a queue that uses them; dead (under both)
+	// refuses both from then on: Close does not wait for callers still
+	// inside Do.
+	life sync.RWMutex
+	dead bool
+
+	mu      sync.Mutex // guards the SQ tail, queued and inline
 	tail    uint32     // our copy of the SQ tail (published to *sqTail at once)
 	queued  atomic.Int32
 	inline  atomic.Int32 // queued entries that complete during their submission (MSG_DONTWAIT sends)
@@ -117,7 +125,10 @@ const (
 	uringOffSQEs   = 0x10000000
 )
 
-var errURingFull = errors.New("io_uring submission queue full")
+var (
+	errURingFull   = errors.New("io_uring submission queue full")
+	errURingClosed = errors.New("io_uring closed")
+)
 
 // uringEnters counts io_uring_enter calls (for tests and benchmarks).
 var uringEnters atomic.Int64
@@ -174,6 +185,9 @@ func newURing(entries uint32) (*uring, error) {
 func (r *uring) queue(e uringSQE, inline bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.dead {
+		return errURingClosed
+	}
 	if r.tail-atomic.LoadUint32(r.sqHead) >= r.sqLen {
 		return errURingFull
 	}
@@ -194,8 +208,18 @@ func (r *uring) queue(e uringSQE, inline bool) error {
 // (counting those the submitted entries posted at once). It reports
 // whether the wait timed out or was interrupted (nothing wrong).
 func (r *uring) submit(wait bool, need int, ns int64) error {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	// Both counters at once: a send counted in inline but not in
+	// toSubmit would make the wait ask for a completion never submitted.
+	r.mu.Lock()
+	dead := r.dead
 	toSubmit := uint32(r.queued.Swap(0))
 	inline := r.inline.Swap(0)
+	r.mu.Unlock()
+	if dead {
+		return errURingClosed
+	}
 	if toSubmit == 0 && !wait {
 		return nil
 	}
@@ -218,7 +242,7 @@ func (r *uring) submit(wait bool, need int, ns int64) error {
 			if uint32(n) < toSubmit {
 				// The kernel took fewer (out of memory for a moment): the
 				// rest goes with the next submission.
-				r.queued.Add(int32(toSubmit - uint32(n)))
+				r.requeue(toSubmit - uint32(n))
 			}
 			return nil
 		case unix.ETIME, unix.EINTR:
@@ -226,12 +250,19 @@ func (r *uring) submit(wait bool, need int, ns int64) error {
 		case unix.EAGAIN, unix.EBUSY:
 			// Completions are backed up: the caller reads them and submits
 			// again.
-			r.queued.Add(int32(toSubmit))
+			r.requeue(toSubmit)
 			return nil
 		default:
 			return os.NewSyscallError("io_uring_enter", e)
 		}
 	}
+}
+
+// requeue counts n entries the kernel did not take as queued again.
+func (r *uring) requeue(n uint32) {
+	r.mu.Lock()
+	r.queued.Add(int32(n))
+	r.mu.Unlock()
 }
 
 // reap calls fn for the completions in the ring when it starts, in order,
@@ -253,9 +284,24 @@ func (r *uring) reap(fn func(userData uint64, res int32, flags uint32)) int {
 // close unmaps the rings and closes the ring (the kernel cancels what is
 // still in flight).
 func (r *uring) close() {
+	r.life.Lock()
+	defer r.life.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead {
+		return
+	}
+	r.dead = true
 	_ = unix.Munmap(r.sqeMem)
 	_ = unix.Munmap(r.ringMem)
 	_ = unix.Close(r.fd)
+}
+
+// closed reports whether close ran.
+func (r *uring) closed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dead
 }
 
 // bufRing is a ring of receive buffers registered with a uring (provided
@@ -345,6 +391,11 @@ func (b *bufRing) put(id uint16) {
 
 // unregister takes the group back from r (its receives are all answered).
 func (b *bufRing) unregister(r *uring) {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.closed() {
+		return // the ring's end took the group with it (and fd may be another's now)
+	}
 	reg := uringBufReg{bgid: b.group}
 	_, _, _ = unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringUnregisterPbufRing, uintptr(unsafe.Pointer(&reg)), 1, 0, 0)
 }
@@ -352,4 +403,21 @@ func (b *bufRing) unregister(r *uring) {
 func (b *bufRing) unmap() {
 	_ = unix.Munmap(b.bufs)
 	_ = unix.Munmap(b.mem)
+}
+
+// uringRefused returns why this machine refuses the io_uring transport
+// (the ring or its provided buffers cannot be set up), or nil.
+func uringRefused() error {
+	r, err := uringSetup(8)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	b, err := newBufRing(r, 0, 1, uringRecvBuf)
+	if err != nil {
+		return err
+	}
+	b.unregister(r)
+	b.unmap()
+	return nil
 }
