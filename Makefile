@@ -2,6 +2,7 @@
 GO      ?= go
 PKGS    := ./...
 FUZZTIME ?= 30s
+SAFETY_TRANSPORT ?= epoll
 
 .PHONY: install-check interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
 
@@ -60,9 +61,9 @@ fuzz:
 		done; \
 	done
 
-## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, then 100,000 with fencing tokens and zombies (~20 min)
+## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, then 100,000 with fencing tokens and zombies (~20 min); SAFETY_TRANSPORT=io_uring runs its clients on io_uring
 safety:
-	$(GO) test -run '^TestSafety(UnderFaults|Fencing)$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000
+	$(GO) test -run '^TestSafety(UnderFaults|Fencing)$$' -count=1 -timeout 60m -v ./redlock -safety.acquisitions=100000 -safety.transport=$(SAFETY_TRANSPORT)
 
 ## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker
 mutants:

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/checker"
 )
@@ -22,7 +23,28 @@ var (
 	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
 	safetyOvl  = flag.Bool("safety.overlaps-only", false, "with -safety.stop: stop at the first overlap, not at a contract violation")
+	safetyTr   = flag.String("safety.transport", "epoll", "the clients' mux transport: epoll or io_uring (a machine that refuses io_uring fails the run)")
 )
+
+// safetyTransport is -safety.transport, checked to run here: a proof
+// asked of io_uring must not pass on the epoll fallback.
+func safetyTransport(t *testing.T, addrs []string) mux.Transport {
+	t.Helper()
+	var tr mux.Transport
+	switch *safetyTr {
+	case "epoll":
+		return mux.TransportEpoll
+	case "io_uring":
+		tr = mux.TransportIOURing
+	default:
+		t.Fatalf("-safety.transport %q: want epoll or io_uring", *safetyTr)
+	}
+	c, err := mux.New(mux.Config{Addrs: addrs, Transport: tr})
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, tr.String(), c.Transport(), "-safety.transport %s", tr)
+	return tr
+}
 
 func safetyCount() int {
 	switch {
@@ -101,6 +123,7 @@ func runSafety(t *testing.T, prof fakeserver.ChaosProfile, tweak func(*checker.C
 	}
 	chaos := fakeserver.NewChaos(cl, prof)
 	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
+	cfg.Transport = safetyTransport(t, cl.Addrs())
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -108,7 +131,7 @@ func runSafety(t *testing.T, prof fakeserver.ChaosProfile, tweak func(*checker.C
 	cfg.StopOnOverlapOnly = *safetyOvl
 	res, err := checker.Run(cfg)
 	require.NoError(t, err)
-	t.Logf("seed %d: %v", seed, res)
+	t.Logf("seed %d, transport %s: %v", seed, cfg.Transport, res)
 	t.Logf("%v", &chaos.Counts)
 	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
 	require.Zero(t, res.Total(), "safety violated: %v", res.Report)

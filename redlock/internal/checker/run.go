@@ -91,6 +91,9 @@ type Config struct {
 	// outlives the validity (KeepAliveStale) nor an Extend that said lost
 	// or expired (KeepAliveOutlived).
 	KeepAliveExtendRate float64
+	// Transport drives every client's connections (mux.Config.Transport;
+	// the zero value is epoll).
+	Transport mux.Transport
 	// Fencing: acquisitions (single and multi-resource) use
 	// redlock.WithFencing, and every holding writes to a fenced store (the
 	// resources the lock protects; a multi-resource holding writes to each
@@ -330,7 +333,7 @@ func Run(cfg Config) (Result, error) {
 			redlock.WithTries(1000), // bounded by the run's ctx in practice
 			redlock.WithRetryDelay(0, cfg.RetryMax),
 			// a node that comes back is reconnected within 50ms
-			redlock.WithMuxConfig(mux.Config{ReconnectMin: 5 * time.Millisecond, ReconnectMax: 50 * time.Millisecond}),
+			redlock.WithMuxConfig(mux.Config{ReconnectMin: 5 * time.Millisecond, ReconnectMax: 50 * time.Millisecond, Transport: cfg.Transport}),
 		}, cfg.Options...)
 		c, err := redlock.New(cfg.Addrs, opts...)
 		if err != nil {
