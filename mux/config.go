@@ -97,9 +97,9 @@ const (
 	// TransportIOURing: raw sockets driven by an io_uring: a lone caller's
 	// sends and its wait for their replies are one io_uring_enter. A
 	// lone caller waits in the kernel for up to DirectWait, 1ms when it
-	// is 0 (negative: never). Needs Linux 5.11; New falls back to epoll
-	// when the ring cannot be set up (an older kernel, a seccomp policy,
-	// the io_uring_disabled sysctl).
+	// is 0 (negative: never). Needs Linux 5.19 on a 64-bit little-endian
+	// machine; New falls back to epoll when the ring cannot be set up (an
+	// older kernel, a seccomp policy, the io_uring_disabled sysctl).
 	TransportIOURing
 )
 

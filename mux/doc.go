@@ -203,12 +203,12 @@
 // (golang.org/x/sys/unix: TCP_NODELAY, keepalive, non-blocking connect
 // bounded by DialTimeout, host names resolved at dial time) with the epoll
 // poller above. Config.Transport = TransportIOURing drives the same
-// sockets through an io_uring instead (Linux 6.0; pure Go over
-// x/sys/unix): a lone caller's sends and its wait for the replies are one
-// io_uring_enter, each connection keeps one multishot receive armed into
-// buffers of its own, and where the kernel or a policy refuses io_uring
-// New falls back to epoll (Client.Transport says which runs; about 7
-// system calls per acquire+release pair against epoll's 40:
+// sockets through an io_uring instead (Linux 5.19, 64-bit little-endian;
+// pure Go over x/sys/unix): a lone caller's sends and its wait for the
+// replies are one io_uring_enter, each connection keeps one receive armed
+// into buffers of its own, and where the kernel or a policy refuses
+// io_uring New falls back to epoll (Client.Transport says which runs;
+// about 7 system calls per acquire+release pair against epoll's 43:
 // results/single-caller). Other systems, and Linux built with -tags redmux_portable
 // (tested in CI), use Go's net.Conn: one reader goroutine per connection,
 // writes bounded to short slices so a caller never blocks past its

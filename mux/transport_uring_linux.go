@@ -458,8 +458,7 @@ func (l *uringLink) after(fail error, resume bool) {
 	}
 }
 
-// postRecv arms the multishot receive (at start, and again when the
-// kernel ended it without the stream ending).
+// postRecv arms the receive (at start, and after each arrival).
 func (l *uringLink) postRecv() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -305,7 +305,7 @@ func (r *uring) closed() bool {
 }
 
 // bufRing is a ring of receive buffers registered with a uring (provided
-// buffers): a multishot receive takes one per arrival, and the reader
+// buffers): a receive takes one when its bytes arrive, and the reader
 // gives it back once it has read it, by a store to shared memory (no
 // system call). The buffers and the ring are mapped outside Go's heap,
 // so memory the kernel may still write to is never collected.
