@@ -10,7 +10,8 @@ import (
 // runs their read side; a link is one connection. Two implementations:
 // raw non-blocking sockets read by whoever holds a client's reader token
 // (transport_token_linux.go), told what is ready by epoll
-// (transport_epoll_linux.go, the default on Linux), and Go's net.Conn with
+// (transport_epoll_linux.go, the default on Linux) or an io_uring
+// (transport_uring_linux.go, Config.Transport), and Go's net.Conn with
 // one reader goroutine per connection (transport_net.go: other systems,
 // Linux with -tags redmux_portable, and later TLS).
 

@@ -13,8 +13,9 @@ import (
 )
 
 // tokenDriver runs the read side of every connection of a client on raw
-// non-blocking sockets, over a readySet that says what is ready (the epoll
-// set, transport_epoll_linux.go). Whoever waits on the set holds the reader
+// non-blocking sockets, over a readySet that says what is ready: the epoll
+// set (transport_epoll_linux.go) or an io_uring (transport_uring_linux.go,
+// where the wait also submits the links' queued sends). Whoever waits on the set holds the reader
 // token (tok) and reads for every connection: it parses replies, hands
 // them to their batches, resumes writes that found a socket full and
 // closes connections whose oldest outstanding reply is overdue.
@@ -36,8 +37,8 @@ import (
 // the runtime's monitor retakes it, up to 10 ms later: with many callers
 // on few cores that showed up as 10-40 ms tail latencies. The one
 // exception is bounded: a leader alone in Do blocks in the kernel (the
-// set's waitFor) for up to the direct budget (Config.DirectWait), because a lone caller's replies come
-// within it and the kernel then wakes it directly, without the
+// set's waitFor) for up to the direct budget (Config.DirectWait; on
+// io_uring 1ms when it is 0), because a lone caller's replies come within it and the kernel then wakes it directly, without the
 // netpoller's wake-up, park and unpark (issue 24).
 type tokenDriver struct {
 	c    *Client
