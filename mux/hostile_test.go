@@ -262,8 +262,16 @@ func TestHostileRepliesNeverCross(t *testing.T) {
 // error (the connection is replaced), never matched to the next command.
 // Broken (the stray matched to the next command), the first ECHO below
 // gets "STRAY!".
+//
+// The client is left idle until the stray has been sent and the client
+// has replaced the connection on its own (the poller reads idle
+// connections at each sweep): a call made while the stray is still on its
+// way is exactly the case no RESP client can tell apart (the stray comes
+// first in the stream, before the call's reply), and a loaded -race run
+// once delayed the server's stray past a fixed sleep.
 func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
 	var once atomic.Bool
+	sent := make(chan struct{})
 	h := startHostile(t, func(h *hostile) {
 		h.after = func(c *hconn) {
 			if once.Swap(true) {
@@ -271,16 +279,29 @@ func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
 			}
 			time.Sleep(30 * time.Millisecond)
 			_ = c.send([]byte("$6\r\nSTRAY!\r\n"))
+			close(sent)
 		}
 	})
 	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) { cfg.Scripts = nil; cfg.Conns = 1 })
-	time.Sleep(100 * time.Millisecond) // the stray arrives while idle
+	select {
+	case <-sent:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never sent its stray")
+	}
+	accepted := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.conns)
+	}
+	for end := time.Now().Add(5 * time.Second); accepted() < 2 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := accepted(); n != 2 {
+		t.Fatalf("%d connections: the stray, sent while idle, must have replaced the first one", n)
+	}
 	waitAllOK(t, c, 3*time.Second)
-	h.mu.Lock()
-	accepted := len(h.conns)
-	h.mu.Unlock()
-	if accepted != 2 {
-		t.Fatalf("%d connections: the stray must have replaced the first one", accepted)
+	if n := accepted(); n != 2 {
+		t.Fatalf("%d connections after the calls: only the stray's connection should have been replaced", n)
 	}
 	b := c.NewBatch()
 	for k := 0; k < 5; k++ {
@@ -303,7 +324,16 @@ func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
 // the token's release), not with the next call's commands: then the
 // stray and the reply come in one arrival, and the stray, an OK like a
 // SET's, passed for the reply.
+//
+// The poller is left asleep (noSweeps), so only the callers read, and
+// the next call starts once the stray has reached the client
+// (arrivedWhileIdle: at once on epoll, the receive's completion posted on
+// io_uring; on the net.Conn transport, whose reader goroutines read by
+// themselves, once they replaced the connection). Not a fixed sleep: a loaded -race run can take longer than
+// any. With the receive not re-armed at the release, the completion is
+// never posted and the test fails.
 func TestUnsolicitedAfterCallIsProtocolError(t *testing.T) {
+	noSweeps(t)
 	stray := make(chan *hconn, 1)
 	h := startHostile(t, func(h *hostile) {
 		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
@@ -330,14 +360,21 @@ func TestUnsolicitedAfterCallIsProtocolError(t *testing.T) {
 	if err := hc.send([]byte("+OK\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	// Bounded by count: the client replaces the connection once it reads
-	// the stray; until then calls may still go to the old one.
+	accepted := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.conns)
+	}
+	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(c) && accepted() < 2; {
+		if time.Now().After(end) {
+			t.Fatal("the stray never reached the idle client: was the receive armed when the last call ended?")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Bounded by count: the first call finds the stray and replaces the
+	// connection; later calls go to the new one.
 	var last string
 	for k := 0; k < 200; k++ {
-		time.Sleep(5 * time.Millisecond)
-		h.mu.Lock()
-		accepted := len(h.conns)
-		h.mu.Unlock()
 		b.Reset()
 		b.Add(0, resp.AppendCommand(nil, "ECHO", "x"+strconv.Itoa(k)))
 		_, _ = c.Do(context.Background(), b, Policy{})
@@ -348,9 +385,10 @@ func TestUnsolicitedAfterCallIsProtocolError(t *testing.T) {
 		if err == nil {
 			last = string(rep.Data)
 		}
-		if accepted == 2 && err == nil {
+		if accepted() == 2 && err == nil {
 			return // replaced, and the new connection answers
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("the stray never broke the connection (last reply %q)", last)
 }

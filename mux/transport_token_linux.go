@@ -98,6 +98,12 @@ const wakeTag = -1
 // millisecond on a LAN: results/single-caller/README.md).
 const leaderSlice = int64(2 * time.Millisecond)
 
+// maxSweepEvery caps the poller's sweep interval (HardTimeout/4): a quiet
+// client's connections are read, and overdue replies judged, at least this
+// often. A variable only so that a test can leave the poller asleep and
+// see what the token's holders alone do.
+var maxSweepEvery = 100 * time.Millisecond
+
 // newTokenDriver makes the driver state and the close eventfd; the caller
 // sets set and then calls run.
 func newTokenDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
@@ -106,7 +112,7 @@ func newTokenDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	every := int64(c.cfg.HardTimeout / 4)
-	every = min(max(every, int64(time.Millisecond)), int64(100*time.Millisecond))
+	every = min(max(every, int64(time.Millisecond)), int64(maxSweepEvery))
 	d := &tokenDriver{
 		c: c, efd: efd,
 		kick:       make(chan struct{}, 1),

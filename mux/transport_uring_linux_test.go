@@ -6,9 +6,39 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+func init() {
+	uringArrived = func(set readySet) (bool, bool) {
+		s, ok := set.(*uringSet)
+		if !ok {
+			return false, false
+		}
+		return s.r.peekRecv(), true
+	}
+}
+
+// peekRecv reports whether a receive's completion with data waits in the
+// completion queue, unread (the kernel posted it; nobody reaped it yet).
+func (r *uring) peekRecv() bool {
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.dead {
+		return false
+	}
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail)
+	for ; head != tail; head++ {
+		c := r.cqes[head&r.cqMask]
+		if uint8(c.userData) == uopRecv && c.res > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // requireURing skips, loudly, where the kernel refuses io_uring (Linux <
 // 5.11, a seccomp policy, the io_uring_disabled sysctl): the transport
