@@ -59,6 +59,9 @@ func patternSteps(p string, n int) float64 {
 				i = skipSet(p, i+2)
 				continue
 			case i+1 < len(p) && p[i+1] >= '0' && p[i+1] <= '9': // back reference
+				// Compares the capture, up to n bytes, at every try:
+				// "(.-)%1b" on 9,000 bytes held a node for over a minute.
+				steps *= fn
 				single = false
 			}
 			i += 2

@@ -22,6 +22,7 @@ func TestLuaBuiltinLimits(t *testing.T) {
 		{"find", `return string.find(string.rep("a",5000),string.rep("a*",6).."b")`, "-ERR user_script:1: pattern too complex"},
 		{"gmatch", `for w in string.gmatch(string.rep("a",5000),"a-a-a-b") do end`, "-ERR user_script:1: pattern too complex"},
 		{"gsub pattern", `return string.gsub(string.rep("a",3000),"(a*)(a*)b","")`, "-ERR user_script:1: pattern too complex"},
+		{"back reference", `return string.find(string.rep("a",9000),"(.-)%1b")`, "-ERR user_script:1: pattern too complex"},
 		// Results too large, or too costly to build.
 		{"gsub string", `return #string.gsub(string.rep("x",100000),"x",string.rep("y",1000))`, "-ERR user_script:1: resulting string too large"},
 		{"gsub quadratic", `return #string.gsub(string.rep("x",1000000),"x","y")`, "-ERR user_script:1: gsub result too costly"},
@@ -33,6 +34,7 @@ func TestLuaBuiltinLimits(t *testing.T) {
 		// Legitimate uses still answer.
 		{"format ok", `return string.format("%5.2f|%-3s|%d%%", 3.14159, "ab", 7)`, "$12\r\n 3.14|ab |7%\r\n"},
 		{"match ok", `return string.match("hello world","^(%w+)")`, "$5\r\nhello\r\n"},
+		{"back reference ok", `return string.match("say hello hello","(%w+) %1")`, "$5\r\nhello\r\n"},
 		{"find plain", `return string.find(string.rep("a",100000).."(.-)","(.-)",1,true)`, ":100001\r\n"},
 		{"gsub ok", `return (string.gsub(string.rep("a ",1000),"%s+",""))`, "$1000\r\n"},
 		{"gsub func ok", `return (string.gsub("a,b","%w",function(s) return s..s end))`, "$5\r\naa,bb\r\n"},
