@@ -49,17 +49,20 @@ func TestLatencyPerConnectionFIFO(t *testing.T) {
 	}
 
 	// Trickled requests on one connection: each reply is due one latency
-	// after its own request, not after the previous reply.
+	// after its own request, not after the previous reply. Ten requests:
+	// about 1 latency + 9 gaps (420 ms) against compounding's 10 latencies
+	// (1.5 s), the bound; with 5, a loaded run had 450 ms of margin.
 	start = time.Now()
-	for i := 0; i < 5; i++ {
+	const trickle = 10
+	for i := 0; i < trickle; i++ {
 		a.send("ECHO", strconv.Itoa(i))
 		time.Sleep(30 * time.Millisecond)
 	}
-	for i := 0; i < 5; i++ {
+	for i := 0; i < trickle; i++ {
 		eqReply(t, "trickle order", a.read(), bulk(strconv.Itoa(i)))
 	}
-	if took := time.Since(start); took > 5*lat {
-		t.Errorf("trickled replies took %v (compounding would be %v)", took, 5*lat+150*time.Millisecond)
+	if took := time.Since(start); took >= trickle*lat {
+		t.Errorf("trickled replies took %v: latency compounded per request (that takes %v)", took, trickle*lat)
 	}
 
 	// Jitter keeps FIFO order.
