@@ -271,10 +271,12 @@ func WithFailFast(on bool) LockOption {
 //
 // The counter is the key resource + ":fence" on every node, an integer
 // without a TTL. It must survive restarts: run the nodes with appendonly
-// yes and appendfsync always. A counter lost on a minority of the nodes
-// is covered by the others' (every granted quorum reads one that kept it);
-// lost on a majority, a token could repeat, unless the clock-based
-// proposal is already above it (docs/FENCING.md).
+// yes and appendfsync always. A lost counter is covered as long as one
+// node that both the last holder's quorum and the new grant's share still
+// has it; two quorums of 5 can share a single node, so a counter lost on
+// that node alone can repeat a token, unless the clock-based proposal is
+// already above it (defence in depth, bounded by clock skew; docs/FENCING.md,
+// TestFencingCounterLostOnTheIntersection).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
 // WithStrictRelease(true) makes Release return a *ReleaseError
