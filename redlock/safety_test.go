@@ -24,6 +24,7 @@ var (
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
 	safetyOvl  = flag.Bool("safety.overlaps-only", false, "with -safety.stop: stop at the first overlap, not at a contract violation")
 	safetyTr   = flag.String("safety.transport", "epoll", "the clients' mux transport: epoll or io_uring (a machine that refuses io_uring fails the run)")
+	safetyLeft = flag.Int("safety.leftovers", 800, "successful acquisitions of TestAvailabilityNoLeftovers (make safety uses 10000)")
 )
 
 // safetyTransport is -safety.transport, checked to run here: a proof
@@ -192,10 +193,13 @@ func TestAvailabilityNoLeftovers(t *testing.T) {
 		n.SetLatency(500*time.Microsecond, time.Millisecond) // replies in flight when ctx ends
 	}
 	chaos := fakeserver.NewChaos(cl, fakeserver.ChaosProfile{})
+	n := max(*safetyLeft, 1)
 	res, err := checker.Leftovers(checker.Config{
 		Addrs: cl.Addrs(), Clients: 4, WorkersPerClient: 2, Resources: 2,
-		Acquisitions: 800, MaxDuration: 10 * time.Second, Seed: uint64(time.Now().UnixNano()),
+		Acquisitions: n, MaxDuration: min(max(time.Duration(n)*12*time.Millisecond, 10*time.Second), *safetyMax),
+		Seed:           uint64(time.Now().UnixNano()),
 		AcquireCtxRate: 0.3, AcquireDeadlineMax: 3 * time.Millisecond, EndedCtxRate: 0.3,
+		Transport: safetyTransport(t, cl.Addrs()),
 	}, chaos)
 	require.NoError(t, err)
 	t.Logf("%v", res)
