@@ -109,6 +109,10 @@ type scheduler struct {
 	wg     sync.WaitGroup
 	closed bool
 	seq    uint64 // KeepAlive calls so far
+
+	// ended: OpKeepAliveEnd events recorded under mu (with an observer),
+	// reported by report once mu is released; spare: the other buffer.
+	ended, spare []Event
 }
 
 func (s *scheduler) start() {
@@ -131,10 +135,11 @@ func (s *scheduler) close() {
 	started := s.done != nil
 	for _, st := range s.heap {
 		st.ka.idx = -1
-		s.finish(st, ErrClosed)
+		s.end(st, ErrClosed)
 	}
 	s.heap = s.heap[:0]
 	s.mu.Unlock()
+	s.report()
 	if started {
 		close(s.done)
 		s.wg.Wait()
@@ -225,7 +230,8 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		if st.ka.idx >= 0 {
 			s.del(st.ka.idx)
 		}
-		s.finish(st, context.Cause(st.ka.ctx))
+		s.end(st, context.Cause(st.ka.ctx))
+		s.poke() // the loop reports the end
 	}
 	if st.ka.on {
 		cancel(ErrBadOption)
@@ -296,6 +302,40 @@ func (s *scheduler) finish(st *lockState, cause error) {
 	*k = kaState{idx: -1}
 }
 
+// end is finish for a keep-alive that ends other than by Release: with an
+// observer, it records the OpKeepAliveEnd event that report delivers once
+// s.mu is released.
+func (s *scheduler) end(st *lockState, cause error) {
+	k := &st.ka
+	if k.on && s.c.obs != nil {
+		s.ended = append(s.ended, Event{Op: OpKeepAliveEnd, Resource: k.lock.resource,
+			Duration: time.Duration(mono() - k.start), Err: cause, Node: -1})
+	}
+	s.finish(st, cause)
+}
+
+// report delivers the recorded OpKeepAliveEnd events (s.mu not held: an
+// observer may take its time). The two buffers are swapped, so nothing
+// allocates once they have grown.
+func (s *scheduler) report() {
+	if s.c.obs == nil {
+		return
+	}
+	s.mu.Lock()
+	evs := s.ended
+	s.ended, s.spare = s.spare[:0], nil
+	s.mu.Unlock()
+	for _, e := range evs {
+		s.c.obs.Observe(e)
+	}
+	clear(evs) // no error kept beyond the call
+	s.mu.Lock()
+	if s.spare == nil {
+		s.spare = evs[:0]
+	}
+	s.mu.Unlock()
+}
+
 // remove ends st's keep-alive (Release), if any.
 func (s *scheduler) remove(st *lockState, cause error) {
 	s.mu.Lock()
@@ -319,7 +359,7 @@ func (s *scheduler) loop() {
 			k := &st.ka
 			if k.ctx.Err() != nil { // the holder's ctx ended
 				s.del(0)
-				s.finish(st, context.Cause(k.ctx))
+				s.end(st, context.Cause(k.ctx))
 				continue
 			}
 			if k.end <= now {
@@ -328,7 +368,7 @@ func (s *scheduler) loop() {
 				if cause == nil {
 					cause = wrapOp("keep-alive", k.lock.name(), ErrLockExpired)
 				}
-				s.finish(st, cause)
+				s.end(st, cause)
 				continue
 			}
 			ttl, ok := k.extTTL(now)
@@ -355,6 +395,7 @@ func (s *scheduler) loop() {
 			wait = time.Duration(s.heap[0].ka.next() - now)
 		}
 		s.mu.Unlock()
+		s.report()
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
@@ -398,6 +439,7 @@ func (s *scheduler) worker() {
 		st.op.Unlock()
 		if s.c.obs != nil {
 			s.c.observe(OpKeepAlive, j.l.resource, t0, err)
+			s.report()
 		}
 	}
 }
@@ -430,7 +472,7 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 	switch {
 	case !v.held:
 		s.del(k.idx)
-		s.finish(st, ErrNotHeld)
+		s.end(st, ErrNotHeld)
 		return
 	case err == nil:
 		k.end = v.end
@@ -447,7 +489,7 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 		// lost (the validity was cut to the reply time) or expired: now,
 		// not at the next timer
 		s.del(k.idx)
-		s.finish(st, lostCause(l, err))
+		s.end(st, lostCause(l, err))
 		return
 	default:
 		// failed but validity remains (timeouts, ctx, unknown outcome):

@@ -209,6 +209,7 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	st.op.Unlock()
 	if c.obs != nil {
 		c.observe(OpExtend, l.resource, t0, err)
+		c.ka.report() // the keep-alive this Extend ended, if any
 	}
 	return err
 }

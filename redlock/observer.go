@@ -42,12 +42,22 @@ const (
 	// error reply, a timeout, a broken or refused connection. Refusals
 	// (another holder's key) are not node errors: see Event.Contended.
 	OpNodeError
+	// OpKeepAliveEnd: a keep-alive ended other than by Release, once per
+	// KeepAlive call; Err is the cause its context was cancelled with:
+	// ErrLockExpired or ErrLockLost (Event.Lost: a kept-alive lock lost,
+	// reported exactly once, also when it expired between failed
+	// extensions whose own events said only "unknown"), ErrHoldLimit or
+	// ErrExtendLimit (the caps), ErrNotHeld, ErrClosed, or the cause of
+	// the holder's ctx. Duration: how long the lock had been held (since
+	// its acquisition). Reported after the event of the extension that
+	// ended it, if one did.
+	OpKeepAliveEnd
 )
 
-var opNames = [...]string{OpAcquire: "acquire", OpExtend: "extend", OpKeepAlive: "keepalive", OpRelease: "release", OpNodeError: "node_error"}
+var opNames = [...]string{OpAcquire: "acquire", OpExtend: "extend", OpKeepAlive: "keepalive", OpRelease: "release", OpNodeError: "node_error", OpKeepAliveEnd: "keepalive_end"}
 
 // String returns the operation's name as metrics label it: "acquire",
-// "extend", "keepalive", "release" or "node_error".
+// "extend", "keepalive", "release", "node_error" or "keepalive_end".
 func (o Op) String() string {
 	if int(o) < len(opNames) && opNames[o] != "" {
 		return opNames[o]

@@ -137,13 +137,74 @@ func TestObserver(t *testing.T) {
 		return len(ops(rec.events, redlock.OpKeepAlive)) >= 2
 	}, "no keep-alive events")
 	require.NoError(t, l.Release(ctx))
-	for _, e := range ops(rec.take(), redlock.OpKeepAlive) {
+	time.Sleep(20 * time.Millisecond) // an end would be reported by now
+	es = rec.take()
+	for _, e := range ops(es, redlock.OpKeepAlive) {
 		require.Equal(t, "ka", e.Resource)
 		require.NoError(t, e.Err)
 	}
+	require.Empty(t, ops(es, redlock.OpKeepAliveEnd), "a keep-alive ended by Release is reported by the Release")
 	require.Equal(t, "keepalive", redlock.OpKeepAlive.String())
 	require.Equal(t, "node_error", redlock.OpNodeError.String())
 	require.Equal(t, "unknown", redlock.Op(0).String())
+}
+
+// TestObserverKeepAliveEnd: a keep-alive that ends by itself reports one
+// OpKeepAliveEnd with the cause. A kept-alive lock whose every node stopped
+// answering: its extensions end unknown while validity remains (retried),
+// and the end says it expired (Lost), once. The holder's ctx ended: its
+// cause, not Lost.
+func TestObserverKeepAliveEnd(t *testing.T) {
+	cl := startCluster(t, 5)
+	rec := &recorder{}
+	c := newClient(t, cl.Addrs(), redlock.WithObserver(rec), redlock.WithNodeTimeout(30*time.Millisecond))
+	warm(t, c)
+	ctx := context.Background()
+	ends := func() []redlock.Event {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return ops(rec.events, redlock.OpKeepAliveEnd)
+	}
+
+	l, err := c.Acquire(ctx, "silent", redlock.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	kctx, err := l.KeepAlive(ctx)
+	require.NoError(t, err)
+	rec.take()
+	for _, n := range cl.Nodes {
+		n.Blackhole()
+	}
+	<-kctx.Done()
+	eventually(t, 2*time.Second, func() bool { return len(ends()) > 0 }, "no OpKeepAliveEnd after the lock expired")
+	time.Sleep(50 * time.Millisecond) // a second report would come by now
+	es := rec.take()
+	end := ops(es, redlock.OpKeepAliveEnd)
+	require.Len(t, end, 1)
+	require.Equal(t, "silent", end[0].Resource)
+	require.True(t, end[0].Lost(), "%v", end[0].Err)
+	require.ErrorIs(t, end[0].Err, redlock.ErrLockExpired)
+	require.ErrorIs(t, context.Cause(kctx), redlock.ErrLockExpired)
+	require.GreaterOrEqual(t, end[0].Duration, 300*time.Millisecond/2, "held since the acquisition")
+	require.NotEmpty(t, ops(es, redlock.OpKeepAlive), "the extensions tried meanwhile are reported too")
+	for _, n := range cl.Nodes {
+		n.Heal()
+	}
+
+	warm(t, c)
+	l, err = c.Acquire(ctx, "ctx", redlock.WithTTL(time.Second))
+	require.NoError(t, err)
+	hctx, cancel := context.WithCancel(ctx)
+	_, err = l.KeepAlive(hctx)
+	require.NoError(t, err)
+	rec.take()
+	cancel()
+	eventually(t, 2*time.Second, func() bool { return len(ends()) > 0 }, "no OpKeepAliveEnd after the holder's ctx ended")
+	end = ops(rec.take(), redlock.OpKeepAliveEnd)
+	require.Len(t, end, 1)
+	require.ErrorIs(t, end[0].Err, context.Canceled)
+	require.False(t, end[0].Lost())
+	require.NoError(t, l.Release(ctx))
+	require.Equal(t, "keepalive_end", redlock.OpKeepAliveEnd.String())
 }
 
 // TestObserverTimeoutIsNodeError: a node that answers after the node

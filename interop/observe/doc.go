@@ -12,6 +12,9 @@
 //
 // op is acquire, extend, keepalive or release; outcome is ok or error;
 // node is the node's address as redlock reports it (passwords redacted).
+// redlock_locks_lost_total also has op keepalive_end: kept-alive locks that
+// were lost or expired, each counted once (OpKeepAliveEnd), where
+// op keepalive counts the extensions that found their lock lost.
 // The per-operation instruments are resolved once, at construction, so
 // recording an operation does no label lookup.
 //

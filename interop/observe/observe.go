@@ -15,7 +15,7 @@ import (
 // ops are the operations an event's duration is recorded for.
 var ops = []redlock.Op{redlock.OpAcquire, redlock.OpExtend, redlock.OpKeepAlive, redlock.OpRelease}
 
-const maxOp = int(redlock.OpNodeError) + 1
+const maxOp = int(redlock.OpKeepAliveEnd) + 1
 
 func outcome(err error) int {
 	if err != nil {
@@ -70,6 +70,7 @@ func NewPrometheus(reg prometheus.Registerer, namespace string) (*Prometheus, er
 		}
 		p.lost[op] = lost.WithLabelValues(op.String())
 	}
+	p.lost[redlock.OpKeepAliveEnd] = lost.WithLabelValues(redlock.OpKeepAliveEnd.String())
 	return p, nil
 }
 
@@ -77,6 +78,12 @@ func NewPrometheus(reg prometheus.Registerer, namespace string) (*Prometheus, er
 func (p *Prometheus) Observe(e redlock.Event) {
 	if e.Op == redlock.OpNodeError {
 		p.nodeErrs.WithLabelValues(e.Addr, e.In.String()).Inc()
+		return
+	}
+	if e.Op == redlock.OpKeepAliveEnd { // a kept-alive lock's end: counted once if lost
+		if e.Lost() {
+			p.lost[e.Op].Inc()
+		}
 		return
 	}
 	if int(e.Op) >= maxOp || p.dur[e.Op][0] == nil {
@@ -135,6 +142,7 @@ func NewOTel(meter metric.Meter) (*OTel, error) {
 		}
 		o.opSet[op] = metric.WithAttributeSet(attribute.NewSet(attribute.String("op", op.String())))
 	}
+	o.opSet[redlock.OpKeepAliveEnd] = metric.WithAttributeSet(attribute.NewSet(attribute.String("op", redlock.OpKeepAliveEnd.String())))
 	return o, nil
 }
 
@@ -149,6 +157,12 @@ func (o *OTel) Observe(e redlock.Event) {
 				attribute.String("node", e.Addr), attribute.String("op", e.In.String()))))
 		}
 		o.nodeErrs.Add(ctx, 1, set.(metric.AddOption))
+		return
+	}
+	if e.Op == redlock.OpKeepAliveEnd { // a kept-alive lock's end: counted once if lost
+		if e.Lost() {
+			o.lost.Add(ctx, 1, o.opSet[e.Op])
+		}
 		return
 	}
 	if int(e.Op) >= maxOp || o.durSet[e.Op][0] == nil {

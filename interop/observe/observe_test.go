@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ import (
 
 // workload runs, on a 5-node fake cluster: one acquisition that succeeds,
 // one that is refused (held) with 2 attempts, an extension, an extension
-// that finds the lock lost (deleted on 3 nodes: 3 refusals decide), then,
-// with node 4 down, an acquisition and a release (node errors).
-func workload(t *testing.T, o redlock.Observer) {
+// that finds the lock lost (deleted on 3 nodes: 3 refusals decide), a
+// kept-alive lock lost the same way (its keep-alive ends: one lost
+// keepalive_end, and its extension's lost keepalive), then, with node 4
+// down, an acquisition and a release (node errors).
+func workload(t *testing.T, obs redlock.Observer) {
 	t.Helper()
+	o := &endCounter{o: obs}
 	cl, err := fakeserver.StartCluster(5, fakeserver.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +54,24 @@ func workload(t *testing.T, o redlock.Observer) {
 	if err := l.Extend(ctx, time.Second); err == nil {
 		t.Fatal("extended a lost lock")
 	}
+	k, err := c.Acquire(ctx, "k", redlock.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		cl.Nodes[i].Del("k")
+	}
+	kctx, err := k.KeepAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-kctx.Done()
+	for end := time.Now().Add(2 * time.Second); o.ends.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if o.ends.Load() != 1 {
+		t.Fatalf("%d keep-alive ends reported, want 1", o.ends.Load())
+	}
 	cl.Nodes[4].Down()
 	l2, err := c.Acquire(ctx, "m2")
 	if err != nil {
@@ -58,6 +80,19 @@ func workload(t *testing.T, o redlock.Observer) {
 	if err := l2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// endCounter forwards to o and counts OpKeepAliveEnd events.
+type endCounter struct {
+	o    redlock.Observer
+	ends atomic.Int64
+}
+
+func (e *endCounter) Observe(ev redlock.Event) {
+	if ev.Op == redlock.OpKeepAliveEnd {
+		e.ends.Add(1)
+	}
+	e.o.Observe(ev)
 }
 
 func TestPrometheus(t *testing.T) {
@@ -70,7 +105,7 @@ func TestPrometheus(t *testing.T) {
 	want := `
 # HELP app_redlock_acquire_attempts_total Acquisition attempts made.
 # TYPE app_redlock_acquire_attempts_total counter
-app_redlock_acquire_attempts_total 4
+app_redlock_acquire_attempts_total 5
 # HELP app_redlock_acquire_contended_total Acquisitions that met another holder.
 # TYPE app_redlock_acquire_contended_total counter
 app_redlock_acquire_contended_total 1
@@ -78,7 +113,8 @@ app_redlock_acquire_contended_total 1
 # TYPE app_redlock_locks_lost_total counter
 app_redlock_locks_lost_total{op="acquire"} 0
 app_redlock_locks_lost_total{op="extend"} 1
-app_redlock_locks_lost_total{op="keepalive"} 0
+app_redlock_locks_lost_total{op="keepalive"} 1
+app_redlock_locks_lost_total{op="keepalive_end"} 1
 app_redlock_locks_lost_total{op="release"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "app_redlock_acquire_attempts_total",
@@ -110,7 +146,7 @@ app_redlock_locks_lost_total{op="release"} 0
 			counts[op+"/"+oc] = m.GetHistogram().GetSampleCount()
 		}
 	}
-	for k, v := range map[string]uint64{"acquire/ok": 2, "acquire/error": 1, "extend/ok": 1, "extend/error": 1, "release/ok": 1} {
+	for k, v := range map[string]uint64{"acquire/ok": 3, "acquire/error": 1, "extend/ok": 1, "extend/error": 1, "keepalive/error": 1, "release/ok": 1} {
 		if counts[k] != v {
 			t.Errorf("duration samples %s = %d, want %d (all: %v)", k, counts[k], v, counts)
 		}
@@ -148,7 +184,7 @@ func TestOTel(t *testing.T) {
 			}
 		}
 	}
-	for k, v := range map[string]int64{"redlock.acquire.attempts": 4, "redlock.acquire.contended": 1, "redlock.locks.lost": 1} {
+	for k, v := range map[string]int64{"redlock.acquire.attempts": 5, "redlock.acquire.contended": 1, "redlock.locks.lost": 3} {
 		if sums[k] != v {
 			t.Errorf("%s = %d, want %d (all: %v)", k, sums[k], v, sums)
 		}
@@ -156,7 +192,7 @@ func TestOTel(t *testing.T) {
 	if sums["redlock.node.errors"] < 1 {
 		t.Errorf("node errors %d, want the down node's", sums["redlock.node.errors"])
 	}
-	for k, v := range map[string]uint64{"acquire/ok": 2, "acquire/error": 1, "extend/ok": 1, "extend/error": 1, "release/ok": 1} {
+	for k, v := range map[string]uint64{"acquire/ok": 3, "acquire/error": 1, "extend/ok": 1, "extend/error": 1, "keepalive/error": 1, "release/ok": 1} {
 		if hist[k] != v {
 			t.Errorf("duration samples %s = %d, want %d (all: %v)", k, hist[k], v, hist)
 		}
