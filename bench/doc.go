@@ -51,14 +51,16 @@
 // CPU per operation from getrusage, over the measured window.
 //
 // Main maps outcomes to exit statuses: 0, 1 (run failure, or most
-// operations failed), 2 (usage), 130 (interrupted: the report for what was
-// measured is written, marked interrupted).
+// operations failed), 2 (usage), 3 (a sweep with -fail-on-breach found a
+// breach: ExitBreach), 130 (interrupted: the report for what was measured
+// is written, marked interrupted).
 //
 // By default the embedded fake cluster runs in a child process (the same
 // executable, re-run; see ChildMain) so that its CPU time and allocations
 // are not counted as the client's; its CPU, like that of local
 // redis-servers, is read from /proc as the server cost. Against real Redis,
-// INFO commandstats is read before and after each strategy.
+// INFO commandstats and INFO CPU (used_cpu_user/sys, also of remote nodes)
+// are read before and after each strategy and sweep step.
 //
 // # Using it
 //

@@ -16,8 +16,6 @@ import (
 
 // Tests of issue 25: capacity planning a planner can trust.
 
-// Tests of issue 25: capacity planning a planner can trust.
-
 // readSweepJSON reads dir's sweep.json.
 func readSweepJSON(t *testing.T, dir string) *SweepReport {
 	t.Helper()

@@ -181,7 +181,12 @@ func (l *Lock) drift(ttl time.Duration) time.Duration {
 // held for what Validity reports). After a failure the validity is what it
 // was before the call, or 0 once the lock is known lost; with ctx
 // cancelled or past its deadline mid-call the ExtendError carries ctx's
-// error.
+// error. When nothing was sent (ctx ended or the client closed before any
+// command went out, or ttl is invalid) the error is not an ExtendError but
+// the cause itself, wrapped (errors.Is(err, context.Canceled), ErrClosed,
+// ErrBadOption): the lock is as it was. A quorum that agreed after ctx's
+// deadline had passed is reported as ErrExtendUnknown, not success: the
+// call's time is not known to have been within the caller's bound.
 //
 // The nodes never shorten a key's TTL (see scripts.Extend): an Extend to a
 // shorter ttl gives the shorter validity, while the keys keep their longer

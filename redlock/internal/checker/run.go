@@ -903,7 +903,8 @@ func (w *worker) extend(ctx context.Context, l *redlock.Lock, r string, from, en
 		// late: with U[0, 3ms) of validity left
 		sleepUntil(ctx, end.Add(-time.Duration(rng.Int64N(int64(3*time.Millisecond)))))
 	} else {
-		// early, to a shorter TTL: the nodes shorten the key at once
+		// early, to a shorter TTL: the validity drops to it at once (the
+		// nodes keep the longer expiry: the script never shortens a key)
 		sleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(ttl/4)+1))))
 		ttl = 3*time.Millisecond + time.Duration(rng.Int64N(int64(ttl/2)))
 	}
