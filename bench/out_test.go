@@ -68,6 +68,10 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb.String())
 			}
+			notice := "holds the previous run's files (" + FileReport + "): they are replaced; give -out "
+			if said := strings.Contains(errb.String(), notice); said != (tc.dir == "") {
+				t.Errorf("notice of the default directory written over: said %v, want %v: %q", said, tc.dir == "", errb.String())
+			}
 			if tc.code == ExitUsage {
 				msg := errb.String()
 				if strings.Count(msg, "\n") != 1 {

@@ -76,6 +76,9 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	if err := checkOut(cfg); err != nil {
 		return nil, err
 	}
+	if n := outNotice(cfg); n != "" {
+		fmt.Fprintln(o.Stderr, "redmux-bench: "+n)
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err

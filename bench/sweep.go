@@ -172,6 +172,9 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 	if err := checkOut(cfg); err != nil {
 		return nil, err
 	}
+	if n := outNotice(cfg); n != "" {
+		fmt.Fprintln(o.Stderr, "redmux-bench sweep: "+n)
+	}
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
