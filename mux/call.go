@@ -17,10 +17,14 @@ type Policy struct {
 	// with the reply to the node's last command in the batch; a node with an
 	// error reply to any command, or an error, is a failure). nil counts any
 	// non-error reply as success. It runs on the goroutine that reads
-	// replies, with the batch locked: keep it short, and pass a
-	// package-level func, not a closure, to keep Do allocation-free. A
-	// panic in it is recovered there: the node counts as failed, the call
-	// ends at once and Do returns a *PanicError (ErrPolicyPanic).
+	// replies (the reader decides each call's quorum as its replies
+	// arrive, which is what lets Do return at quorum), with the batch
+	// locked: keep it short, since a slow predicate delays the reading of
+	// every connection, and pass a package-level func, not a closure, to
+	// keep Do allocation-free. A panic in it is recovered there: the node
+	// counts as failed, the call ends at once, Do returns a *PanicError
+	// (ErrPolicyPanic) to its caller, and the reader goes on with the
+	// other calls.
 	Success func(node int, r resp.Reply) bool
 	// Timeout overrides Config.Timeout for this call when > 0. The deadline
 	// is also bounded by ctx's.
