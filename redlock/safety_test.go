@@ -372,8 +372,8 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 
 // TestFencingZombiesUnfenced makes the classic failure visible: without
 // fencing tokens, holders paused past their validity write after a newer
-// holder did, and the store accepts it. (TestSafetyUnderFaults runs the
-// same zombies with fencing: 0 such writes.)
+// holder did, and the store accepts it. (TestSafetyFencing runs the same
+// zombies with fencing, under faults: 0 such writes.)
 func TestFencingZombiesUnfenced(t *testing.T) {
 	cl := startCluster(t, 5)
 	res, err := checker.Run(checker.Config{
