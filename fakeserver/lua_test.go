@@ -26,16 +26,12 @@ func TestScriptInfiniteLoopBounded(t *testing.T) {
 	eqReply(t, "served after kill", other.do("SET", "k", "v"), okReply)
 	eqReply(t, "notbusy", other.do("SCRIPT", "KILL"), errReply("NOTBUSY No scripts in execution right now."))
 
-	start := time.Now()
 	loop.send("EVAL", "redis.call('set', KEYS[1], 'x')\nwhile true do end", "1", "w")
 	time.Sleep(300 * time.Millisecond)
 	eqReply(t, "unkillable", other.do("SCRIPT", "KILL"), errReply(unkillableErr))
 	r = loop.read()
 	if !hasPrefix(r, "-ERR fake server: script killed after running for 700ms (Config.ScriptKillAfter) script: ") || !strings.HasSuffix(r, ", on @user_script:2.\r\n") {
 		t.Errorf("hard-killed script replied %q", r)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("hard kill took %v", d)
 	}
 	eqReply(t, "served after hard kill", other.do("GET", "w"), bulk("x"))
 	eqReply(t, "same conn works", loop.do("PING"), pongReply)
