@@ -231,7 +231,7 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 			s.del(st.ka.idx)
 		}
 		s.end(st, context.Cause(st.ka.ctx))
-		s.poke() // the loop reports the end
+		s.reportSoon()
 	}
 	if st.ka.on {
 		cancel(ErrBadOption)
@@ -302,26 +302,53 @@ func (s *scheduler) finish(st *lockState, cause error) {
 	*k = kaState{idx: -1}
 }
 
-// end is finish for a keep-alive that ends other than by Release: with an
+// end is finish for a keep-alive that ends other than by Release or by an
+// extension (extended returns that one's event to its caller): with an
 // observer, it records the OpKeepAliveEnd event that report delivers once
-// s.mu is released.
+// s.mu is released, on a worker (the loop never runs observer code: a slow
+// observer must not hold up other locks' extensions and deadlines).
 func (s *scheduler) end(st *lockState, cause error) {
-	k := &st.ka
-	if k.on && s.c.obs != nil {
-		s.ended = append(s.ended, Event{Op: OpKeepAliveEnd, Resource: k.lock.resource,
-			Duration: time.Duration(mono() - k.start), Err: cause, Node: -1})
+	if ev, ok := s.endEvent(st, cause); ok {
+		s.ended = append(s.ended, ev)
 	}
 	s.finish(st, cause)
 }
 
-// report delivers the recorded OpKeepAliveEnd events (s.mu not held: an
-// observer may take its time). The two buffers are swapped, so nothing
-// allocates once they have grown.
+// endEvent is st's OpKeepAliveEnd event (s.mu held), if st is kept alive
+// and the client has an observer.
+func (s *scheduler) endEvent(st *lockState, cause error) (Event, bool) {
+	k := &st.ka
+	if !k.on || s.c.obs == nil {
+		return Event{}, false
+	}
+	return Event{Op: OpKeepAliveEnd, Resource: k.lock.resource,
+		Duration: time.Duration(mono() - k.start), Err: cause, Node: -1}, true
+}
+
+// reportSoon has a worker deliver the recorded events (the loop's: it does
+// not run observer code itself). With the queue full, a worker reports
+// anyway once it finishes the job in hand.
+func (s *scheduler) reportSoon() {
+	if s.c.obs == nil || len(s.ended) == 0 { // s.mu held
+		return
+	}
+	select {
+	case s.jobs <- kaJob{}:
+	default:
+	}
+}
+
+// report delivers the recorded OpKeepAliveEnd events (s.mu not held). The
+// two buffers are swapped, so nothing allocates once they have grown.
 func (s *scheduler) report() {
 	if s.c.obs == nil {
 		return
 	}
 	s.mu.Lock()
+	if len(s.ended) == 0 {
+		s.mu.Unlock()
+		return
+	}
 	evs := s.ended
 	s.ended, s.spare = s.spare[:0], nil
 	s.mu.Unlock()
@@ -394,8 +421,8 @@ func (s *scheduler) loop() {
 		if len(s.heap) > 0 {
 			wait = time.Duration(s.heap[0].ka.next() - now)
 		}
+		s.reportSoon()
 		s.mu.Unlock()
-		s.report()
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
@@ -417,6 +444,10 @@ func (s *scheduler) worker() {
 		case <-s.done:
 			return
 		}
+		if j.st == nil { // the loop's: deliver the ends it recorded
+			s.report()
+			continue
+		}
 		s.mu.Lock()
 		k := &j.st.ka
 		live := k.on && k.seq == j.seq
@@ -426,6 +457,7 @@ func (s *scheduler) worker() {
 		}
 		s.mu.Unlock()
 		if !live {
+			s.report()
 			continue
 		}
 		st := j.st
@@ -435,10 +467,13 @@ func (s *scheduler) worker() {
 		}
 		st.op.Lock()
 		err := j.l.extend(ctx, j.ttl, OpKeepAlive)
-		s.extended(st, &j.l, j.ttl, err, j.seq)
+		end, ended := s.extended(st, &j.l, j.ttl, err, j.seq)
 		st.op.Unlock()
 		if s.c.obs != nil {
 			s.c.observe(OpKeepAlive, j.l.resource, t0, err)
+			if ended { // right after the extension that ended it
+				s.c.obs.Observe(end)
+			}
 			s.report()
 		}
 	}
@@ -450,12 +485,15 @@ func (s *scheduler) worker() {
 // holder (seq 0). Keep-alive and Validity never disagree: the keep-alive's
 // end is the lock's, its next extension is scheduled from it, and it ends
 // at once when the lock is lost or its validity has ended.
-func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err error, seq uint64) {
+//
+// It returns the OpKeepAliveEnd event (with an observer) when it ended the
+// keep-alive, for the caller to report after the extension's own event.
+func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err error, seq uint64) (end Event, ended bool) {
 	manual := seq == 0
 	if manual && err != nil && !errors.Is(err, ErrExtendLimit) {
 		var ee *ExtendError
 		if !errors.As(err, &ee) {
-			return // nothing was sent (bad TTL, ctx done, closed): nothing changed
+			return Event{}, false // nothing was sent (bad TTL, ctx done, closed): nothing changed
 		}
 	}
 	v := l.view()
@@ -463,7 +501,7 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 	defer s.mu.Unlock()
 	k := &st.ka
 	if !k.on || k.idx < 0 || k.lock.gen != l.gen || (!manual && k.seq != seq) {
-		return // not kept alive, released, or a later KeepAlive's
+		return Event{}, false // not kept alive, released, or a later KeepAlive's
 	}
 	if !manual {
 		k.inflight = false
@@ -472,8 +510,9 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 	switch {
 	case !v.held:
 		s.del(k.idx)
-		s.end(st, ErrNotHeld)
-		return
+		end, ended = s.endEvent(st, ErrNotHeld)
+		s.finish(st, ErrNotHeld)
+		return end, ended
 	case err == nil:
 		k.end = v.end
 		if !manual && ttl < k.ttl {
@@ -489,8 +528,10 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 		// lost (the validity was cut to the reply time) or expired: now,
 		// not at the next timer
 		s.del(k.idx)
-		s.end(st, lostCause(l, err))
-		return
+		cause := lostCause(l, err)
+		end, ended = s.endEvent(st, cause)
+		s.finish(st, cause)
+		return end, ended
 	default:
 		// failed but validity remains (timeouts, ctx, unknown outcome):
 		// retry while it lasts; the end is still watched
@@ -504,6 +545,7 @@ func (s *scheduler) extended(st *lockState, l *Lock, ttl time.Duration, err erro
 	}
 	s.fix(k.idx)
 	s.poke()
+	return Event{}, false
 }
 
 // lostCause is the keep-alive's cause when an extension left no validity:

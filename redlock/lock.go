@@ -210,11 +210,13 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	st.op.Lock()
 	err := l.extend(ctx, ttl, OpExtend)
-	c.ka.extended(st, &l, ttl, err, 0)
+	end, ended := c.ka.extended(st, &l, ttl, err, 0)
 	st.op.Unlock()
 	if c.obs != nil {
 		c.observe(OpExtend, l.resource, t0, err)
-		c.ka.report() // the keep-alive this Extend ended, if any
+		if ended { // the keep-alive this Extend ended
+			c.obs.Observe(end)
+		}
 	}
 	return err
 }

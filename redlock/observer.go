@@ -12,12 +12,16 @@ import (
 // traces need (acquire latency, attempts, contention, lost locks, node
 // errors) without wrapping every call.
 //
-// Observe runs on the goroutine of the operation (the keep-alive
-// scheduler's for keep-alive extensions) after the operation has finished
-// and released the lock's internal state, just before the call returns:
-// it adds its own time to the call's, so keep it short and never block
-// (update counters and histograms; hand anything slow to another
-// goroutine). It may be called from many goroutines at once. Do not keep
+// Observe runs on the goroutine of the operation (one of the keep-alive
+// scheduler's workers for keep-alive extensions and for keep-alives that
+// end by expiry, a cap or the holder's ctx; Close's caller for those that
+// Close ends) after the operation has finished and released the lock's
+// internal state, just before the call returns: it adds its own time to
+// the call's, so keep it short and never block (update counters and
+// histograms; hand anything slow to another goroutine). A blocked
+// observer on a worker holds up the keep-alives queued behind it, never
+// the scheduler's deadlines. Never call Client.Close from it: Close waits
+// for the workers. It may be called from many goroutines at once. Do not keep
 // the Event's Err beyond the call if it matters to you that errors are
 // not retained. Event is passed by value: a Client with an observer that
 // allocates nothing allocates nothing either.

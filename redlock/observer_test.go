@@ -207,6 +207,57 @@ func TestObserverKeepAliveEnd(t *testing.T) {
 	require.Equal(t, "keepalive_end", redlock.OpKeepAliveEnd.String())
 }
 
+// blockOnEnd is an observer that blocks in its first OpKeepAliveEnd until
+// released.
+type blockOnEnd struct {
+	in, release chan struct{}
+	once        sync.Once
+}
+
+func (b *blockOnEnd) Observe(e redlock.Event) {
+	if e.Op == redlock.OpKeepAliveEnd {
+		b.once.Do(func() {
+			close(b.in)
+			<-b.release
+		})
+	}
+}
+
+// TestObserverBlockedKeepsOthersAlive: an observer blocked on one lock's
+// OpKeepAliveEnd holds up one keep-alive worker, not the scheduler: another
+// kept-alive lock is still extended meanwhile (counted: 3 extensions while
+// the observer is blocked). Reported from the scheduler's loop, a blocked
+// observer stopped every extension and let the other lock expire with its
+// keep-alive context still live.
+func TestObserverBlockedKeepsOthersAlive(t *testing.T) {
+	cl := startCluster(t, 5)
+	obs := &blockOnEnd{in: make(chan struct{}), release: make(chan struct{})}
+	c := newClient(t, cl.Addrs(), redlock.WithObserver(obs))
+	warm(t, c)
+	defer close(obs.release)
+	ctx := context.Background()
+	b, err := c.Acquire(ctx, "b", redlock.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	bctx, err := b.KeepAlive(ctx)
+	require.NoError(t, err)
+	a, err := c.Acquire(ctx, "a", redlock.WithTTL(time.Second))
+	require.NoError(t, err)
+	actx, cancel := context.WithCancel(ctx)
+	_, err = a.KeepAlive(actx)
+	require.NoError(t, err)
+	cancel() // a's keep-alive ends: the observer blocks on its event
+	select {
+	case <-obs.in:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OpKeepAliveEnd for a's ended keep-alive")
+	}
+	e0 := b.Extensions()
+	eventually(t, 10*time.Second, func() bool { return b.Extensions() >= e0+3 || bctx.Err() != nil },
+		"b not extended while the observer was blocked")
+	require.NoError(t, bctx.Err(), "b's keep-alive ended while the observer was blocked")
+	require.Positive(t, b.Validity())
+}
+
 // TestObserverTimeoutIsNodeError: a node that answers after the node
 // timeout is a node error (mux.ErrTimeout) of the acquisition; a node
 // not needed once the quorum decided is not.

@@ -12,9 +12,12 @@
 //
 // op is acquire, extend, keepalive or release; outcome is ok or error;
 // node is the node's address as redlock reports it (passwords redacted).
-// redlock_locks_lost_total also has op keepalive_end: kept-alive locks that
-// were lost or expired, each counted once (OpKeepAliveEnd), where
-// op keepalive counts the extensions that found their lock lost.
+// redlock_locks_lost_total counts operations that found their lock lost or
+// expired, by op; it also has op keepalive_end: kept-alive locks that were
+// lost or expired, each counted once (OpKeepAliveEnd). The extension that
+// found a kept-alive lock lost, if one did, is counted under its own op
+// (keepalive, or extend for the holder's), so a sum over op counts such a
+// lock twice: alert on op="keepalive_end" for kept-alive locks.
 // The per-operation instruments are resolved once, at construction, so
 // recording an operation does no label lookup.
 //
