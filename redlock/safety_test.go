@@ -204,6 +204,7 @@ func TestAvailabilityNoLeftovers(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%v", res)
 	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	require.GreaterOrEqual(t, res.Acquired, int64(n), "the run ended at its time limit before its acquisitions")
 	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
 	require.Positive(t, res.CtxEnded, "attempts ended by their ctx")
 	require.Positive(t, res.EndedCtxOps, "releases with an ended ctx")

@@ -983,8 +983,9 @@ func sleepUntil(ctx context.Context, t time.Time) {
 }
 
 // Leftovers checks availability after failed acquisitions: clients contend
-// for the resources (no faults, no crashes, TTL 15s so that a key left
-// behind outlives the run), every holder releases, and then no key may
+// for the resources (no faults, no crashes, a TTL that outlives the run:
+// MaxDuration + 15s, so that a key left behind at any moment is still there
+// when the nodes are read), every holder releases, and then no key may
 // remain on any node: a failed attempt must release on every node, those
 // that granted it included, also when its ctx ended mid-attempt
 // (AcquireCtxRate), and a Release must be sent whatever its ctx
@@ -997,8 +998,13 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 	cfg.Faults, cfg.StopOnViolation = nil, false
 	if cfg.TTL <= 0 {
 		// longer than the run: a key left behind at any moment is still
-		// there when the nodes are read
-		cfg.TTL = 15 * time.Second
+		// there when the nodes are read (a 15s TTL let the first keys of
+		// a 25s run expire unseen)
+		maxDur := cfg.MaxDuration
+		if maxDur <= 0 {
+			maxDur = time.Minute // Run's default
+		}
+		cfg.TTL = maxDur + 15*time.Second
 	}
 	if cfg.NodeTimeout <= 0 {
 		cfg.NodeTimeout = 200 * time.Millisecond
