@@ -113,8 +113,8 @@ var mutants = []Mutant{
 	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
-			"\terr := l.extend(ctx, ttl, OpExtend)\n\tc.ka.extended(st, &l, ttl, err, 0)\n",
-			"\terr := l.extend(ctx, ttl, OpExtend)\n"}},
+			"\terr := l.extend(ctx, ttl, OpExtend)\n\tend, ended := c.ka.extended(st, &l, ttl, err, 0)\n",
+			"\terr := l.extend(ctx, ttl, OpExtend)\n\tvar end Event\n\tvar ended bool\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
