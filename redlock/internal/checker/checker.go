@@ -99,11 +99,18 @@ const (
 	// beyond hook + ttl - drift (the new validity must be counted from the
 	// start of the call, before the replies).
 	ExtendTooLong
+	// KeepAliveEndReport: the clients' observer was told of fewer keep-alive
+	// ends (OpKeepAliveEnd) than the holders saw their keep-alive context
+	// end by itself, of fewer lost ones than they saw lost or expired, or
+	// of more ends than keep-alives were started (checked once the clients
+	// are closed: every end is reported by then).
+	KeepAliveEndReport
 	numContracts
 )
 
 var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply",
-	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression", "extend-too-long"}
+	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression", "extend-too-long",
+	"keepalive-end-report"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {

@@ -149,6 +149,8 @@ type Result struct {
 	Multi           int64         // holdings of several resources (AcquireMulti)
 	KeptAlive       int64         // holdings kept with KeepAlive
 	KeepAliveEnded  int64         // of those, ended by the keep-alive context (lost, expired, limit) before the holder let go
+	KeepAliveEnds   int64         // OpKeepAliveEnd events the clients' observer got
+	KeepAliveLost   int64         // of those, Lost (the lock lost or expired)
 	SelfExtended    int64         // Extend calls by kept-alive holders
 	CtxEnded        int64         // acquisitions whose ctx ended mid-attempt (deadline or cancel)
 	EndedCtxOps     int64         // Releases and Extends called with an ended ctx
@@ -171,8 +173,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive, %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
 		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
@@ -326,8 +328,12 @@ func Run(cfg Config) (Result, error) {
 			_ = c.Close()
 		}
 	}()
+	// Every client reports to one counting observer: the keep-alive ends
+	// it is told of are checked against what the holders saw.
+	obs := &endCounter{}
 	for i := 0; i < cfg.Clients; i++ {
 		opts := append([]redlock.Option{
+			redlock.WithObserver(obs),
 			redlock.WithTTL(cfg.TTL),
 			redlock.WithNodeTimeout(cfg.NodeTimeout),
 			redlock.WithTries(1000), // bounded by the run's ctx in practice
@@ -413,6 +419,18 @@ func Run(cfg Config) (Result, error) {
 	cancel()
 	injWG.Wait()
 	res.Elapsed = time.Since(start)
+	// Closed now, not at return: Close ends the keep-alives still on (the
+	// crashed holders') and reports them, so every end is counted below.
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	ends, lost := obs.ends.Load(), obs.lost.Load()
+	self, selfLost, started := s.kaSelf.Load(), s.kaSelfLost.Load(), s.keptAlive.Load()
+	if ends < self || lost < selfLost || ends > started {
+		rec.Broke(KeepAliveEndReport, "observer told of %d keep-alive ends (%d lost); holders saw %d end by themselves (%d lost or expired) of %d started",
+			ends, lost, self, selfLost, started)
+	}
+	res.KeepAliveEnds, res.KeepAliveLost = ends, lost
 	res.Report = rec.Check()
 	res.Acquired, res.NotAcquired, res.OtherErrors = s.acquired.Load(), s.notAcq.Load(), s.other.Load()
 	res.Crashed, res.HeldToEnd = s.crashed.Load(), s.heldToEnd.Load()
@@ -440,6 +458,7 @@ func Run(cfg Config) (Result, error) {
 type stats struct {
 	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
 	keptAlive, kaEnded, multi                                        atomic.Int64
+	kaSelf, kaSelfLost                                               atomic.Int64 // keep-alives the holders saw end by themselves (and lost or expired)
 	selfExt, ctxEnded, endedOps, retained, kaLag, zombies            atomic.Int64
 }
 
@@ -751,6 +770,12 @@ func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got
 	letGo := func() {
 		claim(curStart, minTime(curEnd, time.Now()))
 		w.s.kaEnded.Add(1)
+		if hctx.Err() != nil { // ended by itself, before the Release: reported
+			w.s.kaSelf.Add(1)
+			if c := context.Cause(hctx); errors.Is(c, redlock.ErrLockLost) || errors.Is(c, redlock.ErrLockExpired) {
+				w.s.kaSelfLost.Add(1)
+			}
+		}
 		w.release(l, r)
 	}
 	for {
@@ -1134,4 +1159,17 @@ func (v *valueSource) Read(p []byte) (int, error) {
 	}
 	copy(b[8:], "redmux-check")
 	return copy(p, b[:]), nil
+}
+
+// endCounter is the checker clients' observer: it counts the keep-alive
+// ends it is told of (OpKeepAliveEnd), and the lost ones.
+type endCounter struct{ ends, lost atomic.Int64 }
+
+func (o *endCounter) Observe(e redlock.Event) {
+	if e.Op == redlock.OpKeepAliveEnd {
+		o.ends.Add(1)
+		if e.Lost() {
+			o.lost.Add(1)
+		}
+	}
 }

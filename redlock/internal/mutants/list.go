@@ -111,6 +111,14 @@ var mutants = []Mutant{
 		},
 	},
 	{
+		// Caught at the end of the run, once the clients are closed (the
+		// counts are compared then): not cheap.
+		Name: "keepalive-end-unreported", Class: "a keep-alive that expired ends without telling the observer (OpKeepAliveEnd, issue 26)", Test: safetyTest,
+		Edits: []Edit{{"redlock/keepalive.go",
+			"\t\t\t\ts.end(st, cause)\n\t\t\t\tcontinue\n",
+			"\t\t\t\ts.finish(st, cause)\n\t\t\t\tcontinue\n"}},
+	},
+	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
 			"\terr := l.extend(ctx, ttl, OpExtend)\n\tend, ended := c.ka.extended(st, &l, ttl, err, 0)\n",
