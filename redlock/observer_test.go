@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
@@ -43,6 +44,17 @@ func ops(es []redlock.Event, op redlock.Op) []redlock.Event {
 		}
 	}
 	return out
+}
+
+// observed starts a 5-node fake cluster and a warmed-up client on it that
+// reports to a recorder, with the node timeout given.
+func observed(t *testing.T, nodeTimeout time.Duration) (*fakeserver.Cluster, *recorder, *redlock.Client) {
+	t.Helper()
+	cl := startCluster(t, 5)
+	rec := &recorder{}
+	c := newClient(t, cl.Addrs(), redlock.WithObserver(rec), redlock.WithNodeTimeout(nodeTimeout))
+	warm(t, c)
+	return cl, rec, c
 }
 
 // TestObserver: every operation reports its outcome once, with its
@@ -155,10 +167,7 @@ func TestObserver(t *testing.T) {
 // and the end says it expired (Lost), once. The holder's ctx ended: its
 // cause, not Lost.
 func TestObserverKeepAliveEnd(t *testing.T) {
-	cl := startCluster(t, 5)
-	rec := &recorder{}
-	c := newClient(t, cl.Addrs(), redlock.WithObserver(rec), redlock.WithNodeTimeout(30*time.Millisecond))
-	warm(t, c)
+	cl, rec, c := observed(t, 30*time.Millisecond)
 	ctx := context.Background()
 	ends := func() []redlock.Event {
 		rec.mu.Lock()
@@ -262,10 +271,7 @@ func TestObserverBlockedKeepsOthersAlive(t *testing.T) {
 // timeout is a node error (mux.ErrTimeout) of the acquisition; a node
 // not needed once the quorum decided is not.
 func TestObserverTimeoutIsNodeError(t *testing.T) {
-	cl := startCluster(t, 5)
-	rec := &recorder{}
-	c := newClient(t, cl.Addrs(), redlock.WithObserver(rec), redlock.WithNodeTimeout(30*time.Millisecond))
-	warm(t, c)
+	cl, rec, c := observed(t, 30*time.Millisecond)
 	ctx := context.Background()
 	cl.Nodes[0].SetLatency(200*time.Millisecond, 0)
 	cl.Nodes[1].SetLatency(200*time.Millisecond, 0)
