@@ -201,9 +201,9 @@ func TestAvailabilityNoLeftovers(t *testing.T) {
 		AcquireCtxRate: 0.3, AcquireDeadlineMax: 3 * time.Millisecond, EndedCtxRate: 0.3,
 		Transport: safetyTransport(t, cl.Addrs()),
 	}, chaos)
-	require.NoError(t, err)
 	t.Logf("%v", res)
 	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.Acquired, int64(n), "the run ended at its time limit before its acquisitions")
 	require.Greater(t, res.Attempts, res.Acquired, "the resources were contended")
 	require.Positive(t, res.CtxEnded, "attempts ended by their ctx")

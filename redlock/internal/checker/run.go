@@ -770,9 +770,13 @@ func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got
 	letGo := func() {
 		claim(curStart, minTime(curEnd, time.Now()))
 		w.s.kaEnded.Add(1)
-		if hctx.Err() != nil { // ended by itself, before the Release: reported
+		// Ended by itself (lost, expired, a cap) before the Release: it is
+		// reported. Not when the holder's own ctx ended it (the run's end):
+		// the Release may come before the scheduler sees that ctx, and then
+		// Release ends it, unreported by design.
+		if c := context.Cause(hctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
 			w.s.kaSelf.Add(1)
-			if c := context.Cause(hctx); errors.Is(c, redlock.ErrLockLost) || errors.Is(c, redlock.ErrLockExpired) {
+			if errors.Is(c, redlock.ErrLockLost) || errors.Is(c, redlock.ErrLockExpired) {
 				w.s.kaSelfLost.Add(1)
 			}
 		}
@@ -1074,6 +1078,11 @@ func Leftovers(cfg Config, kl KeyLister) (Result, error) {
 	time.Sleep(100 * time.Millisecond)
 	scan()
 	if err := minorityAttempts(cfg, vs, won, kl); err != nil {
+		if len(res.Leftovers) > 0 {
+			// keys left behind (they outlive the run) kept the blocker
+			// from a majority: the leftovers are the finding
+			return res, nil
+		}
 		return res, err
 	}
 	time.Sleep(100 * time.Millisecond)
