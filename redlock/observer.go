@@ -21,7 +21,11 @@ import (
 // histograms; hand anything slow to another goroutine). A blocked
 // observer on a worker holds up the keep-alives queued behind it, never
 // the scheduler's deadlines. Never call Client.Close from it: Close waits
-// for the workers. It may be called from many goroutines at once. Do not keep
+// for the workers. One exception to "after": the OpNodeError events of an
+// Extend, a Release or a keep-alive extension are reported from inside the
+// operation, with the lock's internal mutex held, so an observer must not
+// call that lock's Extend, Release or KeepAlive from them (they would wait
+// for it for ever). It may be called from many goroutines at once. Do not keep
 // the Event's Err beyond the call if it matters to you that errors are
 // not retained. Event is passed by value: a Client with an observer that
 // allocates nothing allocates nothing either.
