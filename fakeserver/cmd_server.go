@@ -50,9 +50,11 @@ func cmdSelect(n *Node, c cmdCtx) {
 	c.ok()
 }
 
-// checkAuth verifies user/pass. user "" means the default user.
+// checkAuth verifies user/pass. The one-argument AUTH passes "default";
+// an empty user name is a user that does not exist, as in Redis ("HELLO 3
+// AUTH "" pw" and "AUTH "" pw" answer WRONGPASS).
 func (n *Node) checkAuth(user, pass string) bool {
-	if user == "" || user == "default" {
+	if user == "default" {
 		if n.cfg.Password == "" {
 			if p, ok := n.cfg.Users["default"]; ok {
 				return p == pass
@@ -62,7 +64,7 @@ func (n *Node) checkAuth(user, pass string) bool {
 		return pass == n.cfg.Password
 	}
 	p, ok := n.cfg.Users[user]
-	return ok && p == pass
+	return ok && user != "" && p == pass
 }
 
 const wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
@@ -76,7 +78,7 @@ func cmdAuth(n *Node, c cmdCtx) {
 				return
 			}
 		}
-		if !n.checkAuth("", string(c.args[1])) {
+		if !n.checkAuth("default", string(c.args[1])) {
 			c.err(wrongPass)
 			return
 		}

@@ -116,6 +116,11 @@ func TestAuthUsersAndHello(t *testing.T) {
 	c := dial(t, n.Addr())
 	eqReply(t, "noauth", c.do("GET", "k"), errReply("NOAUTH Authentication required."))
 	eqReply(t, "wrong user pw", c.do("AUTH", "alice", "pw"), errReply(wrongPass))
+	// An empty user name is not the default user (issue 34 R10: it
+	// authenticated): Redis 7.0.15 answers WRONGPASS to both.
+	eqReply(t, "hello empty user", c.do("HELLO", "3", "AUTH", "", "pw"), errReply(wrongPass))
+	eqReply(t, "auth empty user", c.do("AUTH", "", "pw"), errReply(wrongPass))
+	eqReply(t, "still noauth", c.do("GET", "k"), errReply("NOAUTH Authentication required."))
 	eqReply(t, "alice", c.do("AUTH", "alice", "apw"), okReply)
 	eqReply(t, "authed", c.do("GET", "k"), nullBulk)
 	d := dial(t, n.Addr())

@@ -362,7 +362,8 @@ func TestDifferentialRealRedisPassword(t *testing.T) {
 	fake := startNode(t, Config{Password: pw, DisableAdmin: true})
 	seqs := []sequence{{"requirepass", []step{
 		s("GET", "k"), s("PING"), s("HELLO", "3"), s("FOO"), s("GET"), s("AUTH", "wrong"), s("AUTH", "default", "wrong"),
-		s("HELLO", "3", "AUTH", "default", "wrong"), s("GET", "k"), masked("HELLO", "3", "AUTH", "default", pw),
+		s("HELLO", "3", "AUTH", "default", "wrong"), s("GET", "k"), s("HELLO", "3", "AUTH", "", pw), s("AUTH", "", pw),
+		s("GET", "k"), masked("HELLO", "3", "AUTH", "default", pw),
 		s("GET", "k"), s("AUTH", pw), s("AUTH", "default", pw), s("SET", "k", "v"), s("GET", "k"), s("QUIT"),
 	}}, {"unauth-args", []step{
 		s("ECHO", "1", "2", "3", "4", "5", "6", "7", "8", "9"), raw("*12\r\n", true),
