@@ -164,6 +164,12 @@ func scriptSequences() []sequence {
 			s("EVAL", redissonRenew, "1", "rl", "40000", "id:2"), s("EVAL", redissonUnlock, "2", "rl", "ch", "0", "30000", "id:2"),
 			s("EVAL", redissonUnlock, "2", "rl", "ch", "0", "30000", "id:1"), s("TYPE", "rl"), s("EVAL", redissonUnlock, "2", "rl", "ch", "0", "30000", "id:1"),
 			s("EXISTS", "rl"), s("SET", "rl", "str"), s("EVAL", redissonLock, "1", "rl", "30000", "id:1")),
+		lock("lua-stack-limits", // issue 34 R9: Lua 5.1's LUAI_MAXCSTACK, Redis's texts
+			s("EVAL", "return #{unpack({},1,1000000)}", "0"), s("EVAL", "return #{unpack({},1,7997)}", "0"), s("EVAL", "return #{unpack({},1,7998)}", "0"),
+			s("EVAL", "local t={} for i=1,7999 do t[i]=i end return #{unpack(t)}", "0"), s("EVAL", "local t={} for i=1,8000 do t[i]=i end return #{unpack(t)}", "0"),
+			s("EVAL", `return #{string.byte(string.rep("x",1000000),1,-1)}`, "0"), s("EVAL", `return #{string.byte(string.rep("x",8000),1,7997)}`, "0"),
+			s("EVAL", `return #{string.byte(string.rep("x",8000),1,7998)}`, "0"), s("EVAL", `return {string.byte("abc"), string.byte("abc",-1), #{string.byte("abc",3,2)}}`, "0"),
+			s("EVAL", "return {unpack({1,2,3},2)}", "0"), s("EVAL", "return #{unpack({},-5,100)}", "0")),
 		lock("lua-conversions",
 			s("EVAL", "return {1,2,{3,'a'},nil,4}", "0"), s("EVAL", "return 3.99", "0"), s("EVAL", "return -3.5", "0"),
 			s("EVAL", "return true", "0"), s("EVAL", "return false", "0"), s("EVAL", "return nil", "0"), s("EVAL", "return {}", "0"),

@@ -25,7 +25,13 @@ import (
 //   - string.format: widths and precisions over 99 are refused, as in
 //     Lua 5.1 (Go's fmt pads up to a million per verb), and the result's
 //     length is bounded first;
-//   - string.rep: maxScriptString (lua.go).
+//   - string.rep: maxScriptString (lua.go);
+//   - unpack and string.byte: as in Lua 5.1, their results must fit the C
+//     stack of LUAI_MAXCSTACK (8000) slots, arguments included ("too many
+//     results to unpack", "stack overflow (string slice too long)", Redis's
+//     texts). gopher-lua grows its stack 32 slots at a time, so without the
+//     check unpack({},1,400000) took 36 s, one call, beyond ScriptKillAfter
+//     and SCRIPT KILL (issue 34 R9).
 //
 // The `..` operator is one instruction: a loop that doubles a string is
 // stopped by the heap watcher (maxScriptHeap, sampled every millisecond)
@@ -140,6 +146,38 @@ func limitBuiltins(L *lua.LState) {
 		checkFormat(L, L.CheckString(1))
 		return orig(L)
 	})
+	wrap(g, "unpack", func(L *lua.LState, orig lua.LGFunction) int {
+		t := L.CheckTable(1)
+		i := int64(L.OptInt(2, 1))
+		j := int64(t.Len())
+		if L.Get(3) != lua.LNil {
+			j = int64(L.CheckInt(3))
+		}
+		if i <= j && !stackRoom(L, j-i+1) {
+			luaRaiseWhere(L, "too many results to unpack")
+		}
+		return orig(L)
+	})
+	wrap(str, "byte", func(L *lua.LState, orig lua.LGFunction) int {
+		// Lua 5.1's str_byte: positions relative to the end, clamped
+		l := int64(len(L.CheckString(1)))
+		rel := func(pos int64) int64 {
+			if pos < 0 {
+				pos += l + 1
+			}
+			return max(pos, 0)
+		}
+		posi := rel(int64(L.OptInt(2, 1)))
+		pose := posi
+		if L.Get(3) != lua.LNil {
+			pose = rel(int64(L.CheckInt(3)))
+		}
+		posi, pose = max(posi, 1), min(pose, l)
+		if posi <= pose && !stackRoom(L, pose-posi+1) {
+			luaRaiseWhere(L, "stack overflow (string slice too long)")
+		}
+		return orig(L)
+	})
 	wrap(tab, "concat", func(L *lua.LState, orig lua.LGFunction) int {
 		t := L.CheckTable(1)
 		sep := L.OptString(2, "")
@@ -153,6 +191,16 @@ func limitBuiltins(L *lua.LState) {
 		}
 		return orig(L)
 	})
+}
+
+// luaMaxCStack is Lua 5.1's LUAI_MAXCSTACK: the most stack slots a
+// built-in may use, its arguments included.
+const luaMaxCStack = 8000
+
+// stackRoom reports whether a built-in called with L's arguments may push n
+// results (Lua 5.1's lua_checkstack).
+func stackRoom(L *lua.LState, n int64) bool {
+	return int64(L.GetTop())+n <= luaMaxCStack
 }
 
 func checkPattern(L *lua.LState, p string, n int) {

@@ -102,3 +102,54 @@ func TestLuaConcatMemoryBudget(t *testing.T) {
 	}
 	eqReply(t, "alive", c.do("PING"), pongReply)
 }
+
+// TestLuaStackLimits (issue 34 R9): unpack and string.byte over large
+// ranges were single built-ins that ran for minutes (gopher-lua grows its
+// stack 32 slots at a time), past ScriptKillAfter and SCRIPT KILL. They now
+// fail at once with Lua 5.1's (and Redis 7.0.15's) errors once the results
+// would not fit LUAI_MAXCSTACK; ranges that fit still answer; a script
+// calling them in a loop is stopped by SCRIPT KILL.
+func TestLuaStackLimits(t *testing.T) {
+	const killAfter = 5 * time.Second
+	n := startNode(t, Config{ScriptBusyAfter: 200 * time.Millisecond, ScriptKillAfter: killAfter})
+	c, other := dial(t, n.Addr()), dial(t, n.Addr())
+	for _, tc := range []struct{ name, script, want string }{
+		{"unpack 1e6", `return #{unpack({},1,1000000)}`, "-ERR user_script:1: too many results to unpack script: "},
+		{"byte 1e6", `return #{string.byte(string.rep("x",1000000),1,-1)}`, "-ERR user_script:1: stack overflow (string slice too long) script: "},
+		{"unpack 7998", `return #{unpack({},1,7998)}`, "-ERR user_script:1: too many results to unpack script: "},
+		{"byte 7998", `return #{string.byte(string.rep("x",8000),1,7998)}`, "-ERR user_script:1: stack overflow (string slice too long) script: "},
+		{"method byte", `local s=string.rep("x",100000) return #{s:byte(1,-1)}`, "-ERR user_script:1: stack overflow (string slice too long) script: "},
+		{"unpack #t", `local t={} for i=1,9000 do t[i]=i end return #{unpack(t)}`, "-ERR user_script:1: too many results to unpack script: "},
+		// what fits LUAI_MAXCSTACK (8000 slots, arguments included) answers
+		{"unpack 7997", `return #{unpack({},1,7997)}`, ":0\r\n"},
+		{"unpack t", `local t={} for i=1,7999 do t[i]=i end return #{unpack(t)}`, ":7999\r\n"},
+		{"byte 7997", `return #{string.byte(string.rep("x",8000),1,7997)}`, ":7997\r\n"},
+		{"byte default", `return {string.byte("abc"), string.byte("abc",-1), #{string.byte("abc",1,-1)}, #{string.byte("abc",3,2)}}`, "*4\r\n:97\r\n:99\r\n:3\r\n:0\r\n"},
+		{"unpack empty", `return {unpack({1,2,3},2)}`, "*2\r\n:2\r\n:3\r\n"},
+	} {
+		start := time.Now()
+		c.send("EVAL", tc.script, "0")
+		r, err := c.tryRead(60 * time.Second) // a hang guard; the bound is below
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		took := time.Since(start)
+		if !hasPrefix(r, tc.want) {
+			t.Errorf("%s: %.200q, want prefix %q", tc.name, r, tc.want)
+		}
+		if took > killAfter+time.Second {
+			t.Errorf("%s: answered after %v, over ScriptKillAfter+1s", tc.name, took)
+		}
+		eqReply(t, tc.name+": alive", other.do("PING"), pongReply)
+	}
+	// A script that loops over large (allowed) unpacks is killed by SCRIPT
+	// KILL between two calls.
+	c.send("EVAL", `local t={} for i=1,7990 do t[i]=i end while true do local k = select('#', unpack(t)) end`, "0")
+	time.Sleep(600 * time.Millisecond) // past ScriptBusyAfter: a command sent earlier would wait for the script
+	eqReply(t, "busy", other.do("GET", "k"), errReply(busyErr))
+	eqReply(t, "kill", other.do("SCRIPT", "KILL"), okReply)
+	if r := c.read(); !hasPrefix(r, "-ERR Script killed by user with SCRIPT KILL... script: ") {
+		t.Errorf("killed script replied %.200q", r)
+	}
+	eqReply(t, "served after kill", other.do("PING"), pongReply)
+}
