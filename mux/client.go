@@ -13,9 +13,10 @@ import (
 // node is what the client knows about one node.
 type node struct {
 	addr    string
-	down    atomic.Bool               // last seen state (NodeUp)
-	downErr atomic.Pointer[NodeError] // the error calls get while a connection is down
-	wake    chan struct{}             // wakes this node's supervisor (buffered 1)
+	down    atomic.Bool                 // last seen state (NodeUp)
+	downErr atomic.Pointer[NodeError]   // the error calls get while a connection is down
+	wake    chan struct{}               // wakes this node's supervisor (buffered 1)
+	inc     atomic.Pointer[Incarnation] // learned by the newest set-up (Config.Incarnations)
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and
@@ -106,6 +107,9 @@ func New(cfg Config) (*Client, error) {
 		done:  make(chan struct{}),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
+	if r.Incarnations {
+		r.learn = func(i int, inc *Incarnation) { c.nodes[i].inc.Store(inc) }
+	}
 	for i := range c.nodes {
 		c.nodes[i].addr = r.Addrs[i]
 		c.nodes[i].wake = make(chan struct{}, 1)

@@ -85,6 +85,13 @@ type Config struct {
 	// default. A client with any TLS node runs every connection on the
 	// net.Conn transport (see Transports).
 	TLS *tls.Config
+	// Incarnations: learn each node's incarnation (Client.Incarnation: its
+	// run_id, replication id, role and uptime) at every connection
+	// set-up, with INFO server and INFO replication in the set-up
+	// pipeline (nothing on the hot path). A node that refuses INFO is
+	// set up all the same, its incarnation unknown. redlock turns it on
+	// (docs/OPERATIONS.md).
+	Incarnations bool
 }
 
 // Transport is a way of driving a Client's connections (Config.Transport).
@@ -140,6 +147,9 @@ type resolved struct {
 	// directOff: DirectWait was negative, or GOMAXPROCS is 1 (no direct
 	// waits at all, io_uring's default budget included).
 	directOff bool
+	// learn stores node i's incarnation learned by a set-up (New sets it
+	// when Incarnations is on), before the connection is installed.
+	learn func(i int, inc *Incarnation)
 }
 
 func resolve(cfg Config) (*resolved, error) {

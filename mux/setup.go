@@ -15,6 +15,7 @@ type setupStep struct {
 	name string // for errors: AUTH, HELLO, SELECT, CLIENT SETNAME, SCRIPT LOAD
 	auth bool   // an error here is an authentication failure
 	sha  string // SCRIPT LOAD: the SHA the reply must equal
+	info int    // INFO (infoServer, infoReplication): read into the incarnation; an error reply is no failure
 }
 
 // setupRW is the blocking-with-deadline I/O the set-up runs on.
@@ -52,6 +53,12 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 		b = resp.AppendCommand(b, "SCRIPT", "LOAD", s.Text)
 		steps = append(steps, setupStep{name: "SCRIPT LOAD", sha: s.SHA})
 	}
+	if r.Incarnations {
+		// two commands: Redis before 7.0 takes one section per INFO
+		b = resp.AppendCommand(b, "INFO", "server")
+		b = resp.AppendCommand(b, "INFO", "replication")
+		steps = append(steps, setupStep{name: "INFO server", info: infoServer}, setupStep{name: "INFO replication", info: infoReplication})
+	}
 	return b, steps
 }
 
@@ -60,9 +67,12 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 // last set-up reply, the last one possibly incomplete, are returned for the
 // connection's reader, which skips them too. Any other byte past the last
 // set-up reply is an error: nothing was asked for it, and matched to the
-// first command it would shift every reply after it.
+// first command it would shift every reply after it. With Incarnations on,
+// the node's incarnation is read from the INFO replies and stored (r.learn)
+// before runSetup returns, so before the connection carries a command.
 func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error) {
 	cmds, steps := r.pipeline(i)
+	var inc Incarnation
 	password := r.nodes[i].password
 	if err := rw.write(cmds, deadline); err != nil {
 		return nil, &setupError{step: "write", text: err.Error(), io: err}
@@ -80,6 +90,11 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error
 			}
 			off += n
 			if rep.Type == resp.TypePush {
+				continue
+			}
+			if steps[step].info != 0 {
+				learnInfo(&inc, steps[step].info, rep)
+				step++
 				continue
 			}
 			if err := checkStep(steps[step], rep, password); err != nil {
@@ -101,7 +116,18 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error
 		}
 		buf = buf[:len(buf)+n]
 	}
-	rest := buf[off:]
+	seen := time.Now()
+	rest, err := setupRest(r, buf[off:])
+	if err == nil && r.Incarnations && r.learn != nil {
+		inc.finish(seen)
+		r.learn(i, &inc)
+	}
+	return rest, err
+}
+
+// setupRest checks what was read past the last set-up reply: push frames
+// only (an incomplete last one is returned for the connection's reader).
+func setupRest(r *resolved, rest []byte) ([]byte, error) {
 	for p := 0; p < len(rest); {
 		rep, n, err := r.Parser.Parse(rest[p:])
 		switch {
