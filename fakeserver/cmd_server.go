@@ -371,7 +371,7 @@ func cmdInfo(n *Node, c cmdCtx) {
 		s := strings.ToLower(string(a))
 		switch s {
 		case "all", "everything":
-			want["server"], want["clients"], want["keyspace"], want["commandstats"], want["stats"] = true, true, true, true, true
+			want["server"], want["clients"], want["keyspace"], want["commandstats"], want["stats"], want["replication"] = true, true, true, true, true, true
 		case "default":
 			all = true
 		default:
@@ -379,7 +379,7 @@ func cmdInfo(n *Node, c cmdCtx) {
 		}
 	}
 	if all {
-		want["server"], want["clients"], want["keyspace"], want["stats"] = true, true, true, true
+		want["server"], want["clients"], want["keyspace"], want["stats"], want["replication"] = true, true, true, true, true
 	}
 	var b strings.Builder
 	section := func(name string, body func()) {
@@ -402,15 +402,14 @@ func cmdInfo(n *Node, c cmdCtx) {
 		line("process_id", strconv.Itoa(os.Getpid()))
 		_, port, _ := net.SplitHostPort(n.addr)
 		line("tcp_port", port)
-		up := int64(time.Since(n.base) / time.Second)
-		line("uptime_in_seconds", strconv.FormatInt(up, 10))
-		line("uptime_in_days", strconv.FormatInt(up/86400, 10))
+		n.infoServerLife(line)
 	})
 	section("Clients", func() {
 		line("connected_clients", strconv.FormatInt(n.stats.current.Load(), 10))
 		line("maxclients", "10000")
 		line("blocked_clients", "0")
 	})
+	section("Replication", func() { n.infoReplication(line) })
 	section("Stats", func() {
 		line("total_connections_received", strconv.FormatInt(n.stats.accepted.Load(), 10))
 		line("total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10))

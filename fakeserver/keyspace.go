@@ -18,6 +18,7 @@ const (
 type entry struct {
 	val  []byte // string value
 	exp  int64
+	at   int64 // when last stored (put): monotonic ns since the node's base (Failover's lag)
 	kind uint8
 	hash *hashVal // kindHash
 	list *listVal // kindList
@@ -156,6 +157,7 @@ func (n *Node) lookup(db int, key string, now int64) (entry, bool) {
 // put stores e under key and marks the key modified for WATCH. Callers
 // hold n.mu.
 func (n *Node) put(db int, key string, e entry) {
+	e.at = int64(time.Since(n.base))
 	n.dbs[db][key] = e
 	n.touch(db, key)
 }

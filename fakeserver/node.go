@@ -47,6 +47,11 @@ type Config struct {
 	// LuaOnly runs redmux's own lock scripts in Lua too, instead of their
 	// native implementations (same replies, slower; for tests).
 	LuaOnly bool
+	// StartUptime is the uptime (INFO server's uptime_in_seconds) the node
+	// reports at start; default DefaultStartUptime, negative for a fresh
+	// start (0 s, as a real server just started). Restart and Failover
+	// report the uptime since they brought the node back.
+	StartUptime time.Duration
 }
 
 // NodeStats are counters of one node since it started (they survive
@@ -65,6 +70,7 @@ type Node struct {
 	addr string
 	base time.Time // monotonic base of the node clock
 	id   atomic.Int64
+	life atomic.Pointer[incarnation] // run_id, replication ids, start (incarnation.go)
 
 	// keyspace and clock, guarded by mu
 	mu       sync.Mutex
@@ -136,6 +142,11 @@ func StartNode(cfg Config) (*Node, error) {
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
+	if cfg.StartUptime == 0 {
+		cfg.StartUptime = DefaultStartUptime
+	}
+	n.cfg.StartUptime = cfg.StartUptime
+	n.newLife(max(cfg.StartUptime, 0), false, false)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("fakeserver: listen %s: %w", cfg.Addr, err)
@@ -305,6 +316,8 @@ func (n *Node) IsDown() bool {
 // Restart drops every connection, wipes the keyspace and the script cache
 // if loseData, stays unreachable (connections refused) for delay, then
 // accepts again on the same address. It returns when the node is back.
+// The node comes back as a new process: a new run_id, uptime from zero,
+// and a new master_replid when it lost its data (docs/OPERATIONS.md).
 func (n *Node) Restart(loseData bool, delay time.Duration) error {
 	if n.closed.Load() {
 		return ErrClosed
@@ -313,6 +326,7 @@ func (n *Node) Restart(loseData bool, delay time.Duration) error {
 	if loseData {
 		n.wipe()
 	}
+	n.newLife(0, !loseData, false)
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {

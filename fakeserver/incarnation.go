@@ -1,0 +1,115 @@
+package fakeserver
+
+import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// DefaultStartUptime is the uptime a node reports when it starts
+// (Config.StartUptime): a new fake node has never granted anything, so it
+// is as safe to trust as one that has been up for long, and clients that
+// quarantine recently started nodes (redlock, docs/OPERATIONS.md) can use
+// it at once. Restart and Failover start the uptime from zero, as Redis.
+const DefaultStartUptime = time.Hour
+
+// incarnation is one life of a node's data set, what INFO server and INFO
+// replication report: a process (runID, started at start) serving a
+// replication history (replID; replID2 and secondOff after a promotion).
+type incarnation struct {
+	runID, replID, replID2 string
+	secondOff              int64 // second_repl_offset: -1, or where the promotion happened
+	start                  time.Time
+}
+
+// noReplID is master_replid2 when there is no previous history.
+const noReplID = "0000000000000000000000000000000000000000"
+
+func randomID() string {
+	var b [20]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newLife starts a new incarnation: a new process with a new run_id,
+// started now (minus ago). keepRepl keeps the replication history (a
+// restart that loaded its data); promoted makes it a promoted replica's
+// (a new history that continues the old one).
+func (n *Node) newLife(ago time.Duration, keepRepl, promoted bool) {
+	old := n.life.Load()
+	inc := &incarnation{runID: randomID(), replID: randomID(), replID2: noReplID, secondOff: -1, start: time.Now().Add(-ago)}
+	switch {
+	case old != nil && promoted:
+		inc.replID2, inc.secondOff = old.replID, 1
+	case old != nil && keepRepl:
+		inc.replID, inc.replID2, inc.secondOff = old.replID, old.replID2, old.secondOff
+	}
+	n.life.Store(inc)
+}
+
+// RunID returns the node's current run_id (new at every Restart and
+// Failover).
+func (n *Node) RunID() string { return n.life.Load().runID }
+
+// infoServerLife writes INFO server's incarnation lines.
+func (n *Node) infoServerLife(line func(k, v string)) {
+	inc := n.life.Load()
+	line("run_id", inc.runID)
+	up := int64(time.Since(inc.start) / time.Second)
+	line("uptime_in_seconds", strconv.FormatInt(up, 10))
+	line("uptime_in_days", strconv.FormatInt(up/86400, 10))
+}
+
+// infoReplication writes INFO replication: a primary without replicas.
+func (n *Node) infoReplication(line func(k, v string)) {
+	inc := n.life.Load()
+	line("role", "master")
+	line("connected_slaves", "0")
+	line("master_failover_state", "no-failover")
+	line("master_replid", inc.replID)
+	line("master_replid2", inc.replID2)
+	line("master_repl_offset", "0")
+	line("second_repl_offset", strconv.FormatInt(inc.secondOff, 10))
+	line("repl_backlog_active", "0")
+}
+
+// Failover models a failover to a replica that lagged lag behind: every
+// connection is dropped, every key written (set, changed or extended) in
+// the last lag is lost (a key changed within it is gone, not put back to
+// its older value: a harsher loss than a real replica's), and the node
+// comes back after delay as a promoted replica: a new run_id and
+// master_replid, the old one as master_replid2, second_repl_offset set,
+// uptime from zero. It returns when the node is back.
+func (n *Node) Failover(lag, delay time.Duration) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	n.Down()
+	n.mu.Lock()
+	cut := int64(time.Since(n.base) - lag)
+	for db := range n.dbs {
+		for k, e := range n.dbs[db] {
+			if e.at > cut {
+				delete(n.dbs[db], k)
+			}
+		}
+	}
+	n.touchDB(-1)
+	n.mu.Unlock()
+	n.newLife(0, false, true)
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-n.closeCh:
+			t.Stop()
+			return ErrClosed
+		}
+	}
+	if err := n.up(); err != nil {
+		return err
+	}
+	n.stats.restarts.Add(1)
+	return nil
+}
