@@ -174,6 +174,7 @@ func (n *Node) luaState() *scriptEngine {
 		return 0
 	}))
 	L.SetMetatable(g, mt)
+	e.protectSandbox(L) // read-only at every level (luasandbox.go)
 	e.L = L
 	e.funcs = map[string]*lua.LFunction{}
 	e.sc = &fconn{node: n, proto: 2, authed: true, user: "default"}
@@ -443,8 +444,11 @@ func (n *Node) compileScript(c cmdCtx, sha string, body []byte) (*lua.LFunction,
 func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]byte) {
 	e := n.luaState()
 	L := e.L
-	fillArgs(e.keys, keys)
-	fillArgs(e.argv, argv)
+	// fresh tables each run, as Redis: a script may write to KEYS and
+	// ARGV or give them a metatable, and the next script must not see it
+	e.keys, e.argv = argTable(L, keys), argTable(L, argv)
+	L.G.Global.RawSetString("KEYS", e.keys)
+	L.G.Global.RawSetString("ARGV", e.argv)
 	e.sc.db = c.fc.db
 	e.caller = c.fc
 	e.wrote = false
@@ -519,13 +523,12 @@ func watchHeap(k *scriptKill, stop chan struct{}, base uint64) {
 	}
 }
 
-func fillArgs(t *lua.LTable, vals [][]byte) {
-	for i := t.Len(); i > len(vals); i-- {
-		t.RawSetInt(i, lua.LNil)
-	}
+func argTable(L *lua.LState, vals [][]byte) *lua.LTable {
+	t := L.CreateTable(len(vals), 0)
 	for i, v := range vals {
 		t.RawSetInt(i+1, lua.LString(v))
 	}
+	return t
 }
 
 var posRE = regexp.MustCompile(`^user_script:(\d+):`)

@@ -118,3 +118,71 @@ func TestGoHelpersSeeScriptsAndClock(t *testing.T) {
 		t.Error("Set without TTL / Del")
 	}
 }
+
+// TestLuaSandboxReadOnly (issue 34 R8): the sandbox was read-only at the top
+// level only, so one EVAL could replace redis.call, library functions, the
+// string metatable, _G's protection or the environment for every later
+// script. Each escape attempt must now fail with Redis 7.0.15's error, and a
+// normal script run after it must answer exactly as before any attempt.
+func TestLuaSandboxReadOnly(t *testing.T) {
+	n := startNode(t, Config{})
+	c := dial(t, n.Addr())
+	const normal = `local ok = pcall(function() return undefined_global end)
+return {redis.call('set', KEYS[1], 'v')['ok'], string.rep('ab', 2), ('abc'):upper(), table.concat({1, 2}, ','),
+	math.floor(2.5), tostring(ok), tostring(ARGV[2]), type(getmetatable(_G)), #KEYS, select('#', unpack({1, 2, 3}))}`
+	run := func() string { return c.do("EVAL", normal, "1", "k", "a") }
+	want := "*10\r\n$2\r\nOK\r\n$4\r\nabab\r\n$3\r\nABC\r\n$3\r\n1,2\r\n:2\r\n$5\r\nfalse\r\n$3\r\nnil\r\n$5\r\ntable\r\n:1\r\n:3\r\n"
+	eqReply(t, "normal script before", run(), want)
+	const (
+		assign = "-ERR user_script:1: Attempt to modify a readonly table script: " // an assignment
+		native = "-ERR Attempt to modify a readonly table script: "                // rawset, setmetatable, table.insert
+	)
+	for _, tc := range []struct{ script, want string }{
+		{`redis.call = function() return 'pwned' end`, assign},
+		{`redis.pcall = redis.call`, assign},
+		{`string.rep = function() return 'pwned' end`, assign},
+		{`local s = string; s.upper = function() return 'pwned' end`, assign},
+		{`table.concat = function() return 'pwned' end`, assign},
+		{`math.floor = function() return 42 end`, assign},
+		{`getmetatable('').__index = {upper = function() return 'pwned' end}`, assign},
+		{`getmetatable('').__index.upper = function() return 'pwned' end`, assign},
+		{`getmetatable(_G).__index = nil`, assign},
+		{`getmetatable(_G).__newindex = function(t, k, v) rawset(t, k, v) end`, assign},
+		{`redis = {call = function() return 'pwned' end}`, assign},
+		{`_G.string = {}`, assign},
+		{`undefined_global = 1`, assign},
+		{`rawset(_G, 'redis', {})`, native},
+		{`rawset(string, 'rep', function() return 'pwned' end)`, native},
+		{`rawset(getmetatable(''), '__index', {})`, native},
+		{`rawset(getmetatable(_G), '__index', function() return 'pwned' end)`, native},
+		{`setmetatable(_G, nil)`, native},
+		{`setmetatable(string, {__index = function() return 'pwned' end})`, native},
+		{`setmetatable(getmetatable(_G), {})`, native},
+		{`table.insert(redis, 'pwned')`, native},
+		{`setmetatable('', nil)`, "-ERR user_script:1: bad argument #1 to setmetatable (table expected, got string) script: "},
+		{`setfenv(0, {redis = {}})`, "-ERR user_script:1: Script attempted to access nonexistent global variable 'setfenv' script: "},
+		{`setfenv(1, {})`, "-ERR user_script:1: Script attempted to access nonexistent global variable 'setfenv' script: "},
+		{`return getfenv(0)`, "-ERR user_script:1: Script attempted to access nonexistent global variable 'getfenv' script: "},
+		// KEYS and ARGV are the script's own (writable, as in Redis), and
+		// fresh for the next one
+		{`setmetatable(ARGV, {__index = function() return 'pwned' end}) KEYS[2] = 'x' return ARGV[2]`, bulk("pwned")},
+	} {
+		if r := c.do("EVAL", tc.script, "0"); !hasPrefix(r, tc.want) {
+			t.Errorf("%s: %.200q, want prefix %q", tc.script, r, tc.want)
+		}
+		eqReply(t, "normal script after "+tc.script, run(), want)
+	}
+	// reads through the protection behave as in Redis
+	for _, tc := range []struct{ script, want string }{
+		{`return rawget(string, 'rep') ~= nil`, ":1\r\n"},
+		{`local k = 0 for _ in pairs(math) do k = k + 1 end return k > 10`, ":1\r\n"},
+		{`return next(redis) ~= nil`, ":1\r\n"},
+		{`return rawequal(getmetatable('').__index, string)`, ":1\r\n"},
+		{`return _G._G == _G`, ":1\r\n"},
+		{`return getmetatable(string)`, nullBulk},
+		{`return getmetatable(getmetatable(_G))`, nullBulk},
+		{`local t = setmetatable({}, {__index = string}) return t.upper('x')`, bulk("X")},
+	} {
+		eqReply(t, tc.script, c.do("EVAL", tc.script, "0"), tc.want)
+	}
+}
