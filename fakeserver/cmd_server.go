@@ -406,12 +406,13 @@ func cmdInfo(n *Node, c cmdCtx) {
 	})
 	section("Clients", func() {
 		line("connected_clients", strconv.FormatInt(n.stats.current.Load(), 10))
-		line("maxclients", "10000")
+		line("maxclients", strconv.Itoa(n.cfg.MaxClients))
 		line("blocked_clients", "0")
 	})
 	section("Replication", func() { n.infoReplication(line) })
 	section("Stats", func() {
 		line("total_connections_received", strconv.FormatInt(n.stats.accepted.Load(), 10))
+		line("rejected_connections", strconv.FormatInt(n.stats.rejected.Load(), 10))
 		line("total_commands_processed", strconv.FormatInt(n.stats.commands.Load(), 10))
 		line("expired_keys", strconv.FormatInt(n.stats.expired.Load(), 10))
 	})

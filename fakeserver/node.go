@@ -47,6 +47,10 @@ type Config struct {
 	// LuaOnly runs redmux's own lock scripts in Lua too, instead of their
 	// native implementations (same replies, slower; for tests).
 	LuaOnly bool
+	// MaxClients is the most connections the node serves at once
+	// (Redis's maxclients); default DefaultMaxClients. A client over it
+	// gets "-ERR max number of clients reached" and is disconnected.
+	MaxClients int
 	// StartUptime is the uptime (INFO server's uptime_in_seconds) the node
 	// reports at start; default DefaultStartUptime, negative for a fresh
 	// start (0 s, as a real server just started). Restart and Failover
@@ -111,6 +115,7 @@ type Node struct {
 
 	stats struct {
 		commands, accepted, current, restarts, expired atomic.Int64
+		rejected, acceptErrors                         atomic.Int64 // over MaxClients; accept errors waited out
 	}
 	cmdStats []cmdCounter
 }
@@ -130,6 +135,9 @@ func StartNode(cfg Config) (*Node, error) {
 		cfg.ScriptKillAfter = DefaultScriptKillAfter
 	}
 	cfg.ScriptKillAfter = max(cfg.ScriptKillAfter, cfg.ScriptBusyAfter)
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
 	n := &Node{
 		cfg:      cfg,
 		base:     time.Now(),
@@ -163,10 +171,10 @@ func (n *Node) Addr() string { return n.addr }
 
 // serve starts a redcon server on ln. Callers hold ctl (or own n).
 func (n *Node) serve(ln net.Listener) {
-	n.ln = ln
+	wl := &listener{Listener: ln, node: n, closed: make(chan struct{})}
+	n.ln = wl
 	done := make(chan struct{})
 	n.serveDone = done
-	wl := &listener{Listener: ln, node: n}
 	go func() {
 		defer close(done)
 		_ = redcon.Serve(wl, n.handle, n.accept, n.closedConn)
@@ -175,20 +183,57 @@ func (n *Node) serve(ln net.Listener) {
 
 type listener struct {
 	net.Listener
-	node *Node
+	node      *Node
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
+// Accept waits out accept errors other than a closed listener (EMFILE,
+// ENFILE, ECONNABORTED) with a backoff of 5ms doubling to 1s, as net/http
+// does: redcon's loop retries at once, and on EMFILE it spun a core without
+// serving anyone (issue 34 R10).
 func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	var delay time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			return newFconn(c, l.node), nil
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil, err
+		}
+		l.node.stats.acceptErrors.Add(1)
+		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-l.closed:
+			t.Stop()
+			return nil, net.ErrClosed
+		}
 	}
-	return newFconn(c, l.node), nil
 }
+
+func (l *listener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// DefaultMaxClients is Redis's default maxclients.
+const DefaultMaxClients = 10000
+
+const maxClientsErr = "-ERR max number of clients reached\r\n"
 
 func (n *Node) accept(rc redcon.Conn) bool {
 	fc, ok := rc.NetConn().(*fconn)
 	if !ok || n.closed.Load() {
+		return false
+	}
+	if n.stats.current.Load() >= int64(n.cfg.MaxClients) {
+		// as Redis: the client is told, then disconnected
+		_ = fc.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = fc.Conn.Write([]byte(maxClientsErr))
+		n.stats.rejected.Add(1)
 		return false
 	}
 	fc.id = n.id.Add(1)
