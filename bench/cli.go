@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -27,6 +25,12 @@ const (
 	// written.
 	ExitBreach = 3
 )
+
+// PasswordWarning is printed on stderr (one line, before the run) when a
+// password is given on the command line, with -password or in a -nodes
+// URL: other users of the machine can read a command line (ps,
+// /proc/PID/cmdline). redis-cli warns the same way about -a and -u.
+const PasswordWarning = "redmux-bench: warning: a password on the command line (-password, or in a -nodes URL) may not be safe: other users of this machine can read it with ps; set " + EnvPassword + " instead (a -nodes URL without a password uses it)"
 
 // Main is the redmux-bench command: args without the program name. It
 // returns the exit status. Errors are one line on stderr, never a stack
@@ -74,6 +78,9 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	if cfg.Version {
 		fmt.Fprintln(stdout, Version())
 		return ExitOK
+	}
+	if len(passwordsIn(args, nil)) > 0 {
+		fmt.Fprintln(stderr, PasswordWarning)
 	}
 	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -167,50 +174,4 @@ func mergeMain(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	return ExitOK
-}
-
-// Version is what -version prints: "redmux-bench <module version>" (a
-// tag such as v0.3.0, or "(devel)" for a build from a checkout), the VCS
-// revision and "+dirty" when the build info records them, and the Go
-// version and platform.
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
-	return versionOf(bi, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
-}
-
-func versionOf(bi *debug.BuildInfo, goVersion string) string {
-	v := "(devel)"
-	var rev, modified, at string
-	if bi != nil {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value
-			case "vcs.time":
-				at = s.Value
-			}
-		}
-	}
-	out := "redmux-bench " + v
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if modified == "true" {
-			rev += "+dirty"
-		}
-		out += " revision " + rev
-		if at != "" {
-			out += " (" + at + ")"
-		}
-	}
-	return out + " " + goVersion
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -201,7 +200,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
 	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity `DIST`: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
-	fs.StringVar(&c.Password, "password", "", "AUTH password (or $"+EnvPassword+"); never printed")
+	fs.StringVar(&c.Password, "password", "", "AUTH password; never printed, but visible to other users in ps (a warning says so): prefer $"+EnvPassword)
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
 	fs.StringVar(&c.JSON, "json", "", "write the summary as JSON to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per strategy and metric to `FILE` (- = stdout; the table then goes to stderr)")
@@ -334,10 +333,8 @@ func passwordsIn(args []string, getenv func(string) string) []string {
 		}
 	}
 	urls := func(list string) {
-		for _, a := range strings.Split(list, ",") {
-			if pw := mux.URLPassword(a); pw != "" {
-				out = append(out, pw, urlEscapedPassword(a))
-			}
+		for _, a := range splitNodes(list) {
+			out = append(out, nodeSecrets(strings.TrimSpace(a))...)
 		}
 	}
 	for i, a := range args {
@@ -432,17 +429,15 @@ func checkSweepFlags(c *Config, set map[string]bool) error {
 	return nil
 }
 
-// parseNodes checks -nodes and sets c.Nodes.
+// parseNodes checks -nodes and sets c.Nodes. The list is split as
+// splitNodes splits it (a comma in a URL's password does not split); no
+// error quotes a password (checkNode).
 func parseNodes(c *Config, nodes string) error {
 	if nodes != "" {
-		for _, a := range strings.Split(nodes, ",") {
+		for _, a := range splitNodes(nodes) {
 			a = strings.TrimSpace(a)
-			if strings.Contains(a, "://") {
-				if _, err := mux.ParseAddr(a, mux.Config{}); err != nil {
-					return usagef("bad -nodes address: %v", err)
-				}
-			} else if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
+			if err := checkNode(a); err != nil {
+				return err
 			}
 			c.Nodes = append(c.Nodes, a)
 		}
@@ -607,7 +602,7 @@ func commandLine(args []string) string {
 // hideURLPasswords replaces the password of every URL in a -nodes list by
 // ***, keeping the rest (options included) as given.
 func hideURLPasswords(list string) string {
-	parts := strings.Split(list, ",")
+	parts := splitNodes(list)
 	for i, a := range parts {
 		k := strings.Index(a, "://")
 		at := strings.LastIndex(a, "@")
@@ -616,6 +611,13 @@ func hideURLPasswords(list string) string {
 		}
 		if c := strings.Index(a[k+3:at], ":"); c >= 0 {
 			parts[i] = a[:k+3+c+1] + "***" + a[at:]
+		}
+	}
+	for i, a := range parts {
+		// What a malformed address may show of a password (its run
+		// fails before it is recorded, but a usage error may print it).
+		if strings.Contains(a, "://") && suspectPort(a) != "" || !strings.Contains(a, "://") && strings.Contains(a, "@") {
+			parts[i] = shownNode(a)
 		}
 	}
 	return strings.Join(parts, ",")
@@ -638,9 +640,7 @@ func (c *Config) secrets() []string {
 		out = append(out, c.Password)
 	}
 	for _, a := range c.Nodes {
-		if pw := mux.URLPassword(a); pw != "" {
-			out = append(out, pw, urlEscapedPassword(a))
-		}
+		out = append(out, nodeSecrets(a)...)
 	}
 	return out
 }

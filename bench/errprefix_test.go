@@ -45,7 +45,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := Main(tc.args, &out, &errb, noEnv)
-			msg := errb.String()
+			msg := withoutPasswordWarning(t, errb.String())
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %q", code, tc.code, msg)
 			}

@@ -241,7 +241,7 @@ func WriteMergedHlog(w io.Writer, r *MergeResult) error {
 		return errors.New("no intervals")
 	}
 	start := time.UnixMilli(r.kept[0].StartTimeMs())
-	hw := NewHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters)
+	hw := NewHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+Version())
 	for _, h := range r.kept {
 		tag := h.Tag()
 		if err := hw.Write(tag, h, time.UnixMilli(h.StartTimeMs()), time.UnixMilli(h.EndTimeMs())); err != nil {

@@ -504,7 +504,10 @@ func writeEnvSection(w io.Writer, e Env) {
 	et.row("time (UTC)", e.Time)
 	et.row("go", e.GoVersion+" "+e.OS+"/"+e.Arch)
 	et.row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
-	if e.Revision != "" {
+	if e.Build.RevisionSource != "" {
+		et.row("module version", e.Build.Module)
+		et.row("revision", e.Build.describe())
+	} else if e.Revision != "" {
 		et.row("revision", e.Revision)
 	}
 	et.row("server", e.Server)

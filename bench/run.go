@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +88,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	secrets := cfg.secrets()
 
 	var hbuf bytes.Buffer
-	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command)
+	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command, Version())
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
@@ -406,12 +405,9 @@ func environment() Env {
 		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), LoadAvgStart: loadAvg(),
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				e.Revision = s.Value[:12]
-			}
-		}
+	e.Build = currentBuild()
+	if r := e.Build.Revision; len(r) >= 12 {
+		e.Revision = r[:12]
 	}
 	return e
 }

@@ -56,6 +56,17 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Contains(t, doc, "config")
 	require.Contains(t, doc, "env")
+	// Issue 36 item 4: the build that ran (under go test, as under go run,
+	// the revision comes from git at run time; see version.go).
+	build := doc["env"].(map[string]any)["build"].(map[string]any)
+	for _, k := range []string{"version", "module_version", "revision_source"} {
+		require.IsType(t, "", build[k], k)
+	}
+	require.Equal(t, Version(), build["version"])
+	if b := currentBuild(); b.Revision != "" {
+		require.Equal(t, b.Revision, build["revision"])
+		require.Equal(t, b.Revision[:12], doc["env"].(map[string]any)["revision"])
+	}
 	strategies := doc["strategies"].([]any)
 	require.Len(t, strategies, 3)
 	for _, x := range strategies {
@@ -96,9 +107,12 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 		require.Positive(t, st.Size(), name)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, FileReport))
-	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all"} {
+	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all",
+		"| revision | " + currentBuild().describe()} {
 		require.Contains(t, string(md), want)
 	}
+	hl, _ := os.ReadFile(hlogPath)
+	require.Contains(t, string(hl), "#"+Version()+"\n", "the interval log's header names the build")
 	svg, _ := os.ReadFile(filepath.Join(out, FilePlot))
 	requireSVG(t, svg, 3)
 }
@@ -168,7 +182,7 @@ func TestEndToEndRealRedis(t *testing.T) {
 	errb.Reset()
 	code = Main([]string{"-nodes", addrs, "-d", "100ms", "-out", "", "-password", "wrong-pw-xyz"}, &out, &errb, noEnv)
 	require.Equal(t, ExitFailure, code)
-	require.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
+	require.Equal(t, 1, strings.Count(withoutPasswordWarning(t, errb.String()), "\n"), errb.String())
 	require.Contains(t, errb.String(), "authentication failed")
 	require.NotContains(t, out.String()+errb.String(), "wrong-pw-xyz")
 }

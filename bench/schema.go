@@ -77,13 +77,37 @@ type Env struct {
 	CPU        string `json:"cpu,omitempty"`
 	NumCPU     int    `json:"num_cpu"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
-	Revision   string `json:"revision,omitempty"`
-	Server     string `json:"server,omitempty"`
-	ServerCPU  string `json:"server_cpu_source"`
+	// Revision is Build.Revision's first 12 characters (no "+dirty": see
+	// Build.Modified); empty when unknown.
+	Revision string `json:"revision,omitempty"`
+	// Build names the code that ran: the -version line, the module version,
+	// the full revision and where it came from (Version documents how).
+	Build     Build  `json:"build"`
+	Server    string `json:"server,omitempty"`
+	ServerCPU string `json:"server_cpu_source"`
 	// LoadAvg is /proc/loadavg's 1-minute load average when the run
 	// started and when it ended (Linux; how busy a shared machine was).
 	LoadAvgStart string `json:"load_avg_start,omitempty"`
 	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
+}
+
+// Build is the code a redmux-bench binary was built from (Env.Build).
+type Build struct {
+	// Version is the line -version prints.
+	Version string `json:"version"`
+	// Module is the main module's version: a tag (go install ...@v0.3.0), a
+	// pseudo-version (go build in a checkout, Go 1.24+) or "(devel)".
+	Module string `json:"module_version"`
+	// Revision is the full VCS revision; empty when unknown.
+	Revision string `json:"revision,omitempty"`
+	// RevisionTime is the revision's commit time (RFC 3339, UTC).
+	RevisionTime string `json:"revision_time,omitempty"`
+	// Modified: the working tree had changes (untracked files included)
+	// when the binary was built.
+	Modified bool `json:"modified,omitempty"`
+	// RevisionSource is where Revision came from: "build info", "git at
+	// run time (go run)", "module version" or "unknown".
+	RevisionSource string `json:"revision_source"`
 }
 
 // StrategyResult is one strategy's measured outcome (the JSON schema's

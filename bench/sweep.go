@@ -185,7 +185,7 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 	rep.Config.DurationS = cfg.Step.Seconds()
 
 	var hbuf bytes.Buffer
-	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command)
+	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command, Version())
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	sw := &sweeper{cfg: cfg, sess: sess, keyPrefix: "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":", hw: hw, tags: map[string]int{}}

@@ -254,7 +254,10 @@ func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 	ct.row("time (UTC)", e.Time)
 	ct.row("go", e.GoVersion+" "+e.OS+"/"+e.Arch)
 	ct.row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
-	if e.Revision != "" {
+	if e.Build.RevisionSource != "" {
+		ct.row("module version", e.Build.Module)
+		ct.row("revision", e.Build.describe())
+	} else if e.Revision != "" {
 		ct.row("revision", e.Revision)
 	}
 	ct.row("server", e.Server)

@@ -2,13 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 )
 
-func TestVersionOf(t *testing.T) {
+func TestBuildOf(t *testing.T) {
 	settings := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -16,25 +17,93 @@ func TestVersionOf(t *testing.T) {
 		}
 		return out
 	}
+	const unknown = "revision unknown (" + revisionUnknownWhy + ")"
+	noGit := func() (gitRev, bool) { return gitRev{}, false }
+	git := func() (gitRev, bool) {
+		return gitRev{revision: "fedcba9876543210fedcba9876543210fedcba98", time: "2026-11-26T04:39:35Z", modified: true}, true
+	}
 	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		want string
+		name    string
+		bi      *debug.BuildInfo
+		git     func() (gitRev, bool)
+		want    string
+		source  string
+		rev     string
+		modifed bool
 	}{
-		{"no build info", nil, "redmux-bench (devel) go1.x"},
-		{"test binary", &debug.BuildInfo{}, "redmux-bench (devel) go1.x"},
-		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, "redmux-bench v0.3.0 go1.x"},
+		{"no build info", nil, noGit, "redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
+		{"test binary, no git", &debug.BuildInfo{}, noGit, "redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
+		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, git, "redmux-bench v0.3.0 go1.x", RevisionFromModule, "", false},
 		{"checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
-			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-11-25T20:00:00Z", "vcs.modified", "false")},
-			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x"},
-		{"dirty checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
-			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true")},
-			"redmux-bench (devel) revision 0123456789ab+dirty go1.x"},
+			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-11-25T20:00:00Z", "vcs.modified", "false")}, git,
+			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x", RevisionFromBuildInfo, "0123456789abcdef0123", false},
+		{"dirty checkout", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125200000-0123456789ab+dirty"},
+			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true")}, git,
+			"redmux-bench v0.0.0-20261125200000-0123456789ab+dirty revision 0123456789ab+dirty go1.x", RevisionFromBuildInfo, "0123456789abcdef0123", true},
+		{"go run", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, git,
+			"redmux-bench (devel) revision fedcba987654+dirty (2026-11-26T04:39:35Z; read from git at run time: go run) go1.x",
+			RevisionFromGit, "fedcba9876543210fedcba9876543210fedcba98", true},
+		{"go run, git fails", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, noGit,
+			"redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
 	}
 	for _, tc := range tests {
-		if got := versionOf(tc.bi, "go1.x"); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		b := buildOf(tc.bi, "go1.x", tc.git)
+		if b.Version != tc.want || b.RevisionSource != tc.source || b.Revision != tc.rev || b.Modified != tc.modifed {
+			t.Errorf("%s: got %+v, want %q from %q, revision %q, modified %v", tc.name, b, tc.want, tc.source, tc.rev, tc.modifed)
 		}
+		if b.describe() == "" {
+			t.Errorf("%s: no description", tc.name)
+		}
+	}
+}
+
+func TestBuiltByGoTool(t *testing.T) {
+	for exe, want := range map[string]bool{
+		"/tmp/go-build3542596054/b001/exe/redmux-bench": true, // go run
+		"/tmp/go-build123/b001/bench.test":              true, // go test
+		"/usr/local/bin/redmux-bench":                   false,
+		"/home/u/go-build/redmux-bench":                 false,
+		"/home/u/go-builder1/redmux-bench":              false,
+	} {
+		if got := builtByGoTool(exe); got != want {
+			t.Errorf("%s: %v, want %v", exe, got, want)
+		}
+	}
+}
+
+// headRevision is the checkout's HEAD as git tells it, or skips the test
+// (no git, or sources outside a checkout).
+func headRevision(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("git", "--no-optional-locks", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("no git checkout here: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Issue 36 item 4: a binary that go run (or go test, as here) just built
+// carries no VCS stamp; -version names the checkout's revision, read with
+// git at run time.
+func TestVersionNamesRevisionUnderGoRun(t *testing.T) {
+	head := headRevision(t)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				t.Skip("this test binary is VCS-stamped")
+			}
+		}
+	}
+	b := currentBuild()
+	if b.Revision != head || b.RevisionSource != RevisionFromGit {
+		t.Fatalf("build %+v, want revision %s from git", b, head)
+	}
+	var out, errb bytes.Buffer
+	if code := Main([]string{"-version"}, &out, &errb, noEnv); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), " revision "+head[:12]) || !strings.Contains(out.String(), "go run") {
+		t.Errorf("-version: %q, want revision %s", out.String(), head[:12])
 	}
 }
 
