@@ -59,6 +59,16 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
+// resourceErr wraps an error of New's own system resources (the close
+// eventfd, the epoll or io_uring instance: too many open files, no
+// memory) in ErrConfig, the one kind New returns: the process's limits
+// are part of what the client is configured with, and a caller must not
+// take it for a node's failure. errors.Is finds the cause too (for
+// example syscall.EMFILE).
+func resourceErr(err error) error {
+	return fmt.Errorf("%w: cannot create the client's descriptors (the process's open-file limit, RLIMIT_NOFILE, or memory): %w", ErrConfig, err)
+}
+
 // Causes carried by node errors.
 var (
 	errNotConnected   = errors.New("not connected (redial in progress)")

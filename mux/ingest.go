@@ -3,6 +3,7 @@ package mux
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 
 	"github.com/redmux/redmux/resp"
 )
@@ -36,12 +37,27 @@ type reader struct {
 	r, w   int
 	frames [32]frame
 	popped [32]slot
+
+	// Read marks, for a caller that cannot read itself (the epoll set's
+	// marks; transport_token_linux.go, enter): begun counts the turns of
+	// readable begun, ended those finished. A turn that begins after bytes
+	// arrived takes them (up to the read budget) and has judged them, stray
+	// or reply, by the time it ends.
+	begun, ended atomic.Uint32
 }
 
 // readable reads what l has, until it would block or readBudget bytes
 // were read (raw sockets), or once (blocking links), and delivers the
 // replies. It reports false when the connection was closed for an error.
 func (cn *pconn) readable(l link) bool {
+	cn.rd.begun.Add(1)
+	ok := cn.readTurn(l)
+	cn.rd.ended.Add(1)
+	return ok
+}
+
+// readTurn is one turn of readable.
+func (cn *pconn) readTurn(l link) bool {
 	rd := &cn.rd
 	max := cn.c.cfg.MaxReplyBytes
 	budget := readBudget
@@ -153,6 +169,20 @@ func (cn *pconn) ingest(l link) bool {
 	}
 	if rd.r == rd.w {
 		rd.r, rd.w = 0, 0
+		return true
+	}
+	// Part of a frame is left. With no reply outstanding it can only be a
+	// stray's start (or a push frame's, which is skipped when complete):
+	// it is one now, not once its rest arrives, when a call made since may
+	// be waiting and would take it for its reply.
+	if rd.buf[rd.r] != resp.TypePush {
+		cn.mu.Lock()
+		idle := cn.q.n == 0
+		cn.mu.Unlock()
+		if idle {
+			cn.fail(ErrProtocol, errUnsolicited)
+			return false
+		}
 	}
 	return true
 }

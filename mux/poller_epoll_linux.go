@@ -41,6 +41,7 @@ type epoller struct {
 	file   *os.File // over outer: pollable, outer is non-blocking
 	raw    syscall.RawConn
 	events []unix.EpollEvent
+	look   []unix.EpollEvent  // ready's events: a caller without the token (enter), under the driver's look mutex
 	harvFn func(uintptr) bool // p.harvest, bound once: park takes it without allocating
 	ts     unix.Timespec      // waitFor's timeout (a field: nothing escapes per call)
 	noPw2  bool               // epoll_pwait2 refused (old kernel, seccomp): waitFor uses epoll_wait
@@ -52,7 +53,16 @@ type epoller struct {
 }
 
 // newEpoller creates an epoll instance with room for size events per wait.
+// Its errors are New's (resourceErr).
 func newEpoller(size int) (*epoller, error) {
+	p, err := makeEpoller(size)
+	if err != nil {
+		return nil, resourceErr(err)
+	}
+	return p, nil
+}
+
+func makeEpoller(size int) (*epoller, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -82,7 +92,7 @@ func newEpoller(size int) (*epoller, error) {
 		_ = unix.Close(fd)
 		return nil, err
 	}
-	p := &epoller{fd: fd, outer: outer, file: file, raw: raw, events: make([]unix.EpollEvent, size)}
+	p := &epoller{fd: fd, outer: outer, file: file, raw: raw, events: make([]unix.EpollEvent, size), look: make([]unix.EpollEvent, size)}
 	p.harvFn = p.harvest
 	return p, nil
 }
@@ -123,6 +133,44 @@ func (p *epoller) poke() (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// ready collects the events ready now into p.look, without waiting and
+// without reading anything: for a goroutine that does not hold the token
+// (epoll_wait from two threads on one level-triggered set reports the
+// same readiness to both and takes nothing from the holder's).
+func (p *epoller) ready() (int, error) {
+	for {
+		n, err := unix.EpollWait(p.fd, p.look, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("epoll_wait", err)
+		}
+		return n, nil
+	}
+}
+
+// arrived is the epoll set's: every connection whose socket is readable
+// (enter's look, transport_token_linux.go).
+func (s *epollSet) arrived(note func(idx int)) error {
+	n, err := s.ep.ready()
+	if err != nil {
+		return err
+	}
+	for _, e := range s.ep.look[:n] {
+		if e.Fd != wakeTag && e.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			note(int(e.Fd))
+		}
+	}
+	return nil
+}
+
+// marks: a connection's own read turns (pconn.readable), which read its
+// socket.
+func (s *epollSet) marks(cn *pconn) (uint32, uint32) {
+	return cn.rd.begun.Load(), cn.rd.ended.Load()
 }
 
 // harvest is park's poll function: it collects ready events of the inner

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -51,6 +52,10 @@ type uringSet struct {
 	free  []uint32
 
 	reapFn func(uint64, int32, uint32) // s.complete, bound once
+
+	// Read marks (marks): reaps begun and finished. A reap handles every
+	// completion in the ring when it begins.
+	reapBegun, reapEnded atomic.Uint32
 }
 
 var _ readySet = (*uringSet)(nil)
@@ -172,7 +177,61 @@ func (s *uringSet) retire(l *uringLink) {
 // poke reads the completions there are: no system call (what is queued
 // goes with the next wait, which is the point).
 func (s *uringSet) poke() error {
-	s.r.reap(s.reapFn)
+	s.reap()
+	return nil
+}
+
+// reap handles the completions in the ring (token holder), between read
+// marks.
+func (s *uringSet) reap() int {
+	s.reapBegun.Add(1)
+	n := s.r.reap(s.reapFn)
+	s.reapEnded.Add(1)
+	return n
+}
+
+// marks: the ring's reaps (a connection's arrivals are read when their
+// completions are reaped), the same for every connection.
+func (s *uringSet) marks(*pconn) (uint32, uint32) {
+	return s.reapBegun.Load(), s.reapEnded.Load()
+}
+
+// arrived: every connection with a receive's completion with data waiting
+// in the ring, not reaped yet (enter's look, transport_token_linux.go).
+// The ring's entries are read without taking them; one the holder reaps
+// meanwhile may be read torn, which at worst notes a connection for
+// nothing (the look then waits for a reap that is under way anyway).
+func (s *uringSet) arrived(note func(idx int)) error {
+	r := s.r
+	r.life.RLock()
+	defer r.life.RUnlock()
+	if r.dead {
+		return nil
+	}
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail)
+	for ; head != tail; head++ {
+		e := r.cqes[head&r.cqMask]
+		if uint8(e.userData) != uopRecv || e.res <= 0 {
+			continue
+		}
+		id := uint32(e.userData >> 8)
+		var l *uringLink
+		s.mu.Lock()
+		if int(id) < len(s.links) {
+			l = s.links[id]
+		}
+		s.mu.Unlock()
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		cn := l.cn
+		l.mu.Unlock()
+		if cn != nil {
+			note(cn.idx)
+		}
+	}
 	return nil
 }
 
@@ -184,7 +243,7 @@ func (s *uringSet) submit() error {
 }
 
 func (s *uringSet) waitFor(ns int64, need int) error {
-	if s.r.reap(s.reapFn) > 0 {
+	if s.reap() > 0 {
 		return s.submit() // something came: handle it before waiting
 	}
 	if err := s.ep.disarm(); err != nil {
@@ -196,7 +255,7 @@ func (s *uringSet) waitFor(ns int64, need int) error {
 	if err := s.r.submit(true, need, min(ns, leaderSlice)); err != nil {
 		return err
 	}
-	s.r.reap(s.reapFn)
+	s.reap()
 	return nil
 }
 
@@ -207,7 +266,7 @@ func (s *uringSet) park(deadline int64) error {
 	if err := s.submit(); err != nil {
 		return err
 	}
-	if s.r.reap(s.reapFn) > 0 {
+	if s.reap() > 0 {
 		return nil
 	}
 	n, err := s.ep.park(deadline)
@@ -215,7 +274,7 @@ func (s *uringSet) park(deadline int64) error {
 		return err
 	}
 	if n > 0 {
-		s.r.reap(s.reapFn)
+		s.reap()
 	}
 	return nil
 }
@@ -232,7 +291,7 @@ func (s *uringSet) close() {
 	end := time.Now().Add(time.Second)
 	for s.d.busy.Load() > 0 && time.Now().Before(end) {
 		_ = s.r.submit(true, 1, int64(10*time.Millisecond))
-		s.r.reap(s.reapFn)
+		s.reap()
 	}
 	s.ep.close()
 	s.r.close()
