@@ -36,22 +36,36 @@ type ChaosProfile struct {
 	MaxImpaired int           // nodes down, blackholed, partitioned or restarting at once; default a minority
 	Every       time.Duration // mean time between new faults; default 20ms
 
-	// Outside the assumptions (for showing that a checker finds the
-	// violations they cause):
-	RestartNoDelay bool    // restart losing data, back at once
-	FastClocks     float64 // nodes 0..N/2 (a majority) run fast at this rate
+	// Outside the operator's assumptions (the Redis page's), within the
+	// client's when it quarantines new incarnations (redlock,
+	// docs/OPERATIONS.md); a checker without the quarantine finds the
+	// violations they cause:
+	RestartNoDelay bool // restart losing data, back at once
+	// Failover: the node fails over to a replica that lagged U[0,
+	// FailoverLag) (default MaxTTL/4): the writes of that window are lost,
+	// the node is back at once as a promoted replica (Node.Failover).
+	Failover    bool
+	FailoverLag time.Duration
+	// Rolling: besides the drawn faults, the nodes restart one after
+	// another, in order, losing data and back at once, one every
+	// RollingEvery (default 3*MaxTTL): a rolling upgrade without the delay.
+	Rolling      bool
+	RollingEvery time.Duration
+
+	// Outside every assumption:
+	FastClocks float64 // nodes 0..N/2 (a majority) run fast at this rate
 }
 
 // ChaosCounts counts injected faults by kind.
 type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
-	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps atomic.Int64
+	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling atomic.Int64
 }
 
 func (c *ChaosCounts) String() string {
-	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d clock steps",
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d failovers, %d rolling restarts, %d clock steps",
 		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
-		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.ClockSteps.Load())
+		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.Failovers.Load(), c.Rolling.Load(), c.ClockSteps.Load())
 }
 
 // Chaos injects a profile's faults into a cluster. Its Inject method fits
@@ -83,6 +97,12 @@ func NewChaos(cl *Cluster, p ChaosProfile) *Chaos {
 	}
 	if p.Every <= 0 {
 		p.Every = 20 * time.Millisecond
+	}
+	if p.FailoverLag <= 0 {
+		p.FailoverLag = p.MaxTTL / 4
+	}
+	if p.RollingEvery <= 0 {
+		p.RollingEvery = 3 * p.MaxTTL
 	}
 	return &Chaos{cl: cl, p: p}
 }
@@ -137,14 +157,37 @@ func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
 			}()
 		}
 	}
+	var mu sync.Mutex
+	busy := make([]bool, len(nodes))
+	impaired := 0
+	if p.Rolling {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; sleepCtx(ctx, p.RollingEvery); k++ {
+				i := k % len(nodes)
+				mu.Lock()
+				if busy[i] || impaired >= p.MaxImpaired {
+					mu.Unlock()
+					continue // the node's turn passes
+				}
+				busy[i] = true
+				impaired++
+				mu.Unlock()
+				ch.Counts.Rolling.Add(1)
+				_ = nodes[i].Restart(true, 0)
+				mu.Lock()
+				busy[i] = false
+				impaired--
+				mu.Unlock()
+			}
+		}()
+	}
 	actions := ch.actions(ctx)
 	if len(actions) == 0 {
 		<-ctx.Done()
 		return
 	}
-	var mu sync.Mutex
-	busy := make([]bool, len(nodes))
-	impaired := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -260,6 +303,12 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
 			cnt.RestartNoDelay.Add(1)
 			_ = n.Restart(true, 0)
+		}})
+	}
+	if p.Failover {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			cnt.Failovers.Add(1)
+			_ = n.Failover(span(rng, 0, p.FailoverLag), 0)
 		}})
 	}
 	return actions
