@@ -104,6 +104,7 @@ func lockName(resource string, keys []string) string {
 // tally counts the node answers of one attempt.
 type tally struct {
 	granted, refused, failed, pending int
+	quarantined                       int // granted by quarantined nodes: counted in failed
 	tooShort                          bool
 	unreachable                       bool // more than n-quorum nodes down or refusing authentication
 	recorded                          bool // w.nodes holds this attempt's per-node answers
@@ -174,7 +175,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	}
 	e := &NotAcquiredError{
 		Resource: lockName(resource, keys), Tries: try,
-		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending,
+		Granted: t.granted, Refused: t.refused, Failed: t.failed, Pending: t.pending, Quarantined: t.quarantined,
 		TooShort: t.tooShort, Unreachable: t.unreachable,
 		FencingUnknown: t.fencingUnknown, FenceFailed: t.fenceFailed,
 		Err: closedErr(err),
@@ -202,11 +203,13 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	if lim := ttl - drift; timeout > lim {
 		timeout = lim // waiting longer could only end with no validity
 	}
+	c.trust.noteTTL(ttl)
+	c.sync() // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	b := w.b
 	b.Reset()
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
-	// SET NX answers +OK or nil
-	granted, expect := isOK, mux.ExpectSimple|mux.ExpectNil
+	// SET NX answers +OK or nil; a quarantined node's OK is no grant
+	granted, expect := c.preds.ok, mux.ExpectSimple|mux.ExpectNil
 	pol := mux.Policy{Quorum: c.quorum, Timeout: timeout}
 	switch {
 	case s.fencing:
@@ -214,12 +217,12 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		// (docs/FENCING.md); later answers are not awaited
 		w.guess = c.fenceGuess(ctx)
 		w.cmd = lockcmd.AppendEvalSHAFenceGuess(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
-		granted, expect = isFencedGrant, mux.ExpectAggregate
+		granted, expect = c.preds.fenced, mux.ExpectAggregate
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	default:
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, keys, w.val[:], ttlMillis(ttl))
-		granted, expect = isOne, mux.ExpectInt
+		granted, expect = c.preds.one, mux.ExpectInt
 	}
 	// a reply of another kind means the connection is out of step: mux
 	// breaks it rather than hand the reply to this attempt
@@ -292,6 +295,13 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 		}
 		v, isInt := r.Int()
 		switch {
+		case err == nil && (r.IsOK() || multi && isInt && v == 1) && !c.trusted(i):
+			// a grant that did not count: the node is quarantined
+			rec.status, rec.err = NodeFailed, c.quarantineErr(i)
+			if rec.err == nil {
+				rec.err = &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrNodeRestarted}
+			}
+			t.quarantined++
 		case err == nil && (r.IsOK() || multi && isInt && v == 1):
 			rec.status = NodeGranted
 		case err == nil && (r.IsNil() || multi && isInt && v == 0):

@@ -37,6 +37,9 @@ type Client struct {
 	// fenceSeen is the highest fencing counter this Client has read or
 	// written: a fenced acquisition's token guess is above it.
 	fenceSeen atomic.Uint64
+	trust     trusts        // the nodes' incarnations (incarnation.go)
+	restored  atomic.Uint64 // keys put back by extensions (Lock.restore)
+	preds     grantPreds    // the grants' Success predicates
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -95,6 +98,7 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	}
 	mc := cfg.muxCfg
 	mc.Addrs = addrs
+	mc.Incarnations = true // the quarantine's input (docs/OPERATIONS.md)
 	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
@@ -112,7 +116,9 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 }
 
 // NewWithMux returns a Client over an existing mux client, which must have
-// MuxScripts in its Config.Scripts. Close does not close m.
+// MuxScripts in its Config.Scripts. Close does not close m. Without
+// mux.Config.Incarnations the Client cannot see restarts and failovers,
+// and quarantines nothing (docs/OPERATIONS.md): turn it on.
 func NewWithMux(m *mux.Client, opts ...Option) (*Client, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: nil mux client", ErrBadOption)
@@ -144,6 +150,9 @@ func buildConfig(n int, opts []Option) (*clientConfig, error) {
 	if err := cfg.lock.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkQuarantine(cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -169,6 +178,7 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	c.pool.New = func() any { return c.newWorker() }
 	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
 	c.ka.c = c
+	c.initTrust(cfg)
 	return c
 }
 
@@ -180,6 +190,10 @@ func (c *Client) newWorker() *worker {
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }
 func (c *Client) putWorker(w *worker) { c.pool.Put(w) }
+
+// Restored returns how many times an extension put a lock's key back on a
+// node that had lost it (docs/OPERATIONS.md, rule 3), since New.
+func (c *Client) Restored() uint64 { return c.restored.Load() }
 
 // N returns the number of nodes.
 func (c *Client) N() int { return c.n }

@@ -151,6 +151,7 @@ type NotAcquiredError struct {
 	Refused     int  // nodes that answered nil: the resource was locked there
 	Failed      int  // nodes that answered an error, were down or broke the connection
 	Pending     int  // nodes that had not answered when the call ended (timed out, or not needed once the outcome was known)
+	Quarantined int  // of Failed: nodes that answered OK but are quarantined after a restart or failover (docs/OPERATIONS.md); their Nodes entry says for how long
 	TooShort    bool // the last attempt had a quorum but too little validity
 	Unreachable bool // more than N-quorum nodes down or refusing authentication: not retried
 	// FencingUnknown: the last attempt was granted but no safe fencing
@@ -176,7 +177,11 @@ func (e *NotAcquiredError) Error() string {
 	if e.Tries > 0 {
 		b.WriteString("last: ")
 	}
-	fmt.Fprintf(&b, "%d granted, %d refused, %d failed, %d pending", e.Granted, e.Refused, e.Failed, e.Pending)
+	fmt.Fprintf(&b, "%d granted, %d refused, %d failed", e.Granted, e.Refused, e.Failed)
+	if e.Quarantined > 0 {
+		fmt.Fprintf(&b, " (%d quarantined)", e.Quarantined)
+	}
+	fmt.Fprintf(&b, ", %d pending", e.Pending)
 	if e.TooShort {
 		b.WriteString(", validity too short")
 	}
@@ -207,7 +212,8 @@ func (e *NotAcquiredError) Error() string {
 			b.WriteString(": ")
 			var ne *mux.NodeError
 			var se *mux.ServerError
-			if errors.As(n.Err, &ne) || errors.As(n.Err, &se) {
+			var qe *QuarantineError
+			if errors.As(n.Err, &ne) || errors.As(n.Err, &se) || errors.As(n.Err, &qe) {
 				b.WriteString(first) // names the node itself
 			} else {
 				b.WriteString(n.String())

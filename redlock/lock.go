@@ -249,6 +249,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	if timeout > remaining {
 		timeout = remaining
 	}
+	c.trust.noteTTL(ttl)
+	c.sync() // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	w := c.getWorker()
 	defer c.putWorker(w)
 	b := w.b
@@ -260,7 +262,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
 	}
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
-	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
+	// a quarantined node's extension does not count (docs/OPERATIONS.md)
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: c.preds.one, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
@@ -278,6 +281,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	newEnd := t1 + int64(ttl-drift)
 	if err == nil && out.Successes >= c.quorum && t2 < end && t2 < newEnd {
 		l.set(newEnd, ttl, v.ext+1)
+		if lost := missing(b, c.n); lost != 0 {
+			l.restore(ctx, w, lost, ttl, newEnd)
+		}
 		return nil
 	}
 	// Failed, though some nodes may have applied ttl: they never shorten a
@@ -298,6 +304,72 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	}
 	l.set(end, v.ttl, v.ext)
 	return e
+}
+
+// missing returns the nodes (a bit each) that answered an extension with
+// 0: the key is not theirs, absent or another value.
+func missing(b *mux.Batch, n int) uint64 {
+	var m uint64
+	for i := 0; i < n; i++ {
+		if r, err := b.Last(i); err == nil {
+			if v, ok := r.Int(); ok && v == 0 {
+				m |= 1 << i
+			}
+		}
+	}
+	return m
+}
+
+// restore puts the lock's key back, with the new TTL, on the nodes of
+// lost, right after an extension succeeded (docs/OPERATIONS.md, rule 3):
+// SET NX PX (for several keys the all-or-nothing acquire script), so a
+// node where another value sits keeps it. The lock is held on a trusted
+// quorum within its validity, so no other holder is valid and the key
+// can be missing only because the node lost it (a restart, a failover)
+// or never took it. The restored nodes do not count towards the
+// extension just made; they count from the next one, once trusted. It
+// waits at most the node timeout, bounded by the new validity (st.op
+// held, so a Release cannot overtake it; the same connection per node
+// keeps the order on the wire too).
+func (l *Lock) restore(ctx context.Context, w *worker, lost uint64, ttl time.Duration, end int64) {
+	c := l.st.c
+	timeout := min(l.nodeTimeout, time.Duration(end-mono()))
+	if timeout <= 0 {
+		return
+	}
+	b := w.b
+	b.Reset()
+	b.SetKey(l.resource)
+	if l.keys == nil {
+		w.cmd = restoreCmd(w.cmd[:0], l.resource, l.value[:], ttlMillis(ttl))
+	} else {
+		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
+	}
+	expect := mux.ExpectSimple | mux.ExpectNil
+	if l.keys != nil {
+		expect = mux.ExpectInt
+	}
+	for i := 0; i < c.n; i++ {
+		if lost&(1<<i) != 0 {
+			b.AddExpect(i, w.cmd, expect)
+		}
+	}
+	_, _ = c.m.Do(w.cleanup(ctx), b, mux.Policy{Timeout: timeout})
+	w.dctx.parent = nil
+	for i := 0; i < c.n; i++ {
+		if lost&(1<<i) == 0 {
+			continue
+		}
+		if r, err := b.Last(i); err == nil && (r.IsOK() || isOne(i, r)) {
+			c.restored.Add(1)
+		}
+	}
+}
+
+// restoreCmd is the restore of one key: SET NX PX, never over another
+// value.
+func restoreCmd(dst []byte, key string, value []byte, ttlMillis int64) []byte {
+	return lockcmd.AppendSetNXPX(dst, key, value, ttlMillis)
 }
 
 // set stores a new end, TTL and extension count (st.op held).

@@ -60,12 +60,21 @@ const (
 	// its acquisition). Reported after the event of the extension that
 	// ended it, if one did.
 	OpKeepAliveEnd
+	// OpIncarnation: a node's incarnation changed or could not be learned
+	// (docs/OPERATIONS.md), seen at the start of an operation (reported on
+	// its goroutine, before its commands go out). Node, Addr: the node;
+	// Err: a *QuarantineError whose Cause is ErrNodeRestarted,
+	// ErrNodeFailover or ErrIncarnationUnknown; Duration: the quarantine
+	// it starts (0: none, as after a restart with
+	// WithNodesPersistEveryWrite). Resource is empty.
+	OpIncarnation
 )
 
-var opNames = [...]string{OpAcquire: "acquire", OpExtend: "extend", OpKeepAlive: "keepalive", OpRelease: "release", OpNodeError: "node_error", OpKeepAliveEnd: "keepalive_end"}
+var opNames = [...]string{OpAcquire: "acquire", OpExtend: "extend", OpKeepAlive: "keepalive", OpRelease: "release", OpNodeError: "node_error", OpKeepAliveEnd: "keepalive_end", OpIncarnation: "incarnation"}
 
 // String returns the operation's name as metrics label it: "acquire",
-// "extend", "keepalive", "release", "node_error" or "keepalive_end".
+// "extend", "keepalive", "release", "node_error", "keepalive_end" or
+// "incarnation".
 func (o Op) String() string {
 	if int(o) < len(opNames) && opNames[o] != "" {
 		return opNames[o]

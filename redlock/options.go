@@ -305,6 +305,10 @@ type clientConfig struct {
 	quorum int
 	values io.Reader
 	muxCfg mux.Config
+	// incarnation.go
+	quarantine               time.Duration
+	quarantineSet            bool
+	persistent, trustAtStart bool
 }
 
 type clientOption func(*clientConfig)

@@ -28,7 +28,7 @@ func TestRealRedis(t *testing.T) {
 	})
 
 	t.Run("acquire-extend-release", func(t *testing.T) {
-		c := newClient(t, addrs)
+		c := newClient(t, addrs, redlock.WithTrustNodesAtStart()) // servers this test just started
 		l, err := c.Acquire(ctx, "real:a", redlock.WithTTL(2*time.Second))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, count(holders(t, addrs, "real:a", l.Value())), 3)
@@ -53,7 +53,7 @@ func TestRealRedis(t *testing.T) {
 	})
 
 	t.Run("quorum-and-release-on-failure", func(t *testing.T) {
-		c := newClient(t, addrs)
+		c := newClient(t, addrs, redlock.WithTrustNodesAtStart()) // servers this test just started
 		setForeign(t, addrs, "real:q", 0, 1)
 		l, err := c.TryAcquire(ctx, "real:q")
 		require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestRealRedis(t *testing.T) {
 	})
 
 	t.Run("lost-and-expired", func(t *testing.T) {
-		c := newClient(t, addrs)
+		c := newClient(t, addrs, redlock.WithTrustNodesAtStart()) // servers this test just started
 		l, err := c.Acquire(ctx, "real:l")
 		require.NoError(t, err)
 		waitAllHold(t, addrs, "real:l", l)
@@ -90,7 +90,7 @@ func TestRealRedis(t *testing.T) {
 	})
 
 	t.Run("script-cache-flushed", func(t *testing.T) {
-		c := newClient(t, addrs)
+		c := newClient(t, addrs, redlock.WithTrustNodesAtStart()) // servers this test just started
 		l, err := c.Acquire(ctx, "real:s")
 		require.NoError(t, err)
 		for _, a := range addrs {
@@ -107,7 +107,7 @@ func TestRealRedis(t *testing.T) {
 	})
 
 	t.Run("paused-nodes", func(t *testing.T) {
-		c := newClient(t, addrs, redlock.WithNodeTimeout(30*time.Millisecond))
+		c := newClient(t, addrs, redlock.WithNodeTimeout(30*time.Millisecond), redlock.WithTrustNodesAtStart())
 		warm(t, c)
 		require.NoError(t, srv[0].Pause())
 		require.NoError(t, srv[1].Pause())

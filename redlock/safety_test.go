@@ -157,6 +157,36 @@ func TestSafetyUnderFaults(t *testing.T) {
 	require.Positive(t, chaos.Counts.ClockSteps.Load(), "clocks stepped")
 }
 
+// restartProfile is safetyProfile with the faults the client's quarantine
+// makes safe (docs/OPERATIONS.md): restarts losing data and back at once,
+// failovers to a replica that lags up to half a TTL, and a rolling restart
+// of every node in turn, one every 3 TTLs, without the operator's delay.
+func restartProfile(ttl time.Duration) fakeserver.ChaosProfile {
+	p := safetyProfile(ttl)
+	p.RestartNoDelay, p.Failover, p.Rolling = true, true, true
+	p.FailoverLag = ttl / 2
+	p.RollingEvery = 3 * ttl
+	return p
+}
+
+// TestSafetyRestarts is TestSafetyUnderFaults with nodes that restart
+// losing their data and come back at once, fail over losing their last
+// writes, and restart one after another (issue 32): outside the Redis
+// page's assumptions, safe with the client-enforced delayed restart. The
+// clients quarantine for 2 TTLs, the largest TTL the holders use (kept-alive
+// holders extend themselves up to 2 TTLs), as a service sets
+// WithQuarantine to its largest TTL. Kept-alive locks live through the
+// restarts: extensions put their keys back.
+func TestSafetyRestarts(t *testing.T) {
+	res, chaos := runSafety(t, restartProfile(safetyTTL), func(cfg *checker.Config) {
+		cfg.Options = append(cfg.Options, redlock.WithQuarantine(2*safetyTTL))
+	})
+	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
+	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
+	require.Positive(t, chaos.Counts.Rolling.Load(), "rolling restarts")
+	require.Positive(t, res.Extended, "extensions succeeded")
+}
+
 // TestSafetyFencing is TestSafetyUnderFaults with fencing tokens (issue
 // 22): every holding (multi-resource ones too) writes its token to a
 // fenced store, 5 % are zombies that write again after a pause past their
@@ -218,16 +248,28 @@ func TestAvailabilityNoLeftovers(t *testing.T) {
 // other majority while A's validity lasts. The checker must report it; with
 // the delayed restart it must not.
 func TestSafetyRestartScripted(t *testing.T) {
-	for _, delayed := range []bool{false, true} {
-		name := map[bool]string{false: "no delay: violation", true: "delayed: safe"}[delayed]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		delayed, noQuar bool
+		wantViolation   bool
+	}{
+		{name: "no delay, no quarantine: violation", noQuar: true, wantViolation: true},
+		{name: "no delay, quarantine: safe"},
+		{name: "delayed: safe", delayed: true, noQuar: true},
+	} {
+		delayed := tc.delayed
+		t.Run(tc.name, func(t *testing.T) {
 			cl := startCluster(t, 5)
 			addrs := cl.Addrs()
 			const ttl = time.Second
-			a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond))
-			b := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond),
+			var off []redlock.Option
+			if tc.noQuar {
+				off = append(off, redlock.WithNodesPersistEveryWrite()) // false here: the quarantine off
+			}
+			a := newClient(t, addrs, append(off, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond))...)
+			b := newClient(t, addrs, append(off, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond),
 				redlock.WithRetryDelay(2*time.Millisecond, 5*time.Millisecond), redlock.WithTries(1000),
-				redlock.WithFailFast(false)) // B waits for the restarting nodes
+				redlock.WithFailFast(false))...) // B waits for the restarting nodes
 			warm(t, a)
 			warm(t, b)
 			ctx := context.Background()
@@ -257,10 +299,10 @@ func TestSafetyRestartScripted(t *testing.T) {
 			}
 			rep := rec.Check()
 			t.Logf("%v", rep)
-			if delayed {
-				require.Zero(t, rep.Violations)
-			} else {
+			if tc.wantViolation {
 				require.Equal(t, 1, rep.Violations, "the checker must see B inside A's validity")
+			} else {
+				require.Zero(t, rep.Violations)
 			}
 			_ = lb.Release(ctx)
 		})
@@ -268,7 +310,10 @@ func TestSafetyRestartScripted(t *testing.T) {
 }
 
 // Randomized: nodes restarting without persistence and without the delay
-// break safety, and the checker finds it.
+// break safety when the client does not quarantine them (here a false
+// WithNodesPersistEveryWrite), and the checker finds it;
+// TestSafetyRestartWithoutDelayQuarantined is the same run with the
+// quarantine on.
 func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
 	cl := startCluster(t, 5)
 	const ttl = 200 * time.Millisecond
@@ -276,6 +321,7 @@ func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
 		RestartNoDelay: true, MaxTTL: ttl, Every: 10 * time.Millisecond, MaxImpaired: 5,
 	})
 	res, err := checker.Run(checker.Config{
+		Options:         []redlock.Option{redlock.WithNodesPersistEveryWrite()},
 		Addrs:           cl.Addrs(),
 		Clients:         3,
 		Resources:       2,

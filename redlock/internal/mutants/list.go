@@ -18,9 +18,10 @@ type Mutant struct {
 }
 
 const (
-	safetyTest = "TestSafetyUnderFaults"
-	availTest  = "TestAvailabilityNoLeftovers"
-	fenceTest  = "TestSafetyFencing"
+	safetyTest  = "TestSafetyUnderFaults"
+	availTest   = "TestAvailabilityNoLeftovers"
+	fenceTest   = "TestSafetyFencing"
+	restartTest = "TestSafetyRestarts"
 )
 
 // mutants is the list of planted bugs.
@@ -47,6 +48,23 @@ var mutants = []Mutant{
 			{"redlock/acquire.go",
 				"return tally{granted: out.Successes}, nil",
 				"return tally{granted: out.Successes + out.Pending}, nil"},
+		},
+	},
+	{
+		Name: "quarantine-off", Class: "a node's new incarnation counted at once after a restart or failover (no client-enforced delayed restart, issue 32)", Test: restartTest, Short: true,
+		Edits: []Edit{{"redlock/incarnation.go",
+			"\tif u == 0 {\n\t\treturn true\n\t}\n\tif mono() < u {",
+			"\tif u == 0 || true {\n\t\treturn true\n\t}\n\tif mono() < u {"}},
+	},
+	{
+		Name: "restore-unchecked", Class: "keys put back after a failed extension, over another value (issue 32)", Test: restartTest,
+		Edits: []Edit{
+			{"redlock/lock.go",
+				"\te.Lost = e.Refused > c.n-c.quorum\n",
+				"\tif lost := missing(b, c.n); lost != 0 {\n\t\tl.restore(ctx, w, lost, ttl, t1+int64(ttl))\n\t}\n\te.Lost = e.Refused > c.n-c.quorum\n"},
+			{"redlock/lock.go",
+				"\treturn lockcmd.AppendSetNXPX(dst, key, value, ttlMillis)\n",
+				"\treturn lockcmd.AppendEvalInt(dst, \"return redis.call('set',KEYS[1],ARGV[1],'px',ARGV[2])\", key, value, ttlMillis)\n"},
 		},
 	},
 	{
