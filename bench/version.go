@@ -185,7 +185,7 @@ func gitRevision() (gitRev, bool) {
 		return gitRev{}, false
 	}
 	hash, ct, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	if len(hash) < 40 || strings.Trim(hash, "0123456789abcdef") != "" {
+	if len(hash) < 40 || !isHex(hash) {
 		return gitRev{}, false
 	}
 	g := gitRev{revision: hash}
@@ -200,17 +200,26 @@ func gitRevision() (gitRev, bool) {
 	return g, true
 }
 
-// builtByGoTool reports whether exe lies in a go command's temporary build
-// directory (go-build<N>/...), where go run and go test put the binaries
-// they build and run at once.
+// builtByGoTool reports whether exe is a binary that go run or go test
+// built for the run: in a go command's temporary build directory
+// (go-build<N>/b001/exe/...), or in the build cache, where go run keeps
+// the executables it builds since Go 1.24 ($GOCACHE/<xx>/<64 hex>-d/...).
+// Either way the go command checked it against the sources in the
+// checkout just before it started.
 func builtByGoTool(exe string) bool {
-	for _, el := range strings.Split(filepath.ToSlash(exe), "/") {
+	els := strings.Split(filepath.ToSlash(exe), "/")
+	for i, el := range els {
 		if n := strings.TrimPrefix(el, "go-build"); n != el && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+		if i > 0 && len(els[i-1]) == 2 && isHex(els[i-1]) && len(el) == 64+2 && strings.HasSuffix(el, "-d") && isHex(el[:64]) {
 			return true
 		}
 	}
 	return false
 }
+
+func isHex(s string) bool { return strings.Trim(s, "0123456789abcdef") == "" }
 
 // runGit runs git in dir without its optional locks (git status would
 // otherwise refresh the index under index.lock, racing a commit in the

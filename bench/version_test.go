@@ -61,9 +61,14 @@ func TestBuiltByGoTool(t *testing.T) {
 	for exe, want := range map[string]bool{
 		"/tmp/go-build3542596054/b001/exe/redmux-bench": true, // go run
 		"/tmp/go-build123/b001/bench.test":              true, // go test
-		"/usr/local/bin/redmux-bench":                   false,
-		"/home/u/go-build/redmux-bench":                 false,
-		"/home/u/go-builder1/redmux-bench":              false,
+		// go run's cached executable (Go 1.24+)
+		"/root/.cache/go-build/89/897b7bcd3f60b21fcef735c672981f94f02197f61c21b8a527e415b2056d6bc5-d/redmux-bench": true,
+		"/srv/cache/89/897b7bcd3f60b21fcef735c672981f94f02197f61c21b8a527e415b2056d6bc5-d/redmux-bench":            true, // GOCACHE elsewhere
+		"/srv/cache/89/897b7bcd3f60b21fcef735c672981f94f02197f61c21b8a527e415b2056d6bc5/redmux-bench":              false,
+		"/srv/cache/8/897b7bcd3f60b21fcef735c672981f94f02197f61c21b8a527e415b2056d6bc5-d/redmux-bench":             false,
+		"/usr/local/bin/redmux-bench":      false,
+		"/home/u/go-build/redmux-bench":    false,
+		"/home/u/go-builder1/redmux-bench": false,
 	} {
 		if got := builtByGoTool(exe); got != want {
 			t.Errorf("%s: %v, want %v", exe, got, want)
