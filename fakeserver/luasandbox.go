@@ -93,15 +93,24 @@ func (e *scriptEngine) protectSandbox(L *lua.LState) {
 	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
 		sb.strMT = walk(mt)
 	}
+	sb.wrapBuiltins(L, g, raise)
+	L.Env = env
+}
 
-	isProxy := func(v lua.LValue) (*lua.LTable, bool) {
-		t, ok := v.(*lua.LTable)
-		if !ok {
-			return nil, false
-		}
-		r, ok := sb.real[t]
-		return r, ok
+// isProxy returns the real table behind v, when v is a proxy.
+func (sb *sandbox) isProxy(v lua.LValue) (*lua.LTable, bool) {
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return nil, false
 	}
+	r, ok := sb.real[t]
+	return r, ok
+}
+
+// wrapBuiltins replaces the built-ins that would reach behind a proxy in g
+// (getmetatable, setmetatable, rawset, rawget, next, pairs, table.insert)
+// by versions that act on the real table or refuse (raise).
+func (sb *sandbox) wrapBuiltins(L *lua.LState, g *lua.LTable, raise func(L *lua.LState, where bool)) {
 	wrapG := func(name string, fn func(L *lua.LState, orig lua.LGFunction) int) {
 		orig := g.RawGetString(name).(*lua.LFunction).GFunction
 		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int { return fn(L, orig) }))
@@ -123,26 +132,26 @@ func (e *scriptEngine) protectSandbox(L *lua.LState) {
 	wrapG("setmetatable", func(L *lua.LState, orig lua.LGFunction) int {
 		// Lua 5.1 sets the metatable of tables only: gopher-lua would
 		// set the string (or number) metatable of every later script
-		if _, ok := isProxy(L.CheckTable(1)); ok {
+		if _, ok := sb.isProxy(L.CheckTable(1)); ok {
 			raise(L, false)
 		}
 		return orig(L)
 	})
 	wrapG("rawset", func(L *lua.LState, orig lua.LGFunction) int {
-		if _, ok := isProxy(L.CheckTable(1)); ok {
+		if _, ok := sb.isProxy(L.CheckTable(1)); ok {
 			raise(L, false)
 		}
 		return orig(L)
 	})
 	wrapG("rawget", func(L *lua.LState, orig lua.LGFunction) int {
-		if r, ok := isProxy(L.CheckTable(1)); ok {
+		if r, ok := sb.isProxy(L.CheckTable(1)); ok {
 			L.Push(r.RawGet(L.CheckAny(2)))
 			return 1
 		}
 		return orig(L)
 	})
 	wrapG("next", func(L *lua.LState, orig lua.LGFunction) int {
-		if r, ok := isProxy(L.CheckTable(1)); ok {
+		if r, ok := sb.isProxy(L.CheckTable(1)); ok {
 			L.Replace(1, r)
 		}
 		return orig(L)
@@ -158,11 +167,10 @@ func (e *scriptEngine) protectSandbox(L *lua.LState) {
 	if tab, ok := sb.real[g.RawGetString("table").(*lua.LTable)]; ok {
 		orig := tab.RawGetString("insert").(*lua.LFunction).GFunction
 		tab.RawSetString("insert", L.NewFunction(func(L *lua.LState) int {
-			if _, ok := isProxy(L.CheckTable(1)); ok {
+			if _, ok := sb.isProxy(L.CheckTable(1)); ok {
 				raise(L, false)
 			}
 			return orig(L)
 		}))
 	}
-	L.Env = env
 }
