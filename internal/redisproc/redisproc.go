@@ -31,6 +31,9 @@ type Server struct {
 	Addr string // "127.0.0.1:port"
 	Port int
 	TLS  bool // the port speaks TLS only
+	// Sentinel: a sentinel (redis-server <conf> --sentinel), not a data
+	// node.
+	Sentinel bool
 
 	cmd      *exec.Cmd
 	dir      string
@@ -169,6 +172,12 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	}
 	args = append(portArgs, args...)
 	args = append(args, opt.Extra...)
+	return launch(bin, args, dir, port, opt.Password, opt.TLS)
+}
+
+// launch runs redis-server with args in dir (removed when it stops) and
+// waits (up to 10 s) until it answers PING on port.
+func launch(bin string, args []string, dir string, port int, password string, t *TLS) (*Server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	// Own process group, so signals to the test runner do not reach it and
@@ -178,7 +187,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, TLS: opt.TLS != nil, cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, TLS: t != nil, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -188,7 +197,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 			return nil, fmt.Errorf("redisproc: redis-server exited at start on port %d", port)
 		default:
 		}
-		if err := ping(s.Addr, opt.Password, opt.TLS); err == nil {
+		if err := ping(s.Addr, password, t); err == nil {
 			return s, nil
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
@@ -61,5 +62,37 @@ func TestStartTLS(t *testing.T) {
 	}
 	if err := redisproc.Ping(s2.Addr, "s3cret", files); err != nil {
 		t.Fatalf("TLS ping after restart: %v", err)
+	}
+}
+
+// TestSentinelGroupFailover starts a primary, a replica and 3 sentinels,
+// pauses the primary (SIGSTOP) and waits for the sentinels to promote the
+// replica; the old primary, resumed, becomes the new one's replica.
+func TestSentinelGroupFailover(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Password: "data-pw", SentinelPassword: "sent-pw"})
+	if len(g.Data) != 2 || len(g.Sentinels) != 3 {
+		t.Fatalf("%d data nodes, %d sentinels", len(g.Data), len(g.Sentinels))
+	}
+	old, err := g.Primary()
+	if err != nil || old != g.Data[0] {
+		t.Fatalf("primary %v, %v; want the first started", old, err)
+	}
+	start := time.Now()
+	if err := old.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	nw, err := g.WaitFailover(old, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover to %s in %v", nw.Addr, time.Since(start).Round(time.Millisecond))
+	if err := g.Rejoin(old, nw, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.Primary(); err != nil || p != nw {
+		t.Fatalf("after the old primary came back: primary %v, %v; want %s", p, err, nw.Addr)
+	}
+	if _, err := redisproc.Command(g.Sentinels[0].Addr, "", "PING"); err == nil {
+		t.Fatal("a sentinel answered without its password")
 	}
 }

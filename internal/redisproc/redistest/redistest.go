@@ -100,3 +100,21 @@ func StartN(t testing.TB, n int, opt Options) []*redisproc.Server {
 
 // Addrs returns the servers' addresses (redisproc.Addrs).
 func Addrs(list []*redisproc.Server) []string { return redisproc.Addrs(list) }
+
+// SentinelOptions is redisproc.SentinelOptions, so that a test needs one
+// import.
+type SentinelOptions = redisproc.SentinelOptions
+
+// StartSentinelGroup calls Require, starts a primary, its replicas and
+// its sentinels (redisproc.StartSentinelGroup; failing t on error) and
+// stops them in t.Cleanup.
+func StartSentinelGroup(t testing.TB, opt SentinelOptions) *redisproc.SentinelGroup {
+	t.Helper()
+	Require(t)
+	g, err := redisproc.StartSentinelGroup(opt)
+	if err != nil {
+		t.Fatalf("start a sentinel group: %v", err)
+	}
+	t.Cleanup(g.Stop)
+	return g
+}
