@@ -104,6 +104,7 @@ type loadState struct {
 	period   time.Duration
 	workers  []Worker
 	recs     []*workerRec
+	sink     *sink // the workers' recorders flush into it
 }
 
 func (ls *loadState) stop() {
@@ -172,6 +173,7 @@ func Measure(ctx context.Context, name string, workers []Worker, cfg RunConfig, 
 		return nil, ctx.Err()
 	}
 	nodeErrs0 := nodeErrors(workers)
+	loopNs := calibrate(cfg, keys)
 	ls := newLoadState(cfg, keys, workers)
 	c := newCollector(ls, name, tag, log, progress)
 
@@ -195,6 +197,8 @@ func Measure(ctx context.Context, name string, workers []Worker, cfg RunConfig, 
 	}
 	r := ls.result(endT, c, &acct)
 	r.Late, r.Interrupted = late, interrupted
+	r.CollectNs, r.LoopNsPerOp = c.cpuNs, loopNs
+	r.HarnessNs = c.cpuNs + int64(loopNs*float64(r.Ops))
 	r.NodeErrors = nodeErrors(workers)
 	for k, v := range nodeErrs0 {
 		if r.NodeErrors[k] -= v; r.NodeErrors[k] == 0 {
@@ -288,6 +292,7 @@ type collector struct {
 	last     time.Time    // the current interval's start
 
 	exMallocs, exBytes uint64 // the collector's own allocations
+	cpuNs              int64  // the collector's CPU time in the window (harness.go)
 	cm0, cm1           runtime.MemStats
 	err                error // the first histogram log error
 }
@@ -310,7 +315,7 @@ func (c *collector) run(ctx context.Context, wg *sync.WaitGroup) (interrupted bo
 		case <-done:
 			return interrupted
 		case now := <-tick.C:
-			c.collect(now)
+			c.cpuNs += onThread(func() { c.collect(now) })
 		case <-ctx.Done():
 			if !interrupted {
 				interrupted = true
@@ -337,8 +342,11 @@ func (c *collector) collect(now time.Time) {
 		c.exBytes += c.cm1.TotalAlloc - c.cm0.TotalAlloc
 	}()
 	for _, r := range c.ls.recs {
-		r.drainInto(c.interval)
+		r.drainInto(&c.interval.counts)
 	}
+	// c.interval.h is empty (reset at the end of the last collect): the
+	// sink records into it from now on.
+	c.interval.h = c.ls.sink.take(c.interval.h)
 	if c.log != nil {
 		// Every non-empty histogram is logged, so the log holds every
 		// recorded value (a release may land in an interval without
@@ -406,6 +414,12 @@ type Result struct {
 	Mallocs, Bytes int64
 	CPUNs          int64
 	CPUOK          bool
+	// HarnessNs is the load generator's own share of CPUNs (harness.go):
+	// the collector's measured CPU time in the window (CollectNs) plus the
+	// load loop's calibrated cost per operation (LoopNsPerOp) times Ops.
+	HarnessNs   int64
+	CollectNs   int64
+	LoopNsPerOp float64
 }
 
 // result gathers the measured phase's figures, ended at end.
@@ -446,9 +460,9 @@ func stopOnCancel(ctx context.Context, ls *loadState, wg *sync.WaitGroup) {
 }
 
 func newLoadState(cfg RunConfig, keys []string, workers []Worker) *loadState {
-	ls := &loadState{cfg: cfg, keys: keys, workers: workers, recs: make([]*workerRec, len(workers)), stopCh: make(chan struct{})}
+	ls := &loadState{cfg: cfg, keys: keys, workers: workers, recs: make([]*workerRec, len(workers)), stopCh: make(chan struct{}), sink: newSink()}
 	for i := range ls.recs {
-		ls.recs[i] = newWorkerRec()
+		ls.recs[i] = newWorkerRec(ls.sink)
 	}
 	if cfg.Rate > 0 {
 		ls.period = time.Duration(float64(time.Second) / cfg.Rate)
@@ -560,17 +574,17 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 	case err != nil:
 		rec.errs[ls.cfg.Classify(err)]++
 		rec.failed++
-		Record(rec.h[MFailed], t1.Sub(t0))
+		rec.record(MFailed, t1.Sub(t0))
 		rec.mu.Unlock()
 		return
 	case !ok:
 		rec.notAcq++
-		Record(rec.h[MNotAcquired], t1.Sub(t0))
+		rec.record(MNotAcquired, t1.Sub(t0))
 		rec.mu.Unlock()
 		return
 	}
 	rec.acquired++
-	Record(rec.h[MAcquire], t1.Sub(t0))
+	rec.record(MAcquire, t1.Sub(t0))
 	rec.mu.Unlock()
 	if ls.cfg.Workload == WorkloadAcquireExtendRelease {
 		ext, err := w.Extend(ctx)
@@ -598,10 +612,10 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 	if err != nil {
 		rec.errs["release_"+ls.cfg.Classify(err)]++
 		rec.relFailed++
-		Record(rec.h[MFailed], t3.Sub(t0))
+		rec.record(MFailed, t3.Sub(t0))
 	} else {
-		Record(rec.h[MRelease], t3.Sub(t2))
-		Record(rec.h[MAcquireRelease], t3.Sub(t0))
+		rec.record(MRelease, t3.Sub(t2))
+		rec.record(MAcquireRelease, t3.Sub(t0))
 	}
 	rec.mu.Unlock()
 }
