@@ -129,7 +129,9 @@ func strategyResult(name string, cfg RunConfig, r *load.Result) *StrategyResult 
 		res.AllocsPerOp = float64(max(0, r.Mallocs)) / float64(res.Ops)
 		res.BytesPerOp = float64(max(0, r.Bytes)) / float64(res.Ops)
 		if r.CPUOK {
-			res.CPUUsPerOp = float64(r.CPUNs) / 1e3 / float64(res.Ops)
+			res.ProcessCPUUsPerOp = float64(r.CPUNs) / 1e3 / float64(res.Ops)
+			res.HarnessCPUUsPerOp = float64(r.HarnessNs) / 1e3 / float64(res.Ops)
+			res.CPUUsPerOp = max(0, res.ProcessCPUUsPerOp-res.HarnessCPUUsPerOp)
 		}
 	}
 	return res

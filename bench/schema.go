@@ -147,14 +147,25 @@ type StrategyResult struct {
 	NotAcquired    int64   `json:"not_acquired"`
 	// Failed is the operations that ended in an error (at acquire, or at
 	// release after the lock was acquired: ReleaseFailed of them).
-	Failed        int64       `json:"failed"`
-	ReleaseFailed int64       `json:"release_failed"`
-	Extended      int64       `json:"extended,omitempty"`
-	NotExtended   int64       `json:"not_extended,omitempty"`
-	AllocsPerOp   float64     `json:"allocs_per_op"`
-	BytesPerOp    float64     `json:"bytes_per_op"`
-	CPUUsPerOp    float64     `json:"cpu_us_per_op"`
-	Server        *ServerCost `json:"server,omitempty"`
+	Failed        int64   `json:"failed"`
+	ReleaseFailed int64   `json:"release_failed"`
+	Extended      int64   `json:"extended,omitempty"`
+	NotExtended   int64   `json:"not_extended,omitempty"`
+	AllocsPerOp   float64 `json:"allocs_per_op"`
+	BytesPerOp    float64 `json:"bytes_per_op"`
+	// CPUUsPerOp is the client's CPU time per operation: the process's
+	// (ProcessCPUUsPerOp, getrusage over the measured window) less the
+	// load generator's own (HarnessCPUUsPerOp), so it is the strategy's
+	// (the lock library's and its worker's). HarnessCPUUsPerOp is the
+	// collector's measured CPU time plus the load loop's calibrated cost
+	// per operation (clock reads, recording: bench/load/harness.go); a
+	// lower bound, so CPUUsPerOp is an upper bound. Reports written before
+	// the harness was measured have no harness figure and a CPUUsPerOp
+	// that includes it.
+	CPUUsPerOp        float64     `json:"cpu_us_per_op"`
+	HarnessCPUUsPerOp float64     `json:"harness_cpu_us_per_op"`
+	ProcessCPUUsPerOp float64     `json:"process_cpu_us_per_op"`
+	Server            *ServerCost `json:"server,omitempty"`
 	// WorkerBusyShare is the share of the measured window the workers
 	// spent in operations (from each operation's actual start to its end,
 	// holds included): near 1, every worker was busy all the time, so the
