@@ -77,9 +77,6 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 	return WritePercentilePlot(w, what+" latency by percentile", sub, series)
 }
 
-// percentile axis: x = log10(1/(1-p)).
-func xOf(p float64) float64 { return -math.Log10(1 - p) }
-
 // WritePercentilePlot draws latency (log y) against percentile (x on a
 // log scale of 1/(1-p), so 90%, 99%, 99.9%, ... are equally spaced), one
 // line per series, in the style of HdrHistogram's plotter.

@@ -164,7 +164,7 @@ func TestOpenLoopAchievedRateIsOverTheStartWindow(t *testing.T) {
 type sleepStrategy struct{ d time.Duration }
 
 func (s sleepStrategy) Name() string                              { return "sleep" }
-func (s sleepStrategy) NewWorker(context.Context) (Worker, error) { return slowWorker{s.d}, nil }
+func (s sleepStrategy) NewWorker(context.Context) (Worker, error) { return slowWorker(s), nil }
 func (s sleepStrategy) Close() error                              { return nil }
 
 func TestParseSLOAndSweepFlags(t *testing.T) {

@@ -60,8 +60,6 @@ type validator struct {
 	inlineSz int
 }
 
-func (v *validator) reset() { *v = validator{} }
-
 // protoError is a client protocol violation; its text follows Redis's
 // "Protocol error: ..." replies.
 type protoError string

@@ -12,7 +12,6 @@ import (
 // that the parser reads back what was written.
 func TestEncodeRoundTrip(t *testing.T) {
 	value := []byte("\x00\x01random\r\nlock-value\xff")
-	const sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
 	cases := []struct {
 		name  string
 		enc   []byte
