@@ -10,7 +10,7 @@ SAFETY_TRANSPORT ?= epoll
 
 .PHONY: install-check interop run test test-short vet fmt-check lint bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
 
-## run: the main job — lock benchmark on the embedded 5-node fake cluster (~30 s)
+## run: the main job — lock benchmark on the embedded 5-node fake cluster (~20 s)
 run:
 	$(GO) run ./cmd/redmux-bench
 
@@ -71,11 +71,11 @@ fuzz:
 safety:
 	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|Fencing)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
 
-## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker
+## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker (~5.5 min)
 mutants:
 	$(GO) run ./redlock/internal/mutants
 
-## mutants-short: the cheap-to-catch mutants only (CI)
+## mutants-short: the cheap-to-catch mutants only (CI, ~2.5 min)
 mutants-short:
 	$(GO) run ./redlock/internal/mutants -short -control 30s -max 60s
 
