@@ -5,15 +5,15 @@ import (
 	"errors"
 )
 
-// The seam between the engine (conn.go, ingest.go, client.go: queues,
-// reply matching, decisions) and the bytes. A driver dials connections and
+// The seam between the engine (conn.go, ingest.go, client.go, call.go,
+// batch.go: queues, reply matching, decisions) and the bytes. A driver dials connections and
 // runs their read side; a link is one connection. Two implementations:
 // raw non-blocking sockets read by whoever holds a client's reader token
 // (transport_token_linux.go), told what is ready by epoll
 // (transport_epoll_linux.go, the default on Linux) or an io_uring
 // (transport_uring_linux.go, Config.Transport), and Go's net.Conn with
 // one reader goroutine per connection (transport_net.go: other systems,
-// Linux with -tags redmux_portable, and later TLS).
+// Linux with -tags redmux_portable, and every client with a TLS node).
 
 // errWouldBlock is a non-blocking link's "nothing to read now".
 var errWouldBlock = errors.New("mux: would block")
@@ -54,8 +54,8 @@ type driver interface {
 	close()
 }
 
-// awaiter is a driver that lets a caller read its own replies (the epoll
-// driver: a lone caller leads). Do calls enter before it sends and await
+// awaiter is a driver that lets a caller read its own replies (the token
+// driver, on epoll and on io_uring: a lone caller leads). Do calls enter before it sends and await
 // when the call has not settled by the time everything is sent. Without
 // it, Do waits on the batch and the driver's reader side wakes it.
 type awaiter interface {

@@ -11,11 +11,13 @@ import (
 )
 
 // netDriver runs every connection on Go's net.Conn: one reader goroutine
-// per connection (blocking reads in the Go netpoller), blocking writes
-// bounded by HardTimeout, and a sweeper goroutine that aborts connections
-// whose oldest outstanding reply is overdue. It is the transport on systems
-// other than Linux and with -tags redmux_portable; same engine, same
-// semantics, more goroutines and some allocation per read deadline.
+// per connection (blocking reads in the Go netpoller, with no read
+// deadline), writes bounded at netWriteSlice each (what the socket has not
+// taken by then is written later, through wantWrite), and a sweeper
+// goroutine that aborts connections whose oldest outstanding reply is
+// overdue (HardTimeout). It is the transport on systems other than Linux,
+// with -tags redmux_portable, and for every client with a TLS node; same
+// engine, same semantics, more goroutines.
 type netDriver struct {
 	c    *Client
 	wg   sync.WaitGroup

@@ -205,8 +205,10 @@ func (r *uring) queue(e uringSQE, inline bool) error {
 
 // submit hands every queued entry to the kernel and, with wait set, then
 // waits up to ns (> 0) until at least need completions are in the ring
-// (counting those the submitted entries posted at once). It reports
-// whether the wait timed out or was interrupted (nothing wrong).
+// (counting those the submitted entries posted at once). A wait that
+// times out or is interrupted returns nil, as do entries the kernel did
+// not take (queued again for the next submit): the caller looks at the
+// ring either way. An error is a closed ring or a failed io_uring_enter.
 func (r *uring) submit(wait bool, need int, ns int64) error {
 	r.life.RLock()
 	defer r.life.RUnlock()

@@ -32,7 +32,8 @@ func newClient(t testing.TB, addrs []string, opts ...redlock.Option) *redlock.Cl
 	return c
 }
 
-// warm makes one acquisition so that every lane's connections are set up.
+// warm acquires and releases a lock four times, so that every node's
+// connections are set up.
 func warm(t testing.TB, c *redlock.Client) {
 	t.Helper()
 	ctx := context.Background()

@@ -335,7 +335,7 @@ func WithValueSource(r io.Reader) Option {
 }
 
 // WithMuxConfig sets the configuration New uses for its mux client
-// (lanes, dial timeout, AUTH, DB, RESP3, reconnect backoff, parser limits).
+// (connections per node, dial timeout, AUTH, DB, RESP3, reconnect backoff, parser limits).
 // Addrs and Scripts are always set by New; Timeout defaults to the node
 // timeout. Ignored by NewWithMux.
 func WithMuxConfig(cfg mux.Config) Option {
