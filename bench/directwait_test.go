@@ -80,6 +80,9 @@ func TestTransportFlag(t *testing.T) {
 	code := Main([]string{"-fake", "3", "-strategy", "mux", "-c", "1", "-n", "200", "-warmup", "0s",
 		"-transport", "io_uring", "-out", dir}, &out, &errb, noEnv)
 	if code != 0 && strings.Contains(errb.String(), "io_uring refused") {
+		if v := os.Getenv("REDMUX_REQUIRE_IOURING"); v != "" && v != "0" {
+			t.Fatalf("this machine refuses io_uring, and REDMUX_REQUIRE_IOURING is set: %s", errb.String())
+		}
 		t.Skipf("SKIPPED: this machine refuses io_uring, and the run said so: %s", errb.String())
 	}
 	require.Equal(t, 0, code, errb.String())

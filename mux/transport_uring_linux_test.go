@@ -42,10 +42,14 @@ func (r *uring) peekRecv() bool {
 
 // requireURing skips, loudly, where the kernel refuses io_uring (Linux <
 // 5.11, a seccomp policy, the io_uring_disabled sysctl): the transport
-// then falls back to epoll, which TestURingRefusedFallsBack covers.
+// then falls back to epoll, which TestURingRefusedFallsBack covers. Under
+// REDMUX_REQUIRE_IOURING it fails instead.
 func requireURing(t *testing.T) {
 	t.Helper()
 	if err := uringRefused(); err != nil {
+		if uringRequired() {
+			t.Fatalf("io_uring refused on this machine (%v), and %s is set", err, envRequireURing)
+		}
 		t.Skipf("SKIPPED: io_uring refused on this machine (%v): the io_uring transport is not tested here", err)
 	}
 }
