@@ -17,6 +17,7 @@ type node struct {
 	downErr atomic.Pointer[NodeError]   // the error calls get while a connection is down
 	wake    chan struct{}               // wakes this node's supervisor (buffered 1)
 	inc     atomic.Pointer[Incarnation] // learned by the newest set-up (Config.Incarnations)
+	primary atomic.Pointer[string]      // a Sentinel node's primary, host:port, of the newest set-up
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and
@@ -150,6 +151,10 @@ func New(cfg Config) (*Client, error) {
 	c.supWG.Add(c.n)
 	for i := 0; i < c.n; i++ {
 		go c.supervise(i)
+		if r.nodes[i].sentinel != nil && !sentinelWatchOff.Load() {
+			c.supWG.Add(1)
+			go c.watchSentinel(i)
+		}
 	}
 	return c, nil
 }

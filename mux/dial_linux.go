@@ -22,9 +22,24 @@ var errDialTimeout = errors.New("timeout")
 // It returns the bytes read past the set-up replies (push frames; see
 // runSetup), which the connection's reader takes first.
 func (c *Client) dialRaw(i, efd int) (int, []byte, error) {
-	start := time.Now()
-	deadline := start.Add(c.cfg.DialTimeout)
-	host, port := c.cfg.nodes[i].host, c.cfg.nodes[i].port
+	if c.cfg.nodes[i].sentinel != nil {
+		// the primary the sentinels name (sentinel.go)
+		var fd int
+		var rest []byte
+		err := c.dialViaSentinels(i, func(host string, port int, deadline time.Time) (err error) {
+			fd, rest, err = c.dialRawTo(i, efd, host, port, deadline)
+			return err
+		})
+		if err != nil {
+			return -1, nil, err
+		}
+		return fd, rest, nil
+	}
+	return c.dialRawTo(i, efd, c.cfg.nodes[i].host, c.cfg.nodes[i].port, time.Now().Add(c.cfg.DialTimeout))
+}
+
+// dialRawTo is dialRaw to host:port, by deadline.
+func (c *Client) dialRawTo(i, efd int, host string, port int, deadline time.Time) (int, []byte, error) {
 	ips, err := c.lookup(host, deadline)
 	if err != nil {
 		return -1, nil, err

@@ -140,10 +140,21 @@ func (cn *pconn) ingest(l link) bool {
 			// are out of step. Those before it are delivered, then the
 			// connection breaks (its slot and the rest fail with it).
 			ok := nf
+			var demoted error
 			for i := 0; i < nf; i++ {
 				if !cn.q.at(i).exp.accepts(rd.frames[i].kind) {
 					ok = i
 					break
+				}
+				// A Sentinel node whose process answers READONLY or
+				// LOADING is no longer its primary: this reply is
+				// delivered, then the connection is replaced (error
+				// replies only: nothing on the success path).
+				if rd.frames[i].isErr && cn.c.cfg.nodes[cn.node].sentinel != nil {
+					if demoted = demotedReply(rd.buf[rd.frames[i].off:]); demoted != nil {
+						ok = i + 1
+						break
+					}
 				}
 			}
 			for i := 0; i < ok; i++ {
@@ -156,6 +167,10 @@ func (cn *pconn) ingest(l link) bool {
 				f := rd.frames[i]
 				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr)
 				rd.popped[i] = slot{}
+			}
+			if demoted != nil {
+				cn.fail(ErrConnBroken, demoted)
+				return false
 			}
 			if ok < nf {
 				cn.fail(ErrProtocol, errUnexpectedKind)

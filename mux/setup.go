@@ -16,6 +16,7 @@ type setupStep struct {
 	auth bool   // an error here is an authentication failure
 	sha  string // SCRIPT LOAD: the SHA the reply must equal
 	info int    // INFO (infoServer, infoReplication): read into the incarnation; an error reply is no failure
+	role bool   // ROLE (a Sentinel node): the process must answer master
 }
 
 // setupRW is the blocking-with-deadline I/O the set-up runs on.
@@ -46,6 +47,11 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 	if ns.db > 0 {
 		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(ns.db))
 		steps = append(steps, setupStep{name: "SELECT"})
+	}
+	if ns.sentinel != nil {
+		// the sentinels' answer may be stale: the process says what it is
+		b = resp.AppendCommand(b, "ROLE")
+		steps = append(steps, setupStep{name: "ROLE", role: true})
 	}
 	b = resp.AppendCommand(b, "CLIENT", "SETNAME", ns.clientName)
 	steps = append(steps, setupStep{name: "CLIENT SETNAME"})
@@ -154,6 +160,9 @@ func checkStep(s setupStep, rep resp.Reply, password string) error {
 		}
 		noPassword := password == "" && rep.HasErrorPrefix("NOAUTH")
 		return &setupError{step: s.name, text: text, kind: kind, noPassword: noPassword}
+	}
+	if s.role {
+		return checkRole(rep)
 	}
 	if s.sha != "" && !bytes.EqualFold(rep.Data, []byte(s.sha)) {
 		return &setupError{step: s.name, text: "reply " + rep.String() + " is not the script's SHA " + s.sha}

@@ -63,9 +63,23 @@ func (d *netDriver) sweep() {
 func (d *netDriver) dial(node int) (link, error) {
 	c := d.c
 	ns := &c.cfg.nodes[node]
-	deadline := time.Now().Add(c.cfg.DialTimeout)
+	if ns.sentinel != nil {
+		// the primary the sentinels name (sentinel.go)
+		var l link
+		err := c.dialViaSentinels(node, func(host string, port int, deadline time.Time) (err error) {
+			l, err = d.dialTo(node, host, port, deadline)
+			return err
+		})
+		return l, err
+	}
+	return d.dialTo(node, ns.host, ns.port, time.Now().Add(c.cfg.DialTimeout))
+}
+
+// dialTo is dial to host:port, by deadline.
+func (d *netDriver) dialTo(node int, host string, port int, deadline time.Time) (link, error) {
+	c := d.c
 	nd := net.Dialer{Deadline: deadline, KeepAlive: 15 * time.Second}
-	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(ns.host, strconv.Itoa(ns.port)))
+	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, &setupError{step: "connect", text: err.Error()}
 	}

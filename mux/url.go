@@ -26,6 +26,10 @@ type nodeSpec struct {
 	resp3      bool
 	clientName string
 	tls        *tls.Config // nil: plaintext
+	// sentinel: a Sentinel-managed node (redis-sentinel://); host and
+	// port are then empty, the primary's being asked of the sentinels at
+	// every dial (sentinel.go).
+	sentinel *sentinelSpec
 }
 
 // DefaultPort is the port of a redis:// or rediss:// URL that names none.
@@ -104,8 +108,10 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	case "redis":
 	case "rediss":
 		secure = true
+	case SentinelScheme:
+		return e.parseSentinel(ns, u, a, cfg)
 	default:
-		return ns, e.bad("scheme %q, want redis or rediss", u.Scheme)
+		return ns, e.bad("scheme %q, want redis, rediss or %s", u.Scheme, SentinelScheme)
 	}
 	if u.Opaque != "" {
 		return ns, e.bad("want redis://host:port")
@@ -399,9 +405,14 @@ type NodeAddr struct {
 	DB                 int
 	RESP3              bool
 	TLS                *tls.Config // nil: plaintext
+	// Sentinel is set for a redis-sentinel:// node: Addr is then empty,
+	// the primary being whichever the sentinels name (and ROLE confirms)
+	// when it is dialled.
+	Sentinel *SentinelAddr
 }
 
-// ParseAddr resolves addr (host:port or a redis:// or rediss:// URL) with
+// ParseAddr resolves addr (host:port, or a redis://, rediss:// or
+// redis-sentinel:// URL) with
 // cfg's Username, Password, DB, RESP3, ClientName and TLS as defaults, as
 // New does. Errors wrap ErrConfig and never contain the password.
 func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
@@ -409,10 +420,16 @@ func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
 	if err != nil {
 		return NodeAddr{}, err
 	}
-	return NodeAddr{
-		Addr: net.JoinHostPort(ns.host, strconv.Itoa(ns.port)), Display: ns.display,
+	na := NodeAddr{
+		Display:  ns.display,
 		Username: ns.username, Password: ns.password, DB: ns.db, RESP3: ns.resp3, TLS: ns.tls,
-	}, nil
+	}
+	if ss := ns.sentinel; ss != nil {
+		na.Sentinel = &SentinelAddr{MasterName: ss.master, Sentinels: slices.Clone(ss.addrs), Username: ss.username, Password: ss.password}
+		return na, nil
+	}
+	na.Addr = net.JoinHostPort(ns.host, strconv.Itoa(ns.port))
+	return na, nil
 }
 
 // URLPassword returns the password of a redis:// or rediss:// URL's user
