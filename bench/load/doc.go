@@ -16,10 +16,14 @@
 // ends. Open loop (RunConfig.Rate), operation i is due at start + i/rate
 // and its latency is measured from that intended start, so a stall is
 // charged to every operation scheduled during it (no coordinated
-// omission). Each worker records into its own recorder; a collector drains
-// them once per interval into the totals, the interval log (IntervalLog)
-// and a Progress snapshot, and leaves its own allocations out of the
-// window's. Errors are named by RunConfig.Classify.
+// omission). Each worker records into its own small buffer, flushed into
+// one shared set of interval histograms when full (hist.go); a collector
+// drains the buffers once per interval and passes the interval's
+// histograms to the totals, the interval log (IntervalLog) and a Progress
+// snapshot, and leaves its own allocations out of the window's. The
+// harness's own CPU time (the collector's, measured, and the load loop's,
+// calibrated per operation: harness.go) is reported apart
+// (Result.HarnessNs). Errors are named by RunConfig.Classify.
 //
 // load imports no other package of the module.
 package load
