@@ -51,7 +51,13 @@ type connOpts struct {
 // node resolves addr (host:port or a redis:// or rediss:// URL) as mux
 // does, so every strategy reaches a node the same way.
 func (o *connOpts) node(addr string) (mux.NodeAddr, error) {
-	return mux.ParseAddr(addr, mux.Config{Username: o.user, Password: o.password, DB: o.db, TLS: o.tls})
+	na, err := mux.ParseAddr(addr, mux.Config{Username: o.user, Password: o.password, DB: o.db, TLS: o.tls})
+	if err == nil && na.Sentinel != nil {
+		// mux asks the sentinels at every dial; a plain connection has a
+		// fixed address
+		return na, fmt.Errorf("node %s: a %s:// node's primary is found by mux at every dial: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, mux.SentinelScheme)
+	}
+	return na, err
 }
 
 // plainConn is one blocking net.Conn to one node, as a naive client holds

@@ -161,6 +161,51 @@
 // such (TLS 1.3 servers refuse it only after the client's handshake is done:
 // the refusal arrives during the set-up and is reported the same way).
 //
+// # Sentinel-managed nodes
+//
+// A node may be a Sentinel service: a primary with replicas, watched by
+// sentinels that promote a replica when the primary fails. Its address
+// takes lettuce's redis-sentinel:// scheme and sentinelMasterId option;
+// further sentinels are repeated sentinel= options (lettuce separates them
+// with commas, which node lists such as redmux-bench -nodes take for node
+// separators):
+//
+//	redis-sentinel://[[user]:password@]host[:port][/db]?sentinelMasterId=name[&sentinel=host2[:port2]]...[&sentinel_username=u][&sentinel_password=p]
+//
+// The host (default port 26379) is the first sentinel. The user
+// information, db, protocol and client_name are the primary's, as in a
+// redis:// URL; sentinel_username and sentinel_password are the
+// sentinels' own (go-redis's FailoverOptions names). Neither password is
+// ever printed: NodeError.Addr and Client.Addrs show the master name and
+// the sentinels, the primary's password as ***. TLS options and
+// Config.TLS are refused: Sentinel nodes are plaintext for now.
+//
+// The primary is found at every dial (New and the supervisor; never on a
+// caller's path): the sentinels are asked in turn, from the last one whose
+// answer worked, with SENTINEL GET-MASTER-ADDR-BY-NAME (bounded by
+// DialTimeout), and the process named is dialled with ROLE in its set-up
+// pipeline: it must answer "master". The first named process that does is
+// the node (so sentinels that disagree are settled by the processes
+// themselves); a process that answers as a replica, or cannot be reached,
+// sends the dial on to the next sentinel. When none works the node is
+// down with a cause that wraps ErrSentinel and says what each sentinel
+// answered, e.g.
+//
+//	mux: node down: node 0 (redis-sentinel://10.0.0.5:26379?sentinelMasterId=locks&sentinel=10.0.0.6:26379): no primary for sentinelMasterId "locks" from 2 sentinel(s); sentinel 10.0.0.5:26379: does not know sentinelMasterId "locks"; sentinel 10.0.0.6:26379 names 10.0.0.7:6379: set-up ROLE failed: the process answers ROLE slave, not master: the sentinel's answer is stale or wrong
+//
+// A Sentinel node's connections are replaced, and the sentinels asked
+// again, when they break (a failover kills or demotes the old primary,
+// whose clients the sentinels disconnect), when a reply says READONLY or
+// LOADING (checked on error replies only: nothing is added to the success
+// path), and when a sentinel announces +switch-master to another address:
+// one background goroutine per Sentinel node stays subscribed to one
+// sentinel at a time, and asks it for the primary each time it
+// subscribes. Client.Primary says which process a node's newest
+// connection was set up with; with Config.Incarnations the new primary's
+// incarnation (promoted: a new replication history) is learned before its
+// connection carries a command, which is how redlock quarantines it
+// (docs/OPERATIONS.md, "Sentinel-managed nodes").
+//
 // # Bounds
 //
 // Memory stays bounded whatever the nodes do, on every transport: a

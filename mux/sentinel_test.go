@@ -410,3 +410,51 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestSentinelSwitchWatch: a client idle through a failover (its
+// connection to the paused primary owes nothing, so nothing replaces it)
+// must not stay with the old primary once it is resumed: it still answers
+// as a primary until the sentinels demote it at their next INFO to it (up
+// to 10 s), and would grant what the new one grants too. The
+// +switch-master watcher replaces the connection; with it off
+// (REDMUX_SENTINEL_WATCH=0) the write lands on the old primary, which the
+// test then reports instead of failing.
+func TestSentinelSwitchWatch(t *testing.T) {
+	off := os.Getenv("REDMUX_SENTINEL_WATCH") == "0"
+	if off {
+		sentinelWatchOff.Store(true)
+		defer sentinelWatchOff.Store(false)
+	}
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	c := newTestClient(t, []string{sentinelURL(g, "", nil, "")}, func(cfg *Config) { cfg.DialTimeout = 500 * time.Millisecond })
+	old := g.Data[0]
+	if err := setNode0(c, uniqueKey("idle"), "x"); err != nil || c.Primary(0) != old.Addr {
+		t.Fatalf("before: %v, primary %q", err, c.Primary(0))
+	}
+	if err := old.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	nw, err := g.WaitFailover(old, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Resume(); err != nil { // no REPLICAOF: the sentinels demote it later
+		t.Fatal(err)
+	}
+	if v, err := redisproc.Command(old.Addr, "", "ROLE"); err == nil {
+		t.Logf("old primary resumed, ROLE %v", v)
+	}
+	key := uniqueKey("after")
+	end := time.Now().Add(5 * time.Second)
+	for setNode0(c, key, "y") != nil && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	onOld := getOn(t, old.Addr, "", key) != nil && getOn(t, nw.Addr, "", key) == nil
+	if off {
+		t.Logf("watcher off: the write landed on the old primary: %v (client on %s)", onOld, c.Primary(0))
+		return
+	}
+	if onOld || c.Primary(0) != nw.Addr || getOn(t, nw.Addr, "", key) == nil {
+		t.Fatalf("the write after the failover: on the old primary %v, client on %s, want %s", onOld, c.Primary(0), nw.Addr)
+	}
+}
