@@ -303,7 +303,7 @@ func TestKeyRouting(t *testing.T) {
 	used := map[int]bool{}
 	for k := 0; k < 64; k++ {
 		key := "key-" + string(rune('a'+k%26)) + string(rune('a'+k/26))
-		if pick(key) != pick(key) {
+		if first, again := pick(key), pick(key); first != again {
 			t.Fatal("one key, two connections")
 		}
 		used[pick(key)] = true

@@ -13,17 +13,17 @@ import (
 	"github.com/redmux/redmux/redlock"
 )
 
-// waitDone waits for ctx to end (generous bound) and returns its cause and
-// the time it was seen.
-func waitDone(t *testing.T, ctx context.Context, d time.Duration) (error, time.Time) {
+// waitDone waits for ctx to end (generous bound) and returns the time it
+// was seen and its cause.
+func waitDone(t *testing.T, ctx context.Context, d time.Duration) (time.Time, error) {
 	t.Helper()
 	select {
 	case <-ctx.Done():
-		return context.Cause(ctx), time.Now()
+		return time.Now(), context.Cause(ctx)
 	case <-time.After(d):
 		t.Fatalf("keep-alive context not cancelled within %v", d)
 	}
-	return nil, time.Time{}
+	return time.Time{}, nil
 }
 
 // A kept-alive lock outlives many TTLs, every node keeps it, and Release
@@ -44,7 +44,7 @@ func TestKeepAliveHolds(t *testing.T) {
 	_, err = l.KeepAlive(ctx)
 	require.ErrorIs(t, err, redlock.ErrBadOption, "already kept alive")
 	require.NoError(t, l.Release(ctx))
-	cause, _ := waitDone(t, hctx, time.Second) // Release cancels it at once
+	_, cause := waitDone(t, hctx, time.Second) // Release cancels it at once
 	require.ErrorIs(t, cause, redlock.ErrNotHeld)
 	_, err = l.KeepAlive(ctx)
 	require.ErrorIs(t, err, redlock.ErrNotHeld)
@@ -65,7 +65,7 @@ func TestKeepAliveLost(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		require.True(t, cl.Nodes[i].Del("kal"))
 	}
-	cause, _ := waitDone(t, hctx, 10*time.Second)
+	_, cause := waitDone(t, hctx, 10*time.Second)
 	require.ErrorIs(t, cause, redlock.ErrLockLost)
 	require.Zero(t, l.Validity(), "a lost lock reports no validity")
 	var ee *redlock.ExtendError
@@ -90,7 +90,7 @@ func TestKeepAliveExpires(t *testing.T) {
 	hctx, err := l.KeepAlive(ctx)
 	require.NoError(t, err)
 	until := l.Until()
-	cause, seen := waitDone(t, hctx, 10*time.Second)
+	seen, cause := waitDone(t, hctx, 10*time.Second)
 	require.ErrorIs(t, cause, redlock.ErrLockExpired)
 	require.False(t, seen.Before(until), "cancelled %v before the validity ended", until.Sub(seen))
 	require.Zero(t, l.Validity())
@@ -130,7 +130,7 @@ func TestKeepAliveMaxHold(t *testing.T) {
 	require.NoError(t, err)
 	hctx, err = l.KeepAlive(ctx)
 	require.NoError(t, err)
-	cause, _ := waitDone(t, hctx, 10*time.Second)
+	_, cause := waitDone(t, hctx, 10*time.Second)
 	require.ErrorIs(t, cause, redlock.ErrExtendLimit)
 	require.Equal(t, 2, l.Extensions())
 }
@@ -150,7 +150,7 @@ func TestKeepAliveContextAndClose(t *testing.T) {
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { return l.Extensions() >= 1 }, "not extended")
 	stop(done)
-	cause, _ := waitDone(t, hctx, time.Second)
+	_, cause := waitDone(t, hctx, time.Second)
 	require.ErrorIs(t, cause, done)
 	// a new keep-alive may follow at once
 	pctx2, stop2 := context.WithCancel(ctx)
@@ -171,7 +171,7 @@ func TestKeepAliveContextAndClose(t *testing.T) {
 	hctx, err = l.KeepAlive(ctx)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
-	cause, _ = waitDone(t, hctx, time.Second)
+	_, cause = waitDone(t, hctx, time.Second)
 	require.ErrorIs(t, cause, redlock.ErrClosed)
 	_, err = l.KeepAlive(ctx)
 	require.ErrorIs(t, err, redlock.ErrClosed)

@@ -822,7 +822,7 @@ func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got
 				return
 			}
 		}
-		d := minTime(deadline, time.Now().Add(look)).Sub(time.Now())
+		d := time.Until(minTime(deadline, time.Now().Add(look)))
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

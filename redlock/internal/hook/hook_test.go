@@ -5,8 +5,11 @@ import (
 	"testing"
 )
 
+// ctxKey marks the test's context, so the hook is seen to pass it on.
+type ctxKey struct{}
+
 func TestSetAndAt(t *testing.T) {
-	ctx := context.WithValue(context.Background(), struct{}{}, 1)
+	ctx := context.WithValue(context.Background(), ctxKey{}, 1)
 	At(ctx, AcquireReplied) // unset: nothing happens
 	var got []Point
 	var gotCtx context.Context
