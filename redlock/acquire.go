@@ -83,11 +83,24 @@ func checkResources(rs []string) error {
 		if r == "" {
 			return fmt.Errorf("%w: empty resource name", ErrBadOption)
 		}
+		if err := reservedName(r); err != nil {
+			return err
+		}
 		for _, o := range rs[:i] {
 			if o == r {
 				return fmt.Errorf("%w: resource %q twice", ErrBadOption, r)
 			}
 		}
+	}
+	return nil
+}
+
+// reservedName refuses a resource whose key is a fencing counter's (its
+// name ends with lockcmd.FenceSuffix): locking it would collide with the
+// counter of the resource before the suffix (issue 34, R4).
+func reservedName(r string) error {
+	if strings.HasSuffix(r, lockcmd.FenceSuffix) {
+		return fmt.Errorf("%w: resource %q: names ending in %q are the fencing counters' keys", ErrBadOption, r, lockcmd.FenceSuffix)
 	}
 	return nil
 }
@@ -123,6 +136,11 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	}
 	if resource == "" {
 		return Lock{}, fmt.Errorf("%w: empty resource name", ErrBadOption)
+	}
+	if keys == nil {
+		if err := reservedName(resource); err != nil {
+			return Lock{}, err
+		}
 	}
 	tries := s.tries
 	if once {
@@ -214,10 +232,18 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	switch {
 	case s.fencing:
 		// the granted quorum's counters are what the token needs
-		// (docs/FENCING.md); later answers are not awaited
+		// (docs/FENCING.md); later answers are not awaited. Each node's
+		// command carries the run_id this client knows for it, so its
+		// counters are judged against its incarnation (stale ones vouch
+		// for nothing): a grant counts only from a node whose counters
+		// are not stale and whose incarnation is still the one named.
 		w.guess = c.fenceGuess(ctx)
-		w.cmd = lockcmd.AppendEvalSHAFenceGuess(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
-		granted, expect = c.preds.fenced, mux.ExpectAggregate
+		for i := 0; i < c.n; i++ {
+			w.incs[i] = c.trust.nodes[i].seen.Load()
+			w.cmd = lockcmd.AppendEvalSHAFenceGuess(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess), c.fenceTag(i, w.incs[i]))
+			b.AddExpect(i, w.cmd, mux.ExpectAggregate)
+		}
+		granted, expect = w.fencedOK, mux.ExpectAggregate
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	default:
@@ -226,7 +252,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	}
 	// a reply of another kind means the connection is out of step: mux
 	// breaks it rather than hand the reply to this attempt
-	b.BroadcastExpect(w.cmd, expect)
+	if !s.fencing {
+		b.BroadcastExpect(w.cmd, expect)
+	}
 
 	t1 := mono() // step 1: before the first byte is sent
 	pol.Success = granted
@@ -289,12 +317,19 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	for i := 0; i < c.n; i++ {
 		r, err := w.b.Last(i)
 		rec := nodeRec{}
-		if g, _, ok := fencedReply(r); err == nil && ok {
+		staleGrant := false
+		if g, _, stale, ok := fencedReply(r); err == nil && ok {
 			r = intReply(g) // the grant, as the multi script answers it
 			multi = true
+			staleGrant = g == 1 && (stale || c.m.Incarnation(i) != w.incs[i])
 		}
 		v, isInt := r.Int()
 		switch {
+		case staleGrant:
+			// a fenced grant that did not count: its counters vouch for
+			// nothing (another incarnation's, or not counters)
+			rec.status, rec.err = NodeFailed, errStaleCounter
+			t.fencingUnknown = true
 		case err == nil && (r.IsOK() || multi && isInt && v == 1) && !c.trusted(i):
 			// a grant that did not count: the node is quarantined
 			rec.status, rec.err = NodeFailed, c.quarantineErr(i)
@@ -350,29 +385,41 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 	return lockcmd.AppendEvalSHAKeys(dst, scripts.ReleaseMulti.SHA, keys, value)
 }
 
-// isFencedGrant is the Success predicate of a fenced acquisition: the
-// script's reply is {1, counter} on a grant.
-func isFencedGrant(_ int, r resp.Reply) bool {
-	g, _, ok := fencedReply(r)
-	return ok && g == 1
-}
-
-// fencedReply reads the fenced acquisition's reply {granted, counter}
-// (counter < 0: unknown).
-func fencedReply(r resp.Reply) (granted, counter int64, ok bool) {
-	if r.Type != resp.TypeArray || r.Len() != 2 {
-		return 0, 0, false
+// fencedReply reads the fenced acquisition's reply {granted, counter,
+// stale} (scripts.AcquireFenced).
+func fencedReply(r resp.Reply) (granted, counter int64, stale, ok bool) {
+	if r.Type != resp.TypeArray || r.Len() != 3 {
+		return 0, 0, false, false
 	}
 	it := r.Iter()
 	var a resp.Reply
 	if !it.Next(&a) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	if granted, ok = a.Int(); !ok || !it.Next(&a) {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
-	counter, ok = a.Int()
-	return granted, counter, ok
+	if counter, ok = a.Int(); !ok || !it.Next(&a) {
+		return 0, 0, false, false
+	}
+	st, ok := a.Int()
+	return granted, counter, st != 0, ok
+}
+
+// fenceTag is the last argument of node i's fencing scripts: the run_id
+// of its incarnation p, which tags the counters it writes ("" when
+// unknown), with "=" before it when the node's counters written by
+// another incarnation are stale: p began with a failover (a promoted
+// replica's counters may be behind; docs/FENCING.md). The strings are
+// made once per incarnation.
+func (c *Client) fenceTag(i int, p *mux.Incarnation) string {
+	if p == nil || !p.Known {
+		return ""
+	}
+	if f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {
+		return f.tag
+	}
+	return p.RunID
 }
 
 // intReply is an integer reply (record's view of a fenced grant).
@@ -385,13 +432,19 @@ func intReply(v int64) resp.Reply {
 // Lua numbers (doubles), exact below 2^53.
 const maxToken = 1<<53 - 1
 
+// maxGuess caps a token proposal far below maxToken: a client whose clock
+// is centuries ahead proposes at most 2^52 (the clock reads it in the
+// year 2112), and 2^52 more tokens stay for the write-backs after it
+// (issue 34, R3: a proposal at maxToken ended fencing for every client).
+const maxGuess = 1 << 52
+
 // fenceGuess is a fenced attempt's token guess (docs/FENCING.md): the
 // wall clock in microseconds, or one more than the highest counter this
 // Client has seen, whichever is higher. Only a proposal: a guess that is
 // not above every granted node's counter costs the write-back.
 func (c *Client) fenceGuess(ctx context.Context) uint64 {
 	g := max(uint64(max(time.Now().UnixMicro(), 1)), c.fenceSeen.Load()+1)
-	return min(hook.Guess(ctx, g), maxToken) // the checker's clients with other clocks; g outside it
+	return min(hook.Guess(ctx, g), maxGuess) // the checker's clients with other clocks; g outside it
 }
 
 // saw raises c.fenceSeen to v.
@@ -405,14 +458,17 @@ func (c *Client) saw(v uint64) {
 }
 
 // fence computes a granted fenced attempt's token from w.b's replies
-// (docs/FENCING.md). If every granted answer read a counter below the
-// guess, those nodes (a quorum) wrote the guess in the step that granted
-// the lock, and the guess is the token. Otherwise the token is 1 + the
-// highest counter among the answers (the granted nodes, a quorum, are
-// what the argument needs; the others can only raise it), and the guarded
-// write-back must reach a quorum before the validity ends (at end). A
-// counter that is not an integer fails the attempt (ErrFencingUnknown). It
-// returns the token, or 0 and the failed attempt's tally.
+// (docs/FENCING.md). The grant counted only nodes whose counters are not
+// stale (written by their current incarnation, docs/OPERATIONS.md): a
+// quorum of them. If every one of those read a counter below the guess,
+// they wrote the guess in the step that granted the lock, and the guess
+// is the token. Otherwise the token is 1 + the highest counter among the
+// answers (the quorum of current counters is what the argument needs;
+// stale ones and the others can only raise it), and the guarded
+// write-back, which also re-seeds stale counters, must reach a quorum
+// before the validity ends (at end). A reply that is not the script's
+// fails the attempt (ErrFencingUnknown). It returns the token, or 0 and
+// the failed attempt's tally.
 func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []string, s *lockSettings, end int64, granted int) (uint64, tally) {
 	b := w.b
 	var top int64
@@ -422,13 +478,17 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 		if err != nil {
 			continue
 		}
-		g, v, ok := fencedReply(r)
+		g, v, stale, ok := fencedReply(r)
 		if !ok || v < 0 || v >= maxToken {
 			return 0, tally{granted: granted, fencingUnknown: true}
 		}
 		top = max(top, v)
-		if g == 1 && uint64(v) >= w.guess {
+		current := !stale && c.m.Incarnation(i) == w.incs[i]
+		if g == 1 && current && uint64(v) >= w.guess {
 			fast = false // this granted node did not take the guess
+		}
+		if g == 1 && !current {
+			fast = false // the write-back re-seeds its stale counters
 		}
 	}
 	if fast {
@@ -447,8 +507,10 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	}
 	b.Reset()
 	b.SetKey(resource)
-	w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token)
-	b.BroadcastExpect(w.cmd, mux.ExpectInt)
+	for i := 0; i < c.n; i++ { // each node's counters tagged with its run_id
+		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token, c.fenceTag(i, w.incs[i]))
+		b.AddExpect(i, w.cmd, mux.ExpectInt)
+	}
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()
 	if c.obs != nil {

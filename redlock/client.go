@@ -14,6 +14,7 @@ import (
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
 )
 
 // ValueSize is the length in bytes of a lock value.
@@ -55,6 +56,11 @@ type worker struct {
 	nodes []nodeRec // the last failed attempt, per node
 	dctx  detachedCtx
 	guess uint64 // the fenced attempt's token guess
+	// incs are the incarnations a fenced attempt's commands named (their
+	// run_ids tag the counters); fencedOK, its Success predicate, counts
+	// a node only while its incarnation is still that one.
+	incs     []*mux.Incarnation
+	fencedOK func(int, resp.Reply) bool
 }
 
 // nodeRec is one node's answer to a failed attempt.
@@ -185,7 +191,12 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	return &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n)}
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n)}
+	w.fencedOK = func(i int, r resp.Reply) bool {
+		g, _, stale, ok := fencedReply(r)
+		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && c.trusted(i)
+	}
+	return w
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }

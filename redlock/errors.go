@@ -58,6 +58,11 @@ var (
 	ErrUnreachable = errors.New("redlock: quorum unreachable")
 )
 
+// errStaleCounter is a node's error in a fenced attempt whose grant there
+// did not count: its fencing counter was written by another incarnation of
+// the node, or is not a counter (docs/FENCING.md).
+var errStaleCounter = errors.New("redlock: fencing counter stale (written by another incarnation of the node, or not a counter): re-seeded by the next grant that reads a quorum of current ones")
+
 // Messages. Every error of this package starts with "redlock: ", once: a
 // cause from this package is added without its prefix, a cause from
 // another package (mux's "mux: node down: ...") keeps its own, which says

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,8 +97,7 @@ func TestFencingCounterexample(t *testing.T) {
 		require.Greater(t, t2, t1, "low %v", low)
 		require.Greater(t, t3, t2, "low %v", low)
 		for i, a := range addrs {
-			r := rawDo(t, a, "GET", "fence:fence")
-			v, _ := strconv.ParseUint(string(r.Data), 10, 64)
+			v, _ := fenceCounter(t, a, "fence:fence")
 			require.LessOrEqual(t, v, t3, "node %d", i)
 		}
 	}
@@ -141,6 +141,16 @@ func TestFencingCounterLostOnTheIntersection(t *testing.T) {
 // step that granted the lock: it lies between the clock before and after
 // Acquire, every granted node holds it, and successive holders' tokens
 // increase.
+// fenceCounter reads a fencing counter on addr: its number and the tag
+// (the run_id of the incarnation that wrote it; docs/FENCING.md).
+func fenceCounter(t *testing.T, addr, key string) (uint64, string) {
+	t.Helper()
+	s := string(rawDo(t, addr, "GET", key).Data)
+	num, tag, _ := strings.Cut(s, ":")
+	v, _ := strconv.ParseUint(num, 10, 64)
+	return v, tag
+}
+
 func TestFencingOneRoundTrip(t *testing.T) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
@@ -160,7 +170,9 @@ func TestFencingOneRoundTrip(t *testing.T) {
 		}
 		waitAllHold(t, addrs, "one", l)
 		for n, a := range addrs {
-			require.Equal(t, strconv.FormatUint(tok, 10), string(rawDo(t, a, "GET", "one:fence").Data), "node %d", n)
+			v, tag := fenceCounter(t, a, "one:fence")
+			require.Equal(t, tok, v, "node %d", n)
+			require.Equal(t, cl.Nodes[n].RunID(), tag, "node %d: the counter names its incarnation", n)
 		}
 		last = tok
 		require.NoError(t, l.Release(ctx))
@@ -180,7 +192,7 @@ func TestFencingGuessTooLow(t *testing.T) {
 	warm(t, c)
 	ctx := context.Background()
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
-	rawDo(t, addrs[2], "SET", "ahead:fence", strconv.FormatUint(ahead, 10))
+	rawDo(t, addrs[2], "SET", "ahead:fence", strconv.FormatUint(ahead, 10)+":"+cl.Nodes[2].RunID())
 	for _, i := range []int{0, 1, 3, 4} { // node 2's answer is among those in hand at the decision
 		cl.Nodes[i].SetLatency(20*time.Millisecond, 0)
 	}
@@ -194,7 +206,7 @@ func TestFencingGuessTooLow(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	eventually(t, 2*time.Second, func() bool {
 		for _, a := range addrs {
-			if string(rawDo(t, a, "GET", "ahead:fence").Data) != strconv.FormatUint(ahead+1, 10) {
+			if v, _ := fenceCounter(t, a, "ahead:fence"); v != ahead+1 {
 				return false
 			}
 		}
@@ -271,7 +283,7 @@ func TestFencingMulti(t *testing.T) {
 		require.Greater(t, tab, tb, "low %v", low)
 		for n, a := range addrs {
 			for _, r := range []string{"a", "b", "c"} {
-				v, _ := strconv.ParseUint(string(rawDo(t, a, "GET", r+":fence").Data), 10, 64)
+				v, _ := fenceCounter(t, a, r+":fence")
 				require.GreaterOrEqual(t, v, tab, "node %d %s low %v", n, r, low)
 			}
 		}
@@ -321,14 +333,112 @@ func lostCounter(t *testing.T, low bool) {
 	require.NoError(t, l.Release(ctx))
 	time.Sleep(50 * time.Millisecond)
 	for i, a := range addrs {
-		r := rawDo(t, a, "GET", "lost:fence")
-		require.Equal(t, strconv.FormatUint(last, 10), string(r.Data), "node %d re-seeded", i)
+		v, _ := fenceCounter(t, a, "lost:fence")
+		require.Equal(t, last, v, "node %d re-seeded", i)
 	}
-	for _, i := range []int{0, 1, 2} { // a majority: every granted quorum reads one
+	// one node's counter that is not a counter (or another incarnation's)
+	// vouches for nothing, denies nothing, and is re-seeded (issue 34, R4)
+	rawDo(t, addrs[4], "SET", "lost:fence", "not-a-number")
+	l, err = c.Acquire(ctx, "lost")
+	require.NoError(t, err, "one node's junk counter denied the lock")
+	require.Greater(t, l.Token(), last)
+	last = l.Token()
+	require.NoError(t, l.Release(ctx))
+	eventually(t, 2*time.Second, func() bool { v, _ := fenceCounter(t, addrs[4], "lost:fence"); return v == last },
+		"the junk counter was not re-seeded")
+	for _, i := range []int{0, 1, 2} { // a majority: no quorum of counters to vouch for a token
 		rawDo(t, addrs[i], "SET", "lost:fence", "not-a-number")
 	}
 	_, err = c.Acquire(ctx, "lost")
 	require.ErrorIs(t, err, redlock.ErrFencingUnknown)
 	// the release after a failed attempt waits for its first answer only
 	eventually(t, 2*time.Second, func() bool { return keyAbsent(t, addrs, "lost") }, "the grant without a token was not released")
+}
+
+// TestFencingStaleAfterFailover: a failover promotes replicas whose
+// counters are behind (replication is asynchronous). G1 is granted by
+// {0,1,2} with token T; nodes 0 and 1 fail over, their counters back at an
+// older value written by the old primaries. A grant by {0,1,3} with a
+// proposal too low would take T-100+1 from them (a token below T) if their
+// counters vouched; they are stale (another incarnation's, on a node that
+// failed over), so their grants do not count: the grant needs a quorum of
+// current counters, which includes node 2, and the token is above T. The
+// write-back re-tags the stale counters with the new incarnations.
+func TestFencingStaleAfterFailover(t *testing.T) {
+	withLowGuess(t)
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	obs := &incEvents{}
+	c := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithQuarantine(time.Millisecond), redlock.WithObserver(obs))
+	warm(t, c)
+	t1 := grantOn(t, context.Background(), c, addrs, "fo", 0, 1, 2)  // the clock's token
+	ctx := context.WithValue(context.Background(), lowGuess{}, true) // then proposals too low
+	old := []string{cl.Nodes[0].RunID(), cl.Nodes[1].RunID()}
+	for i := 0; i < 2; i++ {
+		require.NoError(t, cl.Nodes[i].Failover(0, 0))
+		rawDo(t, addrs[i], "SET", "fo:fence", strconv.FormatUint(t1-100, 10)+":"+old[i]) // the replica's older counter
+	}
+	eventually(t, 10*time.Second, func() bool {
+		return len(c.Quarantined()) == 0 && len(obs.causes(0)) > 0 && len(obs.causes(1)) > 0 // judged, quarantine (1 ms) over
+	}, "the failovers were not judged")
+	require.Contains(t, obs.causes(0), redlock.ErrNodeFailover)
+	setForeign(t, addrs, "fo", 2, 4)
+	_, err := c.TryAcquire(ctx, "fo", redlock.WithFencing())
+	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "stale counters vouched for a grant")
+	for _, i := range []int{2, 4} {
+		rawDo(t, addrs[i], "DEL", "fo")
+	}
+	l, err := c.TryAcquire(ctx, "fo", redlock.WithFencing())
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), t1, "a token below one already handed out")
+	require.NoError(t, l.Release(ctx))
+	for i := 0; i < 2; i++ {
+		v, tag := fenceCounter(t, addrs[i], "fo:fence")
+		require.Equal(t, cl.Nodes[i].RunID(), tag, "node %d re-seeded by the new incarnation", i)
+		require.GreaterOrEqual(t, v, l.Token())
+	}
+}
+
+type farAhead struct{}
+
+// A client whose clock is 300 years ahead (its proposal past 2^53 µs)
+// proposes at most 2^52; every other client still takes fenced locks, with
+// tokens above it (issue 34, R3: a proposal at 2^53-1 ended fencing for
+// every client).
+func TestFencingClockCenturiesAhead(t *testing.T) {
+	old := hook.SetGuess(func(ctx context.Context, g uint64) uint64 {
+		if ctx.Value(farAhead{}) != nil {
+			return uint64(time.Now().AddDate(300, 0, 0).UnixMicro())
+		}
+		return g
+	})
+	t.Cleanup(func() { hook.SetGuess(old) })
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	ahead := newClient(t, addrs, redlock.WithFencing())
+	l, err := ahead.Acquire(context.WithValue(context.Background(), farAhead{}, true), "ahead300")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1<<52), l.Token(), "the proposal is capped")
+	require.NoError(t, l.Release(context.Background()))
+	last := l.Token()
+	for i := 0; i < 10; i++ {
+		c := newClient(t, addrs, redlock.WithFencing())
+		l, err := c.Acquire(context.Background(), "ahead300")
+		require.NoError(t, err, "client %d", i)
+		require.Greater(t, l.Token(), last)
+		last = l.Token()
+		require.NoError(t, l.Release(context.Background()))
+	}
+}
+
+// A lock name ending in the counters' suffix is refused: it would share
+// the key of another resource's counter (issue 34, R4).
+func TestFencingReservedNames(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := newClient(t, cl.Addrs())
+	_, err := c.Acquire(context.Background(), "x:fence")
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+	_, err = c.AcquireMulti(context.Background(), []string{"m", "m:fence"})
+	require.ErrorIs(t, err, redlock.ErrBadOption)
+	require.Contains(t, err.Error(), `"m:fence"`)
 }

@@ -70,9 +70,19 @@ type trust struct {
 	// a newer one, not judged yet: its answers count as failures).
 	seen  atomic.Pointer[mux.Incarnation]
 	until atomic.Int64 // mono: quarantined before this instant; 0: not
+	// failover is the incarnation last judged a failover (its counters
+	// from before it are stale, see fenceTag)
+	failover atomic.Pointer[failedOver]
 	// guarded by trusts.mu
 	known *mux.Incarnation // the last known (INFO answered) incarnation
 	cause error
+}
+
+// failedOver is an incarnation that began with a failover, and the
+// strict tag of its fencing scripts.
+type failedOver struct {
+	inc *mux.Incarnation
+	tag string
 }
 
 // trusts is the per-node incarnation state of a Client.
@@ -181,6 +191,7 @@ func (c *Client) judge(i int, p *mux.Incarnation) {
 		switch {
 		case failover:
 			from, cause, quarantine = monoOf(p.Seen), ErrNodeFailover, true
+			t.failover.Store(&failedOver{inc: p, tag: "=" + p.RunID})
 		case ts.persistent:
 			cause = ErrNodeRestarted
 		default:
@@ -272,7 +283,7 @@ func monoOf(t time.Time) int64 { return int64(t.Sub(epoch)) }
 // the node is trusted. Made once per Client (closures over it), so Do
 // stays allocation-free.
 type grantPreds struct {
-	ok, one, fenced func(int, resp.Reply) bool
+	ok, one func(int, resp.Reply) bool // a fenced attempt's is its worker's (fencedOK)
 }
 
 // checkQuarantine validates WithQuarantine.
@@ -291,5 +302,4 @@ func (c *Client) initTrust(cfg *clientConfig) {
 	c.trust.noteTTL(cfg.lock.ttl)
 	c.preds.ok = func(i int, r resp.Reply) bool { return isOK(i, r) && c.trusted(i) }
 	c.preds.one = func(i int, r resp.Reply) bool { return isOne(i, r) && c.trusted(i) }
-	c.preds.fenced = func(i int, r resp.Reply) bool { return isFencedGrant(i, r) && c.trusted(i) }
 }

@@ -24,8 +24,8 @@ func TestZeroAlloc(t *testing.T) {
 			buf = AppendEvalInt(buf, "return 1", key, value[:], -1)
 			buf = AppendEvalSHAKeys(buf, sha, keys, value[:])
 			buf = AppendEvalSHAKeysInt(buf, sha, keys, value[:], 15000)
-			buf = AppendEvalSHAFence(buf, sha, key, nil, value[:], 15000)
-			buf = AppendEvalSHAFenceGuess(buf, sha, key, keys, value[:], 15000, 1<<52)
+			buf = AppendEvalSHAFence(buf, sha, key, nil, value[:], 15000, "0123456789abcdef0123456789abcdef01234567")
+			buf = AppendEvalSHAFenceGuess(buf, sha, key, keys, value[:], 15000, 1<<52, "0123456789abcdef0123456789abcdef01234567")
 		}
 	})
 	if allocs != 0 {

@@ -89,21 +89,24 @@ func appendKeys(dst []byte, sha string, keys []string, value []byte) []byte {
 const FenceSuffix = ":fence"
 
 // AppendEvalSHAFence appends "EVALSHA sha 2k keys... counters... value
-// n", the shape of the fencing token's write-back (n: the token): the lock
-// keys are keys, or key alone when keys is nil, and each one's counter is
-// the key + FenceSuffix, written without building a string.
-func AppendEvalSHAFence(dst []byte, sha, key string, keys []string, value []byte, n int64) []byte {
-	dst = appendFenceHead(dst, sha, key, keys, value, 1)
-	return resp.AppendBulkInt(dst, n)
+// n tag", the shape of the fencing token's write-back (n: the token; tag:
+// the node's run_id, "" when unknown): the lock keys are keys, or key
+// alone when keys is nil, and each one's counter is the key +
+// FenceSuffix, written without building a string.
+func AppendEvalSHAFence(dst []byte, sha, key string, keys []string, value []byte, n int64, tag string) []byte {
+	dst = appendFenceHead(dst, sha, key, keys, value, 2)
+	dst = resp.AppendBulkInt(dst, n)
+	return resp.AppendBulkString(dst, tag)
 }
 
 // AppendEvalSHAFenceGuess appends "EVALSHA sha 2k keys... counters...
-// value ttlMillis guess", the shape of the fenced acquisition (keys as for
-// AppendEvalSHAFence).
-func AppendEvalSHAFenceGuess(dst []byte, sha, key string, keys []string, value []byte, ttlMillis, guess int64) []byte {
-	dst = appendFenceHead(dst, sha, key, keys, value, 2)
+// value ttlMillis guess tag", the shape of the fenced acquisition (keys
+// and tag as for AppendEvalSHAFence).
+func AppendEvalSHAFenceGuess(dst []byte, sha, key string, keys []string, value []byte, ttlMillis, guess int64, tag string) []byte {
+	dst = appendFenceHead(dst, sha, key, keys, value, 3)
 	dst = resp.AppendBulkInt(dst, ttlMillis)
-	return resp.AppendBulkInt(dst, guess)
+	dst = resp.AppendBulkInt(dst, guess)
+	return resp.AppendBulkString(dst, tag)
 }
 
 // appendFenceHead appends the array header (for args more arguments after

@@ -25,10 +25,10 @@ func generic(key string, value []byte, n int64) [][2][]byte {
 		{AppendEvalSHAKeysInt(nil, sha, []string{key}, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "1", key, v, ms)},
 		{AppendEvalSHAKeys(nil, sha, []string{key, "b", ""}, value), resp.AppendCommand(nil, "EVALSHA", sha, "3", key, "b", "", v)},
 		{AppendEvalSHAKeysInt(nil, sha, []string{key, "b", "c", "d"}, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "4", key, "b", "c", "d", v, ms)},
-		{AppendEvalSHAFence(nil, sha, key, nil, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms)},
-		{AppendEvalSHAFence(nil, sha, key, []string{key, "b"}, value, n), resp.AppendCommand(nil, "EVALSHA", sha, "4", key, "b", key+":fence", "b:fence", v, ms)},
-		{AppendEvalSHAFenceGuess(nil, sha, key, nil, value, n, 7), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms, "7")},
-		{AppendEvalSHAFenceGuess(nil, sha, key, []string{"a", key, ""}, value, 1, n), resp.AppendCommand(nil, "EVALSHA", sha, "6", "a", key, "", "a:fence", key+":fence", ":fence", v, "1", ms)},
+		{AppendEvalSHAFence(nil, sha, key, nil, value, n, "ab12"), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms, "ab12")},
+		{AppendEvalSHAFence(nil, sha, key, []string{key, "b"}, value, n, ""), resp.AppendCommand(nil, "EVALSHA", sha, "4", key, "b", key+":fence", "b:fence", v, ms, "")},
+		{AppendEvalSHAFenceGuess(nil, sha, key, nil, value, n, 7, "ab12"), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms, "7", "ab12")},
+		{AppendEvalSHAFenceGuess(nil, sha, key, []string{"a", key, ""}, value, 1, n, ""), resp.AppendCommand(nil, "EVALSHA", sha, "6", "a", key, "", "a:fence", key+":fence", ":fence", v, "1", ms, "")},
 	}
 }
 

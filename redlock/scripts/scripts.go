@@ -119,74 +119,132 @@ return 1`)
 var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 
 // The fencing scripts (redlock's WithFencing; design in docs/FENCING.md).
-// A resource's counter is its key + ":fence", a plain integer without a
-// TTL; a script names its lock keys first, then their counters, in the
-// same order (KEYS[1..k] and KEYS[k+1..2k]). They run in the fake server's
-// Lua interpreter.
+// A resource's counter is its key + ":fence", without a TTL, holding
+// "N:tag": the token N and the run_id of the server process that wrote it
+// (its incarnation, docs/OPERATIONS.md), or a plain "N" where the client
+// did not know the node's run_id. A script names its lock keys first,
+// then their counters, in the same order (KEYS[1..k] and KEYS[k+1..2k]);
+// its last argument is the run_id the client learned for this node ("":
+// unknown, tags not checked). They run in the fake server's Lua
+// interpreter.
+//
+// A counter is *stale* when it is not a number below 2^53 (not written by
+// redlock), or, where the client asks for it (a last argument starting
+// with "=", then the run_id), when its tag is not the node's run_id:
+// written by another incarnation, here one that came from a failover,
+// whose replicated counters may be behind (restarts keep counters when
+// the nodes persist every write, which fencing requires). A stale counter
+// can only raise a token, never vouch for one; the write-back re-seeds
+// it.
 
 // AcquireFenced acquires the lock keys KEYS[1..k] with value ARGV[1] and
 // TTL ARGV[2] ms (SET NX PX for one key; for several, all or none, as
 // AcquireMulti) and reads their counters KEYS[k+1..2k] in the same step.
-// If it set the keys and every counter is known and below the guess
-// ARGV[3], it writes the guess to every counter. It replies
-// {1, counter} if it set the keys, {0, counter} otherwise, where counter is
-// the highest of the counters as they were before the script: 0 where a
-// node has none (never written: counters must be persisted,
-// docs/FENCING.md), -1 if any is not an integer (unknown). The client's
-// token is the guess if every granted node read less, else 1 + the
-// highest counter read, written back with FenceWriteBack.
+// If it set the keys and no counter is stale and every one is below the
+// guess ARGV[3], it writes the guess, tagged with the run_id of ARGV[4]
+// (after its "=", if any), to every counter. It
+// replies {1, counter, stale} if it set the keys, {0, counter, stale}
+// otherwise, where counter is the highest of the counters' numbers as they
+// were before the script (0 where a node has none: never written, or lost
+// with the node's data, docs/FENCING.md; a stale one counts, one that is
+// not a number does not) and stale is 1 if any counter is stale. The
+// client's token is the guess if every granted node that is not stale
+// read less, else 1 + the highest counter read, written back with
+// FenceWriteBack.
 var AcquireFenced = newScript("acquire-fenced", `local k = #KEYS / 2
+local tag = ARGV[4]
+local strict = string.sub(tag,1,1) == "="
+if strict then
+    tag = string.sub(tag,2)
+end
 local c = 0
+local stale = 0
 for i = k + 1, 2 * k do
     local v = redis.call("get",KEYS[i])
     if v then
-        v = tonumber(v)
-        if not v then
-            c = -1
-            break
+        local n, t = string.match(v, "^(%d+):(%x+)$")
+        if not n then
+            n = string.match(v, "^(%d+)$")
         end
-        if v > c then
-            c = v
+        n = tonumber(n)
+        if not n or n >= 9007199254740992 then
+            stale = 1
+        else
+            if strict and t ~= tag then
+                stale = 1
+            end
+            if n > c then
+                c = n
+            end
         end
     end
 end
 if k == 1 then
     if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
-        return {0,c}
+        return {0,c,stale}
     end
 else
     for i = 1, k do
         if redis.call("exists",KEYS[i]) == 1 then
-            return {0,c}
+            return {0,c,stale}
         end
     end
     for i = 1, k do
         redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
     end
 end
-if c >= 0 and c < tonumber(ARGV[3]) then
+if stale == 0 and c < tonumber(ARGV[3]) then
+    local w = ARGV[3]
+    if tag ~= "" then
+        w = w .. ":" .. tag
+    end
     for i = k + 1, 2 * k do
-        redis.call("set",KEYS[i],ARGV[3])
+        redis.call("set",KEYS[i],w)
     end
 end
-return {1,c}`)
+return {1,c,stale}`)
 
 // FenceWriteBack raises every counter KEYS[k+1..2k] to the token ARGV[2]
-// (never lowers one), only while every lock key KEYS[1..k] holds the
-// holder's value ARGV[1]: replies 1 if they all matched (the counters are
-// now >= the token), 0 otherwise. The guard keeps a holder whose lock is
-// gone from raising counters where a newer holder is.
+// tagged ARGV[3] (a stale one is re-tagged; no number is ever lowered),
+// only while every lock key
+// KEYS[1..k] holds the holder's value ARGV[1]: replies 1 if they all
+// matched (the counters are now >= the token), 0 otherwise. The guard
+// keeps a holder whose lock is gone from raising counters where a newer
+// holder is.
 var FenceWriteBack = newScript("fence-write-back", `local k = #KEYS / 2
 for i = 1, k do
     if redis.call("get",KEYS[i]) ~= ARGV[1] then
         return 0
     end
 end
+local tag = ARGV[3]
+local strict = string.sub(tag,1,1) == "="
+if strict then
+    tag = string.sub(tag,2)
+end
 local t = tonumber(ARGV[2])
 for i = k + 1, 2 * k do
-    local c = tonumber(redis.call("get",KEYS[i]))
-    if not c or c < t then
-        redis.call("set",KEYS[i],ARGV[2])
+    local v = redis.call("get",KEYS[i])
+    local ns, vt
+    if v then
+        ns, vt = string.match(v, "^(%d+):(%x+)$")
+        if not ns then
+            ns = string.match(v, "^(%d+)$")
+        end
+    end
+    local n = tonumber(ns)
+    if not n or n >= 9007199254740992 then
+        n = 0
+    end
+    if n < t or (tag ~= "" and vt ~= tag) then -- re-tagged by this incarnation
+        local w = ARGV[2]
+        if n > t then
+            w = ns
+        end
+        if tag ~= "" then
+            w = w .. ":" .. tag
+        end
+        redis.call("set",KEYS[i],w)
     end
 end
 return 1`)

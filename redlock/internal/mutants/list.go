@@ -14,7 +14,10 @@ type Mutant struct {
 	Class string // the bug class, as in issue 15's table
 	Test  string // the test that must fail on it
 	Short bool   // cheap to catch: part of CI's short run
-	Edits []Edit
+	// Scripted: Test is a deterministic test (a schedule the checker's
+	// random faults cannot produce), caught when it fails.
+	Scripted bool
+	Edits    []Edit
 }
 
 const (
@@ -191,15 +194,21 @@ var mutants = []Mutant{
 		Name: "fence-multi-first-counter", Class: "a multi-resource lock fenced by its first resource's counter only", Test: fenceTest,
 		Edits: []Edit{
 			{"redlock/scripts/scripts.go",
-				"local c = 0\nfor i = k + 1, 2 * k do\n",
-				"local c = 0\nfor i = k + 1, k + 1 do\n"},
+				"local stale = 0\nfor i = k + 1, 2 * k do\n",
+				"local stale = 0\nfor i = k + 1, k + 1 do\n"},
 			{"redlock/scripts/scripts.go",
-				"    for i = k + 1, 2 * k do\n        redis.call(\"set\",KEYS[i],ARGV[3])",
-				"    for i = k + 1, k + 1 do\n        redis.call(\"set\",KEYS[i],ARGV[3])"},
+				"    for i = k + 1, 2 * k do\n        redis.call(\"set\",KEYS[i],w)\n    end\nend\nreturn {1,c,stale}",
+				"    for i = k + 1, k + 1 do\n        redis.call(\"set\",KEYS[i],w)\n    end\nend\nreturn {1,c,stale}"},
 			{"redlock/scripts/scripts.go",
 				"local t = tonumber(ARGV[2])\nfor i = k + 1, 2 * k do\n",
 				"local t = tonumber(ARGV[2])\nfor i = k + 1, k + 1 do\n"},
 		},
+	},
+	{
+		Name: "fence-stale-vouches", Class: "a counter replicated before a failover vouches for a token (no incarnation check, issue 32)", Test: "TestFencingStaleAfterFailover", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {\n",
+			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p && false {\n"}},
 	},
 	{
 		Name: "multi-first-key-only", Class: "a multi-resource acquisition that checks only its first key (not all or nothing)", Test: safetyTest,

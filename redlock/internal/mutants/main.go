@@ -177,12 +177,34 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 			args = append(args, "-safety.overlaps-only")
 		}
 	}
+	if m.Scripted {
+		args = []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock"}
+	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
 	err = cmd.Run()
 	text := out.String()
+	if m.Scripted {
+		// a scripted test has no checker summary: caught when it fails
+		// (built, ran, and said so for itself)
+		o.elapsed = time.Since(t0)
+		var ee *exec.ExitError
+		switch {
+		case strings.Contains(text, "--- FAIL: "+m.Test) && errors.As(err, &ee):
+			o.caught, o.counts, o.acquired = true, "scripted test failed", "-"
+			if m := sampleRE2.FindStringSubmatch(text); m != nil {
+				o.sample = tail(m[1], 300)
+			}
+		case err != nil:
+			o.problem = "the test did not run to a failure (build failure?): " + tail(text, 1500)
+		default:
+			o.problem = "survived (the scripted test passed)"
+		}
+		return o
+	}
 	sm := summaryRE.FindStringSubmatch(text)
 	if sm == nil {
 		o.problem = "no checker summary (build failure or crash?): " + tail(text, 1500)
@@ -224,6 +246,9 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 }
 
 var sampleRE = regexp.MustCompile(`(?m)Messages:\s+(?:safety violated|keys left behind): (.*)$`)
+
+// sampleRE2 is a scripted test's first failure message.
+var sampleRE2 = regexp.MustCompile(`(?m)Messages:\s+(.*)$`)
 
 func tail(s string, n int) string {
 	if len(s) > n {
