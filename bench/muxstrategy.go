@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
@@ -52,7 +54,7 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
 		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(), DirectWait: p.DirectWait,
-		Transport: p.Transport,
+		Transport: p.Transport, Incarnations: true, // the lock's quarantine, as in redlock.New
 	})
 	if err != nil {
 		return nil, err
@@ -73,7 +75,7 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 			return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), ErrAuth)
 		}
 	}
-	c, err := redlock.NewWithMux(m,
+	opts := []redlock.Option{
 		redlock.WithTTL(p.TTL),
 		redlock.WithNodeTimeout(p.Timeout),
 		redlock.WithDriftFactor(p.DriftFactor),
@@ -83,10 +85,28 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		// default Release returns nil once a quorum released, and the
 		// down node's failures would go uncounted.
 		redlock.WithStrictRelease(true),
-	)
+	}
+	if p.FreshNodes {
+		opts = append(opts, redlock.WithTrustNodesAtStart())
+	}
+	c, err := redlock.NewWithMux(m, opts...)
 	if err != nil {
 		_ = m.Close()
 		return nil, err
+	}
+	// Nodes the lock may not count (up for less than the TTL: just started,
+	// or restarted without the delay) would fail every acquisition: say so
+	// rather than measure failures.
+	if q := c.Quarantined(); len(q) > c.N()-c.Quorum() {
+		_ = c.Close()
+		_ = m.Close()
+		var b strings.Builder
+		for i := range addrs {
+			if left, ok := q[i]; ok {
+				fmt.Fprintf(&b, "; node %s: %v left", mux.RedactURL(addrs[i]), left.Round(time.Millisecond))
+			}
+		}
+		return nil, fmt.Errorf("%d of %d nodes started less than the lock's TTL ago: the lock quarantines them (docs/OPERATIONS.md)%s; wait, or pass -fresh-nodes if they hold no lock", len(q), c.N(), b.String())
 	}
 	s := &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p, store: fencedCounter{top: map[string]uint64{}}}
 	if p.Fencing {

@@ -49,6 +49,11 @@ type LockParams struct {
 	Fencing     bool          // WorkloadFenced: acquire with a fencing token and write it (mux only)
 	DirectWait  time.Duration // mux only: mux.Config.DirectWait
 	Transport   mux.Transport // mux only: mux.Config.Transport
+	// FreshNodes: the run started the nodes itself (embedded fake,
+	// -real-local): the lock trusts them at first sight
+	// (redlock.WithTrustNodesAtStart); nodes given with -nodes are judged
+	// by their uptime, as a service's client would (docs/OPERATIONS.md).
+	FreshNodes bool
 }
 
 func (p LockParams) drift() time.Duration {

@@ -198,7 +198,7 @@ func TestSweepBoundByWorkersMeasured(t *testing.T) {
 func TestSweepServerCPUFromRemoteNodes(t *testing.T) {
 	servers := redistest.StartN(t, 3, redistest.Options{})
 	dir := t.TempDir()
-	runSweepArgs(t, "-nodes", strings.Join(redistest.Addrs(servers), ","), "-strategy", "mux", "-rates", "200,400",
+	runSweepArgs(t, "-nodes", strings.Join(redistest.Addrs(servers), ","), "-fresh-nodes", "-strategy", "mux", "-rates", "200,400",
 		"-step", "700ms", "-warmup", "200ms", "-slo", "p99<2s", "-refine", "0", "-capacity-rate", "10000", "-quiet", "-out", dir)
 	rep := readSweepJSON(t, dir)
 	require.Contains(t, rep.Env.ServerCPU, "INFO CPU")

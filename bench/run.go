@@ -194,6 +194,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 	if err != nil {
 		return nil, redactErr(err, secrets...)
 	}
+	params.FreshNodes = t.kind != "nodes" || cfg.FreshNodes
 	fail := func(err error) (*session, error) {
 		t.close()
 		return nil, redactErr(err, secrets...)

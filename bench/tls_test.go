@@ -70,7 +70,7 @@ func TestEndToEndRealTLS(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	code = Main(append([]string{"-nodes", strings.Join(urls, ","), "-out", dir, "-force", "-json", filepath.Join(dir, "b.json")}, args...), &out, &errb, noEnv)
+	code = Main(append([]string{"-nodes", strings.Join(urls, ","), "-fresh-nodes", "-out", dir, "-force", "-json", filepath.Join(dir, "b.json")}, args...), &out, &errb, noEnv)
 	require.Equal(t, ExitOK, code, errb.String())
 	rep = readReport(t, filepath.Join(dir, "b.json"))
 	for i, n := range rep.Config.Nodes {
