@@ -187,7 +187,9 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	}
 	if err == nil && l.st != nil {
 		if c.obs != nil {
-			c.obs.Observe(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Attempts: try, Contended: contended, Node: -1})
+			// the lock is returned whatever the observer does (emit
+			// recovers its panic)
+			c.emit(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Attempts: try, Contended: contended, Node: -1})
 		}
 		return l, nil
 	}
@@ -205,7 +207,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		}
 	}
 	if c.obs != nil {
-		c.obs.Observe(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Err: e, Attempts: try, Contended: contended, Node: -1})
+		c.emit(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Err: e, Attempts: try, Contended: contended, Node: -1})
 	}
 	return Lock{}, e
 }
@@ -222,7 +224,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		timeout = lim // waiting longer could only end with no validity
 	}
 	c.trust.noteTTL(ttl)
-	c.sync() // judge new incarnations before anything is sent (docs/OPERATIONS.md)
+	c.sync(nil) // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	b := w.b
 	b.Reset()
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
@@ -262,7 +264,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(b, OpAcquire, resource)
+		c.observeNodes(nil, b, OpAcquire, resource)
 	}
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or
@@ -285,6 +287,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		st := c.states.Get().(*lockState)
 		st.mu.Lock()
 		st.end, st.start, st.ttl, st.ext, st.retained = end, t1, ttl, 0, false
+		st.incGen = c.trust.gen.Load() // restores look for changes after this
 		gen := st.gen
 		st.mu.Unlock()
 		*l = Lock{
@@ -514,7 +517,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()
 	if c.obs != nil {
-		c.observeNodes(b, OpAcquire, resource)
+		c.observeNodes(nil, b, OpAcquire, resource)
 	}
 	if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {
 		return 0, tally{granted: granted, fenceFailed: true}

@@ -41,6 +41,7 @@ type Client struct {
 	trust     trusts        // the nodes' incarnations (incarnation.go)
 	restored  atomic.Uint64 // keys put back by extensions (Lock.restore)
 	preds     grantPreds    // the grants' Success predicates
+	obsPanics atomic.Uint64 // observer panics recovered (ObserverPanics)
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -61,6 +62,10 @@ type worker struct {
 	// a node only while its incarnation is still that one.
 	incs     []*mux.Incarnation
 	fencedOK func(int, resp.Reply) bool
+	// pend: the observer events of an operation under st.op (its node
+	// errors, the incarnations it judged), delivered by flush once st.op
+	// is released; room for 2N, so that keeping them allocates nothing
+	pend []Event
 }
 
 // nodeRec is one node's answer to a failed attempt.
@@ -105,6 +110,11 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	mc := cfg.muxCfg
 	mc.Addrs = addrs
 	mc.Incarnations = true // the quarantine's input (docs/OPERATIONS.md)
+	if mc.ReconnectMax == 0 {
+		// a node back from a restart rejoins within this: its keys are
+		// put back and it counts again sooner (mux's default is 2s)
+		mc.ReconnectMax = DefaultReconnectMax
+	}
 	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
@@ -191,7 +201,7 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n)}
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n)}
 	w.fencedOK = func(i int, r resp.Reply) bool {
 		g, _, stale, ok := fencedReply(r)
 		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && c.trusted(i)

@@ -87,8 +87,12 @@ type failedOver struct {
 
 // trusts is the per-node incarnation state of a Client.
 type trusts struct {
-	mu     sync.Mutex // serialises judge
-	nodes  []trust
+	mu    sync.Mutex // serialises judge
+	nodes []trust
+	// gen counts the incarnation changes judged (restarts, failovers):
+	// an extension that sees it move puts its key back on every node that
+	// did not confirm it (Lock.extend), not only on those that said 0
+	gen    atomic.Uint64
 	maxTTL atomic.Int64 // the largest TTL used (ns): the default quarantine
 
 	quarantine   time.Duration // WithQuarantine; 0: the largest TTL used
@@ -150,17 +154,20 @@ func (ts *trusts) period(s *lockSettings) time.Duration {
 // call: before an operation's commands go out, so its answers are judged
 // against the newest incarnation (a change later in the operation makes
 // the node's answers fail, see trusted). The common case is N atomic
-// loads.
-func (c *Client) sync() {
+// loads. With w, the OpIncarnation events wait in w.pend for flush (an
+// operation under st.op: no observer code runs with it held); without,
+// they are delivered at once.
+func (c *Client) sync(w *worker) {
 	for i := range c.trust.nodes {
 		if p := c.m.Incarnation(i); p != c.trust.nodes[i].seen.Load() {
-			c.judge(i, p)
+			c.judge(i, p, w)
 		}
 	}
 }
 
-// judge applies the quarantine rule to node i's incarnation p.
-func (c *Client) judge(i int, p *mux.Incarnation) {
+// judge applies the quarantine rule to node i's incarnation p (its event:
+// see sync).
+func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 	ts := &c.trust
 	ts.mu.Lock()
 	t := &ts.nodes[i]
@@ -213,12 +220,20 @@ func (c *Client) judge(i int, p *mux.Incarnation) {
 	if cause != nil {
 		t.cause = cause
 	}
+	if prev != nil && p != nil && p.Known && !prev.Same(p) {
+		ts.gen.Add(1)
+	}
 	t.seen.Store(p)
 	ts.mu.Unlock()
 	// a first sight that needs no quarantine is no event
 	if c.obs != nil && cause != nil && (left > 0 || prev != nil || cause == ErrIncarnationUnknown) {
-		c.obs.Observe(Event{Op: OpIncarnation, Node: i, Addr: c.addrs[i], Duration: left,
-			Err: &QuarantineError{Node: i, Addr: c.addrs[i], Cause: cause, Left: left}})
+		e := Event{Op: OpIncarnation, Node: i, Addr: c.addrs[i], Duration: left,
+			Err: &QuarantineError{Node: i, Addr: c.addrs[i], Cause: cause, Left: left}}
+		if w != nil {
+			w.pend = append(w.pend, e)
+		} else {
+			c.emit(e)
+		}
 	}
 }
 
@@ -266,7 +281,7 @@ func (c *Client) quarantineErr(i int) error {
 // Quarantined returns the nodes quarantined now and the time each has
 // left (docs/OPERATIONS.md), for health checks and tests.
 func (c *Client) Quarantined() map[int]time.Duration {
-	c.sync()
+	c.sync(nil)
 	out := map[int]time.Duration{}
 	for i := range c.trust.nodes {
 		if qe, ok := c.quarantineErr(i).(*QuarantineError); ok && qe != nil {

@@ -57,6 +57,9 @@ type lockState struct {
 	// retained: a Release reached fewer than the quorum; the lock is
 	// releasable, with no validity left
 	retained bool
+	// guarded by op: c.trust.gen when every node last confirmed the key
+	// (restore)
+	incGen uint64
 	// guarded by c.ka.mu
 	ka kaState
 }
@@ -208,22 +211,26 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if c.obs != nil {
 		t0 = mono()
 	}
+	w := c.getWorker()
 	st.op.Lock()
-	err := l.extend(ctx, ttl, OpExtend)
+	err := l.extend(ctx, w, ttl, OpExtend)
 	end, ended := c.ka.extended(st, &l, ttl, err, 0)
 	st.op.Unlock()
-	if c.obs != nil {
+	if c.obs != nil { // no mutex held: observer panics are recovered (emit)
+		c.flush(w)
 		c.observe(OpExtend, l.resource, t0, err)
 		if ended { // the keep-alive this Extend ended
-			c.obs.Observe(end)
+			c.emit(end)
 		}
 	}
+	c.putWorker(w)
 	return err
 }
 
-// extend is Extend with st.op held; op names it for the observer (OpExtend
-// or OpKeepAlive).
-func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
+// extend is Extend with st.op held, on the caller's worker w (its observer
+// events wait in w.pend for the caller's flush, once st.op is released);
+// op names it for the observer (OpExtend or OpKeepAlive).
+func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) error {
 	v := l.view()
 	if !v.held {
 		return ErrNotHeld
@@ -250,9 +257,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 		timeout = remaining
 	}
 	c.trust.noteTTL(ttl)
-	c.sync() // judge new incarnations before anything is sent (docs/OPERATIONS.md)
-	w := c.getWorker()
-	defer c.putWorker(w)
+	c.sync(w) // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource) // one connection per node for this resource: a release never overtakes its SET
@@ -267,7 +272,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(b, op, l.resource)
+		c.observeNodes(w, b, op, l.resource)
 	}
 	if err != nil && (out == (mux.Outcome{}) || noneSent(b, c.n)) {
 		// Nothing was sent (ctx done or client closed before the write,
@@ -281,8 +286,16 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, op Op) error {
 	newEnd := t1 + int64(ttl-drift)
 	if err == nil && out.Successes >= c.quorum && t2 < end && t2 < newEnd {
 		l.set(newEnd, ttl, v.ext+1)
-		if lost := missing(b, c.n); lost != 0 {
-			l.restore(ctx, w, lost, ttl, newEnd)
+		lost := missing(b, c.n)
+		gen := c.trust.gen.Load()
+		if gen != l.st.incGen {
+			// a node restarted or failed over since every node last
+			// confirmed the key: a node still pending at the quorum
+			// may be one that lost it
+			lost |= unconfirmed(b, c.n)
+		}
+		if lost == 0 || l.restore(ctx, w, lost, ttl, newEnd) {
+			l.st.incGen = gen
 		}
 		return nil
 	}
@@ -320,6 +333,18 @@ func missing(b *mux.Batch, n int) uint64 {
 	return m
 }
 
+// unconfirmed returns the nodes (a bit each) that did not answer an
+// extension with 1 before it returned.
+func unconfirmed(b *mux.Batch, n int) uint64 {
+	var m uint64
+	for i := 0; i < n; i++ {
+		if r, err := b.Last(i); err != nil || !isOne(i, r) {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // restore puts the lock's key back, with the new TTL, on the nodes of
 // lost, right after an extension succeeded (docs/OPERATIONS.md, rule 3):
 // SET NX PX (for several keys the all-or-nothing acquire script), so a
@@ -331,11 +356,14 @@ func missing(b *mux.Batch, n int) uint64 {
 // waits at most the node timeout, bounded by the new validity (st.op
 // held, so a Release cannot overtake it; the same connection per node
 // keeps the order on the wire too).
-func (l *Lock) restore(ctx context.Context, w *worker, lost uint64, ttl time.Duration, end int64) {
+//
+// It reports whether every node of lost answered (OK, or nil where another
+// value or the key already is).
+func (l *Lock) restore(ctx context.Context, w *worker, lost uint64, ttl time.Duration, end int64) bool {
 	c := l.st.c
 	timeout := min(l.nodeTimeout, time.Duration(end-mono()))
 	if timeout <= 0 {
-		return
+		return false
 	}
 	b := w.b
 	b.Reset()
@@ -356,14 +384,20 @@ func (l *Lock) restore(ctx context.Context, w *worker, lost uint64, ttl time.Dur
 	}
 	_, _ = c.m.Do(w.cleanup(ctx), b, mux.Policy{Timeout: timeout})
 	w.dctx.parent = nil
+	all := true
 	for i := 0; i < c.n; i++ {
 		if lost&(1<<i) == 0 {
 			continue
 		}
-		if r, err := b.Last(i); err == nil && (r.IsOK() || isOne(i, r)) {
+		r, err := b.Last(i)
+		switch {
+		case err != nil:
+			all = false
+		case r.IsOK() || isOne(i, r):
 			c.restored.Add(1)
 		}
 	}
+	return all
 }
 
 // restoreCmd is the restore of one key: SET NX PX, never over another
@@ -387,9 +421,10 @@ func (l *Lock) set(end int64, ttl time.Duration, ext int) {
 // at most the node timeout. The release is sent whatever ctx says: a ctx
 // already cancelled or past its deadline neither stops it nor shortens
 // the wait (the node timeout is Release's own clean-up deadline; ctx
-// gives only its values). Once the release reached at least the quorum
-// of nodes the lock is not held, whatever the answers, through every copy
-// of the Lock, and its keep-alive (if any) stops with ErrNotHeld.
+// gives only its values). Once at least the quorum of nodes confirmed the
+// release (answered it) the lock is not held, whatever the answers,
+// through every copy of the Lock; otherwise it is retained (below). Its
+// keep-alive (if any) stops with ErrNotHeld either way.
 //
 // Release returns nil once a quorum of nodes deleted the key (the lock is
 // free for others), whatever the other nodes answered, unless
@@ -397,10 +432,12 @@ func (l *Lock) set(end int64, ttl time.Duration, ext int) {
 //
 // Errors: a *ReleaseError (ErrReleasePartial) naming the nodes that did not
 // confirm, when fewer than the quorum deleted the key (or with
-// WithStrictRelease); if the release could not be sent to a quorum (nodes
-// down or not connected), its Retained is set and the lock stays held,
-// with no validity left: Release again once the nodes are back (the keys
-// expire after the TTL anyway).
+// WithStrictRelease); if fewer than the quorum confirmed the release (an
+// integer answer: the script ran there) -- nodes down, not connected,
+// timed out, partitioned, a connection broken -- its Retained is set and
+// the lock stays held, with no validity left: Release again once the
+// nodes are back (the keys expire after the TTL anyway). A release sent
+// but not confirmed may not have reached the node.
 // ErrLockExpired if the validity had already ended when Release was called
 // (the protected work overran it); ErrLockLost if every node answered but
 // fewer than the quorum still held the value although the validity had
@@ -418,15 +455,18 @@ func (l Lock) Release(ctx context.Context) error {
 	if c.obs != nil {
 		t0 = mono()
 	}
+	w := c.getWorker()
 	st.op.Lock()
-	retired, err := l.release(ctx)
+	retired, err := l.release(ctx, w)
 	st.op.Unlock()
 	if retired {
 		c.states.Put(st) // after op is free: the next lock may use it at once
 	}
-	if c.obs != nil {
+	if c.obs != nil { // no mutex held: observer panics are recovered (emit)
+		c.flush(w)
 		c.observe(OpRelease, l.resource, t0, err)
 	}
+	c.putWorker(w)
 	return err
 }
 
@@ -441,17 +481,16 @@ func (l *Lock) retire(t0 int64) (end int64) {
 	return end
 }
 
-// release is Release with st.op held; retired reports that the state may
-// be recycled.
-func (l *Lock) release(ctx context.Context) (bool, error) {
+// release is Release with st.op held, on the caller's worker w (its node
+// errors wait in w.pend for the caller's flush); retired reports that the
+// state may be recycled.
+func (l *Lock) release(ctx context.Context, w *worker) (bool, error) {
 	v := l.view()
 	if !v.held {
 		return false, ErrNotHeld
 	}
 	c := l.st.c
 	t0 := mono()
-	w := c.getWorker()
-	defer c.putWorker(w)
 	b := w.b
 	b.Reset()
 	b.SetKey(l.resource)
@@ -461,7 +500,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 	w.dctx.parent = nil
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(b, OpRelease, l.resource)
+		c.observeNodes(w, b, OpRelease, l.resource)
 	}
 	if err != nil {
 		// only ErrClosed can end a call under the clean-up context: the
@@ -471,7 +510,7 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 		return true, &ReleaseError{Resource: l.name(), Failed: allNodes(c.n), Errs: []error{closedErr(err)}, Expired: t0 >= end}
 	}
 	expired := t0 >= v.end && !v.retained // a retried Release is not the work overrunning
-	var failed, released, unsent int
+	var failed, released int
 	want := int64(1) // keys deleted by a node that still held the value
 	if l.keys != nil {
 		want = int64(len(l.keys))
@@ -480,9 +519,6 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 		r, err := b.Last(i)
 		if err != nil {
 			failed++
-			if notSent(err) {
-				unsent++
-			}
 			continue
 		}
 		if v, ok := r.Int(); !ok {
@@ -491,10 +527,18 @@ func (l *Lock) release(ctx context.Context) (bool, error) {
 			released++
 		}
 	}
-	retained := c.n-unsent < c.quorum
+	// Confirmed: the nodes that answered the script (an integer: it ran,
+	// deleting the key or finding it gone). A release sent but not
+	// confirmed may never have reached the node (a request dropped by a
+	// partition, a connection broken on the way), so being sent is no
+	// release: with fewer than the quorum confirmed, the keys may sit on
+	// a quorum for the whole TTL, and the holder must be able to release
+	// again (issue 34, R2).
+	confirmed := c.n - failed
+	retained := confirmed < c.quorum
 	if retained {
 		// still releasable, no longer valid: the holder let go, and the
-		// nodes that got the release hold the lock no more
+		// nodes that ran the release hold the lock no more
 		st := l.st
 		st.mu.Lock()
 		st.end = min(st.end, t0)
@@ -539,12 +583,6 @@ func noneSent(b *mux.Batch, n int) bool {
 		}
 	}
 	return true
-}
-
-// notSent reports whether a node's error means the command never reached
-// the node: not queued before the deadline, or the node not connected.
-func notSent(err error) bool {
-	return errors.Is(err, mux.ErrNotSent) || errors.Is(err, mux.ErrNodeDown)
 }
 
 func allNodes(n int) []int {

@@ -20,6 +20,12 @@ const (
 	DefaultDriftFixed    = 2 * time.Millisecond
 	DefaultNodeTimeout   = 50 * time.Millisecond
 	DefaultMaxExtensions = 100
+	// DefaultReconnectMax is the redial backoff cap New gives mux when
+	// WithMuxConfig leaves ReconnectMax 0: a restarted node is redialled
+	// within 250ms of its return, so a kept-alive lock puts its key back
+	// there before the next node of a rolling restart goes down
+	// (docs/OPERATIONS.md). A refused redial costs a connect attempt.
+	DefaultReconnectMax = 250 * time.Millisecond
 )
 
 // lockSettings are the per-lock parameters. A Client holds defaults set by

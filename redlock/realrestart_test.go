@@ -87,8 +87,10 @@ func TestRealRestartRollingKeepAlive(t *testing.T) {
 		require.NoError(t, err)
 		start := time.Now()
 		for i := range srv {
+			before := holders(t, addrs, "real:rolling", l.Value())
 			restartReal(t, srv, i, 800*time.Millisecond)
-			require.NoError(t, kctx.Err(), "run %d: lost after restarting node %d: %v", run, i, context.Cause(kctx))
+			require.NoError(t, kctx.Err(), "run %d: lost after restarting node %d (holders before its stop %v, now %v, quarantined %v): %v",
+				run, i, before, holders(t, addrs, "real:rolling", l.Value()), c.Quarantined(), context.Cause(kctx))
 		}
 		eventually(t, 10*time.Second, func() bool { return count(holders(t, addrs, "real:rolling", l.Value())) == 5 },
 			"run %d: the keys were not put back", run)
