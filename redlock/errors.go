@@ -318,16 +318,17 @@ func (e *ExtendError) Unwrap() error { return e.Err }
 // reply, timeout, down). errors.Is(err, ErrReleasePartial) is true, and each
 // node's error is reachable through Errs; errors.Is(err, ErrLockExpired)
 // too when the validity had already ended at the Release. When Retained is
-// set the release could not be sent to a quorum of nodes (down, not
-// connected) and the lock is still held, with no validity left: Release
-// again.
+// set fewer than the quorum of nodes confirmed the release (down, not
+// connected, timed out, partitioned: a release sent but unanswered may
+// never have reached the node) and the lock is still held, with no
+// validity left: Release again.
 type ReleaseError struct {
 	Resource string
 	Released int   // nodes that deleted the key
 	Failed   []int // node indices that did not answer with an integer
 	Errs     []error
 	Expired  bool // the validity had ended before Release was called
-	Retained bool // sent to fewer than the quorum: the lock is still held, Validity 0 (Release again)
+	Retained bool // confirmed by fewer than the quorum: the lock is still held, Validity 0 (Release again)
 }
 
 func (e *ReleaseError) Error() string {
@@ -342,7 +343,7 @@ func (e *ReleaseError) Error() string {
 		b.WriteString("; lock validity had expired")
 	}
 	if e.Retained {
-		b.WriteString("; not sent to a quorum, lock still held: Release again")
+		b.WriteString("; not confirmed by a quorum, lock still held: Release again")
 	}
 	return b.String()
 }

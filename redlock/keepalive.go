@@ -353,7 +353,7 @@ func (s *scheduler) report() {
 	s.ended, s.spare = s.spare[:0], nil
 	s.mu.Unlock()
 	for _, e := range evs {
-		s.c.obs.Observe(e)
+		s.c.emit(e)
 	}
 	clear(evs) // no error kept beyond the call
 	s.mu.Lock()
@@ -465,15 +465,22 @@ func (s *scheduler) worker() {
 		if s.c.obs != nil {
 			t0 = mono()
 		}
+		w := s.c.getWorker()
 		st.op.Lock()
-		err := j.l.extend(ctx, j.ttl, OpKeepAlive)
+		err := j.l.extend(ctx, w, j.ttl, OpKeepAlive)
 		end, ended := s.extended(st, &j.l, j.ttl, err, j.seq)
 		st.op.Unlock()
 		if s.c.obs != nil {
+			// observer code runs with no mutex held and its panics
+			// recovered (emit): the worker goes on
+			s.c.flush(w)
 			s.c.observe(OpKeepAlive, j.l.resource, t0, err)
 			if ended { // right after the extension that ended it
-				s.c.obs.Observe(end)
+				s.c.emit(end)
 			}
+		}
+		s.c.putWorker(w)
+		if s.c.obs != nil {
 			s.report()
 		}
 	}

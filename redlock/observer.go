@@ -21,14 +21,22 @@ import (
 // histograms; hand anything slow to another goroutine). A blocked
 // observer on a worker holds up the keep-alives queued behind it, never
 // the scheduler's deadlines. Never call Client.Close from it: Close waits
-// for the workers. One exception to "after": the OpNodeError events of an
-// Extend, a Release or a keep-alive extension are reported from inside the
-// operation, with the lock's internal mutex held, so an observer must not
-// call that lock's Extend, Release or KeepAlive from them (they would wait
-// for it for ever). It may be called from many goroutines at once. Do not keep
-// the Event's Err beyond the call if it matters to you that errors are
-// not retained. Event is passed by value: a Client with an observer that
-// allocates nothing allocates nothing either.
+// for the workers. The OpNodeError and OpIncarnation events of an Extend,
+// a Release or a keep-alive extension are delivered once the operation is
+// over too (the lock's internal mutex released), before the operation's
+// own event; those of an acquisition while it runs (no lock is held yet).
+// It may be called from many goroutines at once. Do not keep the Event's
+// Err beyond the call if it matters to you that errors are not retained.
+// Event is passed by value: a Client with an observer that allocates
+// nothing allocates nothing either.
+//
+// A panic in Observe is recovered and counted (Client.ObserverPanics),
+// never propagated: the operation's outcome stands (an acquired lock is
+// returned, a release or extension has taken effect, a keep-alive worker
+// goes on) and the panic loses only that event. Every event is delivered
+// when no internal mutex of the Client or the lock is held, so a panicking
+// observer leaves nothing locked: Release, Extend and Close return as
+// they would without it.
 type Observer interface {
 	Observe(Event)
 }
@@ -119,20 +127,56 @@ func WithObserver(o Observer) Option {
 	return clientOption(func(c *clientConfig) { c.obs = o })
 }
 
-// observe reports an operation that started at t0 (mono).
-func (c *Client) observe(op Op, resource string, t0 int64, err error) {
-	c.obs.Observe(Event{Op: op, Resource: resource, Duration: time.Duration(mono() - t0), Err: err, Node: -1})
+// emit delivers e to the observer (c.obs set), recovering a panic in it
+// (counted: ObserverPanics). The caller's state must be consistent before
+// it calls emit, with no mutex held.
+func (c *Client) emit(e Event) {
+	defer c.recoverObserver()
+	c.obs.Observe(e)
 }
 
-// observeNodes reports the node errors of b's last call (c.obs set).
+// recoverObserver is emit's deferred call: it recovers the observer's
+// panic, if any, and counts it.
+func (c *Client) recoverObserver() {
+	if r := recover(); r != nil {
+		c.obsPanics.Add(1)
+	}
+}
+
+// ObserverPanics returns how many times the observer (WithObserver)
+// panicked since New. Each panic was recovered and lost only its event.
+func (c *Client) ObserverPanics() uint64 { return c.obsPanics.Load() }
+
+// observe reports an operation that started at t0 (mono).
+func (c *Client) observe(op Op, resource string, t0 int64, err error) {
+	c.emit(Event{Op: op, Resource: resource, Duration: time.Duration(mono() - t0), Err: err, Node: -1})
+}
+
+// observeNodes reports the node errors of b's last call (c.obs set), or,
+// with w, keeps them in w.pend for flush (an operation under st.op).
 // Nodes still pending when the call was decided without them are not
 // errors; timeouts are.
-func (c *Client) observeNodes(b *mux.Batch, in Op, resource string) {
+func (c *Client) observeNodes(w *worker, b *mux.Batch, in Op, resource string) {
 	for i := 0; i < c.n; i++ {
 		_, err := b.Last(i)
 		if err == nil || errors.Is(err, mux.ErrPending) {
 			continue
 		}
-		c.obs.Observe(Event{Op: OpNodeError, Resource: resource, Err: err, Node: i, Addr: c.addrs[i], In: in})
+		e := Event{Op: OpNodeError, Resource: resource, Err: err, Node: i, Addr: c.addrs[i], In: in}
+		if w != nil {
+			w.pend = append(w.pend, e)
+		} else {
+			c.emit(e)
+		}
 	}
+}
+
+// flush delivers the events an operation kept in w.pend (st.op released)
+// and clears them.
+func (c *Client) flush(w *worker) {
+	for i := range w.pend {
+		c.emit(w.pend[i])
+	}
+	clear(w.pend)
+	w.pend = w.pend[:0]
 }

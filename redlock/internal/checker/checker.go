@@ -20,8 +20,8 @@
 //   - Keep-alive (kept-alive holders that also Extend themselves): the
 //     keep-alive's end of validity is always the lock's, and its context
 //     is cancelled before an Extend that says lost or expired returns.
-//   - Release: a Release that says the lock was retained (not sent to a
-//     quorum) leaves it held; any other leaves it not held.
+//   - Release: a Release that says the lock was retained (not confirmed
+//     by a quorum) leaves it held; any other leaves it not held.
 //   - Availability (Leftovers): once every holder released, no lock key is
 //     left on any node, also when attempts ended by their ctx's deadline
 //     or cancellation and releases were called with an ended ctx.
@@ -85,8 +85,8 @@ const (
 	// ErrLockLost or ErrLockExpired and the keep-alive context was still
 	// live.
 	KeepAliveOutlived
-	// ReleaseContract: a Release that said the lock was retained (not sent
-	// to a quorum) while the lock was not held, or one that returned
+	// ReleaseContract: a Release that said the lock was retained (not
+	// confirmed by a quorum) while the lock was not held, or one that returned
 	// otherwise and left the lock held.
 	ReleaseContract
 	// StaleWrite: with fencing, the fenced store accepted a write from a

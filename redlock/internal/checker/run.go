@@ -154,7 +154,7 @@ type Result struct {
 	SelfExtended    int64         // Extend calls by kept-alive holders
 	CtxEnded        int64         // acquisitions whose ctx ended mid-attempt (deadline or cancel)
 	EndedCtxOps     int64         // Releases and Extends called with an ended ctx
-	Retained        int64         // Releases that kept the lock (not sent to a quorum) and were retried
+	Retained        int64         // Releases that kept the lock (not confirmed by a quorum) and were retried
 	MaxKeepAliveLag time.Duration // longest seen: validity over, keep-alive context still live
 	Writes          int64         // writes accepted by the fenced store (Fencing or ZombieRate)
 	ZombieWrites    int64         // zombie writes attempted (after the writer's validity ended)
@@ -698,7 +698,7 @@ func (w *worker) endedCtx(base context.Context) (context.Context, context.Cancel
 
 // release releases l, at EndedCtxRate with an ended ctx. Partial, expired
 // and lost releases are expected under faults; replies of the wrong shape
-// never are. A release that kept the lock (not sent to a quorum) is
+// never are. A release that kept the lock (not confirmed by a quorum) is
 // retried a few times, as a service would; the keys expire anyway.
 func (w *worker) release(l redlock.Lock, r string) {
 	ctx, cancel := w.endedCtx(context.WithValue(context.Background(), holderKey{}, w.h))
