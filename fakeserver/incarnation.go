@@ -98,18 +98,5 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 	n.touchDB(-1)
 	n.mu.Unlock()
 	n.newLife(0, false, true)
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-n.closeCh:
-			t.Stop()
-			return ErrClosed
-		}
-	}
-	if err := n.up(); err != nil {
-		return err
-	}
-	n.stats.restarts.Add(1)
-	return nil
+	return n.comeBack(delay)
 }

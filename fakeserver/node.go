@@ -372,6 +372,12 @@ func (n *Node) Restart(loseData bool, delay time.Duration) error {
 		n.wipe()
 	}
 	n.newLife(0, !loseData, false)
+	return n.comeBack(delay)
+}
+
+// comeBack ends a Restart or Failover: the node stays away for delay,
+// then accepts again on its address.
+func (n *Node) comeBack(delay time.Duration) error {
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
