@@ -53,6 +53,9 @@ func (e *QuarantineError) Error() string {
 	case ErrNodeFailover:
 		what = "after failover"
 	case ErrIncarnationUnknown:
+		if e.Left > 0 {
+			return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (it told it before), quarantined, " + e.Left.Round(time.Millisecond).String() + " left"
+		}
 		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown: restarts cannot be quarantined"
 	}
 	return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined " + what + ", " + e.Left.Round(time.Millisecond).String() + " left"
@@ -183,6 +186,11 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 	case p == nil:
 	case !p.Known:
 		cause = ErrIncarnationUnknown
+		if prev != nil {
+			// it told its incarnation before and no longer does (an ACL
+			// change?): it may have restarted; quarantined once, from now
+			from, quarantine = monoOf(p.Seen), true
+		}
 	case prev == nil:
 		t.known = p
 		if !ts.trustAtStart && !ts.persistent {

@@ -101,3 +101,40 @@ func TestRealRestartRollingKeepAlive(t *testing.T) {
 		redisproc.StopAll(srv)
 	}
 }
+
+// A node whose ACL refuses INFO has an unknown incarnation: set up all the
+// same, reported to the observer, not quarantined at first sight. A node
+// that told its incarnation and then stops (the ACL changed, the
+// connection was replaced) may have restarted: it is quarantined once.
+func TestRealIncarnationUnknown(t *testing.T) {
+	srv := redistest.StartN(t, 3, redistest.Options{})
+	addrs := make([]string, len(srv))
+	for i, s := range srv {
+		rawDo(t, s.Addr, "ACL", "SETUSER", "app", "on", ">app-pw", "~*", "+@all")
+		addrs[i] = "redis://app:app-pw@" + s.Addr
+	}
+	ctx := context.Background()
+	obs := &incEvents{}
+	c := newClient(t, addrs, redlock.WithTTL(time.Minute), redlock.WithTrustNodesAtStart(), redlock.WithObserver(obs))
+	l, err := c.TryAcquire(ctx, "real:acl")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	require.Empty(t, obs.causes(0))
+
+	// node 0 now refuses INFO to this user, and drops its connections
+	rawDo(t, srv[0].Addr, "ACL", "SETUSER", "app", "-info")
+	rawDo(t, srv[0].Addr, "CLIENT", "KILL", "USER", "app")
+	eventually(t, 10*time.Second, func() bool {
+		_ = c.Quarantined()
+		return len(obs.causes(0)) > 0
+	}, "the refused INFO was not judged")
+	require.Equal(t, []error{redlock.ErrIncarnationUnknown}, obs.causes(0))
+	require.Contains(t, c.Quarantined(), 0, "a node that stopped telling its incarnation is quarantined once")
+
+	// a new client meets node 0 unknown at first sight: not quarantined
+	d := newClient(t, addrs, redlock.WithTTL(time.Minute), redlock.WithTrustNodesAtStart())
+	l, err = d.TryAcquire(ctx, "real:acl2")
+	require.NoError(t, err, "an unknown incarnation at first sight blocked the lock")
+	require.NoError(t, l.Release(ctx))
+	require.Empty(t, d.Quarantined())
+}
