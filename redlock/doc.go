@@ -82,6 +82,19 @@
 // client's proposal was higher. Counters must be persisted
 // (docs/FENCING.md).
 //
+// # Restarts and failovers
+//
+// mux learns each node's incarnation (run_id, replication id, uptime) when
+// it connects. A node that restarted, failed over, or is first seen with an
+// uptime below the quarantine does not count towards a grant until the
+// quarantine has passed: the Redis page's delayed restart, enforced by the
+// client (WithQuarantine, default the largest TTL used; WithNodesPersistEveryWrite
+// where every node runs appendfsync always; WithTrustNodesAtStart for nodes
+// just started; Client.Quarantined; OpIncarnation events). Extensions put a
+// lost key back on the nodes that lost it (Client.Restored), so a kept-alive
+// lock lives through rolling restarts. Rules and safety arguments:
+// docs/OPERATIONS.md.
+//
 // # Observing
 //
 // WithObserver reports every operation's outcome (acquire with its

@@ -341,3 +341,35 @@ func ExampleWithObserver() {
 	// second acquire: true
 	// acquired 1 not acquired 1 contended 1 lost 0
 }
+
+// A node that restarts without its data and comes back at once is
+// quarantined (its grants do not count) for the largest TTL in use, so a
+// lock it had granted cannot be handed out again through it
+// (docs/OPERATIONS.md). WithQuarantine sets the period when other clients
+// use longer TTLs than this one.
+func ExampleWithQuarantine() {
+	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTTL(2*time.Second), redlock.WithQuarantine(5*time.Second),
+		redlock.WithNodeTimeout(time.Second)) // generous: a busy machine runs the examples too
+	defer c.Close()
+	ctx := context.Background()
+	l, _ := c.Acquire(ctx, "report")
+
+	_ = cl.Nodes[0].Restart(true, 0) // lost its keys, back at once
+	for len(c.Quarantined()) == 0 {  // the client redials and learns the new run_id
+		time.Sleep(10 * time.Millisecond)
+	}
+	left := c.Quarantined()[0]
+	fmt.Println("node 0 quarantined for about 5s:", left > 4*time.Second && left <= 5100*time.Millisecond)
+	// the lock still holds on the 4 others, and the extension puts the
+	// key back on node 0, where it counts once the quarantine is over
+	fmt.Println("extend:", l.Extend(ctx, 2*time.Second))
+	fmt.Println("keys put back:", c.Restored())
+	fmt.Println("release:", l.Release(ctx))
+	// Output:
+	// node 0 quarantined for about 5s: true
+	// extend: <nil>
+	// keys put back: 1
+	// release: <nil>
+}
