@@ -189,7 +189,9 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 		if prev != nil {
 			// it told its incarnation before and no longer does (an ACL
 			// change?): it may have restarted; quarantined once, from now
+			// (forgotten: it is judged as at first sight if it tells again)
 			from, quarantine = monoOf(p.Seen), true
+			t.known = nil
 		}
 	case prev == nil:
 		t.known = p
