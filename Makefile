@@ -34,15 +34,18 @@ test: fmt-check vet
 	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
 	REDMUX_TEST_TRANSPORT=io_uring $(GO) test -race -shuffle=on -count=1 -timeout 10m ./mux
 
-## install-check: README's Install recipes (replace, workspace), applied as written to a module
-## outside the checkout in a temporary directory, then built, vetted and run on the fake (~5 s)
+## install-check: README's Install recipes (replace, workspace; each also for the Prometheus/OTel
+## adapters, interop/observe), applied as written to a module outside the checkout in a temporary
+## directory, then built, vetted and run on the fake; the adapters' importer must get no peer lock client (~5 s)
 install-check:
 	./.ci/install-check
 
 ## interop: other Redlock clients (redsync, rueidislock, bsm/redislock) on the fake cluster;
-## a nested module (interop/go.mod) so the main module does not depend on them
+## a nested module (interop/go.mod) so the main module does not depend on them; then the
+## Prometheus/OTel adapters, their own module (interop/observe/go.mod): each tidy-checked, vetted, tested
 interop:
-	cd interop && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 -timeout 10m ./...
+	cd interop && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 -timeout 10m ./...
+	cd interop/observe && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 -timeout 10m ./...
 
 ## test-short: the quick subset (-short), for iterating
 test-short:

@@ -5,10 +5,12 @@
 // node down, a slow node, a restart that loses data) with the outcome the
 // library should give.
 //
-// Package interop/observe records redlock's Observer events as Prometheus
-// or OpenTelemetry metrics, here so the main module depends on neither.
-//
 // It is a separate module (its own go.mod, with a replace of the main
 // module) so the main module's dependency list does not grow. Run it with
 // "make interop" or "cd interop && go test ./...".
+//
+// Package interop/observe (redlock's Observer events as Prometheus or
+// OpenTelemetry metrics) is another module, nested in this directory with
+// its own go.mod, so that an application importing it does not get the
+// peer clients above; "make interop" tests it too.
 package interop

@@ -1,6 +1,11 @@
 // Package observe turns redlock's Observer events into metrics: Prometheus
-// (client_golang) and OpenTelemetry. It lives in the interop module so that
-// the main module does not depend on either library.
+// (client_golang) and OpenTelemetry. It is a module of its own
+// (github.com/redmux/redmux/interop/observe, go.mod in this directory), so
+// that the main module depends on neither library and an application that
+// imports it gets redmux, Prometheus and OpenTelemetry but none of the
+// interop module's peer lock clients. It needs Go 1.24 (its go directive is
+// 1.24.0, OpenTelemetry v1.41's; v1.42 and later need Go 1.25). README.md's
+// Install section has the recipe.
 //
 // Both adapters record the same instruments:
 //
