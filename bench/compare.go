@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/perf/benchmath"
 )
 
 // DefaultCompareNoise is the smallest change compare flags: below it, a
@@ -18,25 +20,43 @@ import (
 // runs happened to agree.
 const DefaultCompareNoise = 0.05
 
+// DefaultCompareAlpha is the significance level of compare's test, as
+// benchstat's.
+const DefaultCompareAlpha = 0.05
+
 // CompareConfig is the command line of redmux-bench compare.
 type CompareConfig struct {
 	Old, New []string // result files: runs of the same command, before and after
 	Noise    float64  // -noise: the smallest relative change flagged
+	// Alpha is -alpha: a change is significant when its p-value is below.
+	Alpha float64
+	// Test is -test: "utest" (Mann-Whitney U, benchstat's default: no
+	// assumption on the distribution) or "ttest" (Welch's t-test: assumes
+	// normal samples, and reaches significance with fewer runs).
+	Test string
 }
 
 // ParseCompareArgs parses "redmux-bench compare [-noise 5%] OLD NEW", where
 // OLD and NEW are each one result file (summary.json or sweep.json) or a
 // comma-separated list of repeated runs.
 func ParseCompareArgs(args []string) (*CompareConfig, error) {
-	c := &CompareConfig{Noise: DefaultCompareNoise}
+	c := &CompareConfig{Noise: DefaultCompareNoise, Alpha: DefaultCompareAlpha, Test: "utest"}
 	fs := flag.NewFlagSet("redmux-bench compare", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Var(noiseFlag{&c.Noise}, "noise", "smallest relative `CHANGE` flagged, e.g. 5% or 0.05 (repeated runs widen it to their own spread)")
+	fs.Var(noiseFlag{&c.Noise}, "noise", "smallest relative `CHANGE` flagged, e.g. 5% or 0.05")
+	fs.Float64Var(&c.Alpha, "alpha", DefaultCompareAlpha, "significance level of the test")
+	fs.StringVar(&c.Test, "test", "utest", "utest (Mann-Whitney U, benchstat's default) or ttest (Welch's t-test)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
 		return nil, &UsageError{Msg: err.Error()}
+	}
+	if c.Test != "utest" && c.Test != "ttest" {
+		return nil, usagef("-test %q: want utest or ttest", c.Test)
+	}
+	if !(c.Alpha > 0 && c.Alpha < 1) {
+		return nil, usagef("-alpha %g: want a level between 0 and 1, e.g. 0.05", c.Alpha)
 	}
 	if fs.NArg() != 2 {
 		return nil, usagef("compare needs two arguments, OLD and NEW, each a result file or a comma-separated list of repeated runs (redmux-bench compare [-noise 5%%] a.json b.json)")
@@ -64,21 +84,29 @@ func ParseCompareArgs(args []string) (*CompareConfig, error) {
 
 // CompareUsage writes compare's help.
 func CompareUsage(w io.Writer) {
-	fmt.Fprint(w, `redmux-bench compare: per-metric ratios between two results, flagging changes larger than the noise.
+	fmt.Fprint(w, `redmux-bench compare: per-metric ratios between two results, with benchstat's
+significance test (golang.org/x/perf/benchmath), flagging significant changes.
 
 Usage:
-  redmux-bench compare [-noise 5%] OLD NEW
+  redmux-bench compare [-noise 5%] [-alpha 0.05] [-test utest|ttest] OLD NEW
 
 OLD and NEW are each a result file, or a comma-separated list of repeated
 runs of the same command: summary.json (a run's -out or -json) or sweep.json
-(a sweep's). With repeated runs each side's spread is measured (coefficient
-of variation over its runs) and a change is flagged only when larger than
-twice the larger spread, and than -noise; with one run a side, -noise alone
-is the noise (say so when reading the result: one run says nothing about
-its own spread).
+(a sweep's). With at least two runs a side, each metric's runs are tested
+as benchstat does (Mann-Whitney U test by default, p-value printed): a
+change is flagged when p < -alpha and it is larger than -noise; otherwise
+"~" (no significant change). The U test needs 4 runs a side to reach
+p < 0.05; -test ttest (Welch's t-test, assumes normal samples) needs fewer.
+With one run on a side there is no test: a change is flagged when larger
+than -noise alone (one run says nothing about its own spread).
+
+A loud WARNING line is printed when the runs' settings differ (-c, workload,
+nodes, strategies, rate, duration, ...): their figures are not comparable.
 
 Flags:
   -noise CHANGE   smallest relative change flagged (default 5%)
+  -alpha LEVEL    significance level (default 0.05)
+  -test NAME      utest (default) or ttest
 `)
 }
 
@@ -104,7 +132,9 @@ var (
 
 // resultFile is one decoded result: per strategy, the metric values.
 type resultFile struct {
+	path   string
 	sweep  bool
+	config ReportConfig
 	slo    string                        // a sweep's objective(s)
 	values map[string]map[string]float64 // strategy -> metric -> value (absent: unknown)
 	order  []string
@@ -121,13 +151,14 @@ func loadResult(path string) (*resultFile, error) {
 	if err := json.Unmarshal(b, &probe); err != nil || len(probe.Strategies) == 0 {
 		return nil, fmt.Errorf("%s: not a redmux-bench summary.json or sweep.json (no strategies)", path)
 	}
-	r := &resultFile{values: map[string]map[string]float64{}}
+	r := &resultFile{path: path, values: map[string]map[string]float64{}}
 	_, r.sweep = probe.Strategies[0]["steps"]
 	if r.sweep {
 		var rep SweepReport
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		r.config = rep.Config
 		slos := map[string]bool{}
 		for _, ss := range rep.Strategies {
 			if !slos[ss.SLO] {
@@ -152,6 +183,7 @@ func loadResult(path string) (*resultFile, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r.config = rep.Config
 	for _, s := range rep.Strategies {
 		l := s.AcquireRelease
 		if l.Count == 0 {
@@ -178,16 +210,24 @@ type CompareRow struct {
 	OldCV, NewCV float64
 	Ratio        float64 // New / Old
 	Noise        float64 // the relative change below which a difference is noise
-	Verdict      string  // "~" (within the noise), "better", "worse"
+	// P is the test's p-value (-1: not tested, a side has one run);
+	// PNote is benchmath's warning when the runs are too few for the
+	// test to reach -alpha.
+	P       float64
+	PNote   string
+	Verdict string // "~" (no significant change, or within the noise), "better", "worse"
 }
 
 // Comparison is compare's outcome.
 type Comparison struct {
 	Rows  []CompareRow
 	Sweep bool
-	// Warnings say what makes the figures less comparable (sweeps judged
-	// by different objectives).
+	// Warnings say what makes the figures less comparable (settings that
+	// differ, sweeps judged by different objectives).
 	Warnings []string
+	// Settings lists the settings that differ between the runs
+	// ("-c: 16 (old) vs 64 (new)"); non-empty makes a loud warning.
+	Settings []string
 }
 
 // Compare computes the rows of compare.
@@ -228,36 +268,14 @@ func Compare(c *CompareConfig) (*Comparison, error) {
 			if len(ov) == 0 || len(nv) == 0 {
 				continue
 			}
-			row := CompareRow{Strategy: strat, Metric: m.name}
-			row.Old, row.OldCV = meanCV(ov)
-			row.New, row.NewCV = meanCV(nv)
-			row.Noise = math.Max(c.Noise, 2*math.Max(row.OldCV, row.NewCV))
-			switch {
-			case math.Abs(row.New-row.Old) <= m.floor:
-				row.Ratio, row.Verdict = 1, "~"
-				if row.Old != 0 {
-					row.Ratio = row.New / row.Old
-				}
-			case row.Old == 0 && row.New == 0:
-				row.Ratio, row.Verdict = 1, "~"
-			case row.Old == 0:
-				row.Ratio = math.Inf(1)
-				row.Verdict = worseOrBetter(m.higher, true)
-			default:
-				row.Ratio = row.New / row.Old
-				if math.Abs(row.Ratio-1) <= row.Noise {
-					row.Verdict = "~"
-				} else {
-					row.Verdict = worseOrBetter(m.higher, row.Ratio > 1)
-				}
-			}
-			rows = append(rows, row)
+			rows = append(rows, compareRow(c, strat, m, ov, nv))
 		}
 	}
 	if len(rows) == 0 {
 		return nil, errors.New("no strategy and metric in common between OLD and NEW")
 	}
 	cmp := &Comparison{Rows: rows, Sweep: olds[0].sweep}
+	cmp.Settings = settingsDiffer(olds, news)
 	if cmp.Sweep {
 		seen := map[string]bool{}
 		for _, r := range append(olds, news...) {
@@ -273,6 +291,119 @@ func Compare(c *CompareConfig) (*Comparison, error) {
 		}
 	}
 	return cmp, nil
+}
+
+// compareRow compares one metric's runs: with at least two runs a side
+// by benchstat's test (benchmath), a change flagged when p < -alpha and
+// larger than -noise; with one run on a side by -noise alone.
+func compareRow(c *CompareConfig, strat string, m compareMetric, ov, nv []float64) CompareRow {
+	row := CompareRow{Strategy: strat, Metric: m.name, P: -1, Noise: c.Noise}
+	row.Old, row.OldCV = meanCV(ov)
+	row.New, row.NewCV = meanCV(nv)
+	significant := true
+	if len(ov) >= 2 && len(nv) >= 2 {
+		th := benchmath.DefaultThresholds
+		th.CompareAlpha = c.Alpha
+		var a benchmath.Assumption = benchmath.AssumeNothing
+		if c.Test == "ttest" {
+			a = benchmath.AssumeNormal
+		}
+		res := a.Compare(benchmath.NewSample(ov, &th), benchmath.NewSample(nv, &th))
+		row.P = res.P
+		for _, w := range res.Warnings {
+			row.PNote = w.Error()
+		}
+		significant = res.P < c.Alpha
+		// benchstat's centre for the U test is the median.
+		if c.Test == "utest" {
+			row.Old, row.New = median(ov), median(nv)
+		}
+	} else {
+		// No test: a side with repeated runs still widens the noise to
+		// twice its spread.
+		row.Noise = math.Max(c.Noise, 2*math.Max(row.OldCV, row.NewCV))
+	}
+	switch {
+	case math.Abs(row.New-row.Old) <= m.floor:
+		row.Ratio, row.Verdict = 1, "~"
+		if row.Old != 0 {
+			row.Ratio = row.New / row.Old
+		}
+	case row.Old == 0 && row.New == 0:
+		row.Ratio, row.Verdict = 1, "~"
+	case row.Old == 0:
+		row.Ratio, row.Verdict = math.Inf(1), "~"
+		if significant {
+			row.Verdict = worseOrBetter(m.higher, true)
+		}
+	default:
+		row.Ratio = row.New / row.Old
+		row.Verdict = "~"
+		if significant && math.Abs(row.Ratio-1) > row.Noise {
+			row.Verdict = worseOrBetter(m.higher, row.Ratio > 1)
+		}
+	}
+	return row
+}
+
+// median of v (not modified).
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// setting is one configuration value compare checks across runs.
+type setting struct{ name, value string }
+
+// settingsOf lists the settings that make two runs comparable: what was
+// run (strategies, workload, keys, -c, rate, duration) against what (nodes,
+// TLS, faults, latency, caps). Addresses count only for nodes given with
+// -nodes (an embedded cluster's ports change every run).
+func settingsOf(c ReportConfig) []setting {
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	nodes := fmt.Sprintf("%d %s", len(c.Nodes), c.TargetKind)
+	if c.TargetKind == "nodes" {
+		nodes += " (" + strings.Join(c.Nodes, ",") + ")"
+	}
+	return []setting{
+		{"nodes", nodes}, {"-strategy", strings.Join(c.Strategies, ",")}, {"-c", strconv.Itoa(c.Workers)},
+		{"-workload", c.Workload}, {"-keys", strconv.Itoa(c.Keys)}, {"-keys-dist", c.KeysDist}, {"-hold", c.Hold},
+		{"loop", c.Loop}, {"-rate", g(c.Rate)}, {"-d (or -step)", g(c.DurationS)}, {"-n", strconv.FormatInt(c.Ops, 10)},
+		{"-warmup", g(c.WarmupS)}, {"-ttl", strconv.FormatInt(c.TTLMs, 10) + "ms"}, {"-timeout", g(c.TimeoutMs) + "ms"},
+		{"-tls", strconv.FormatBool(c.TLS)}, {"-conns", strconv.Itoa(c.MuxConns)}, {"-transport", c.MuxTransport},
+		{"-direct-wait", g(c.DirectWaitMs) + "ms"}, {"-latency", g(c.LatencyMs) + "ms"}, {"-fault", strings.Join(c.Faults, " ")},
+		{"-node-cap", g(c.NodeCap)}, {"-db", strconv.Itoa(c.DB)},
+	}
+}
+
+// settingsDiffer lists the settings that differ between the first OLD run
+// and every other run, old or new.
+func settingsDiffer(olds, news []*resultFile) []string {
+	ref := olds[0]
+	base := settingsOf(ref.config)
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range append(append([]*resultFile(nil), olds[1:]...), news...) {
+		for i, st := range settingsOf(r.config) {
+			if st.value == base[i].value || seen[st.name+"\x00"+st.value] {
+				continue
+			}
+			seen[st.name+"\x00"+st.value] = true
+			show := func(v string) string {
+				if v == "" {
+					return "unset"
+				}
+				return v
+			}
+			out = append(out, fmt.Sprintf("%s: %s (%s) vs %s (%s)", st.name, show(base[i].value), ref.path, show(st.value), r.path))
+		}
+	}
+	return out
 }
 
 func worseOrBetter(higherBetter, rose bool) string {
@@ -314,11 +445,18 @@ func meanCV(v []float64) (float64, float64) {
 	return mean, sd / math.Abs(mean)
 }
 
-// WriteCompare prints the comparison table.
+// WriteCompare prints the comparison table, with a loud warning first
+// (and again last) when the runs' settings differ.
 func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
 	rows := cmp.Rows
+	loud := func() {
+		if len(cmp.Settings) > 0 {
+			fmt.Fprintf(w, "WARNING: the runs compared ran different settings, so their figures are not comparable: %s\n", strings.Join(cmp.Settings, "; "))
+		}
+	}
+	loud()
 	fmt.Fprintf(w, "old: %s (%d run(s)); new: %s (%d run(s))\n", strings.Join(c.Old, ","), len(c.Old), strings.Join(c.New, ","), len(c.New))
-	t := newTable("strategy", "metric", "old", "±", "new", "±", "new/old", "noise", "verdict")
+	t := newTable("strategy", "metric", "old", "±", "new", "±", "new/old", "p", "verdict")
 	cv := func(v float64) string {
 		if v < 0 {
 			return "-"
@@ -336,7 +474,8 @@ func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
 		}
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
-	flagged := 0
+	flagged, tested := 0, 0
+	notes := map[string]bool{}
 	for _, r := range rows {
 		ratio := "inf"
 		if !math.IsInf(r.Ratio, 0) {
@@ -345,18 +484,40 @@ func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
 		if r.Verdict != "~" {
 			flagged++
 		}
-		t.row(r.Strategy, r.Metric, val(r.Metric, r.Old), cv(r.OldCV), val(r.Metric, r.New), cv(r.NewCV), ratio, fmt.Sprintf("±%.0f%%", 100*r.Noise), r.Verdict)
+		p := "-"
+		if r.P >= 0 {
+			tested++
+			p = fmt.Sprintf("p=%.3f", r.P)
+		}
+		if r.PNote != "" {
+			notes[r.PNote] = true
+		}
+		t.row(r.Strategy, r.Metric, val(r.Metric, r.Old), cv(r.OldCV), val(r.Metric, r.New), cv(r.NewCV), ratio, p, r.Verdict)
 	}
 	t.write(w)
-	one := len(c.Old) < 2 || len(c.New) < 2
-	fmt.Fprintf(w, "%d of %d changes larger than the noise", flagged, len(rows))
-	if one {
-		fmt.Fprintf(w, " (a side with one run: its spread is not measured, so the noise is -noise %.0f%% alone; repeat the runs and pass them comma-separated)", 100*c.Noise)
+	fmt.Fprintf(w, "%d of %d changes significant", flagged, len(rows))
+	if tested > 0 {
+		test := "Mann-Whitney U test, as benchstat; centres are medians"
+		if c.Test == "ttest" {
+			test = "Welch's t-test; centres are means"
+		}
+		fmt.Fprintf(w, " (p < %g, %s, and larger than -noise %.0f%%; \"~\": no significant change)", c.Alpha, test, 100*c.Noise)
+	} else {
+		fmt.Fprintf(w, " (a side with one run: no p-value, its spread is not measured, so the noise is -noise %.0f%% alone; repeat the runs and pass them comma-separated)", 100*c.Noise)
 	}
 	fmt.Fprintln(w, ".")
+	var ns []string
+	for n := range notes {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	for _, n := range ns {
+		fmt.Fprintf(w, "note: %s (runs a side)\n", n)
+	}
 	for _, m := range cmp.Warnings {
 		fmt.Fprintln(w, "warning:", m)
 	}
+	loud()
 }
 
 func compareMain(args []string, stdout, stderr io.Writer) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,17 +55,37 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	require.Equal(t, -1.0, ops.OldCV, "one run: spread not measured")
 	require.Equal(t, "~", rowOf(t, rows, "p99").Verdict, "2% is within 5%")
 
-	// Repeated runs whose ops/s spread 30%: a 20% change is noise.
-	olds := []string{a, writeJSONFile(t, runReport(1300, 500)), writeJSONFile(t, runReport(700, 500))}
+	// Repeated runs (issue 36 item 3: benchstat's test): ops/s spread 30%,
+	// so a 20% change is not significant; p99 1.8x with little spread is
+	// significant under Welch's t-test, while the U test (benchstat's
+	// default) cannot reach p < 0.05 with 3 runs a side and says so.
+	olds := []string{a, writeJSONFile(t, runReport(1300, 501)), writeJSONFile(t, runReport(700, 502))}
 	news := []string{writeJSONFile(t, runReport(1200, 900)), writeJSONFile(t, runReport(1250, 910)), writeJSONFile(t, runReport(1150, 950))}
-	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05})
+	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "ttest"})
 	require.NoError(t, err)
 	rows = cmp.Rows
 	ops = rowOf(t, rows, "ops/s")
 	require.Greater(t, ops.OldCV, 0.25)
 	require.Equal(t, "~", ops.Verdict, "%+v", ops)
+	require.Greater(t, ops.P, 0.05)
 	p99 := rowOf(t, rows, "p99")
-	require.Equal(t, "worse", p99.Verdict, "p99 1.5x with little spread: %+v", p99)
+	require.Equal(t, "worse", p99.Verdict, "p99 1.8x with little spread: %+v", p99)
+	require.Less(t, p99.P, 0.05)
+	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
+	require.NoError(t, err)
+	p99 = rowOf(t, cmp.Rows, "p99")
+	require.Equal(t, "~", p99.Verdict, "%+v", p99)
+	require.InDelta(t, 0.1, p99.P, 1e-9, "3+3 runs: the U test's smallest p-value")
+	require.Contains(t, p99.PNote, "need >= 4 samples")
+	// Four runs a side reach it.
+	olds = append(olds, writeJSONFile(t, runReport(1000, 503)))
+	news = append(news, writeJSONFile(t, runReport(1210, 920)))
+	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
+	require.NoError(t, err)
+	p99 = rowOf(t, cmp.Rows, "p99")
+	require.Equal(t, "worse", p99.Verdict, "%+v", p99)
+	require.Less(t, p99.P, 0.05)
+	require.Empty(t, cmp.Settings, "the same settings")
 
 	// Sweeps: the capacity at the knee.
 	sw := func(knee float64, slo string) string {
@@ -89,9 +110,42 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	require.Contains(t, out.String(), "1.20x")
 	require.Contains(t, out.String(), "better")
 	require.Contains(t, out.String(), "noise is -noise 5% alone")
+	require.NotContains(t, out.String(), "WARNING")
 	require.Equal(t, ExitUsage, Main([]string{"compare", a}, &out, &errb, noEnv))
 	require.Equal(t, ExitFailure, Main([]string{"compare", a, filepath.Join(t.TempDir(), "missing.json")}, &out, &errb, noEnv))
 	out.Reset()
 	require.Equal(t, ExitOK, Main([]string{"compare", "-h"}, &out, &errb, noEnv))
 	require.Contains(t, out.String(), "-noise")
+}
+
+// Issue 36 item 3: compare says loudly when the two sides ran different
+// settings (-c here), and gives p-values for repeated runs of the same
+// settings.
+func TestCompareWarnsOnDifferentSettingsAndGivesPValues(t *testing.T) {
+	mk := func(workers int, ops float64) string {
+		r := runReport(ops, 500)
+		r.Config = ReportConfig{Workers: workers, Workload: WorkloadAcquireRelease, Strategies: []string{"mux"}, TargetKind: "embedded",
+			Nodes: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, Loop: "closed", DurationS: 5, Keys: 10000}
+		return writeJSONFile(t, r)
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"compare", mk(16, 1000), mk(64, 1100)}, &out, &errb, noEnv), errb.String())
+	require.True(t, strings.HasPrefix(out.String(), "WARNING: the runs compared ran different settings"), out.String())
+	require.Contains(t, out.String(), "-c: 16 (")
+	require.Contains(t, out.String(), ") vs 64 (")
+
+	// Identical settings, 4 runs a side: p-values, no warning. (An
+	// embedded cluster's ports differ every run: not a setting.)
+	var olds, news []string
+	for i := 0; i < 4; i++ {
+		olds = append(olds, mk(16, 1000+float64(i)))
+		news = append(news, mk(16, 1500+float64(i)))
+	}
+	out.Reset()
+	require.Equal(t, ExitOK, Main([]string{"compare", strings.Join(olds, ","), strings.Join(news, ",")}, &out, &errb, noEnv), errb.String())
+	require.NotContains(t, out.String(), "WARNING", out.String())
+	require.Contains(t, out.String(), "p=0.029", out.String())
+	require.Contains(t, out.String(), "better")
+	require.Contains(t, out.String(), "Mann-Whitney U")
+	require.Equal(t, ExitUsage, Main([]string{"compare", "-test", "ztest", olds[0], news[0]}, &out, &errb, noEnv))
 }
