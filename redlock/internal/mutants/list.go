@@ -17,7 +17,13 @@ type Mutant struct {
 	// Scripted: Test is a deterministic test (a schedule the checker's
 	// random faults cannot produce), caught when it fails.
 	Scripted bool
-	Edits    []Edit
+	// Pkg is the package a Scripted mutant's Test is in (default
+	// ./redlock); Env, what its run adds to the environment. A Scripted
+	// test that skips (io_uring refused, say) is reported as not run,
+	// never as caught or passed.
+	Pkg   string
+	Env   []string
+	Edits []Edit
 }
 
 const (
@@ -142,8 +148,8 @@ var mutants = []Mutant{
 	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
-			"\terr := l.extend(ctx, ttl, OpExtend)\n\tend, ended := c.ka.extended(st, &l, ttl, err, 0)\n",
-			"\terr := l.extend(ctx, ttl, OpExtend)\n\tvar end Event\n\tvar ended bool\n"}},
+			"\terr := l.extend(ctx, w, ttl, OpExtend)\n\tend, ended := c.ka.extended(st, &l, ttl, err, 0)\n",
+			"\terr := l.extend(ctx, w, ttl, OpExtend)\n\tvar end Event\n\tvar ended bool\n"}},
 	},
 	{
 		Name: "no-release-on-failure", Class: "release skipped after a failed acquire (availability)", Test: availTest, Short: true,
@@ -211,6 +217,15 @@ var mutants = []Mutant{
 			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p && false {\n"}},
 	},
 	{
+		// issue 34, R12 a: the write-back script answers 0 where its guard
+		// refused (the lock's key no longer holds the value); a refusal
+		// counted as a witness hands out a token short of the quorum
+		Name: "fence-refusal-witness", Class: "a fencing write-back refused by its guard (reply 0) counted as a witness", Test: "TestFencingWriteBackRefusedIsNoWitness", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})",
+			"out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isInt, Timeout: timeout})"}},
+	},
+	{
 		Name: "multi-first-key-only", Class: "a multi-resource acquisition that checks only its first key (not all or nothing)", Test: safetyTest,
 		Edits: []Edit{{"redlock/scripts/scripts.go",
 			"for i = 1, #KEYS do\n    if redis.call(\"exists\",KEYS[i]) == 1 then",
@@ -222,6 +237,16 @@ var mutants = []Mutant{
 	// dropped. "Owed replies forgotten" has no one-line equivalent there
 	// (there is no owed counter: an abandoned slot stays in the FIFO until
 	// its reply comes).
+	{
+		// issue 34, R12 b: io_uring reads a receive only while its link is
+		// still the connection's (live()); without the check, a replaced
+		// connection's late receive is read into the current connection
+		Name: "uring-replaced-receive", Class: "io_uring reads a replaced connection's receive into the current connection (live() guard dropped)", Test: "TestURingReplacedLinkReceiveDropped", Short: true, Scripted: true,
+		Pkg: "./mux", Env: []string{"REDMUX_TEST_TRANSPORT=io_uring"},
+		Edits: []Edit{{"mux/transport_uring_linux.go",
+			"live := func() bool { return cn != nil && cn.current() == link(l) }",
+			"live := func() bool { return cn != nil }"}},
+	},
 	{
 		Name: "mux-wrong-call", Class: "a late reply matched to a later call of the same batch (generation check dropped)", Test: safetyTest,
 		Edits: []Edit{{"mux/ingest.go",

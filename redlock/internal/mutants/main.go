@@ -178,10 +178,17 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 		}
 	}
 	if m.Scripted {
-		args = []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock"}
+		pkg := m.Pkg
+		if pkg == "" {
+			pkg = "./redlock"
+		}
+		args = []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", pkg}
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	if len(m.Env) > 0 {
+		cmd.Env = append(os.Environ(), m.Env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
@@ -191,18 +198,7 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 		// a scripted test has no checker summary: caught when it fails
 		// (built, ran, and said so for itself)
 		o.elapsed = time.Since(t0)
-		var ee *exec.ExitError
-		switch {
-		case strings.Contains(text, "--- FAIL: "+m.Test) && errors.As(err, &ee):
-			o.caught, o.counts, o.acquired = true, "scripted test failed", "-"
-			if m := sampleRE2.FindStringSubmatch(text); m != nil {
-				o.sample = tail(m[1], 300)
-			}
-		case err != nil:
-			o.problem = "the test did not run to a failure (build failure?): " + tail(text, 1500)
-		default:
-			o.problem = "survived (the scripted test passed)"
-		}
+		judgeScripted(&o, text, err)
 		return o
 	}
 	sm := summaryRE.FindStringSubmatch(text)
@@ -246,6 +242,42 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 }
 
 var sampleRE = regexp.MustCompile(`(?m)Messages:\s+(?:safety violated|keys left behind): (.*)$`)
+
+// judgeScripted reads a scripted mutant's test run (its output and exit
+// error) into o: caught when the test failed, not run when it skipped (io_uring
+// refused, say) or did not run.
+func judgeScripted(o *outcome, text string, err error) {
+	var ee *exec.ExitError
+	switch {
+	case strings.Contains(text, "--- SKIP: "+o.m.Test) || strings.Contains(text, "SKIPPED"):
+		// io_uring refused here, say: the mutant was not tested, and
+		// a skip must not pass for caught or for survived
+		o.problem = "NOT RUN: the scripted test skipped (" + skipLine(text) + "): run it where it can run"
+		fmt.Printf("  NOT RUN: %s skipped: %s\n", o.m.Test, skipLine(text))
+	case !strings.Contains(text, "=== RUN   "+o.m.Test):
+		o.problem = "NOT RUN: no test " + o.m.Test + " ran: " + tail(text, 1500)
+	case strings.Contains(text, "--- FAIL: "+o.m.Test) && errors.As(err, &ee):
+		o.caught, o.counts, o.acquired = true, "scripted test failed", "-"
+		if sm := sampleRE2.FindStringSubmatch(text); sm != nil {
+			o.sample = tail(sm[1], 300)
+		}
+	case err != nil:
+		o.problem = "the test did not run to a failure (build failure?): " + tail(text, 1500)
+	default:
+		o.problem = "survived (the scripted test passed)"
+	}
+}
+
+// skipLine is the first line of a scripted run's output that says why it
+// skipped.
+func skipLine(text string) string {
+	for _, ln := range strings.Split(text, "\n") {
+		if strings.Contains(ln, "SKIPPED") || strings.Contains(ln, "--- SKIP") {
+			return strings.TrimSpace(ln)
+		}
+	}
+	return "skipped"
+}
 
 // sampleRE2 is a scripted test's first failure message.
 var sampleRE2 = regexp.MustCompile(`(?m)Messages:\s+(.*)$`)
