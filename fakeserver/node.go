@@ -51,6 +51,14 @@ type Config struct {
 	// (Redis's maxclients); default DefaultMaxClients. A client over it
 	// gets "-ERR max number of clients reached" and is disconnected.
 	MaxClients int
+	// QueryBufferLimit bounds the bytes of requests still arriving that
+	// the node's connections hold (read buffers beyond their first 16 KiB,
+	// and what redcon holds of an unfinished request): Redis's
+	// client-query-buffer-limit, for the node as a whole. Default
+	// DefaultQueryBufferLimit, negative for none. A connection whose
+	// request would pass it gets a protocol error and is closed; the others
+	// are served.
+	QueryBufferLimit int64
 	// StartUptime is the uptime (INFO server's uptime_in_seconds) the node
 	// reports at start; default DefaultStartUptime, negative for a fresh
 	// start (0 s, as a real server just started). Restart and Failover
@@ -74,6 +82,7 @@ type Node struct {
 	addr string
 	base time.Time // monotonic base of the node clock
 	id   atomic.Int64
+	qbuf atomic.Int64                // request bytes charged against QueryBufferLimit (conn.go)
 	life atomic.Pointer[incarnation] // run_id, replication ids, start (incarnation.go)
 
 	// keyspace and clock, guarded by mu
@@ -137,6 +146,9 @@ func StartNode(cfg Config) (*Node, error) {
 	cfg.ScriptKillAfter = max(cfg.ScriptKillAfter, cfg.ScriptBusyAfter)
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.QueryBufferLimit == 0 {
+		cfg.QueryBufferLimit = DefaultQueryBufferLimit
 	}
 	n := &Node{
 		cfg:      cfg,
@@ -257,6 +269,7 @@ func (n *Node) closedConn(rc redcon.Conn, _ error) {
 		delete(n.conns, fc)
 		n.connMu.Unlock()
 		n.unwatchAll(fc, false)
+		n.qbuf.Add(-fc.charged.Swap(0))
 		n.stats.current.Add(-1)
 		n.connWG.Done()
 	}
