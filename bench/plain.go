@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redmux/redmux/internal/lockcmd"
@@ -68,11 +69,16 @@ type plainStrategy struct {
 	addrs    []string
 	params   LockParams
 	opt      connOpts
+	// silent marks the nodes whose set-up timed out (a node that accepts
+	// and never answers: -fault blackhole): later workers do not wait for
+	// it again at set-up, and connect on first use, within the per-node
+	// timeout, as after any lost connection.
+	silent []atomic.Bool
 }
 
 // newPlainStrategy returns the seq (parallel=false) or fanout strategy.
 func newPlainStrategy(name string, parallel bool, addrs []string, p LockParams) *plainStrategy {
-	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, opt: connOpts{tls: p.TLS,
+	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, silent: make([]atomic.Bool, len(addrs)), opt: connOpts{tls: p.TLS,
 		user: p.User, password: p.Password, db: p.DB, dialTimeout: p.DialTimeout, timeout: p.Timeout,
 	}}
 }
@@ -97,8 +103,14 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (Worker, error) {
 	for i, a := range s.addrs {
 		w.conns[i] = newPlainConn(a, &s.opt)
 		w.cmds[i] = make([]byte, 0, 256)
+		if s.silent[i].Load() {
+			continue
+		}
 		if err := w.conns[i].connect(ctx, s.opt.dialTimeout); err != nil {
 			w.nodeErrs[classify(err)]++
+			if classify(err) == KindTimeout {
+				s.silent[i].Store(true)
+			}
 		}
 	}
 	return w, nil

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,14 +80,16 @@ func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
 	}
 }
 
-// svgSubtitle returns the text of the plot's subtitle (its second text).
+// svgSubtitle returns the text of the plot's subtitle: the grey lines
+// under the title (one, or two when it was broken to fit the width).
 func svgSubtitle(t *testing.T, svg string) string {
 	t.Helper()
-	const open = `<text x="80" y="44" font-size="11" fill="#555">`
-	i := strings.Index(svg, open)
-	if i < 0 {
+	var lines []string
+	for _, m := range regexp.MustCompile(`<text x="\d+" y="(?:42|55)" font-size="[0-9.]+" fill="#555">([^<]*)</text>`).FindAllStringSubmatch(svg, -1) {
+		lines = append(lines, m[1])
+	}
+	if len(lines) == 0 {
 		t.Fatal("no subtitle")
 	}
-	s := svg[i+len(open):]
-	return s[:strings.Index(s, "</text>")]
+	return strings.Join(lines, " ")
 }

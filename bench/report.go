@@ -174,7 +174,7 @@ func summaryTable(rep *Report) *table {
 	for _, p := range acqRel {
 		head = append(head, "acq+rel "+pctName(p))
 	}
-	head = append(head, "acq+rel max", "acquired", "not acq", "failed", "fail p99", "errors", "node errors", "allocs/op", "cpu us/op")
+	head = append(head, "acq+rel max", "acq+rel ok", "not acq", "failed", "fail p99", "errors", "node errors", "allocs/op", "cpu us/op")
 	t := newTable(head...)
 	for _, s := range rep.Strategies {
 		name := s.Name
@@ -201,7 +201,7 @@ func summaryTable(rep *Report) *table {
 		if s.AcquireRelease.Count > 0 {
 			maxCell = fmtUs(s.AcquireRelease.MaxUs)
 		}
-		row = append(row, maxCell, fmt.Sprint(s.Acquired), fmt.Sprint(s.NotAcquired), fmt.Sprint(s.Failed),
+		row = append(row, maxCell, fmt.Sprint(s.Acquired-s.ReleaseFailed), fmt.Sprint(s.NotAcquired), fmt.Sprint(s.Failed),
 			pctCell(s.FailedLat, 99), errString(s.Errors), errString(s.NodeErrors),
 			fmt.Sprintf("%.1f", s.AllocsPerOp), fmt.Sprintf("%.1f", s.CPUUsPerOp))
 		t.row(row...)
@@ -250,6 +250,10 @@ func runDescription(c ReportConfig) string {
 	return fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
 }
 
+// blackholeSetup is what a blackholed node adds to a strategy's set-up: the
+// dial and set-up timeout its connections wait out (DialTimeout in run.go).
+const blackholeSetup = time.Second
+
 // runPlan says how long each strategy runs and about how long the whole
 // run takes.
 func runPlan(cfg *Config) string {
@@ -258,7 +262,16 @@ func runPlan(cfg *Config) string {
 		return fmt.Sprintf("%s warm-up then %d operations per strategy", cfg.Warmup, cfg.Ops)
 	}
 	total := time.Duration(n) * (cfg.Warmup + cfg.Duration)
-	return fmt.Sprintf("%s warm-up then %s per strategy (about %s in all)", cfg.Warmup, cfg.Duration, total.Round(time.Second/10))
+	setup := ""
+	for _, f := range cfg.Faults {
+		if f.Kind == "blackhole" {
+			// Workers are set up together: one set-up timeout per strategy
+			// (seq and fanout: per connection to the blackholed node).
+			total += time.Duration(n) * blackholeSetup
+			setup = fmt.Sprintf(", with %s of connection set-up per strategy: a blackholed node never answers it", blackholeSetup)
+		}
+	}
+	return fmt.Sprintf("%s warm-up then %s per strategy (about %s in all%s)", cfg.Warmup, cfg.Duration, total.Round(time.Second/10), setup)
 }
 
 // contention reports whether the run's workers contend for keys (or hold
@@ -409,6 +422,16 @@ func writeLatencyTables(w io.Writer, rep *Report) {
 	pcts := reportPercentiles(c)
 	for _, m := range Metrics {
 		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
+		var n int64
+		for _, s := range rep.Strategies {
+			n += s.metric(m).Count
+		}
+		if n == 0 {
+			// No all-zero table: say there is nothing to show.
+			fmt.Fprintln(w, "None in any strategy (count 0), so no table.")
+			fmt.Fprintln(w)
+			continue
+		}
 		head := []string{"strategy", "count", "min"}
 		for _, p := range pcts {
 			head = append(head, pctName(p))
@@ -433,14 +456,16 @@ func writeLatencyTables(w io.Writer, rep *Report) {
 func writeOutcomes(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "### Outcomes and errors")
 	fmt.Fprintln(w)
-	t := newTable("strategy", "ops", "duration s", "acquired", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op", "harness cpu us/op")
+	t := newTable("strategy", "ops", "duration s", "acquired and released", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op", "harness cpu us/op")
 	for _, s := range rep.Strategies {
-		t.row(s.Name, fmt.Sprint(s.Ops), fmt.Sprintf("%.2f", s.DurationS), fmt.Sprint(s.Acquired), fmt.Sprint(s.NotAcquired),
+		t.row(s.Name, fmt.Sprint(s.Ops), fmt.Sprintf("%.2f", s.DurationS), fmt.Sprint(s.Acquired-s.ReleaseFailed), fmt.Sprint(s.NotAcquired),
 			fmt.Sprint(s.Failed), fmt.Sprint(s.ReleaseFailed),
 			fmt.Sprint(s.Extended), fmt.Sprint(s.NotExtended), errString(s.Errors), errString(s.NodeErrors),
 			fmt.Sprintf("%.1f", s.AllocsPerOp), fmt.Sprintf("%.0f", s.BytesPerOp), fmt.Sprintf("%.2f", s.CPUUsPerOp), fmt.Sprintf("%.2f", s.HarnessCPUUsPerOp))
 	}
 	t.markdown(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every operation is in one outcome: acquired and released + not acquired + failed = ops (an operation whose release failed after it acquired is in failed, of which at release, only).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Op errors are operations that failed (no_quorum: too many nodes failed for a quorum; release_*/extend_*: the release or extension failed). Node errors count each node that failed within an operation (timeout, conn, server, protocol), including operations that still reached a quorum. Allocations and CPU are the benchmark process's (runtime.MemStats and getrusage deltas over the measured window) divided by operations; cpu us/op leaves out the load generator's own CPU, shown apart as harness cpu us/op (the interval collector's measured CPU time plus the load loop's calibrated cost per operation: clock reads and latency recording), so it is the client's cost. Allocations include the load loop's (none in steady state) but not the collector's.")
 	fmt.Fprintln(w)

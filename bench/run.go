@@ -438,7 +438,12 @@ type serverSnap struct {
 
 func serverSnapshot(ctx context.Context, t *target, opt *connOpts) serverSnap {
 	var s serverSnap
-	for _, a := range t.addrs {
+	for i, a := range t.addrs {
+		if t.silent[i] {
+			s.stats = append(s.stats, nil)
+			s.nodeCPU = append(s.nodeCPU, -1)
+			continue
+		}
 		st, err := commandStats(ctx, a, opt)
 		if err != nil {
 			st = nil

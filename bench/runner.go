@@ -41,6 +41,10 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 // newWorkers makes n workers of s; on error, those made so far are
 // returned with it (for closeWorkers).
 func newWorkers(ctx context.Context, s Strategy, n int) ([]Worker, error) {
+	// One after the other: set-up commands count against a node's
+	// capacity (-node-cap), and all at once they would queue past their
+	// timeout. A node that never answers costs one set-up timeout in all
+	// (seq and fanout skip its set-up once it timed out: plainStrategy).
 	workers := make([]Worker, 0, n)
 	for i := 0; i < n; i++ {
 		w, err := s.NewWorker(ctx)
@@ -89,7 +93,8 @@ func strategyResult(name string, cfg RunConfig, r *load.Result) *StrategyResult 
 		NotAcquiredLat: Summarize(h[load.MNotAcquired], pc...), FailedLat: Summarize(h[load.MFailed], pc...),
 		Errors: map[string]int64{}, NodeErrors: r.NodeErrors,
 		Acquired: r.Acquired, NotAcquired: r.NotAcquired, Failed: r.Failed, ReleaseFailed: r.ReleaseFailed,
-		Extended: r.Extended, NotExtended: r.NotExtended,
+		AcquiredReleased: r.Acquired - r.ReleaseFailed,
+		Extended:         r.Extended, NotExtended: r.NotExtended,
 		hists: h,
 	}
 	if !cfg.StartAt.IsZero() {

@@ -147,12 +147,17 @@ type StrategyResult struct {
 	NotAcquired    int64   `json:"not_acquired"`
 	// Failed is the operations that ended in an error (at acquire, or at
 	// release after the lock was acquired: ReleaseFailed of them).
-	Failed        int64   `json:"failed"`
-	ReleaseFailed int64   `json:"release_failed"`
-	Extended      int64   `json:"extended,omitempty"`
-	NotExtended   int64   `json:"not_extended,omitempty"`
-	AllocsPerOp   float64 `json:"allocs_per_op"`
-	BytesPerOp    float64 `json:"bytes_per_op"`
+	Failed        int64 `json:"failed"`
+	ReleaseFailed int64 `json:"release_failed"`
+	// AcquiredReleased is Acquired less ReleaseFailed: the operations that
+	// took the lock and did not fail at release, so that acquired_released
+	// + not_acquired + failed = ops (an operation whose release failed is
+	// in failed only; acquired counts it too, as an acquisition).
+	AcquiredReleased int64   `json:"acquired_released"`
+	Extended         int64   `json:"extended,omitempty"`
+	NotExtended      int64   `json:"not_extended,omitempty"`
+	AllocsPerOp      float64 `json:"allocs_per_op"`
+	BytesPerOp       float64 `json:"bytes_per_op"`
 	// CPUUsPerOp is the client's CPU time per operation: the process's
 	// (ProcessCPUUsPerOp, getrusage over the measured window) less the
 	// load generator's own (HarnessCPUUsPerOp), so it is the strategy's
@@ -259,8 +264,18 @@ type SweepStrategy struct {
 	// is above the highest rate tried).
 	Saturated bool `json:"reached_saturation"`
 	// Bound names what most likely limited the knee.
-	Bound       string `json:"bound,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"`
+	Bound string `json:"bound,omitempty"`
+	// ClientCPUFit and ServerCPUFit are the client's and the busiest
+	// node's CPU fitted over the steps that held (the Provisioning
+	// section's costs; nil: no step held, or no figure).
+	ClientCPUFit *CostFit `json:"client_cpu_fit,omitempty"`
+	// Starved says how this machine's CPU was starved by other work at the
+	// knee or the first step past it (load average, other processes,
+	// steal; empty: it was not): the knee and the costs are then this
+	// machine's, and the plan's figures upper bounds.
+	Starved      string   `json:"cpu_starved,omitempty"`
+	ServerCPUFit *CostFit `json:"server_cpu_fit,omitempty"`
+	Interrupted  bool     `json:"interrupted,omitempty"`
 }
 
 // SweepStep is one open-loop step of a sweep. Latencies are of every
@@ -283,11 +298,17 @@ type SweepStep struct {
 	Why string `json:"why,omitempty"`
 	// Refinement: a bisection step between the coarse ones.
 	Refinement bool `json:"refinement,omitempty"`
-	// Repeated: this step missed only the latency objective and was run
-	// again at the same rate; the repeat's verdict stands (a single
-	// latency spike on a shared machine does not make a knee, an overload
-	// repeats). Repeated steps are listed but take no part in the knee.
+	// Repeated: this step did not hold (latency, not keeping up, or
+	// failures; the lightest step also when it failed or did not keep up
+	// before the objective was known) and was run again at the same rate;
+	// the repeat's verdict stands (a single latency spike or paused node on
+	// a shared machine does not make a knee, an overload repeats). Repeated
+	// steps are listed but take no part in the knee.
 	Repeated bool `json:"repeated,omitempty"`
+	// SetAside: this step did not hold (its re-run included) but the next
+	// heavier step held, so it is a lone failure, not the knee: the
+	// strategy is judged by the steps that held above it.
+	SetAside bool `json:"set_aside,omitempty"`
 	// ClientCPUUsPerOp is this process's CPU per operation;
 	// ServerCPUUsPerOpPerNode the server processes' (0: unknown).
 	ClientCPUUsPerOp        float64 `json:"client_cpu_us_per_op"`
@@ -311,8 +332,32 @@ type SweepStep struct {
 	// MeanServiceUs is the mean time from an operation's actual start to
 	// its end: -c over it is the rate the workers can carry.
 	MeanServiceUs float64 `json:"mean_service_us"`
+	// LoadAvg is the machine's 1-minute load average at the step's end;
+	// MachineBusyCores the machine's busy CPUs over the step (/proc/stat,
+	// every process), OtherCores those less this process's and local
+	// servers' own, StealShare the share of CPU time a hypervisor stole
+	// (Linux; 0: not measured). They tell a CPU-starved machine apart.
+	LoadAvg          float64 `json:"load_avg,omitempty"`
+	MachineBusyCores float64 `json:"machine_busy_cores,omitempty"`
+	OtherCores       float64 `json:"other_cores,omitempty"`
+	StealShare       float64 `json:"steal_share,omitempty"`
 
 	hist *hdr.Histogram
+}
+
+// CostFit is a CPU cost fitted over a strategy's steps that held: cores
+// used = FixedCores + UsPerOp x rate / 1e6 (least squares over the steps'
+// achieved rates; FixedCores at least 0), so that the cost per operation
+// at a rate is UsPerOp + FixedCores x 1e6 / rate (it falls as the rate
+// rises: fixed costs and batches shared by more operations).
+type CostFit struct {
+	FixedCores float64 `json:"fixed_cores"`
+	UsPerOp    float64 `json:"us_per_op"`
+	// Steps is how many steps the fit is over; MinRate and MaxRate their
+	// achieved rates.
+	Steps   int     `json:"steps"`
+	MinRate float64 `json:"min_rate"`
+	MaxRate float64 `json:"max_rate"`
 }
 
 // MergeResult is redmux-bench merge's outcome (merged.json).

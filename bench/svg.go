@@ -228,6 +228,55 @@ func durLabel(ns float64) string {
 func svgOpen(b *strings.Builder, w, h, left int, title, sub string) {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", w, h)
-	fmt.Fprintf(b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	fmt.Fprintf(b, `<text x="%d" y="44" font-size="11" fill="#555">%s</text>`+"\n", left, html.EscapeString(sub))
+	// Nothing runs past the right edge: long lines get a smaller font,
+	// and a subtitle too long even then is broken in two at a "; ".
+	x := min(left, 12)
+	avail := float64(w - x - 8)
+	fmt.Fprintf(b, `<text x="%d" y="24" font-size="%.1f" font-weight="bold">%s</text>`+"\n", x, fitFont(title, avail, 16, 10, svgBoldWidth), html.EscapeString(title))
+	lines := []string{sub}
+	if fitFont(sub, avail, 11, 9, svgCharWidth) < 9.5 {
+		lines = splitHalf(sub)
+	}
+	for i, l := range lines {
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="%.1f" fill="#555">%s</text>`+"\n", x, 42+13*i, fitFont(l, avail, 11, 6, svgCharWidth), html.EscapeString(l))
+	}
+}
+
+// Average glyph widths of Helvetica/Arial, as a share of the font size
+// (wide enough for digits and capitals).
+const (
+	svgCharWidth = 0.56
+	svgBoldWidth = 0.61
+)
+
+// fitFont is the largest font size, at most size and at least floor,
+// at which s spans no more than avail pixels.
+func fitFont(s string, avail, size, floor, width float64) float64 {
+	n := float64(len([]rune(s)))
+	if n == 0 || n*width*size <= avail {
+		return size
+	}
+	return max(floor, avail/(n*width))
+}
+
+// splitHalf breaks s in two at the "; " nearest its middle (s alone when
+// it has none).
+func splitHalf(s string) []string {
+	best := -1
+	for i := 0; i+2 <= len(s); i++ {
+		if s[i:i+2] == "; " && (best < 0 || abs(i-len(s)/2) < abs(best-len(s)/2)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return []string{s}
+	}
+	return []string{s[:best+1], s[best+2:]}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

@@ -113,20 +113,52 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep
 	return st
 }
 
+// machineFrom records how busy the whole machine was during the step: its
+// load average, busy CPUs, those used by other processes than this one and
+// its local servers (local: the servers run here), and steal.
+func (st *SweepStep) machineFrom(before, after machineSnap, res *StrategyResult, nodes int, local bool) {
+	if v, err := strconv.ParseFloat(loadAvg(), 64); err == nil {
+		st.LoadAvg = v
+	}
+	busy, steal, ok := machineUse(before, after, numCPU())
+	if !ok {
+		return
+	}
+	st.MachineBusyCores, st.StealShare = busy, steal
+	ours := res.OpsPerSec * res.ProcessCPUUsPerOp / 1e6
+	if local {
+		ours += res.OpsPerSec * st.ServerCPUUsPerOpPerNode * float64(nodes) / 1e6
+	}
+	st.OtherCores = max(0, busy-ours)
+}
+
 // kneeOf sets the knee: the highest-rate step that held, every lighter
-// step holding too.
+// step holding too, except lone failures: a step that did not hold (its
+// re-run included) whose next heavier step held is set aside (SetAside),
+// since a rate that a heavier one holds is not past capacity (a glitch
+// spanning both of its runs is not a knee). Two steps in a row that do not
+// hold end the prefix.
 func (ss *SweepStrategy) kneeOf() {
 	sort.SliceStable(ss.Steps, func(i, j int) bool { return ss.Steps[i].TargetRate < ss.Steps[j].TargetRate })
 	ss.Knee, ss.KneeRate, ss.Saturated = nil, 0, false
+	var judged []*SweepStep
 	for _, st := range ss.Steps {
-		if st.Repeated || st.Interrupted {
+		st.SetAside = false
+		if !st.Repeated && !st.Interrupted {
+			judged = append(judged, st)
+		}
+	}
+	for i, st := range judged {
+		if st.Held {
+			ss.Knee, ss.KneeRate = st, st.TargetRate
 			continue
 		}
-		if !st.Held {
-			ss.Saturated = true
-			break
+		if i+1 < len(judged) && judged[i+1].Held && judged[i+1].TargetRate > st.TargetRate {
+			st.SetAside = true
+			continue
 		}
-		ss.Knee, ss.KneeRate = st, st.TargetRate
+		ss.Saturated = true
+		break
 	}
 }
 
@@ -269,6 +301,11 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 	return rep, nil
 }
 
+// sweepStepHook, when set (tests), runs as each step's measured window
+// starts, with the step's interval-log tag and the nodes: how a test plants
+// a fault in one step (FAKE admin commands on the embedded cluster).
+var sweepStepHook func(tag string, addrs []string, opt *connOpts)
+
 // sweeper is one sweep's shared state.
 type sweeper struct {
 	cfg       *Config
@@ -288,7 +325,11 @@ type strategySweep struct {
 	rates []float64
 	// first is the lightest step, measured in phase 1 and judged in phase 2.
 	first *SweepStep
-	done  bool
+	// firstRun is the lightest step's first run when it failed or did not
+	// keep up and first is its re-run, made in phase 1 so that a glitch
+	// does not set the automatic objective (nil: first is the first run).
+	firstRun *SweepStep
+	done     bool
 }
 
 // open makes a strategy and its workers (closed by the returned func).
@@ -339,6 +380,15 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, fmtCount(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
 	}
 	st, err := sw.measureStep(ctx, s, workers, name, r.rates[0], false)
+	if why := st.glitch(); why != "" && err == nil {
+		// A glitch (a node paused, a stall) in the lightest step is run
+		// again at once, before any objective is derived from it.
+		st.Repeated = true
+		r.firstRun = st
+		r.ss.Steps = append(r.ss.Steps, st)
+		sw.say("%s: lightest step %s ops/s: %s; run again", name, fmtCount(st.TargetRate), why)
+		st, err = sw.measureStep(ctx, s, workers, name, r.rates[0], false)
+	}
 	if st != nil {
 		r.first = st
 		r.ss.Steps = append(r.ss.Steps, st)
@@ -346,6 +396,21 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 			fmtUs(st.Latency.P99Us), 100*st.FailedShare)
 	}
 	return r, err
+}
+
+// glitch says why a step, before any objective, is run again: too many of
+// its operations failed, or it did not keep up ("" for neither, or a step
+// that was interrupted or measured nothing).
+func (st *SweepStep) glitch() string {
+	switch {
+	case st == nil || st.Interrupted || st.Ops == 0:
+		return ""
+	case st.FailedShare > SweepMaxFailedShare:
+		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*SweepMaxFailedShare, errString(st.Errors))
+	case st.Saturated:
+		return "saturated: " + st.Saturation
+	}
+	return ""
 }
 
 // objective sets sw.slo: -slo, else the automatic one from the best
@@ -391,14 +456,25 @@ func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker
 	}
 	rc.Tag = tag
 	var before, after serverSnap
-	rc.BeforeMeasure = func() { before = serverSnapshot(ctx, sw.sess.t, sw.sess.opt) }
-	rc.AfterMeasure = func() { after = serverSnapshot(context.WithoutCancel(ctx), sw.sess.t, sw.sess.opt) }
+	var mBefore, mAfter machineSnap
+	rc.BeforeMeasure = func() {
+		before = serverSnapshot(ctx, sw.sess.t, sw.sess.opt)
+		mBefore = machineSnapshot()
+		if sweepStepHook != nil {
+			sweepStepHook(tag, sw.sess.t.addrs, sw.sess.opt)
+		}
+	}
+	rc.AfterMeasure = func() {
+		mAfter = machineSnapshot()
+		after = serverSnapshot(context.WithoutCancel(ctx), sw.sess.t, sw.sess.opt)
+	}
 	res, err := measure(ctx, s, workers, rc, sw.hw, nil)
 	if res == nil {
 		return nil, err
 	}
 	res.Server = serverCost(before, after, res.Ops, len(sw.sess.t.addrs))
 	st := sweepStepFrom(res, rate, sw.cfg.Percentiles)
+	st.machineFrom(mBefore, mAfter, res, len(sw.sess.t.addrs), len(sw.cfg.Nodes) == 0)
 	st.Refinement = refine
 	st.Tag = tag
 	return st, err
@@ -489,6 +565,7 @@ func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (_ *SweepSt
 		return st, !st.Held && st.Saturated, nil
 	}
 	st.Repeated = true
+	sr.sw.say("%s: target %s ops/s: run again (%s)", sr.r.ss.Name, fmtCount(rate), st.Why)
 	again, err := sr.step1(rate, refine)
 	if again == nil {
 		return nil, false, err
@@ -507,8 +584,13 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	cfg, ss := sw.cfg, r.ss
 	sr := &stepRunner{sw: sw, ctx: ctx, r: r}
 	defer sr.close()
-	// The lightest step, measured in phase 1.
+	// The lightest step, measured in phase 1 (with its first run when
+	// that was run again there).
 	first := r.first
+	if r.firstRun != nil {
+		r.firstRun.judge(sw.slo)
+		sr.report(r.firstRun)
+	}
 	first.judge(sw.slo)
 	sr.report(first)
 	if first.Interrupted {
@@ -520,9 +602,12 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		var st *SweepStep
 		var saturated bool
 		var err error
-		if i == 0 {
+		switch {
+		case i == 0 && r.firstRun != nil:
+			st, saturated = first, !first.Held && (first.Saturated || r.firstRun.Saturated)
+		case i == 0:
 			st, saturated, err = sr.step(first, rate, false)
-		} else {
+		default:
 			st, saturated, err = sr.step(nil, rate, false)
 		}
 		if st == nil || err != nil || st.Interrupted {
@@ -562,11 +647,12 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	return nil
 }
 
-// rerunnable: a step that did not hold only because of its latency or
-// because it did not keep up with its rate, which a lone stall on a shared
-// machine can cause, is run once more; failures and interruptions are not.
+// rerunnable: a step that did not hold, whether on its latency, on not
+// keeping up with its rate or on failures (a lone stall on a shared machine,
+// a node paused for a moment), is run once more; the repeat's verdict
+// stands. Interrupted steps and steps that measured nothing are not.
 func (st *SweepStep) rerunnable() bool {
-	return !st.Held && !st.Repeated && !st.Interrupted && st.Ops > 0 && st.FailedShare <= SweepMaxFailedShare
+	return !st.Held && !st.Repeated && !st.Interrupted && st.Ops > 0
 }
 
 // Breaches lists the strategies that missed the sweep's target: with
@@ -598,6 +684,10 @@ func (ss *SweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	ss.SLOPct, ss.SLOBudgetUs = slo.P, float64(slo.Max)/1e3
 	ss.kneeOf()
 	ss.Bound = ss.bound(cfg)
+	ss.ClientCPUFit, ss.ServerCPUFit = fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
+	if ss.Knee != nil {
+		ss.Starved = starvedAround(ss.Knee, ss.firstFailAbove())
+	}
 }
 
 // SweepWorkersBusy: past the knee, workers busy at least this share of
@@ -633,9 +723,49 @@ func (ss *SweepStrategy) bound(cfg *Config) string {
 		workersCap = float64(cfg.Workers) / (k.MeanServiceUs / 1e6)
 	}
 	local := len(cfg.Nodes) == 0
+	f := ss.firstFailAbove()
+	capNote := ""
+	if cfg.NodeCap > 0 {
+		// The cap bounds the knee only where queues near it build up:
+		// steps that broke far below it broke on something else
+		// (timeouts on a loaded machine, the objective).
+		capOps := cfg.NodeCap / 2
+		if f == nil || f.TargetRate >= SweepCapNear*capOps {
+			return fmt.Sprintf("the planted node cap (-node-cap %g commands/s, %g lock ops/s)", cfg.NodeCap, capOps)
+		}
+		capNote = fmt.Sprintf("not the planted node cap (-node-cap %g commands/s, %g lock ops/s: the first step that did not hold asked for %s ops/s, %.0f%% of it, and %s); ",
+			cfg.NodeCap, capOps, fmtCount(f.TargetRate), 100*f.TargetRate/capOps, f.Why)
+	}
+	return capNote + ss.boundBy(cfg, boundFigures{nodes: nodes, server: server, busiest: busiest, client: client, busy: busy, workersCap: workersCap, needed: needed, local: local})
+}
+
+// SweepCapNear: a planted -node-cap bounds the knee when the first step
+// that did not hold asked for at least this share of the cap's rate.
+const SweepCapNear = 0.8
+
+// starvedAround says how the machine was CPU-starved at the knee or at the
+// first step past it ("" when neither was).
+func starvedAround(steps ...*SweepStep) string {
+	for _, st := range steps {
+		if why := st.starved(numCPU()); why != "" {
+			return fmt.Sprintf("at %s ops/s: %s", fmtCount(st.TargetRate), why)
+		}
+	}
+	return ""
+}
+
+// boundFigures are the figures bound decides by.
+type boundFigures struct {
+	nodes                                             int
+	server, busiest, client, busy, workersCap, needed float64
+	local                                             bool
+}
+
+// boundBy names the resource that bound the knee from its figures, the
+// latency objective itself when none did.
+func (ss *SweepStrategy) boundBy(cfg *Config, b boundFigures) string {
+	k, nodes, server, busiest, client, busy, workersCap, needed, local := ss.Knee, b.nodes, b.server, b.busiest, b.client, b.busy, b.workersCap, b.needed, b.local
 	switch {
-	case cfg.NodeCap > 0:
-		return fmt.Sprintf("the planted node cap (-node-cap %g commands/s, %g lock ops/s)", cfg.NodeCap, cfg.NodeCap/2)
 	case busiest >= 0.8:
 		return fmt.Sprintf("a node's core: the busiest node used %.2f cores at the knee (Redis runs commands on one core)", busiest)
 	case client >= 0.8*float64(numCPU()):
@@ -644,6 +774,8 @@ func (ss *SweepStrategy) bound(cfg *Config) string {
 		return fmt.Sprintf("this machine's CPU: client %.2f + servers %.2f cores of %d at the knee (they share it)", client, server*float64(nodes), numCPU())
 	case busy >= SweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
 		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, fmtUs(k.MeanServiceUs), fmtCount(workersCap), 100*busy)
+	case starvedAround(k, ss.firstFailAbove()) != "":
+		return "this machine's CPU, starved by other work (" + starvedAround(k, ss.firstFailAbove()) + "): the knee is this machine's, not the target's; sweep again on a quiet machine, or with the client on a machine of its own"
 	case server == 0 && !local:
 		return fmt.Sprintf("not the client's CPU nor -c (workers busy %.0f%% past the knee, waiting on slower operations); the servers' CPU is unknown (no INFO CPU)", 100*busy)
 	}

@@ -217,12 +217,29 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	require.False(t, st.Held)
 	require.Contains(t, st.Why, "failed")
 
-	// The knee is the last step of the prefix that held: a later step
-	// holding again (noise) does not raise it.
+	// Issue 36 item 1: a lone step that did not hold (its re-run
+	// included) below one that held is set aside, and the strategy is
+	// judged by the steps that held above it.
 	ss := &SweepStrategy{Steps: []*SweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
+	ss.kneeOf()
+	require.Equal(t, 300.0, ss.KneeRate)
+	require.False(t, ss.Saturated)
+	require.True(t, ss.Steps[1].SetAside)
+	require.Nil(t, ss.firstFailAbove())
+	// The lightest step too.
+	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, FailedShare: 0.2}, {TargetRate: 200, Held: true}, {TargetRate: 400, Held: true}, {TargetRate: 800}}}
+	ss.kneeOf()
+	require.Equal(t, 400.0, ss.KneeRate)
+	require.True(t, ss.Saturated)
+	require.True(t, ss.Steps[0].SetAside)
+	require.Equal(t, 800.0, ss.firstFailAbove().TargetRate)
+	// Two in a row that did not hold end the prefix: a later step holding
+	// again (noise) does not raise the knee.
+	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200}, {TargetRate: 300}, {TargetRate: 400, Held: true}}}
 	ss.kneeOf()
 	require.Equal(t, 100.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
+	require.False(t, ss.Steps[1].SetAside)
 	require.Equal(t, 200.0, ss.firstFailAbove().TargetRate)
 
 	// A step run again after missing only the objective: the repeat's

@@ -49,6 +49,9 @@ func WriteSweepTable(w io.Writer, rep *SweepReport) {
 			if st.Repeated {
 				verdict += " (run again)"
 			}
+			if st.SetAside {
+				verdict += " (set aside: a heavier step held)"
+			}
 			t.row(ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec), fmtUs(st.Latency.P50Us), fmtUs(st.Latency.P99Us),
 				fmtUs(st.Latency.P999Us), pctName(ss.SLOPct)+" "+fmtUs(st.SLOUs), fmt.Sprintf("%.2f%%", 100*st.FailedShare), verdict)
 		}
@@ -62,6 +65,9 @@ func WriteSweepTable(w io.Writer, rep *SweepReport) {
 		fmt.Fprintln(w)
 		if h := noKneeHint(ss); h != "" {
 			fmt.Fprintf(w, "  hint: %s\n", h)
+		}
+		for _, n := range rerunNotes(ss) {
+			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
 	if rep.Config.CapacityRate > 0 {
@@ -82,7 +88,7 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 	for _, p := range pcts {
 		head = append(head, pctName(p)+"_us")
 	}
-	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "server_cpu_max_node_us_per_op", "worker_busy_share", "mean_service_us", "interrupted", "hlog_tag", "why")
+	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "server_cpu_max_node_us_per_op", "worker_busy_share", "mean_service_us", "interrupted", "hlog_tag", "why", "set_aside", "load_avg", "machine_busy_cores", "other_cores", "steal_share")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -98,7 +104,8 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 				row = append(row, g(v))
 			}
 			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), g(st.ServerCPUMaxNodeUsPerOp),
-				g(st.WorkerBusyShare), g(st.MeanServiceUs), strconv.FormatBool(st.Interrupted), st.Tag, st.Why)
+				g(st.WorkerBusyShare), g(st.MeanServiceUs), strconv.FormatBool(st.Interrupted), st.Tag, st.Why,
+				strconv.FormatBool(st.SetAside), g(st.LoadAvg), g(st.MachineBusyCores), g(st.OtherCores), g(st.StealShare))
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -135,7 +142,7 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
-	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too.\n\n", SaturationShare*100, SweepMaxFailedShare*100)
+	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", SaturationShare*100, SweepMaxFailedShare*100)
 	writeKneeTable(w, rep)
 	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
 	writeProvisioning(w, rep)
@@ -178,6 +185,43 @@ func writeKneeTable(w io.Writer, rep *SweepReport) {
 			fmt.Fprintf(w, "**%s: no step held.** %s\n\n", ss.Name, h)
 		}
 	}
+	for _, ss := range rep.Strategies {
+		if notes := rerunNotes(ss); len(notes) > 0 {
+			fmt.Fprintf(w, "**%s: steps run again or set aside.** %s\n\n", ss.Name, strings.Join(notes, " "))
+		}
+	}
+}
+
+// rerunNotes says which of a strategy's steps were run again and why, and
+// which were set aside as lone failures below a heavier step that held.
+func rerunNotes(ss *SweepStrategy) []string {
+	var out []string
+	for i, st := range ss.Steps {
+		switch {
+		case st.Repeated:
+			why := st.Why
+			if why == "" {
+				why = "it did not hold"
+			}
+			if len(st.Errors) > 0 {
+				why += " (" + errString(st.Errors) + ")"
+			}
+			outcome := "the re-run was not measured"
+			for _, again := range ss.Steps[i+1:] {
+				if again.TargetRate == st.TargetRate && !again.Repeated {
+					outcome = "the re-run held"
+					if !again.Held {
+						outcome = "the re-run did not hold either (" + again.Why + ")"
+					}
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("%s ops/s was run again: %s; %s.", fmtCount(st.TargetRate), why, outcome))
+		case st.SetAside:
+			out = append(out, fmt.Sprintf("%s ops/s did not hold (%s) and was set aside: the next heavier step held, so it is a lone failure, not the knee.", fmtCount(st.TargetRate), st.Why))
+		}
+	}
+	return out
 }
 
 // writeStepsSection writes every step of every strategy.
@@ -185,14 +229,14 @@ func writeStepsSection(w io.Writer, rep *SweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Latency of every operation (us/ms). Refinement steps bisect the interval between the last coarse step that held and the first that did not. A step that missed the latency objective or did not keep up with its rate (without failures) was run again at once and the second run's verdict stands: a lone stall on a shared machine is not a knee, an overload repeats. Both runs are listed (each with its own tag in sweep.hlog: `.run2` added to the second); the plot shows the second. A step cut short by Ctrl-C is marked interrupted and not judged. *Workers busy* is the share of the step's time the -c workers spent in operations (near 100%: the workers were the limit). Server CPU is per node, the mean and (in brackets) the busiest node.")
+	fmt.Fprintln(w, "Latency of every operation (us/ms). Refinement steps bisect the interval between the last coarse step that held and the first that did not. A step that did not hold (missed the latency objective, did not keep up with its rate, or had more than 1% of its operations fail) was run again at once and the second run's verdict stands: a lone stall or a node paused for a moment is not a knee, an overload repeats (the lightest step is run again before the objective is derived when it failed or did not keep up, so that a glitch does not set the automatic objective). A step that did not hold in both runs while the next heavier step held is set aside, not the knee. Both runs are listed (each with its own tag in sweep.hlog: `.run2` added to the second); the plot shows the second. A step cut short by Ctrl-C is marked interrupted and not judged. *Workers busy* is the share of the step's time the -c workers spent in operations (near 100%: the workers were the limit). Server CPU is per node, the mean and (in brackets) the busiest node. *Machine*: the 1-minute load average at the step's end, the CPUs other processes than this one and its local servers kept busy, and the share of CPU time stolen by the hypervisor; marked CPU-starved past the thresholds that bound the knee by the machine (README).")
 	fmt.Fprintln(w)
 	pcts := reportPercentiles(c)
 	head := []string{"strategy", "target ops/s", "achieved", "ops"}
 	for _, p := range pcts {
 		head = append(head, pctName(p))
 	}
-	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node (busiest)", "workers busy", "verdict")
+	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node (busiest)", "workers busy", "machine: load avg, other CPUs, steal", "verdict")
 	t := newTable(head...)
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
@@ -218,8 +262,11 @@ func writeStepsSection(w io.Writer, rep *SweepReport) {
 			if st.Repeated {
 				verdict += " (run again)"
 			}
+			if st.SetAside {
+				verdict += " (set aside: a heavier step held)"
+			}
 			row = append(row, fmtUs(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
-				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), verdict)
+				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), machineCell(st), verdict)
 			t.row(row...)
 		}
 	}
@@ -232,6 +279,19 @@ func writeStepsSection(w io.Writer, rep *SweepReport) {
 	}
 	fmt.Fprintln(w)
 
+}
+
+// machineCell is a step's machine figures: load average, CPUs used by
+// other processes, steal ("-" when not measured).
+func machineCell(st *SweepStep) string {
+	if st.LoadAvg == 0 && st.MachineBusyCores == 0 {
+		return "-"
+	}
+	c := fmt.Sprintf("%.1f, %.2f, %.0f%%", st.LoadAvg, st.OtherCores, 100*st.StealShare)
+	if st.starved(numCPU()) != "" {
+		c += " (CPU-starved)"
+	}
+	return c
 }
 
 // writeSweepConfig writes the sweep's configuration and environment.
@@ -313,11 +373,15 @@ func durLabelUs(usv float64) string {
 type provision struct {
 	name string
 	// knee is the capacity one client process and one group held (lower:
-	// a lower bound when the sweep did not saturate).
-	knee     float64
-	lower    bool
-	clientUs float64 // client CPU us/op at the knee
-	serverUs float64 // busiest node's CPU us/op at the knee (0: unknown)
+	// a lower bound when the sweep did not saturate, and then every
+	// figure derived from it an upper bound).
+	knee  float64
+	lower bool
+	// starved: the machine was CPU-starved at the knee, so the knee is
+	// low and the costs high: every figure is an upper bound too.
+	starved  bool
+	clientUs float64 // client CPU us/op at a unit's rate (fitted)
+	serverUs float64 // busiest node's CPU us/op at the whole rate on one group (fitted; 0: unknown)
 	// units are copies of what was measured (one client process of -c
 	// workers and one Redlock group, keys spread over the groups), each
 	// at Utilisation of the knee.
@@ -325,40 +389,60 @@ type provision struct {
 	clientCPU float64 // client cores for the target rate, at Utilisation
 	nodeCPU   float64 // one node's cores if one group took the whole rate
 	groups    int     // groups the servers' CPU (or a planted cap) needs alone
-	none      string  // why there is no plan
+	fit       *CostFit
+	none      string // why there is no plan
+}
+
+// atMost prefixes a figure derived from a sweep that never reached its
+// knee: it is an upper bound.
+func (p provision) atMost(v string) string {
+	if p.lower || p.starved {
+		return "at most " + v
+	}
+	return v
 }
 
 func (p provision) line() string {
 	if p.none != "" {
 		return p.none
 	}
-	lt := ""
-	if p.lower {
-		lt = "at most "
-	}
 	srv := "server cores unknown (no server CPU figure)"
 	if p.serverUs > 0 {
-		srv = fmt.Sprintf("servers %.2f cores per node on one group (%d group(s) by server CPU alone)", p.nodeCPU, p.groups)
+		srv = fmt.Sprintf("servers %s cores per node on one group (%s group(s) by server CPU alone)", p.atMost(fmt.Sprintf("%.2f", p.nodeCPU)), p.atMost(fmt.Sprint(p.groups)))
 	}
-	return fmt.Sprintf("%s%d unit(s) of one client process + one group; client %.2f cores in all; %s", lt, p.units, p.clientCPU, srv)
+	out := fmt.Sprintf("%s unit(s) of one client process + one group; client %s cores in all; %s", p.atMost(fmt.Sprint(p.units)), p.atMost(fmt.Sprintf("%.2f", p.clientCPU)), srv)
+	switch {
+	case p.lower:
+		out += fmt.Sprintf(" (upper bounds: the sweep held up to %s ops/s, its highest step, without reaching a knee)", fmtCount(p.knee))
+	case p.starved:
+		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
+	}
+	return out
 }
 
-// provisionFor sizes the target rate r from a strategy's knee.
+// provisionFor sizes the target rate r from a strategy's knee and its CPU
+// costs fitted over the steps that held.
 func provisionFor(ss *SweepStrategy, r float64, nodeCap float64) provision {
 	p := provision{name: ss.Name}
-	k := ss.Knee
-	if k == nil {
+	if ss.Knee == nil {
 		p.none = "no plan: no step held the objective"
 		return p
 	}
-	p.knee, p.lower = ss.KneeRate, !ss.Saturated
+	p.knee, p.lower, p.starved = ss.KneeRate, !ss.Saturated, ss.Starved != ""
 	p.units = int(math.Ceil(r / (p.knee * Utilisation)))
-	p.clientUs = k.ClientCPUUsPerOp
-	p.serverUs = max(k.ServerCPUMaxNodeUsPerOp, k.ServerCPUUsPerOpPerNode)
-	p.clientCPU = r * p.clientUs / 1e6 / Utilisation
-	if p.serverUs > 0 {
-		p.nodeCPU = r * p.serverUs / 1e6
-		p.groups = max(1, int(math.Ceil(p.nodeCPU/Utilisation)))
+	unit := r / float64(p.units)
+	p.fit = fitCost(ss.Steps, clientCost)
+	p.clientUs = p.fit.usPerOp(unit)
+	p.clientCPU = float64(p.units) * p.fit.cores(unit) / Utilisation
+	if sf := fitCost(ss.Steps, busiestCost); sf != nil {
+		p.serverUs, p.nodeCPU = sf.usPerOp(r), sf.cores(r)
+		// The fewest groups whose busiest node stays at Utilisation of a
+		// core, each taking r/groups.
+		g := math.Ceil(p.nodeCPU / Utilisation)
+		if sf.FixedCores < Utilisation {
+			g = math.Ceil(sf.UsPerOp * r / 1e6 / (Utilisation - sf.FixedCores))
+		}
+		p.groups = max(1, int(g))
 	}
 	if nodeCap > 0 {
 		// A planted cap is a node's limit whatever its CPU: 2 commands per
@@ -389,35 +473,36 @@ func writeProvisioning(w io.Writer, rep *SweepReport) {
 	}
 	r := c.CapacityRate
 	nodes := len(c.Nodes)
-	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from what each operation cost at the knee. A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, Utilisation*100)
-	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
+	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, Utilisation*100)
+	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op at a unit's rate", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
 	for i, p := range provisionAll(rep) {
 		ss := rep.Strategies[i]
 		if p.none != "" {
 			t.row(p.name, "none", "-", "-", "-", "-", "-", "-", p.none)
 			continue
 		}
-		knee, units := fmtCount(p.knee), fmt.Sprint(p.units)
+		knee := fmtCount(p.knee)
 		if p.lower {
-			knee, units = "> "+knee, "at most "+units
+			knee = "> " + knee
 		}
 		srv, cores, groups := "-", "-", "-"
 		if p.serverUs > 0 {
-			srv, cores = fmt.Sprintf("%.1f", p.serverUs), fmt.Sprintf("%.2f", p.nodeCPU)
+			srv, cores = p.atMost(fmt.Sprintf("%.1f", p.serverUs)), p.atMost(fmt.Sprintf("%.2f", p.nodeCPU))
 		}
 		if p.groups > 0 {
-			groups = fmt.Sprint(p.groups)
+			groups = p.atMost(fmt.Sprint(p.groups))
 		}
 		bound := ss.Bound
 		if bound == "" {
-			bound = "not reached"
+			bound = "not reached: upper bounds (the sweep never approached its knee; costs per operation fall as the rate rises)"
 		}
-		t.row(p.name, knee, units, fmt.Sprintf("%.1f", p.clientUs), fmt.Sprintf("%.2f", p.clientCPU), srv, cores, groups, bound)
+		t.row(p.name, knee, p.atMost(fmt.Sprint(p.units)), p.atMost(fmt.Sprintf("%.1f", p.clientUs)), p.atMost(fmt.Sprintf("%.2f", p.clientCPU)), srv, cores, groups, bound)
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "How to read it: the knee was bound by one side (the *bound by* column). Units scale both sides together and always suffice; when the client bound the knee, the servers need only the groups their CPU needs (the *groups by server CPU alone* column), and when a node bound it, client processes need only the client cores.\n\n")
-	fmt.Fprintf(w, "Assumptions: (1) the CPU per operation measured at the knee stays the same when the load is spread over more processes and groups (costs scale linearly), and the knee's latency holds only on a network like this one (%s); (2) client cores are planned %.0f%% busy (cores in all = rate x client CPU per operation / %.1f); (3) a Redis node executes commands on one core, so no node is planned above %.0f%% of a core: above that, keys are spread over more Redlock groups of %d nodes (every node of a group sees every operation: more nodes per group add safety, not capacity), and each group needs %d nodes' cores; (4) the client figure is this process's CPU (getrusage) and includes histogram recording; the server figure is %s.",
+	writeCostFits(w, rep)
+	fmt.Fprintf(w, "Assumptions: (1) CPU grows with the rate as fitted over the steps that held (cores = fixed + per-operation cost x rate, least squares: the cost per operation falls as the rate rises, so each unit's cost is taken at the unit's own rate, and a node's at the rate its group takes), the same when the load is spread over more processes and groups; a sweep that never reached its knee plans more units, each at a lower rate, so its figures are upper bounds (marked \"at most\"); and the knee's latency holds only on a network like this one (%s); (2) client cores are planned %.0f%% busy (cores in all = units x the fitted client cores at a unit's rate / %.1f); (3) a Redis node executes commands on one core, so no node is planned above %.0f%% of a core: above that, keys are spread over more Redlock groups of %d nodes (every node of a group sees every operation: more nodes per group add safety, not capacity), and each group needs %d nodes' cores; (4) the client figure is this process's CPU (getrusage) and includes histogram recording; the server figure is %s.",
 		c.Target, Utilisation*100, Utilisation, Utilisation*100, nodes, nodes, serverFigure(rep))
 	if c.NodeCap > 0 {
 		fmt.Fprintf(w, " A planted -node-cap (%g commands/s, %g lock ops/s per node) limits groups whatever their CPU.", c.NodeCap, c.NodeCap/2)
@@ -427,6 +512,23 @@ func writeProvisioning(w io.Writer, rep *SweepReport) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
+}
+
+// writeCostFits says what each strategy's fitted costs are and which steps
+// they come from.
+func writeCostFits(w io.Writer, rep *SweepReport) {
+	for _, ss := range rep.Strategies {
+		cf, sf := fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
+		if cf == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s: client CPU %.3f cores fixed + %.1f us per operation, fitted over %d step(s) that held (%s-%s ops/s)", ss.Name, cf.FixedCores, cf.UsPerOp, cf.Steps, fmtCount(cf.MinRate), fmtCount(cf.MaxRate))
+		if sf != nil {
+			fmt.Fprintf(w, "; busiest node %.3f cores fixed + %.1f us per operation", sf.FixedCores, sf.UsPerOp)
+		}
+		fmt.Fprintln(w, ".")
+		fmt.Fprintln(w)
+	}
 }
 
 // serverFigure says where the server CPU figures came from.
@@ -461,6 +563,16 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 	} else {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w)
+	}
+	planned := false
+	for _, ss := range rep.Strategies {
+		planned = planned || ss.Knee != nil && ss.Saturated
+	}
+	if !planned {
+		// No all-dash table.
+		fmt.Fprintln(w, "No strategy reached a knee (none saturated, or none held): there is no capacity to plan at 70% of. The Provisioning section's upper bounds stand.")
+		fmt.Fprintln(w)
+		return
 	}
 	head := []string{"strategy", "planned ops/s (70% of knee)"}
 	for _, r := range rates {
@@ -520,10 +632,13 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 		left, right, top, bot = 80, 210, 62, 70
 	)
 	pw, ph := float64(W-left-right), float64(H-top-bot)
-	xMax, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+	xMin, xMax, lo, hi := math.Inf(1), 0.0, math.Inf(1), math.Inf(-1)
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
 			xMax = math.Max(xMax, math.Max(st.OpsPerSec, st.TargetRate))
+			if st.OpsPerSec > 0 {
+				xMin = math.Min(xMin, st.OpsPerSec)
+			}
 			for _, v := range []float64{st.Latency.P50Us, st.SLOUs} {
 				if v > 0 {
 					lo, hi = math.Min(lo, v), math.Max(hi, v)
@@ -538,14 +653,20 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 	if math.IsInf(lo, 1) {
 		lo, hi = 100, 1000
 	}
-	xStep := niceCeil(math.Max(xMax, 1) * 1.05 / 6)
-	xMax = math.Ceil(math.Max(xMax, 1)*1.05/xStep) * xStep
+	// A log rate axis: strategies an order of magnitude apart each get
+	// their share of the width, from a 1-2-5 tick below the lightest step
+	// to one above the heaviest.
+	xLo, xHi := logAxis(xMin, xMax)
 	yLo := math.Floor(math.Log10(math.Max(lo, 1)))
 	yHi := math.Ceil(math.Log10(math.Max(hi, lo*1.01)))
 	if yHi-yLo < 1 {
 		yHi = yLo + 1
 	}
-	px := func(x float64) float64 { return float64(left) + x/xMax*pw }
+	px := func(x float64) float64 {
+		v := math.Min(math.Max(math.Log10(math.Max(x, 1e-9)), xLo), xHi)
+		return float64(left) + (v-xLo)/(xHi-xLo)*pw
+	}
+	xMax = math.Pow(10, xHi)
 	py := func(usv float64) float64 {
 		v := math.Log10(math.Max(usv, 1e-3))
 		v = math.Min(math.Max(v, yLo), yHi)
@@ -569,13 +690,17 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" font-size="%s" fill="%s">%s</text>`+"\n", left-8, y+4, size, fill, durLabel(v*1e3))
 		}
 	}
-	for x := 0.0; x <= xMax+1e-9; x += xStep {
+	for _, x := range logTicks(xLo, xHi) {
 		X := px(x)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#cccccc"/>`+"\n", X, top, X, float64(top)+ph)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", X, float64(top)+ph+18, fmtCount(x))
+		stroke, fill := "#cccccc", "#000"
+		if m := x / math.Pow(10, math.Floor(math.Log10(x)+1e-9)); math.Abs(m-1) > 1e-6 {
+			stroke, fill = "#eeeeee", "#888"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", X, top, X, float64(top)+ph, stroke)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">%s</text>`+"\n", X, float64(top)+ph+18, fill, fmtCount(x))
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">achieved throughput (lock operations/s)</text>`+"\n", float64(left)+pw/2, H-22)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">achieved throughput (lock operations/s, log scale)</text>`+"\n", float64(left)+pw/2, H-22)
 	fmt.Fprintf(&b, `<text transform="translate(20 %.1f) rotate(-90)" text-anchor="middle">latency of every operation (log scale)</text>`+"\n", float64(top)+ph/2)
 
 	same := len(rep.Strategies) > 0
@@ -639,7 +764,10 @@ func drawSweepSeries(b *strings.Builder, ss *SweepStrategy, color string, px, py
 			fill = "#ffffff"
 		}
 		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", px(st.OpsPerSec), py(st.SLOUs), fill, color)
-		if st.Saturated {
+		switch {
+		case st.FailedShare > SweepMaxFailedShare:
+			failedMark(b, px(st.OpsPerSec), py(st.SLOUs))
+		case st.Saturated:
 			saturatedMark(b, px(st.OpsPerSec), py(st.SLOUs))
 		}
 	}
@@ -658,11 +786,62 @@ func drawSweepLegendKeys(b *strings.Builder, lx, ly float64) {
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">knee (capacity)</text>`+"\n", lx+16, ly+40)
 	fmt.Fprintf(b, `<path d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d62728" stroke-width="2"/>`+"\n", lx+1, ly+47)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#d62728">saturated (did not keep up)</text>`+"\n", lx+16, ly+56)
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="none" stroke="#000" stroke-width="2"/>`+"\n", lx+1, ly+65)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10">failed (over %g%% errors)</text>`+"\n", lx+16, ly+74, 100*SweepMaxFailedShare)
+}
+
+// failedMark draws a black square around a step that did not hold on
+// failures (more than SweepMaxFailedShare of its operations failed): a
+// failure, not a latency miss.
+func failedMark(b *strings.Builder, x, y float64) {
+	fmt.Fprintf(b, `<rect class="failed" x="%.1f" y="%.1f" width="12" height="12" fill="none" stroke="#000" stroke-width="2"/>`+"\n", x-6, y-6)
 }
 
 // saturatedMark draws a red cross over a saturated step's marker.
 func saturatedMark(b *strings.Builder, x, y float64) {
 	fmt.Fprintf(b, `<path class="saturated" d="M%.1f,%.1f l12,12 m0,-12 l-12,12" stroke="#d62728" stroke-width="2"/>`+"\n", x-6, y-6)
+}
+
+// logAxis is a log10 axis from the 1-2-5 value at or below lo to the one
+// at or above hi (at least a factor 5 wide).
+func logAxis(lo, hi float64) (float64, float64) {
+	if math.IsInf(lo, 1) || lo <= 0 {
+		lo = math.Max(hi/10, 1)
+	}
+	hi = math.Max(hi, lo)
+	a, b := math.Log10(niceFloor(lo)), math.Log10(niceCeil(hi*1.02))
+	if b-a < math.Log10(5) {
+		a = b - math.Log10(5)
+	}
+	return a, b
+}
+
+// logTicks are the 1-2-5 values between 10^a and 10^b.
+func logTicks(a, b float64) []float64 {
+	var out []float64
+	for d := math.Floor(a); d <= math.Ceil(b); d++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, d)
+			if l := math.Log10(v); l >= a-1e-9 && l <= b+1e-9 {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// niceFloor rounds v down to 1, 2 or 5 times a power of ten.
+func niceFloor(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{5, 2, 1} {
+		if m*e <= v+1e-9 {
+			return m * e
+		}
+	}
+	return e
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

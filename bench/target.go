@@ -44,7 +44,11 @@ type target struct {
 	kind  string // "embedded", "real-local", "nodes"
 	pids  []int  // processes whose CPU is the servers' (empty: unknown)
 	admin bool   // nodes accept FAKE admin commands
-	close func()
+	// silent marks the nodes that never answer (-fault blackhole): the
+	// server snapshots skip them instead of waiting out a timeout twice
+	// per step.
+	silent map[int]bool
+	close  func()
 	// rootCAs is the CA of certificates made for the run (-real-local
 	// -tls); nil otherwise.
 	rootCAs *x509.CertPool
@@ -187,6 +191,10 @@ func applyFaults(ctx context.Context, t *target, opt *connOpts, latency time.Dur
 			_, err = command(ctx, a, opt, "FAKE", "LATENCY", f.Fixed.String(), f.Jitter.String())
 		case "blackhole":
 			_, err = command(ctx, a, opt, "FAKE", "BLACKHOLE")
+			if t.silent == nil {
+				t.silent = map[int]bool{}
+			}
+			t.silent[f.Node] = true
 		case "cap":
 			_, err = command(ctx, a, opt, "FAKE", "THROUGHPUT", strconv.FormatFloat(f.Rate, 'f', -1, 64))
 		case "down":

@@ -21,7 +21,7 @@ func TestParseTLSAndURLErrors(t *testing.T) {
 		"makes its own certificates":   {"-real-local", "3", "-tls", "-cacert", "x.pem"},
 		"-cert and -key go together":   {"-nodes", "127.0.0.1:1", "-tls", "-cert", "c.pem"},
 		"unknown option":               {"-nodes", "redis://:pw-in-url@127.0.0.1:1?bogus=1"},
-		"want redis or rediss":         {"-nodes", "http://127.0.0.1:1"},
+		"want redis, rediss":           {"-nodes", "http://127.0.0.1:1"},
 		"write rediss://":              {"-nodes", "redis://:pw-in-url@127.0.0.1:1", "-tls"},
 	}
 	for want, args := range cases {

@@ -1,0 +1,62 @@
+package bench
+
+import "math"
+
+// fitCost fits cores = fixed + usPerOp x rate / 1e6 over the steps that
+// held (not run again, not interrupted, with a cost figure), by least
+// squares on the achieved rates. A fit whose fixed part comes out negative
+// (or whose slope does) is refitted through the origin: the mean cost per
+// operation, weighted by rate. nil when no step qualifies.
+func fitCost(steps []*SweepStep, cost func(*SweepStep) float64) *CostFit {
+	var xs, ys []float64
+	for _, st := range steps {
+		if !st.Held || st.Repeated || st.Interrupted || st.OpsPerSec <= 0 || cost(st) <= 0 {
+			continue
+		}
+		xs = append(xs, st.OpsPerSec)
+		ys = append(ys, st.OpsPerSec*cost(st)/1e6)
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	f := &CostFit{Steps: len(xs), MinRate: math.Inf(1)}
+	var sx, sy, sxx, sxy float64
+	for i, x := range xs {
+		sx, sy, sxx, sxy = sx+x, sy+ys[i], sxx+x*x, sxy+x*ys[i]
+		f.MinRate, f.MaxRate = math.Min(f.MinRate, x), math.Max(f.MaxRate, x)
+	}
+	n := float64(len(xs))
+	if d := n*sxx - sx*sx; len(xs) >= 2 && d > 1e-9*sxx {
+		a := (n*sxy - sx*sy) / d
+		b := (sy - a*sx) / n
+		if a > 0 && b >= 0 {
+			f.UsPerOp, f.FixedCores = a*1e6, b
+			return f
+		}
+	}
+	f.UsPerOp = sxy / sxx * 1e6
+	return f
+}
+
+// cores is the fitted CPU at a rate (cores).
+func (f *CostFit) cores(rate float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return f.FixedCores + f.UsPerOp*rate/1e6
+}
+
+// usPerOp is the fitted CPU per operation at a rate.
+func (f *CostFit) usPerOp(rate float64) float64 {
+	if f == nil || rate <= 0 {
+		return 0
+	}
+	return f.cores(rate) / rate * 1e6
+}
+
+// clientCost and serverCost are the step figures the fits are over: the
+// client's CPU per operation, and the busiest node's.
+func clientCost(st *SweepStep) float64 { return st.ClientCPUUsPerOp }
+func busiestCost(st *SweepStep) float64 {
+	return max(st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
+}

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// machineSnap is the whole machine's CPU time from /proc/stat's cpu line
+// (clock ticks, every CPU together); ok false where there is none (not
+// Linux).
+type machineSnap struct {
+	busy, steal, total int64
+	ok                 bool
+}
+
+// machineSnapshot reads /proc/stat.
+func machineSnapshot() machineSnap {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineSnap{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseProcStatCPU(line)
+}
+
+// parseProcStatCPU parses "cpu user nice system idle iowait irq softirq
+// steal ...": busy is everything but idle, iowait and steal; steal is the
+// time a hypervisor gave this machine's CPUs to someone else.
+func parseProcStatCPU(line string) machineSnap {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineSnap{}
+	}
+	var v [8]int64
+	for i := range v {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return machineSnap{}
+		}
+		v[i] = n
+	}
+	var total int64
+	for _, n := range v {
+		total += n
+	}
+	idle := v[3] + v[4]
+	return machineSnap{busy: total - idle - v[7], steal: v[7], total: total, ok: true}
+}
+
+// machineUse is what the machine's CPUs did between two snapshots: busy
+// cores (of numCPU) and the share of time stolen.
+func machineUse(before, after machineSnap, numCPU int) (busyCores, steal float64, ok bool) {
+	dt := after.total - before.total
+	if !before.ok || !after.ok || dt <= 0 {
+		return 0, 0, false
+	}
+	return float64(after.busy-before.busy) / float64(dt) * float64(numCPU), float64(after.steal-before.steal) / float64(dt), true
+}
+
+// Machine CPU starvation: a step's figures are this machine's, not the
+// target's, when its 1-minute load average reached StarvedLoadPerCPU
+// runnable threads per logical CPU (the benchmark's own processes run at
+// most about 2 per CPU: the client's and an embedded cluster's
+// GOMAXPROCS), a hypervisor stole StarvedSteal of its time, or other
+// processes kept StarvedOthersShare of its CPUs busy while they were
+// nearly all busy.
+const (
+	StarvedLoadPerCPU  = 2.5
+	StarvedSteal       = 0.05
+	StarvedOthersShare = 0.25
+)
+
+// starved says how this machine's CPU was starved during the step ("":
+// it was not, or nothing was measured).
+func (st *SweepStep) starved(numCPU int) string {
+	if st == nil || numCPU <= 0 {
+		return ""
+	}
+	n := float64(numCPU)
+	var why []string
+	if st.LoadAvg >= StarvedLoadPerCPU*n {
+		why = append(why, fmt.Sprintf("load average %.1f on %d logical CPUs", st.LoadAvg, numCPU))
+	}
+	if st.OtherCores >= StarvedOthersShare*n && st.MachineBusyCores >= 0.85*n {
+		why = append(why, fmt.Sprintf("other processes used %.2f of its %d CPUs (%.2f busy in all)", st.OtherCores, numCPU, st.MachineBusyCores))
+	}
+	if st.StealShare >= StarvedSteal {
+		why = append(why, fmt.Sprintf("%.0f%% of CPU time stolen by the hypervisor", 100*st.StealShare))
+	}
+	return strings.Join(why, ", ")
+}
