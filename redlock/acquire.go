@@ -189,7 +189,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		if c.obs != nil {
 			// the lock is returned whatever the observer does (emit
 			// recovers its panic)
-			c.emit(Event{Op: OpAcquire, Resource: resource, Duration: time.Duration(mono() - t0), Attempts: try, Contended: contended, Node: -1})
+			c.emit(Event{Op: OpAcquire, Resource: resource, LockID: l.id, Duration: time.Duration(mono() - t0), Attempts: try, Contended: contended, Node: -1})
 		}
 		return l, nil
 	}
@@ -264,7 +264,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(nil, b, OpAcquire, resource)
+		c.observeNodes(nil, b, OpAcquire, resource, 0)
 	}
 	if err != nil {
 		// Do did not run (ctx done before start, client closed mid-way or
@@ -290,9 +290,11 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		st.incGen = c.trust.gen.Load() // restores look for changes after this
 		gen := st.gen
 		st.mu.Unlock()
+		w.ids++
 		*l = Lock{
 			st:          st,
 			gen:         gen,
+			id:          w.ids,
 			resource:    resource,
 			keys:        keys,
 			value:       w.val,
@@ -517,7 +519,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()
 	if c.obs != nil {
-		c.observeNodes(nil, b, OpAcquire, resource)
+		c.observeNodes(nil, b, OpAcquire, resource, 0)
 	}
 	if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {
 		return 0, tally{granted: granted, fenceFailed: true}

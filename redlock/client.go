@@ -42,6 +42,7 @@ type Client struct {
 	restored  atomic.Uint64 // keys put back by extensions (Lock.restore)
 	preds     grantPreds    // the grants' Success predicates
 	obsPanics atomic.Uint64 // observer panics recovered (ObserverPanics)
+	workers   atomic.Uint64 // workers made: each numbers its locks from its own base (Lock.ID)
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -66,6 +67,7 @@ type worker struct {
 	// errors, the incarnations it judged), delivered by flush once st.op
 	// is released; room for 2N, so that keeping them allocates nothing
 	pend []Event
+	ids  uint64 // the ID of the last lock this worker acquired (Lock.ID)
 }
 
 // nodeRec is one node's answer to a failed attempt.
@@ -202,6 +204,7 @@ func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
 	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n)}
+	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
 	w.fencedOK = func(i int, r resp.Reply) bool {
 		g, _, stale, ok := fencedReply(r)
 		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && c.trusted(i)

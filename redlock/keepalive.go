@@ -321,7 +321,7 @@ func (s *scheduler) endEvent(st *lockState, cause error) (Event, bool) {
 	if !k.on || s.c.obs == nil {
 		return Event{}, false
 	}
-	return Event{Op: OpKeepAliveEnd, Resource: k.lock.resource,
+	return Event{Op: OpKeepAliveEnd, Resource: k.lock.resource, LockID: k.lock.id,
 		Duration: time.Duration(mono() - k.start), Err: cause, Node: -1}, true
 }
 
@@ -474,7 +474,7 @@ func (s *scheduler) worker() {
 			// observer code runs with no mutex held and its panics
 			// recovered (emit): the worker goes on
 			s.c.flush(w)
-			s.c.observe(OpKeepAlive, j.l.resource, t0, err)
+			s.c.observe(OpKeepAlive, &j.l, t0, err)
 			if ended { // right after the extension that ended it
 				s.c.emit(end)
 			}

@@ -29,6 +29,7 @@ import (
 type Lock struct {
 	st          *lockState
 	gen         uint64 // st.gen while the lock is held; st.gen moves on at Release
+	id          uint64 // unique among the Client's acquisitions (ID)
 	resource    string
 	keys        []string // every resource of a multi-resource lock (AcquireMulti); nil for one
 	value       [ValueSize]byte
@@ -106,6 +107,13 @@ func (l Lock) Value() []byte {
 	v := l.value
 	return v[:]
 }
+
+// ID returns a number that tells this acquisition apart from every other
+// of its Client (never 0; 0 for the zero Lock). Every copy of the handle
+// has it, and the observer's events about the lock carry it (Event.LockID),
+// so that one lock's acquisition, extensions, keep-alive end and release
+// can be told apart from another's of the same resource.
+func (l Lock) ID() uint64 { return l.id }
 
 // Token returns the lock's fencing token (WithFencing): a number greater
 // than the token of every earlier grant of the resource (of every resource
@@ -218,7 +226,7 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	st.op.Unlock()
 	if c.obs != nil { // no mutex held: observer panics are recovered (emit)
 		c.flush(w)
-		c.observe(OpExtend, l.resource, t0, err)
+		c.observe(OpExtend, &l, t0, err)
 		if ended { // the keep-alive this Extend ended
 			c.emit(end)
 		}
@@ -272,7 +280,7 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(w, b, op, l.resource)
+		c.observeNodes(w, b, op, l.resource, l.id)
 	}
 	if err != nil && (out == (mux.Outcome{}) || noneSent(b, c.n)) {
 		// Nothing was sent (ctx done or client closed before the write,
@@ -464,7 +472,7 @@ func (l Lock) Release(ctx context.Context) error {
 	}
 	if c.obs != nil { // no mutex held: observer panics are recovered (emit)
 		c.flush(w)
-		c.observe(OpRelease, l.resource, t0, err)
+		c.observe(OpRelease, &l, t0, err)
 	}
 	c.putWorker(w)
 	return err
@@ -500,7 +508,7 @@ func (l *Lock) release(ctx context.Context, w *worker) (bool, error) {
 	w.dctx.parent = nil
 	t2 := mono()
 	if c.obs != nil {
-		c.observeNodes(w, b, OpRelease, l.resource)
+		c.observeNodes(w, b, OpRelease, l.resource, l.id)
 	}
 	if err != nil {
 		// only ErrClosed can end a call under the clean-up context: the

@@ -94,6 +94,11 @@ func (o Op) String() string {
 type Event struct {
 	Op       Op
 	Resource string // the lock's resource (the first of a multi-resource lock)
+	// LockID: the lock's ID (Lock.ID) in the events about one lock: a
+	// successful OpAcquire, OpExtend, OpKeepAlive, OpRelease,
+	// OpKeepAliveEnd, and the OpNodeError of an Extend, a Release or a
+	// keep-alive extension; 0 in the others.
+	LockID uint64
 	// Duration: how long the operation took, from the call to its return
 	// (for OpAcquire every attempt and the waits between them). 0 for
 	// OpNodeError.
@@ -147,22 +152,22 @@ func (c *Client) recoverObserver() {
 // panicked since New. Each panic was recovered and lost only its event.
 func (c *Client) ObserverPanics() uint64 { return c.obsPanics.Load() }
 
-// observe reports an operation that started at t0 (mono).
-func (c *Client) observe(op Op, resource string, t0 int64, err error) {
-	c.emit(Event{Op: op, Resource: resource, Duration: time.Duration(mono() - t0), Err: err, Node: -1})
+// observe reports an operation on l that started at t0 (mono).
+func (c *Client) observe(op Op, l *Lock, t0 int64, err error) {
+	c.emit(Event{Op: op, Resource: l.resource, LockID: l.id, Duration: time.Duration(mono() - t0), Err: err, Node: -1})
 }
 
 // observeNodes reports the node errors of b's last call (c.obs set), or,
 // with w, keeps them in w.pend for flush (an operation under st.op).
 // Nodes still pending when the call was decided without them are not
 // errors; timeouts are.
-func (c *Client) observeNodes(w *worker, b *mux.Batch, in Op, resource string) {
+func (c *Client) observeNodes(w *worker, b *mux.Batch, in Op, resource string, id uint64) {
 	for i := 0; i < c.n; i++ {
 		_, err := b.Last(i)
 		if err == nil || errors.Is(err, mux.ErrPending) {
 			continue
 		}
-		e := Event{Op: OpNodeError, Resource: resource, Err: err, Node: i, Addr: c.addrs[i], In: in}
+		e := Event{Op: OpNodeError, Resource: resource, LockID: id, Err: err, Node: i, Addr: c.addrs[i], In: in}
 		if w != nil {
 			w.pend = append(w.pend, e)
 		} else {

@@ -192,3 +192,29 @@ func TestReleaseUnconfirmedRetained(t *testing.T) {
 	require.Zero(t, keysLeft(cl, "part:rel"), "keys left after the release")
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrNotHeld)
 }
+
+// TestObserverLockID: the events about one lock carry its ID (Lock.ID),
+// and two acquisitions of one resource have different IDs.
+func TestObserverLockID(t *testing.T) {
+	ctx := context.Background()
+	_, rec, c := observed(t, 50*time.Millisecond)
+	rec.take()
+	a, err := c.TryAcquire(ctx, "id")
+	require.NoError(t, err)
+	require.NotZero(t, a.ID())
+	require.NoError(t, a.Extend(ctx, time.Second))
+	kctx, err := a.KeepAlive(ctx, redlock.KeepAliveMaxHold(time.Millisecond*300))
+	require.NoError(t, err)
+	<-kctx.Done()
+	require.ErrorIs(t, a.Release(ctx), redlock.ErrLockExpired) // the cap's last validity ended
+	b, err := c.TryAcquire(ctx, "id")
+	require.NoError(t, err)
+	require.NotEqual(t, a.ID(), b.ID())
+	require.NoError(t, b.Release(ctx))
+	byID := map[uint64][]redlock.Op{}
+	for _, e := range rec.take() {
+		byID[e.LockID] = append(byID[e.LockID], e.Op)
+	}
+	require.Subset(t, byID[a.ID()], []redlock.Op{redlock.OpAcquire, redlock.OpExtend, redlock.OpKeepAliveEnd, redlock.OpRelease})
+	require.Equal(t, []redlock.Op{redlock.OpAcquire, redlock.OpRelease}, byID[b.ID()])
+}

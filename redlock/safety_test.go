@@ -78,6 +78,23 @@ func safetyProfile(ttl time.Duration) fakeserver.ChaosProfile {
 	}
 }
 
+// chaosLives is the fake cluster's Chaos with its nodes' lives (the
+// checker's end check, EndCheckRate): a node's run_id, "" while down.
+type chaosLives struct {
+	*fakeserver.Chaos
+	cl *fakeserver.Cluster
+}
+
+func (c chaosLives) Lives() []string {
+	out := make([]string, len(c.cl.Nodes))
+	for i, n := range c.cl.Nodes {
+		if !n.IsDown() {
+			out[i] = n.RunID()
+		}
+	}
+	return out
+}
+
 // safetyConfig is the workload: holders that keep the lock to the end of
 // their claimed validity (or crash), extend late or early to a shorter TTL
 // (some under a ctx deadline that ends mid-call), stall mid-acquire and
@@ -94,6 +111,7 @@ func safetyConfig(addrs []string, n int, seed uint64, inj checker.Injector) chec
 		NodeTimeout:        5 * time.Millisecond,
 		CrashRate:          0.02,
 		HoldToEnd:          0.3,
+		EndCheckRate:       0.5, // half of those read the nodes just before their end (chaosLives)
 		ExtendRate:         0.3,
 		ExtendDeadlineRate: 0.3,
 		PauseRate:          0.02,
@@ -123,7 +141,7 @@ func runSafety(t *testing.T, prof fakeserver.ChaosProfile, tweak func(*checker.C
 		seed = uint64(time.Now().UnixNano())
 	}
 	chaos := fakeserver.NewChaos(cl, prof)
-	cfg := safetyConfig(cl.Addrs(), n, seed, chaos)
+	cfg := safetyConfig(cl.Addrs(), n, seed, chaosLives{chaos, cl})
 	cfg.Transport = safetyTransport(t, cl.Addrs())
 	if tweak != nil {
 		tweak(&cfg)

@@ -20,6 +20,11 @@
 //   - Keep-alive (kept-alive holders that also Extend themselves): the
 //     keep-alive's end of validity is always the lock's, and its context
 //     is cancelled before an Extend that says lost or expired returns.
+//   - Keys outlive the validity (EndCheckRate, on a cluster it can read
+//     directly): a node that held a holding's key, up and in the same
+//     incarnation, still holds it just before the claimed end.
+//   - Keep-alive end reports, per lock (Event.LockID): at most one, and one
+//     for every keep-alive its holder saw end by itself.
 //   - Release: a Release that says the lock was retained (not confirmed
 //     by a quorum) leaves it held; any other leaves it not held.
 //   - Availability (Leftovers): once every holder released, no lock key is
@@ -99,18 +104,22 @@ const (
 	// beyond hook + ttl - drift (the new validity must be counted from the
 	// start of the call, before the replies).
 	ExtendTooLong
-	// KeepAliveEndReport: the clients' observer was told of fewer keep-alive
-	// ends (OpKeepAliveEnd) than the holders saw their keep-alive context
-	// end by itself, of fewer lost ones than they saw lost or expired, or
-	// of more ends than keep-alives were started (checked once the clients
-	// are closed: every end is reported by then).
+	// KeepAliveEndReport: per lock (Event.LockID), a client's observer was
+	// told of a keep-alive end (OpKeepAliveEnd) more than once, or for a
+	// lock not kept alive, or of none for a keep-alive whose holder saw it
+	// end by itself, or not as lost when the holder saw it lost or expired
+	// (checked once the clients are closed: every end is reported by then).
 	KeepAliveEndReport
+	// KeyExpiredEarly: a node that held a holding's key (up and in one
+	// incarnation throughout) no longer held it before the end of the
+	// validity Acquire gave (EndCheckRate): the validity outlived a key.
+	KeyExpiredEarly
 	numContracts
 )
 
 var contractNames = [numContracts]string{"no-validity", "late-extension", "failed-extend-too-long", "bad-reply",
 	"keepalive-stale", "keepalive-outlived", "release-contract", "stale-write", "token-regression", "extend-too-long",
-	"keepalive-end-report"}
+	"keepalive-end-report", "key-expired-early"}
 
 func (c Contract) String() string {
 	if c >= 0 && c < numContracts {

@@ -104,7 +104,7 @@ func TestContracts(t *testing.T) {
 	require.Equal(t, 3, rep.Broken())
 	require.Equal(t, 3, rep.Total())
 	require.Contains(t, rep.String(), "no-validity: x 1")
-	require.Contains(t, rep.Summary(), "overlaps=0 no-validity=1 late-extension=2 failed-extend-too-long=0 bad-reply=0 keepalive-stale=0 keepalive-outlived=0 release-contract=0 stale-write=0 token-regression=0 extend-too-long=0 keepalive-end-report=0 leftovers=0")
+	require.Contains(t, rep.Summary(), "overlaps=0 no-validity=1 late-extension=2 failed-extend-too-long=0 bad-reply=0 keepalive-stale=0 keepalive-outlived=0 release-contract=0 stale-write=0 token-regression=0 extend-too-long=0 keepalive-end-report=0 key-expired-early=0 leftovers=0")
 	rep.Leftovers = []string{"node 1 k pttl 1s"}
 	require.Equal(t, 4, rep.Total())
 }

@@ -30,6 +30,13 @@ type InjectFunc func(ctx context.Context, rng *rand.Rand)
 // Inject calls f.
 func (f InjectFunc) Inject(ctx context.Context, rng *rand.Rand) { f(ctx, rng) }
 
+// Lives is implemented by injectors that know each node's incarnation:
+// its run_id, "" while it is down (or restarting). The end check
+// (EndCheckRate) skips a node whose life changed.
+type Lives interface {
+	Lives() []string
+}
+
 // KeyLister is implemented by injectors that can read the nodes directly
 // (fakeserver.Chaos): key's value and remaining time to live on every
 // node (nil and -2ns where it is absent).
@@ -55,6 +62,18 @@ type Config struct {
 	HoldToEnd  float64       // holders that keep the lock until their claimed validity ends, then release
 	MaxHold    time.Duration // the others hold U[0, MaxHold) and release; default 1ms
 	ExtendRate float64       // holders that extend once: half late (near the end, full TTL), half early to a shorter TTL
+	// EndCheckRate: of the HoldToEnd holders of one resource that did
+	// not extend, those that read the nodes directly (Faults must be a
+	// KeyLister and Lives, as the fake cluster's Chaos wrapped with its
+	// nodes' lives) once after the acquisition and again just before
+	// their claimed end: every node that held the lock's key the first
+	// time, up and in the same incarnation both times, must hold it still
+	// (KeyExpiredEarly). A node's key lives its TTL from the SET by the
+	// node's clock, which gains less than the drift allowance over a TTL,
+	// so it outlives the validity; a validity counted too long by a
+	// fraction of a millisecond shows whenever one node's clock gained
+	// near the allowance, with no contender needed to race for the gap.
+	EndCheckRate float64
 	// ExtendDeadlineRate: extensions run under a ctx deadline of
 	// U[20us, 2ms), so that some end mid-call with the commands applied.
 	ExtendDeadlineRate float64
@@ -144,6 +163,7 @@ type Result struct {
 	OtherErrors     int64         // errors that are not expected under faults (must be 0)
 	Crashed         int64         // holders that never released
 	HeldToEnd       int64         // holders that kept the lock to the end of validity
+	EndChecks       int64         // of those, holdings whose keys were read on the nodes just before their end (EndCheckRate)
 	Extended        int64         // successful extensions
 	ExtendFailed    int64         // failed extensions after which the holder kept holding what Validity said
 	Multi           int64         // holdings of several resources (AcquireMulti)
@@ -173,8 +193,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end, %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
-		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end (%d end checks), %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
+		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.EndChecks, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
 		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
@@ -328,12 +348,14 @@ func Run(cfg Config) (Result, error) {
 			_ = c.Close()
 		}
 	}()
-	// Every client reports to one counting observer: the keep-alive ends
-	// it is told of are checked against what the holders saw.
-	obs := &endCounter{}
+	// Every client reports to its own counting observer: the keep-alive
+	// ends it is told of are checked, per lock, against what the holders
+	// saw.
+	obs := make([]*endCounter, cfg.Clients)
 	for i := 0; i < cfg.Clients; i++ {
+		obs[i] = newEndCounter()
 		opts := append([]redlock.Option{
-			redlock.WithObserver(obs),
+			redlock.WithObserver(obs[i]),
 			redlock.WithTTL(cfg.TTL),
 			redlock.WithNodeTimeout(cfg.NodeTimeout),
 			redlock.WithTries(1000), // bounded by the run's ctx in practice
@@ -406,11 +428,13 @@ func Run(cfg Config) (Result, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := &worker{cfg: &cfg, c: c, id: id, h: h, kh: kh, rec: rec, s: &s, resources: resources, store: store,
+				w := &worker{cfg: &cfg, c: c, obs: obs[ci], id: id, h: h, kh: kh, rec: rec, s: &s, resources: resources, store: store,
 					note: func(err error) {
 						s.other.Add(1)
 						firstErr.CompareAndSwap(nil, &err)
 					}}
+				w.kl, _ = cfg.Faults.(KeyLister)
+				w.lives, _ = cfg.Faults.(Lives)
 				w.loop(ctx)
 			}()
 		}
@@ -424,16 +448,11 @@ func Run(cfg Config) (Result, error) {
 	for _, c := range clients {
 		_ = c.Close()
 	}
-	ends, lost := obs.ends.Load(), obs.lost.Load()
-	self, selfLost, started := s.kaSelf.Load(), s.kaSelfLost.Load(), s.keptAlive.Load()
-	if ends < self || lost < selfLost || ends > started {
-		rec.Broke(KeepAliveEndReport, "observer told of %d keep-alive ends (%d lost); holders saw %d end by themselves (%d lost or expired) of %d started",
-			ends, lost, self, selfLost, started)
-	}
-	res.KeepAliveEnds, res.KeepAliveLost = ends, lost
+	res.KeepAliveEnds, res.KeepAliveLost = checkEnds(obs, rec)
 	res.Report = rec.Check()
 	res.Acquired, res.NotAcquired, res.OtherErrors = s.acquired.Load(), s.notAcq.Load(), s.other.Load()
 	res.Crashed, res.HeldToEnd = s.crashed.Load(), s.heldToEnd.Load()
+	res.EndChecks = s.endChecks.Load()
 	res.Extended, res.ExtendFailed = s.extended.Load(), s.extFailed.Load()
 	res.KeptAlive, res.KeepAliveEnded, res.Multi = s.keptAlive.Load(), s.kaEnded.Load(), s.multi.Load()
 	res.SelfExtended, res.CtxEnded, res.EndedCtxOps, res.Retained = s.selfExt.Load(), s.ctxEnded.Load(), s.endedOps.Load(), s.retained.Load()
@@ -458,8 +477,8 @@ func Run(cfg Config) (Result, error) {
 type stats struct {
 	acquired, notAcq, other, crashed, heldToEnd, extended, extFailed atomic.Int64
 	keptAlive, kaEnded, multi                                        atomic.Int64
-	kaSelf, kaSelfLost                                               atomic.Int64 // keep-alives the holders saw end by themselves (and lost or expired)
 	selfExt, ctxEnded, endedOps, retained, kaLag, zombies            atomic.Int64
+	endChecks                                                        atomic.Int64 // EndCheckRate
 }
 
 // fencedStore is the resource the locks protect: it keeps, per resource,
@@ -517,6 +536,9 @@ func (s *fencedStore) write(r string, got time.Time, valid bool, token uint64) (
 type worker struct {
 	cfg       *Config
 	c         *redlock.Client
+	obs       *endCounter // c's observer
+	kl        KeyLister   // cfg.Faults', if it reads the nodes (EndCheckRate)
+	lives     Lives       // and knows their incarnations
 	id        int
 	h         *holder
 	kh        *holder // the pause hook's state for keep-alive extensions
@@ -660,6 +682,9 @@ func (w *worker) loop(runCtx context.Context) {
 		}
 		if rng.Float64() < cfg.HoldToEnd {
 			w.s.heldToEnd.Add(1)
+			if rs == nil && from.Equal(got) && w.lives != nil && w.kl != nil && rng.Float64() < cfg.EndCheckRate {
+				w.checkEnd(ctx, r, l, end)
+			}
 			sleepUntil(ctx, end)
 		} else {
 			sleepUntil(ctx, time.Now().Add(time.Duration(rng.Int64N(int64(cfg.MaxHold)))))
@@ -671,6 +696,60 @@ func (w *worker) loop(runCtx context.Context) {
 		claim(from, end)
 		w.release(l, r)
 	}
+}
+
+// endCheckSpan is how long before its claimed end a holder starts
+// reading the nodes (EndCheckRate), every ~50us until the end: a read
+// counts when it is over before the end.
+const endCheckSpan = 1500 * time.Microsecond
+
+// checkEnd is the end check (EndCheckRate) of the holding of r by l,
+// whose claimed validity ends at end: the nodes that hold l's value now
+// (up, their incarnation unchanged across the read) must hold it still
+// at every read of the last endCheckSpan before end, unless one went down
+// or restarted meanwhile. A read counts only when it is over before end
+// and the run's ctx had not ended by then (the injector resets the clocks
+// after that).
+func (w *worker) checkEnd(ctx context.Context, r string, l redlock.Lock, end time.Time) {
+	v := l.ValueArray()
+	held := w.holding(r, v[:])
+	sleepUntil(ctx, end.Add(-endCheckSpan))
+	counted := false
+	for ; ; time.Sleep(50 * time.Microsecond) {
+		before := w.lives.Lives()
+		vals, _ := w.kl.KeyValues(r)
+		after := w.lives.Lives()
+		now := time.Now()
+		if ctx.Err() != nil || !now.Before(end) {
+			return // over (a read after the end is no evidence), or the faults are being undone
+		}
+		if !counted {
+			counted = true
+			w.s.endChecks.Add(1)
+		}
+		for i, life := range held {
+			if life != "" && before[i] == life && after[i] == life && string(vals[i]) != string(v[:]) {
+				w.rec.Broke(KeyExpiredEarly, "holder %d: %q key gone from node %d (up, same incarnation) %v before the end of the validity it was given",
+					w.id, r, i, end.Sub(now))
+				return
+			}
+		}
+	}
+}
+
+// holding returns, per node, its incarnation where it holds value for r
+// now (up, the same incarnation before and after the read), else "".
+func (w *worker) holding(r string, value []byte) []string {
+	before := w.lives.Lives()
+	vals, _ := w.kl.KeyValues(r)
+	after := w.lives.Lives()
+	out := make([]string, len(vals))
+	for i := range vals {
+		if before[i] != "" && before[i] == after[i] && string(vals[i]) == string(value) {
+			out[i] = before[i]
+		}
+	}
+	return out
 }
 
 // endedCtx returns, at EndedCtxRate, a ctx that has already ended (with
@@ -763,6 +842,7 @@ func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got
 		return
 	}
 	w.s.keptAlive.Add(1)
+	w.obs.started(l.ID())
 	crash := rng.Float64() < cfg.CrashRate
 	selfExtend := rng.Float64() < cfg.KeepAliveExtendRate
 	deadline := got.Add(time.Duration(rng.Int64N(int64(cfg.KeepAliveHold))))
@@ -778,10 +858,7 @@ func (w *worker) keepAlive(runCtx context.Context, l redlock.Lock, r string, got
 		// sentinel itself; an Extend's error that wraps its own ctx's
 		// deadline is the scheduler's, and reported.)
 		if c := context.Cause(hctx); c != nil && c != context.Canceled && c != context.DeadlineExceeded {
-			w.s.kaSelf.Add(1)
-			if errors.Is(c, redlock.ErrLockLost) || errors.Is(c, redlock.ErrLockExpired) {
-				w.s.kaSelfLost.Add(1)
-			}
+			w.obs.ended(l.ID(), errors.Is(c, redlock.ErrLockLost) || errors.Is(c, redlock.ErrLockExpired))
 		}
 		w.release(l, r)
 	}
@@ -1168,15 +1245,80 @@ func (v *valueSource) Read(p []byte) (int, error) {
 	return copy(p, b[:]), nil
 }
 
-// endCounter is the checker clients' observer: it counts the keep-alive
-// ends it is told of (OpKeepAliveEnd), and the lost ones.
-type endCounter struct{ ends, lost atomic.Int64 }
+// endCounter is a checker client's observer: it counts, per lock (Event.LockID),
+// the keep-alive ends it is told of (OpKeepAliveEnd) and the lost ones;
+// the holders note the keep-alives they started and those they saw end by
+// themselves (started, ended).
+type endCounter struct {
+	mu    sync.Mutex
+	ends  map[uint64]int  // OpKeepAliveEnd events per lock
+	lost  map[uint64]bool // one of them said Lost
+	kept  map[uint64]bool // keep-alives started
+	self  map[uint64]bool // ended by themselves (true: lost or expired)
+	nEnds int64
+	nLost int64
+}
+
+func newEndCounter() *endCounter {
+	return &endCounter{ends: map[uint64]int{}, lost: map[uint64]bool{}, kept: map[uint64]bool{}, self: map[uint64]bool{}}
+}
 
 func (o *endCounter) Observe(e redlock.Event) {
-	if e.Op == redlock.OpKeepAliveEnd {
-		o.ends.Add(1)
-		if e.Lost() {
-			o.lost.Add(1)
-		}
+	if e.Op != redlock.OpKeepAliveEnd {
+		return
 	}
+	o.mu.Lock()
+	o.ends[e.LockID]++
+	o.nEnds++
+	if e.Lost() {
+		o.lost[e.LockID] = true
+		o.nLost++
+	}
+	o.mu.Unlock()
+}
+
+// started notes a keep-alive of the lock id begun by a holder.
+func (o *endCounter) started(id uint64) {
+	o.mu.Lock()
+	o.kept[id] = true
+	o.mu.Unlock()
+}
+
+// ended notes a keep-alive the holder saw end by itself (lost: lost or
+// expired).
+func (o *endCounter) ended(id uint64, lost bool) {
+	o.mu.Lock()
+	o.self[id] = lost
+	o.mu.Unlock()
+}
+
+// checkEnds compares, per lock and once the clients are closed (every end
+// is reported by then), the keep-alive ends each client's observer was
+// told of with what the holders saw: every lock's end reported at most
+// once, and only for a lock kept alive; a keep-alive that ended by itself
+// reported, as lost when the holder saw it lost or expired. It returns
+// the ends and lost ends reported in all.
+func checkEnds(obs []*endCounter, rec *Recorder) (ends, lost int64) {
+	for ci, o := range obs {
+		o.mu.Lock()
+		for id, n := range o.ends {
+			switch {
+			case !o.kept[id]:
+				rec.Broke(KeepAliveEndReport, "client %d: %d keep-alive end(s) reported for lock %#x, never kept alive", ci, n, id)
+			case n > 1:
+				rec.Broke(KeepAliveEndReport, "client %d: lock %#x's keep-alive end reported %d times", ci, id, n)
+			}
+		}
+		for id, wasLost := range o.self {
+			switch {
+			case o.ends[id] == 0:
+				rec.Broke(KeepAliveEndReport, "client %d: lock %#x's keep-alive ended by itself (lost or expired: %v), not reported", ci, id, wasLost)
+			case wasLost && !o.lost[id]:
+				rec.Broke(KeepAliveEndReport, "client %d: lock %#x's keep-alive ended lost or expired, reported not lost", ci, id)
+			}
+		}
+		ends, lost = ends+o.nEnds, lost+o.nLost
+		o.mu.Unlock()
+	}
+	return ends, lost
 }

@@ -146,6 +146,14 @@ var mutants = []Mutant{
 			"\t\t\t\ts.finish(st, cause)\n\t\t\t\tcontinue\n"}},
 	},
 	{
+		// issue 34, R12: the ends are compared per lock (Event.LockID), so
+		// a double report is caught whatever the totals say
+		Name: "keepalive-end-twice", Class: "a keep-alive's end reported twice to the observer (OpKeepAliveEnd)", Test: safetyTest,
+		Edits: []Edit{{"redlock/keepalive.go",
+			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n",
+			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n\t\t\t\ts.c.emit(end)\n"}},
+	},
+	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
 		Edits: []Edit{{"redlock/lock.go",
 			"\terr := l.extend(ctx, w, ttl, OpExtend)\n\tend, ended := c.ka.extended(st, &l, ttl, err, 0)\n",
