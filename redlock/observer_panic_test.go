@@ -17,12 +17,13 @@ import (
 // bit per Op), counting what it saw.
 type panicker struct {
 	on   uint32
+	in   redlock.Op // with OpNodeError in on: only the node errors of this op (0: all)
 	seen atomic.Int64
 }
 
 func (p *panicker) Observe(e redlock.Event) {
 	p.seen.Add(1)
-	if p.on&(1<<e.Op) != 0 {
+	if p.on&(1<<e.Op) != 0 && (e.Op != redlock.OpNodeError || p.in == 0 || e.In == p.in) {
 		panic(fmt.Sprintf("observer bug on %v", e.Op))
 	}
 }
@@ -35,9 +36,10 @@ func panicOn(ops ...redlock.Op) *panicker {
 	return p
 }
 
-// within runs f on another goroutine and fails the test if it panics or
-// does not return within d (a generous bound: it returns in milliseconds
-// when nothing is wrong).
+// within runs f on another goroutine and marks the test failed, going on,
+// if it panics or does not return within d (a generous bound: it returns
+// in milliseconds when nothing is wrong), so that a panic's aftermath (a
+// mutex left held) shows in the calls after it.
 func within(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
 	done := make(chan any, 1)
@@ -48,10 +50,10 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 	select {
 	case p := <-done:
 		if p != nil {
-			t.Fatalf("%s panicked: %v", what, p)
+			t.Errorf("%s panicked: %v", what, p)
 		}
 	case <-time.After(d):
-		t.Fatalf("%s did not return within %v", what, d)
+		t.Errorf("%s did not return within %v", what, d)
 	}
 }
 
@@ -113,6 +115,22 @@ func TestObserverPanics(t *testing.T) {
 		require.Zero(t, keysLeft(cl, "obs:node"), "keys orphaned")
 		require.GreaterOrEqual(t, c.ObserverPanics(), uint64(3), "a node error in each of acquire, extend and release")
 		within(t, sec, "Close", func() { require.NoError(t, c.Close()) })
+	})
+	t.Run("release-node-error", func(t *testing.T) {
+		// the review's case: the panic inside Release, which held the
+		// lock's op mutex across the observer
+		cl := startCluster(t, 5)
+		cl.Nodes[4].Down()
+		obs := panicOn(redlock.OpNodeError)
+		obs.in = redlock.OpRelease
+		c := newClient(t, cl.Addrs(), redlock.WithObserver(obs), redlock.WithTTL(10*sec), redlock.WithNodeTimeout(100*time.Millisecond))
+		l, err := c.TryAcquire(ctx, "obs:rel")
+		require.NoError(t, err)
+		within(t, sec, "Release", func() { require.NoError(t, l.Release(ctx)) })
+		within(t, sec, "Extend after Release", func() { require.ErrorIs(t, l.Extend(ctx, 10*sec), redlock.ErrNotHeld) })
+		within(t, sec, "Close", func() { require.NoError(t, c.Close()) })
+		require.Zero(t, keysLeft(cl, "obs:rel"), "keys orphaned")
+		require.Equal(t, uint64(1), c.ObserverPanics())
 	})
 	t.Run("keepalive-worker", func(t *testing.T) {
 		cl := startCluster(t, 5)
