@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -134,4 +135,26 @@ func TestParseProcStatCPU(t *testing.T) {
 	_, _, ok = machineUse(a, a, 2)
 	require.False(t, ok)
 	require.False(t, math.IsNaN(busy))
+}
+
+// A sweep beside CPU burners that never reached a knee still says the
+// machine was CPU-starved, and its plan is marked as upper bounds.
+func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
+	ss := modelSteps([]float64{1000, 2000}, 0)
+	n := float64(numCPU())
+	for _, st := range ss.Steps {
+		st.MachineBusyCores, st.OtherCores = n, 0.9*n
+	}
+	ss.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3, SLO: &SLO{P: 99, Max: 10 * time.Millisecond}})
+	require.Contains(t, ss.Starved, "other processes used")
+	var w bytes.Buffer
+	WriteSweepTable(&w, &SweepReport{Strategies: []*SweepStrategy{ss}})
+	require.Contains(t, w.String(), "this machine was CPU-starved by other work")
+	var md bytes.Buffer
+	writeKneeTable(&md, &SweepReport{Strategies: []*SweepStrategy{ss}})
+	require.Contains(t, md.String(), "> **Warning: mux: this machine was CPU-starved")
+	// A quiet machine: nothing said.
+	quiet := modelSteps([]float64{1000, 2000}, 0)
+	quiet.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	require.Empty(t, quiet.Starved)
 }

@@ -685,8 +685,11 @@ func (ss *SweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	ss.kneeOf()
 	ss.Bound = ss.bound(cfg)
 	ss.ClientCPUFit, ss.ServerCPUFit = fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
-	if ss.Knee != nil {
-		ss.Starved = starvedAround(ss.Knee, ss.firstFailAbove())
+	// Starved at the knee or past it first; a strategy with no knee (or
+	// none reached) by any of its steps.
+	ss.Starved = starvedAround(ss.Knee, ss.firstFailAbove())
+	if ss.Starved == "" && (ss.Knee == nil || !ss.Saturated) {
+		ss.Starved = starvedAround(ss.Steps...)
 	}
 }
 

@@ -62,6 +62,9 @@ func WriteSweepTable(w io.Writer, rep *SweepReport) {
 		if ss.Bound != "" {
 			fmt.Fprintf(w, "; bound by %s", ss.Bound)
 		}
+		if n := starvedNote(ss); n != "" {
+			fmt.Fprintf(w, "; %s", n)
+		}
 		fmt.Fprintln(w)
 		if h := noKneeHint(ss); h != "" {
 			fmt.Fprintf(w, "  hint: %s\n", h)
@@ -186,10 +189,24 @@ func writeKneeTable(w io.Writer, rep *SweepReport) {
 		}
 	}
 	for _, ss := range rep.Strategies {
+		if n := starvedNote(ss); n != "" {
+			fmt.Fprintf(w, "> **Warning: %s: %s.**\n\n", ss.Name, n)
+		}
+	}
+	for _, ss := range rep.Strategies {
 		if notes := rerunNotes(ss); len(notes) > 0 {
 			fmt.Fprintf(w, "**%s: steps run again or set aside.** %s\n\n", ss.Name, strings.Join(notes, " "))
 		}
 	}
+}
+
+// starvedNote says that the machine was CPU-starved during a strategy's
+// steps, unless its "bound by" says so already ("" when it was not).
+func starvedNote(ss *SweepStrategy) string {
+	if ss.Starved == "" || strings.Contains(ss.Bound, "starved") {
+		return ""
+	}
+	return "this machine was CPU-starved by other work (" + ss.Starved + "): its latencies, knee and costs are this machine's, and the Provisioning figures upper bounds"
 }
 
 // rerunNotes says which of a strategy's steps were run again and why, and
