@@ -341,27 +341,8 @@ func (c *fconn) Read(p []byte) (int, error) {
 			c.w -= c.r
 			c.r = 0
 		}
-		if c.w == 0 && len(c.rbuf) > readChunk {
-			c.node.qbuf.Add(-int64(len(c.rbuf) - readChunk))
-			c.charged.Add(-int64(len(c.rbuf) - readChunk))
-			c.rbuf = make([]byte, readChunk) // release a large request's buffer
-		}
-		if c.w == len(c.rbuf) {
-			if len(c.rbuf) >= maxReadBuf {
-				// ruled out by the validator's limits
-				c.perr = protoError("request larger than the fake server's limit")
-				continue
-			}
-			size := min(2*len(c.rbuf), maxReadBuf)
-			extra := int64(size - len(c.rbuf))
-			if !c.node.chargeQuery(extra) {
-				c.perr = errQueryBuffer
-				continue
-			}
-			c.charged.Add(extra)
-			nb := make([]byte, size)
-			copy(nb, c.rbuf[:c.w])
-			c.rbuf = nb
+		if c.perr = c.sizeReadBuf(); c.perr != nil {
+			continue
 		}
 		k, err := c.Conn.Read(c.rbuf[c.w:])
 		if k > 0 {
@@ -372,6 +353,35 @@ func (c *fconn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// sizeReadBuf makes room in the read buffer for the next socket read: it
+// gives back a large request's buffer once it is consumed, and doubles a
+// full one, charged to the node's QueryBufferLimit; an error when the
+// request cannot grow (the per-request limit, or the node's).
+func (c *fconn) sizeReadBuf() error {
+	if c.w == 0 && len(c.rbuf) > readChunk {
+		c.node.qbuf.Add(-int64(len(c.rbuf) - readChunk))
+		c.charged.Add(-int64(len(c.rbuf) - readChunk))
+		c.rbuf = make([]byte, readChunk) // release a large request's buffer
+	}
+	if c.w < len(c.rbuf) {
+		return nil
+	}
+	if len(c.rbuf) >= maxReadBuf {
+		// ruled out by the validator's limits
+		return protoError("request larger than the fake server's limit")
+	}
+	size := min(2*len(c.rbuf), maxReadBuf)
+	extra := int64(size - len(c.rbuf))
+	if !c.node.chargeQuery(extra) {
+		return errQueryBuffer
+	}
+	c.charged.Add(extra)
+	nb := make([]byte, size)
+	copy(nb, c.rbuf[:c.w])
+	c.rbuf = nb
+	return nil
 }
 
 // authRequired reports whether the client must still authenticate; Redis
