@@ -36,7 +36,7 @@ test: fmt-check vet
 
 ## install-check: README's Install recipes (replace, workspace; each also for the Prometheus/OTel
 ## adapters, interop/observe), applied as written to a module outside the checkout in a temporary
-## directory, then built, vetted and run on the fake; the adapters' importer must get no peer lock client (~5 s)
+## directory, then built, vetted and run on the fake; the adapters' importer must get no peer lock client (~15 s)
 install-check:
 	./.ci/install-check
 
@@ -93,11 +93,11 @@ fuzz:
 safety:
 	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|Fencing)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
 
-## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker (~5.5 min)
+## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker or its scripted test (~12 min)
 mutants:
 	$(GO) run ./redlock/internal/mutants
 
-## mutants-short: the cheap-to-catch mutants only (CI, ~2.5 min)
+## mutants-short: the cheap-to-catch mutants only (CI, ~3 min)
 mutants-short:
 	$(GO) run ./redlock/internal/mutants -short -control 30s -max 60s
 

@@ -102,7 +102,7 @@ func run(short bool, only string, maxRun, control time.Duration, keep bool) int 
 	for _, m := range sel {
 		fmt.Printf("mutant %s (%s) ...\n", m.Name, m.Class)
 		t0 := time.Now()
-		o := runOne(root, files, m, maxRun, keep, false)
+		o := runOne(root, files, m, max(maxRun, m.Max), keep, false)
 		o.wall = time.Since(t0)
 		fmt.Printf("  caught=%v %s %s %s\n", o.caught, o.counts, o.elapsed.Round(100*time.Millisecond), o.problem)
 		if o.sample != "" {
