@@ -102,7 +102,8 @@
 // and error) and every node error to an Observer, for metrics and alerts
 // on lost locks, without wrapping calls; unset it costs one branch, and an
 // observer that allocates nothing keeps the calls allocation-free. The
-// interop module has Prometheus and OpenTelemetry adapters.
+// interop/observe module (its own go.mod) has Prometheus and OpenTelemetry
+// adapters.
 //
 // # Errors
 //
