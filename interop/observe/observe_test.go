@@ -20,7 +20,8 @@ import (
 
 // workload runs, on a 5-node fake cluster: one acquisition that succeeds,
 // one that is refused (held) with 2 attempts, an extension, an extension
-// that finds the lock lost (deleted on 3 nodes: 3 refusals decide), a
+// that finds the lock lost (deleted on every node once all five hold it:
+// the refusals decide however slow a node answers), a
 // kept-alive lock lost the same way (its keep-alive ends: one lost
 // keepalive_end, and its extension's lost keepalive), then, with node 4
 // down, an acquisition and a release (node errors).
@@ -48,8 +49,9 @@ func workload(t *testing.T, obs redlock.Observer) {
 	if err := l.Extend(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3; i++ {
-		cl.Nodes[i].Del("m")
+	waitAllHold(t, cl, "m", l.Value()) // no SET still on its way to undo the deletes
+	for _, n := range cl.Nodes {       // on every node: the refusals decide the call, however slow a node
+		n.Del("m")
 	}
 	if err := l.Extend(ctx, time.Second); err == nil {
 		t.Fatal("extended a lost lock")
@@ -58,8 +60,9 @@ func workload(t *testing.T, obs redlock.Observer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3; i++ {
-		cl.Nodes[i].Del("k")
+	waitAllHold(t, cl, "k", k.Value())
+	for _, n := range cl.Nodes { // on every node: the refusals decide the call, however slow a node
+		n.Del("k")
 	}
 	kctx, err := k.KeepAlive(ctx)
 	if err != nil {
@@ -79,6 +82,28 @@ func workload(t *testing.T, obs redlock.Observer) {
 	}
 	if err := l2.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitAllHold waits until every node holds key with value v: the
+// acquisition returned at its quorum, and a SET still on its way to a
+// node would put back a key the test deletes.
+func waitAllHold(t *testing.T, cl *fakeserver.Cluster, key string, v []byte) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); ; {
+		all := true
+		for _, n := range cl.Nodes {
+			if got, ok := n.Get(key); !ok || string(got) != string(v) {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s is not on every node", key)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
