@@ -146,21 +146,26 @@ func TestQuarantineFailover(t *testing.T) {
 	require.Equal(t, []error{redlock.ErrNodeRestarted}, obs.causes(3))
 }
 
-// The issue's second repro, on the fake: a lock kept alive with a 500 ms
+// The issue's second repro, on the fake: a lock kept alive with a 1.5 s
 // TTL through a one-at-a-time restart of all 5 nodes, each losing its
-// data and down 800 ms. Extensions put the key back on the restarted
-// nodes, so the lock never drops below a quorum of holders.
+// data and down 2 s. Extensions put the key back on the restarted nodes,
+// so the lock never drops below a quorum of holders. (The issue measured
+// 500 ms and 800 ms; CI beside other work lost a 500 ms lock to a late
+// extension, so every figure here is scaled up. Each node stays down
+// longer than the quarantine, the TTL, as OPERATIONS.md asks of a
+// rolling restart: else two restarted nodes are quarantined while a
+// third is down, and two grants are no quorum.)
 func TestKeepAliveSurvivesRollingRestart(t *testing.T) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
 	ctx := context.Background()
-	c := newClient(t, addrs, redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	c := newClient(t, addrs, redlock.WithTTL(1500*time.Millisecond), redlock.WithNodeTimeout(150*time.Millisecond))
 	l, err := c.Acquire(ctx, "rolling")
 	require.NoError(t, err)
 	kctx, err := l.KeepAlive(ctx)
 	require.NoError(t, err)
 	for i := range cl.Nodes {
-		require.NoError(t, cl.Nodes[i].Restart(true, 800*time.Millisecond))
+		require.NoError(t, cl.Nodes[i].Restart(true, 2*time.Second))
 		require.NoError(t, kctx.Err(), "lost after restarting node %d: %v", i, context.Cause(kctx))
 	}
 	// the last node back, its key restored within a few extensions
@@ -203,15 +208,17 @@ func TestRestoreOnlyWhereAbsent(t *testing.T) {
 }
 
 // Rotating one-node outages on the fake: each node in turn is blackholed
-// (requests held, run when it heals) for 800 ms, longer than the 500 ms
-// TTL, so its key expires there while the others extend. Before the
-// restores every keep-alive ended within ~1.4 s; now the key is put back
-// on each node once it answers again.
+// (requests held, run when it heals) for 2.4 s, longer than the 2 s TTL,
+// so its key expires there while the others extend. Before the restores
+// every keep-alive ended at the third node; now the key is put back on
+// each node once it answers again. (The issue measured a 500 ms TTL and
+// 800 ms outages: CI on a loaded machine once lost that lock to an
+// extension later than its 250 ms margin.)
 func TestKeepAliveSurvivesRotatingBlackholes(t *testing.T) {
 	cl := startCluster(t, 5)
 	addrs := cl.Addrs()
 	ctx := context.Background()
-	c := newClient(t, addrs, redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	c := newClient(t, addrs, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
 	l, err := c.Acquire(ctx, "rotating")
 	require.NoError(t, err)
 	kctx, err := l.KeepAlive(ctx)
@@ -219,7 +226,7 @@ func TestKeepAliveSurvivesRotatingBlackholes(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		for i, n := range cl.Nodes {
 			n.Blackhole()
-			time.Sleep(800 * time.Millisecond)
+			time.Sleep(2400 * time.Millisecond)
 			n.Heal()
 			require.NoError(t, kctx.Err(), "lost while node %d was away (round %d): %v", i, round, context.Cause(kctx))
 		}
