@@ -172,6 +172,13 @@ type sentinelConn struct {
 // sentinelDial connects to the sentinel at addr (bounded by deadline,
 // aborted by Close) and authenticates with the sentinels' credentials.
 func (c *Client) sentinelDial(ss *sentinelSpec, addr string, deadline time.Time) (*sentinelConn, error) {
+	return c.plainDial(addr, ss.username, ss.password, deadline)
+}
+
+// plainDial connects to addr (bounded by deadline, aborted by Close) for
+// a background exchange (a sentinel's, a cluster member's slot map) and
+// authenticates with username and password when set.
+func (c *Client) plainDial(addr, username, password string, deadline time.Time) (*sentinelConn, error) {
 	ctx, cancel := context.WithDeadline(c.life, deadline)
 	defer cancel()
 	var d net.Dialer
@@ -181,10 +188,10 @@ func (c *Client) sentinelDial(ss *sentinelSpec, addr string, deadline time.Time)
 	}
 	sc := &sentinelConn{nc: nc, p: &c.cfg.Parser, buf: make([]byte, 0, 512)}
 	sc.stop = context.AfterFunc(c.life, func() { _ = nc.Close() })
-	if ss.password != "" {
-		args := []string{"AUTH", ss.password}
-		if ss.username != "" {
-			args = []string{"AUTH", ss.username, ss.password}
+	if password != "" {
+		args := []string{"AUTH", password}
+		if username != "" {
+			args = []string{"AUTH", username, password}
 		}
 		if err := sc.send(deadline, args...); err != nil {
 			sc.close()
@@ -192,7 +199,7 @@ func (c *Client) sentinelDial(ss *sentinelSpec, addr string, deadline time.Time)
 		}
 		rep, err := sc.reply(deadline)
 		if err == nil && rep.IsError() {
-			err = &setupError{step: "AUTH", text: scrub(string(rep.Data), ss.password), kind: ErrAuth}
+			err = &setupError{step: "AUTH", text: scrub(string(rep.Data), password), kind: ErrAuth}
 		}
 		if err != nil {
 			sc.close()

@@ -72,13 +72,13 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 	if strings.ContainsAny(ss.master, " \r\n") {
 		return ns, e.bad("sentinelMasterId %q has spaces or newlines", ss.master)
 	}
-	first, err := sentinelHostPort(u.Host)
+	first, err := hostPortDefault(u.Host, DefaultSentinelPort)
 	if err != nil {
 		return ns, e.bad("sentinel %q: %v", u.Host, err)
 	}
 	ss.addrs = append(ss.addrs, first)
 	for _, s := range q["sentinel"] {
-		hp, err := sentinelHostPort(s)
+		hp, err := hostPortDefault(s, DefaultSentinelPort)
 		if err != nil {
 			return ns, e.bad("sentinel %q: %v", s, err)
 		}
@@ -94,16 +94,8 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 	if ss.username != "" && ss.password == "" {
 		return ns, e.bad("sentinel_username without sentinel_password")
 	}
-	if u.User != nil {
-		pw, ok := u.User.Password()
-		switch {
-		case ok && pw == "":
-			return ns, e.bad("empty password")
-		case ok:
-			ns.username, ns.password = u.User.Username(), pw
-		default:
-			return ns, e.bad("user without password (write %s://user:password@host, or :password@ for the default user)", SentinelScheme)
-		}
+	if err := e.userinfo(u, SentinelScheme, &ns); err != nil {
+		return ns, err
 	}
 	// db, protocol and client_name, as a redis:// URL's
 	rest := *u
@@ -134,17 +126,17 @@ func sentinelKnown() []string {
 	return out
 }
 
-// sentinelHostPort checks a sentinel's address, host[:port] (default
-// port 26379), and returns it as host:port.
-func sentinelHostPort(s string) (string, error) {
+// hostPortDefault checks a sentinel's or a cluster seed's address,
+// host[:port] (default port def), and returns it as host:port.
+func hostPortDefault(s string, def int) (string, error) {
 	if s == "" {
-		return "", errBadSentinelAddr("empty address")
+		return "", errBadAddr("empty address")
 	}
-	host, port := s, strconv.Itoa(DefaultSentinelPort)
+	host, port := s, strconv.Itoa(def)
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		host, port = h, p
 	} else if strings.Contains(s, ":") && !strings.HasPrefix(s, "[") && strings.Count(s, ":") == 1 {
-		return "", errBadSentinelAddr("bad port")
+		return "", errBadAddr("bad port")
 	}
 	host = strings.Trim(host, "[]")
 	if host == "" {
@@ -152,17 +144,17 @@ func sentinelHostPort(s string) (string, error) {
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n <= 0 || n > 65535 {
-		return "", errBadSentinelAddr("bad port")
+		return "", errBadAddr("bad port")
 	}
 	if strings.ContainsAny(host, "/?#@ ,") {
-		return "", errBadSentinelAddr("bad host")
+		return "", errBadAddr("bad host")
 	}
 	return net.JoinHostPort(host, port), nil
 }
 
-type errBadSentinelAddr string
+type errBadAddr string
 
-func (e errBadSentinelAddr) Error() string { return string(e) }
+func (e errBadAddr) Error() string { return string(e) }
 
 // sentinelDisplay is a Sentinel node's printable address: its user
 // (password as ***), its sentinels, db and master name; never the

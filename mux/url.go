@@ -127,18 +127,8 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 			return ns, e.bad("bad port")
 		}
 	}
-	if u.User != nil {
-		pw, ok := u.User.Password()
-		switch {
-		case ok && pw == "":
-			return ns, e.bad("empty password")
-		case ok:
-			ns.username, ns.password = u.User.Username(), pw
-		default:
-			// redis://user@host: no password given. The Redis URI scheme
-			// has none here; our Config has no user without a password.
-			return ns, e.bad("user without password (write redis://user:password@host, or :password@ for the default user)")
-		}
+	if err := e.userinfo(u, "redis", &ns); err != nil {
+		return ns, err
 	}
 	q, err := e.options(u, &ns)
 	if err != nil {
@@ -163,6 +153,24 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 	}
 	ns.display = RedactURL(a)
 	return ns, nil
+}
+
+// userinfo applies u's user information (the node's credentials) to ns.
+// A user without a password is refused: the Redis URI scheme has none
+// there, and our Config has no user without a password.
+func (e addrErr) userinfo(u *url.URL, scheme string, ns *nodeSpec) error {
+	if u.User == nil {
+		return nil
+	}
+	pw, ok := u.User.Password()
+	switch {
+	case ok && pw == "":
+		return e.bad("empty password")
+	case ok:
+		ns.username, ns.password = u.User.Username(), pw
+		return nil
+	}
+	return e.bad("user without password (write %s://user:password@host, or :password@ for the default user)", scheme)
 }
 
 // addrErr words the errors of address i (-1: not in a list), a.
