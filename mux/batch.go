@@ -29,6 +29,9 @@ type Batch struct {
 	bad     error      // set by Add when a command is not exactly one frame
 	scratch []byte
 	route   uint32      // picks the connection to each node (SetKey)
+	slot    uint16      // the key's Redis Cluster slot (SetKey, on a client with a cluster node)
+	keyed   bool        // SetKey was called
+	cluster bool        // made by a client with a Redis Cluster node
 	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
 
 	parser resp.Parser
@@ -67,6 +70,7 @@ type call struct {
 func (c *Client) NewBatch() *Batch {
 	b := newBatch(c.n, c.cfg.Parser)
 	b.kinds = c.kinds
+	b.cluster = c.hasCluster
 	return b
 }
 
@@ -122,7 +126,16 @@ func (b *Batch) clearResults() {
 // a slow node). With Config.Conns = 1 (the default) every batch shares one
 // connection per node and the key changes nothing. The key is kept across
 // Reset; it is hashed, not stored.
+//
+// On a Redis Cluster node the key also picks the shard: every command of
+// the batch goes to the primary of the key's slot (KeySlot), so all the
+// batch's keys must share that slot (a hash tag: "{user:1}:a" and
+// "{user:1}:b"). A batch without a key fails on a cluster node.
 func (b *Batch) SetKey(key string) {
+	b.keyed = true
+	if b.cluster {
+		b.slot = keySlot(key)
+	}
 	// FNV-1a: no allocation, good enough to spread keys over a few connections.
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {

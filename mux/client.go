@@ -18,6 +18,7 @@ type node struct {
 	wake    chan struct{}               // wakes this node's supervisor (buffered 1)
 	inc     atomic.Pointer[Incarnation] // learned by the newest set-up (Config.Incarnations)
 	primary atomic.Pointer[string]      // a Sentinel node's primary, host:port, of the newest set-up
+	cluster *clusterState               // a Redis Cluster node's slot map (nil: any other node)
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and
@@ -50,12 +51,14 @@ func kindErr(ks []nodeKinds, i int, kind error) error {
 // every caller. Methods are safe for concurrent use. See the package
 // documentation.
 type Client struct {
-	cfg   *resolved
-	n     int
-	nodes []node
-	kinds []nodeKinds // per node; shared with every batch
-	conns []*pconn    // node i's connections are conns[i*Conns : (i+1)*Conns]
-	drv   driver
+	cfg        *resolved
+	n          int
+	nodes      []node
+	kinds      []nodeKinds // per node; shared with every batch
+	conns      []*pconn    // node i's connections are conns[base[i]:base[i+1]]
+	base       []int       // Conns per node; MaxClusterShards x Conns per cluster node (shard k's at base[i]+k*Conns)
+	hasCluster bool        // some node is a Redis Cluster node (batches then compute their key's slot)
+	drv        driver
 	// transport names the driver that runs ("epoll", "io_uring",
 	// "net.Conn"), with why io_uring was refused when it was asked for.
 	transport string
@@ -109,7 +112,13 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
 	if r.Incarnations {
-		r.learn = func(i int, inc *Incarnation) { c.nodes[i].inc.Store(inc) }
+		r.learn = func(i, shard int, inc *Incarnation) {
+			if c.nodes[i].cluster != nil {
+				c.learnShard(i, shard, inc)
+				return
+			}
+			c.nodes[i].inc.Store(inc)
+		}
 	}
 	for i := range c.nodes {
 		c.nodes[i].addr = r.Addrs[i]
@@ -118,12 +127,24 @@ func New(cfg Config) (*Client, error) {
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: r.Addrs[i], Kind: ErrNodeDown, Cause: errNotConnected})
 		mk := func(kind error) *NodeError { return &NodeError{Node: i, Addr: r.Addrs[i], Kind: kind} }
 		c.kinds[i] = nodeKinds{pending: mk(ErrPending), timeout: mk(ErrTimeout), notSent: mk(ErrNotSent), closed: mk(ErrClosed)}
-	}
-	for i := 0; i < c.n; i++ {
-		for k := 0; k < r.Conns; k++ {
-			c.conns = append(c.conns, &pconn{c: c, node: i, idx: len(c.conns)})
+		if r.nodes[i].cluster != nil {
+			c.nodes[i].cluster = &clusterState{}
+			c.hasCluster = true
 		}
 	}
+	for i := 0; i < c.n; i++ {
+		c.base = append(c.base, len(c.conns))
+		shards := 1
+		if c.nodes[i].cluster != nil {
+			shards = MaxClusterShards
+		}
+		for s := 0; s < shards; s++ {
+			for k := 0; k < r.Conns; k++ {
+				c.conns = append(c.conns, &pconn{c: c, node: i, shard: s, idx: len(c.conns)})
+			}
+		}
+	}
+	c.base = append(c.base, len(c.conns))
 	c.drv, err = newDriver(c)
 	if err != nil {
 		c.lifeStop()
@@ -137,7 +158,13 @@ func New(cfg Config) (*Client, error) {
 		go func(i int) {
 			defer wg.Done()
 			ok := true
-			for _, cn := range c.nodeConns(i) {
+			if c.nodes[i].cluster != nil {
+				if err := c.refreshSlots(i); err != nil {
+					c.markDown(i, err)
+					return
+				}
+			}
+			for _, cn := range c.liveConns(i) {
 				if ok && !c.connect(cn) {
 					ok = false
 				}
@@ -159,16 +186,16 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// nodeConns returns node i's connections.
+// nodeConns returns node i's connections (a cluster node's of every
+// shard index, dialled or not).
 func (c *Client) nodeConns(i int) []*pconn {
-	k := c.cfg.Conns
-	return c.conns[i*k : (i+1)*k]
+	return c.conns[c.base[i]:c.base[i+1]]
 }
 
 // connect dials cn's node and installs the connection; false on failure
 // (the node is marked down with the dial error).
 func (c *Client) connect(cn *pconn) bool {
-	l, err := c.drv.dial(cn.node)
+	l, err := c.drv.dial(cn.node, cn.shard)
 	if err == nil {
 		err = cn.install(l)
 	}
@@ -192,6 +219,9 @@ func (c *Client) markDown(i int, cause error) {
 	nd := &c.nodes[i]
 	nd.down.Store(true)
 	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: cause})
+	if nd.cluster != nil {
+		nd.cluster.refresh.Store(true) // the shard may have failed over
+	}
 	select {
 	case nd.wake <- struct{}{}:
 	default:
@@ -299,11 +329,16 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 			} else if pass == 1 && b.isSettled() {
 				err = kindErr(b.kinds, i, ErrNotSent)
 			} else {
-				cn := c.conns[i*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))]
-				var claimed bool
-				claimed, err = cn.send(b, gen, deadline, c.done, hold, pass == 0, &claims)
-				if claimed {
-					claims = append(claims, cn)
+				cn := c.conns[c.base[i]+int(b.route%uint32(c.cfg.Conns))]
+				if c.nodes[i].cluster != nil {
+					cn, err = c.clusterConn(i, b)
+				}
+				if cn != nil {
+					var claimed bool
+					claimed, err = cn.send(b, gen, deadline, c.done, hold, pass == 0, &claims)
+					if claimed {
+						claims = append(claims, cn)
+					}
 				}
 			}
 			if err == errMustWait {

@@ -149,7 +149,7 @@ type resolved struct {
 	directOff bool
 	// learn stores node i's incarnation learned by a set-up (New sets it
 	// when Incarnations is on), before the connection is installed.
-	learn func(i int, inc *Incarnation)
+	learn func(i, shard int, inc *Incarnation)
 }
 
 func resolve(cfg Config) (*resolved, error) {

@@ -58,9 +58,10 @@ func (q *slotRing) at(i int) *slot { return &q.s[(q.h+i)%len(q.s)] }
 // everything but the read buffer, which belongs to the reader side (the
 // epoll poller, or the connection's reader goroutine).
 type pconn struct {
-	c    *Client
-	node int
-	idx  int // index in Client.conns, the poller's tag
+	c     *Client
+	node  int
+	shard int // a cluster node's shard index (0 for any other node)
+	idx   int // index in Client.conns, the poller's tag
 
 	mu       sync.Mutex
 	link     link // nil while down

@@ -21,13 +21,21 @@ var errDialTimeout = errors.New("timeout")
 // client closes) aborts it.
 // It returns the bytes read past the set-up replies (push frames; see
 // runSetup), which the connection's reader takes first.
-func (c *Client) dialRaw(i, efd int) (int, []byte, error) {
+func (c *Client) dialRaw(i, shard, efd int) (int, []byte, error) {
+	if c.cfg.nodes[i].cluster != nil {
+		// the primary the slot map names for the shard (cluster.go)
+		host, port, err := c.shardAddr(i, shard)
+		if err != nil {
+			return -1, nil, err
+		}
+		return c.dialRawTo(i, shard, efd, host, port, time.Now().Add(c.cfg.DialTimeout))
+	}
 	if c.cfg.nodes[i].sentinel != nil {
 		// the primary the sentinels name (sentinel.go)
 		var fd int
 		var rest []byte
 		err := c.dialViaSentinels(i, func(host string, port int, deadline time.Time) (err error) {
-			fd, rest, err = c.dialRawTo(i, efd, host, port, deadline)
+			fd, rest, err = c.dialRawTo(i, 0, efd, host, port, deadline)
 			return err
 		})
 		if err != nil {
@@ -35,11 +43,11 @@ func (c *Client) dialRaw(i, efd int) (int, []byte, error) {
 		}
 		return fd, rest, nil
 	}
-	return c.dialRawTo(i, efd, c.cfg.nodes[i].host, c.cfg.nodes[i].port, time.Now().Add(c.cfg.DialTimeout))
+	return c.dialRawTo(i, 0, efd, c.cfg.nodes[i].host, c.cfg.nodes[i].port, time.Now().Add(c.cfg.DialTimeout))
 }
 
 // dialRawTo is dialRaw to host:port, by deadline.
-func (c *Client) dialRawTo(i, efd int, host string, port int, deadline time.Time) (int, []byte, error) {
+func (c *Client) dialRawTo(i, shard, efd int, host string, port int, deadline time.Time) (int, []byte, error) {
 	ips, err := c.lookup(host, deadline)
 	if err != nil {
 		return -1, nil, err
@@ -52,7 +60,7 @@ func (c *Client) dialRawTo(i, efd int, host string, port int, deadline time.Time
 			continue
 		}
 		rw := rawRW{fd: fd, efd: efd}
-		rest, err := runSetup(&rw, c.cfg, i, deadline)
+		rest, err := runSetup(&rw, c.cfg, i, shard, deadline)
 		if err != nil {
 			_ = unix.Close(fd)
 			return -1, nil, err

@@ -156,6 +156,12 @@ func (cn *pconn) ingest(l link) bool {
 						break
 					}
 				}
+				// A cluster node's MOVED, ASK, TRYAGAIN or CLUSTERDOWN is
+				// delivered as the error it is (the command did nothing);
+				// the supervisor asks for the slot map again.
+				if rd.frames[i].isErr && cn.c.nodes[cn.node].cluster != nil && clusterRedirect(rd.buf[rd.frames[i].off:]) {
+					cn.c.askSlots(cn.node)
+				}
 			}
 			for i := 0; i < ok; i++ {
 				rd.popped[i] = cn.q.pop()

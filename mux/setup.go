@@ -48,8 +48,9 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(ns.db))
 		steps = append(steps, setupStep{name: "SELECT"})
 	}
-	if ns.sentinel != nil {
-		// the sentinels' answer may be stale: the process says what it is
+	if ns.sentinel != nil || ns.cluster != nil {
+		// the sentinels' answer or the slot map may be stale: the process
+		// says what it is
 		b = resp.AppendCommand(b, "ROLE")
 		steps = append(steps, setupStep{name: "ROLE", role: true})
 	}
@@ -76,7 +77,7 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 // first command it would shift every reply after it. With Incarnations on,
 // the node's incarnation is read from the INFO replies and stored (r.learn)
 // before runSetup returns, so before the connection carries a command.
-func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error) {
+func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte, error) {
 	cmds, steps := r.pipeline(i)
 	var inc Incarnation
 	password := r.nodes[i].password
@@ -126,7 +127,7 @@ func runSetup(rw setupRW, r *resolved, i int, deadline time.Time) ([]byte, error
 	rest, err := setupRest(r, buf[off:])
 	if err == nil && r.Incarnations && r.learn != nil {
 		inc.finish(seen)
-		r.learn(i, &inc)
+		r.learn(i, shard, &inc)
 	}
 	return rest, err
 }
@@ -195,7 +196,7 @@ func Setup(nc net.Conn, a NodeAddr, name string, scripts []Script, deadline time
 		Config: Config{Scripts: scripts},
 		nodes:  []nodeSpec{{username: a.Username, password: a.Password, db: a.DB, resp3: a.RESP3, clientName: name}},
 	}
-	rest, err := runSetup(netRW{nc}, r, 0, deadline)
+	rest, err := runSetup(netRW{nc}, r, 0, 0, deadline)
 	// Complete push frames after the set-up were read and dropped here; an
 	// incomplete one would leave its tail to nc's next reader.
 	for p := 0; err == nil && p < len(rest); {

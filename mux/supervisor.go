@@ -38,14 +38,36 @@ func (c *Client) supervise(i int) {
 // redialNode redials node i's connections if due and returns how long until
 // the next attempt (0: nothing waiting).
 func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Duration {
+	cs := c.nodes[i].cluster
+	if cs == nil || c.closed.Load() {
+		return c.redialConns(i, next, backoff)
+	}
+	if err := c.refreshSlots(i); err != nil && cs.m.Load() == nil {
+		c.nodes[i].down.Store(true)
+		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: err})
+	}
+	wait := c.redialConns(i, next, backoff)
+	if cs.refresh.Load() {
+		// asked again once the fetch backoff (or minRefresh) has passed
+		again := max(minRefresh, cs.wait)
+		if wait == 0 || again < wait {
+			wait = again
+		}
+	}
+	return wait
+}
+
+// redialConns redials node i's connections that should be up if due and
+// returns how long until the next attempt (0: nothing waiting).
+func (c *Client) redialConns(i int, next *int64, backoff *time.Duration) time.Duration {
 	var down []*pconn
-	for _, cn := range c.nodeConns(i) {
+	for _, cn := range c.liveConns(i) {
 		if cn.current() == nil {
 			down = append(down, cn)
 		}
 	}
 	if len(down) == 0 || c.closed.Load() {
-		if len(down) == 0 && !c.closed.Load() {
+		if len(down) == 0 && !c.closed.Load() && c.liveConns(i) != nil {
 			c.nodes[i].down.Store(false)
 		}
 		return 0

@@ -72,7 +72,7 @@ func (d *netDriver) dialTLS(node int, nc net.Conn, deadline time.Time) (link, er
 		return nil, &tlsError{server: cfg.ServerName, err: err, noCert: *noCert}
 	}
 	rw := &tlsRW{netRW: netRW{tc}}
-	rest, err := runSetup(rw, c.cfg, node, deadline)
+	rest, err := runSetup(rw, c.cfg, node, 0, deadline) // no TLS to cluster nodes: shard 0
 	if err != nil {
 		_ = nc.Close()
 		// A TLS 1.3 server checks the client's certificate after the

@@ -46,7 +46,7 @@ type link interface {
 
 // driver dials the links of one client and runs their read side.
 type driver interface {
-	dial(node int) (link, error)
+	dial(node, shard int) (link, error)
 	// closing aborts dials in progress (Close has begun).
 	closing()
 	// close stops the read side: every connection is failed with

@@ -74,9 +74,9 @@ func (s *epollSet) handle(n int, err error) error {
 	return nil
 }
 
-func (s *epollSet) dial(node int) (link, error) {
+func (s *epollSet) dial(node, shard int) (link, error) {
 	d := s.d
-	fd, rest, err := d.c.dialRaw(node, d.efd)
+	fd, rest, err := d.c.dialRaw(node, shard, d.efd)
 	if err != nil {
 		return nil, err
 	}

@@ -60,23 +60,31 @@ func (d *netDriver) sweep() {
 // dial connects to node with net.Dialer (TCP_NODELAY is Go's default;
 // keepalive 15s), runs the TLS handshake for a TLS node (tls.go) and the
 // set-up pipeline, all bounded by DialTimeout.
-func (d *netDriver) dial(node int) (link, error) {
+func (d *netDriver) dial(node, shard int) (link, error) {
 	c := d.c
 	ns := &c.cfg.nodes[node]
+	if ns.cluster != nil {
+		// the primary the slot map names for the shard (cluster.go)
+		host, port, err := c.shardAddr(node, shard)
+		if err != nil {
+			return nil, err
+		}
+		return d.dialTo(node, shard, host, port, time.Now().Add(c.cfg.DialTimeout))
+	}
 	if ns.sentinel != nil {
 		// the primary the sentinels name (sentinel.go)
 		var l link
 		err := c.dialViaSentinels(node, func(host string, port int, deadline time.Time) (err error) {
-			l, err = d.dialTo(node, host, port, deadline)
+			l, err = d.dialTo(node, 0, host, port, deadline)
 			return err
 		})
 		return l, err
 	}
-	return d.dialTo(node, ns.host, ns.port, time.Now().Add(c.cfg.DialTimeout))
+	return d.dialTo(node, 0, ns.host, ns.port, time.Now().Add(c.cfg.DialTimeout))
 }
 
 // dialTo is dial to host:port, by deadline.
-func (d *netDriver) dialTo(node int, host string, port int, deadline time.Time) (link, error) {
+func (d *netDriver) dialTo(node, shard int, host string, port int, deadline time.Time) (link, error) {
 	c := d.c
 	nd := net.Dialer{Deadline: deadline, KeepAlive: 15 * time.Second}
 	nc, err := nd.DialContext(c.life, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -86,7 +94,7 @@ func (d *netDriver) dialTo(node int, host string, port int, deadline time.Time) 
 	// Close ends the handshake and the set-up at once (not at
 	// DialTimeout): it closes the connection under them.
 	stop := context.AfterFunc(c.life, func() { _ = nc.Close() })
-	l, err := d.setup(node, nc, deadline)
+	l, err := d.setup(node, shard, nc, deadline)
 	if !stop() { // Close has begun
 		if l != nil {
 			l.close()
@@ -97,11 +105,11 @@ func (d *netDriver) dialTo(node int, host string, port int, deadline time.Time) 
 }
 
 // setup runs the TLS handshake (a TLS node) and the set-up pipeline on nc.
-func (d *netDriver) setup(node int, nc net.Conn, deadline time.Time) (link, error) {
+func (d *netDriver) setup(node, shard int, nc net.Conn, deadline time.Time) (link, error) {
 	if d.c.cfg.nodes[node].tls != nil {
 		return d.dialTLS(node, nc, deadline)
 	}
-	rest, err := runSetup(netRW{nc}, d.c.cfg, node, deadline)
+	rest, err := runSetup(netRW{nc}, d.c.cfg, node, shard, deadline)
 	if err != nil {
 		_ = nc.Close()
 		return nil, err

@@ -101,7 +101,7 @@ type readySet interface {
 	// for epoll: its links write at once); any goroutine may call it.
 	flush()
 	// dial dials a connection to node and makes its link.
-	dial(node int) (link, error)
+	dial(node, shard int) (link, error)
 	// close releases the set (the token holder is gone).
 	close()
 	// arrived calls note with the index of every connection that has
@@ -471,7 +471,7 @@ func (d *tokenDriver) poll() {
 	}
 }
 
-func (d *tokenDriver) dial(node int) (link, error) { return d.set.dial(node) }
+func (d *tokenDriver) dial(node, shard int) (link, error) { return d.set.dial(node, shard) }
 
 var one = [8]byte{1}
 

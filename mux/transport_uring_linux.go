@@ -137,9 +137,9 @@ func newURingDriver(c *Client) (*tokenDriver, error) {
 	return d, nil
 }
 
-func (s *uringSet) dial(node int) (link, error) {
+func (s *uringSet) dial(node, shard int) (link, error) {
 	d := s.d
-	fd, rest, err := d.c.dialRaw(node, d.efd)
+	fd, rest, err := d.c.dialRaw(node, shard, d.efd)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,10 @@ type nodeSpec struct {
 	// port are then empty, the primary's being asked of the sentinels at
 	// every dial (sentinel.go).
 	sentinel *sentinelSpec
+	// cluster: a Redis Cluster node (redis-cluster://); host and port are
+	// then empty, each command going to the primary of its key's slot
+	// (cluster.go).
+	cluster *clusterSpec
 }
 
 // DefaultPort is the port of a redis:// or rediss:// URL that names none.
@@ -110,8 +114,10 @@ func parseAddr(i int, a string, cfg *Config) (nodeSpec, error) {
 		secure = true
 	case SentinelScheme:
 		return e.parseSentinel(ns, u, a, cfg)
+	case ClusterScheme:
+		return e.parseCluster(ns, u, cfg)
 	default:
-		return ns, e.bad("scheme %q, want redis, rediss or %s", u.Scheme, SentinelScheme)
+		return ns, e.bad("scheme %q, want redis, rediss, %s or %s", u.Scheme, SentinelScheme, ClusterScheme)
 	}
 	if u.Opaque != "" {
 		return ns, e.bad("want redis://host:port")
@@ -417,10 +423,13 @@ type NodeAddr struct {
 	// the primary being whichever the sentinels name (and ROLE confirms)
 	// when it is dialled.
 	Sentinel *SentinelAddr
+	// Cluster is set for a redis-cluster:// node: Addr is then empty, each
+	// key being served by the primary of its slot.
+	Cluster *ClusterAddr
 }
 
-// ParseAddr resolves addr (host:port, or a redis://, rediss:// or
-// redis-sentinel:// URL) with
+// ParseAddr resolves addr (host:port, or a redis://, rediss://,
+// redis-sentinel:// or redis-cluster:// URL) with
 // cfg's Username, Password, DB, RESP3, ClientName and TLS as defaults, as
 // New does. Errors wrap ErrConfig and never contain the password.
 func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
@@ -434,6 +443,10 @@ func ParseAddr(addr string, cfg Config) (NodeAddr, error) {
 	}
 	if ss := ns.sentinel; ss != nil {
 		na.Sentinel = &SentinelAddr{MasterName: ss.master, Sentinels: slices.Clone(ss.addrs), Username: ss.username, Password: ss.password}
+		return na, nil
+	}
+	if cs := ns.cluster; cs != nil {
+		na.Cluster = &ClusterAddr{Seeds: slices.Clone(cs.seeds)}
 		return na, nil
 	}
 	na.Addr = net.JoinHostPort(ns.host, strconv.Itoa(ns.port))

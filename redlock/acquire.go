@@ -105,6 +105,26 @@ func reservedName(r string) error {
 	return nil
 }
 
+// clusterLayout refuses a lock whose keys a Redis Cluster node cannot
+// serve in one script: a multi-resource lock's keys, and a fenced lock's
+// key and counter (resource + ":fence"), must share a hash slot, which a
+// hash tag gives ("{order:1}:a" and "{order:1}:b"; "{job}" and its
+// counter "{job}:fence"). docs/OPERATIONS.md, Redis Cluster nodes.
+func (c *Client) clusterLayout(resource string, keys []string, fencing bool) error {
+	slot := mux.KeySlot(resource)
+	for _, k := range keys {
+		if mux.KeySlot(k) != slot {
+			return fmt.Errorf("%w: resources %q and %q are in different hash slots (%d, %d) and node %d (%s) is a Redis Cluster: give every resource of a lock one hash tag, as {order:1}:a and {order:1}:b",
+				ErrBadOption, resource, k, slot, mux.KeySlot(k), c.cluster, c.addrs[c.cluster])
+		}
+	}
+	if fencing && mux.KeySlot(resource+lockcmd.FenceSuffix) != slot {
+		return fmt.Errorf("%w: resource %q and its fencing counter %q are in different hash slots and node %d (%s) is a Redis Cluster: put the name in a hash tag, as {%s}",
+			ErrBadOption, resource, resource+lockcmd.FenceSuffix, c.cluster, c.addrs[c.cluster], resource)
+	}
+	return nil
+}
+
 // lockName is how errors name a lock: its resource, or its resources
 // joined with "+" (errors only: it allocates).
 func lockName(resource string, keys []string) string {
@@ -139,6 +159,11 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 	}
 	if keys == nil {
 		if err := reservedName(resource); err != nil {
+			return Lock{}, err
+		}
+	}
+	if c.cluster >= 0 {
+		if err := c.clusterLayout(resource, keys, s.fencing); err != nil {
 			return Lock{}, err
 		}
 	}

@@ -43,6 +43,7 @@ type Client struct {
 	preds     grantPreds    // the grants' Success predicates
 	obsPanics atomic.Uint64 // observer panics recovered (ObserverPanics)
 	workers   atomic.Uint64 // workers made: each numbers its locks from its own base (Lock.ID)
+	cluster   int           // a Redis Cluster node's index (keys must share a slot), or -1
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -197,6 +198,13 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
 	c.ka.c = c
 	c.initTrust(cfg)
+	c.cluster = -1
+	for i := 0; i < c.n; i++ {
+		if m.IsCluster(i) {
+			c.cluster = i
+			break
+		}
+	}
 	return c
 }
 

@@ -118,3 +118,20 @@ func StartSentinelGroup(t testing.TB, opt SentinelOptions) *redisproc.SentinelGr
 	t.Cleanup(g.Stop)
 	return g
 }
+
+// ClusterOptions shape a Redis Cluster (redisproc.ClusterOptions).
+type ClusterOptions = redisproc.ClusterOptions
+
+// StartCluster starts a Redis Cluster (redisproc.StartCluster), stopped
+// when t ends; a missing redis-server skips loudly (fails under
+// REDMUX_REQUIRE_REDIS).
+func StartCluster(t testing.TB, opt ClusterOptions) *redisproc.Cluster {
+	t.Helper()
+	Require(t)
+	cl, err := redisproc.StartCluster(opt)
+	if err != nil {
+		t.Fatalf("start a redis cluster: %v", err)
+	}
+	t.Cleanup(cl.Stop)
+	return cl
+}

@@ -1,0 +1,617 @@
+package mux
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// This file holds what a Redis Cluster node (a redis-cluster:// URL,
+// cluster_url.go) adds: the slot map, asked of the members in the
+// background (New and the node's supervisor, never a caller); one set of
+// connections per shard primary, Config.Conns each, made at New for
+// MaxClusterShards shards and dialled only while a shard holds slots; a
+// batch's commands go to the primary of its key's slot (Batch.SetKey).
+// A MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply is delivered to its caller
+// as the error reply it is (the command did nothing) and makes the
+// supervisor ask for the map again; a broken shard connection does too.
+// The node's incarnation is all its shards' together (see
+// clusterIncarnation).
+
+// MaxClusterShards is the most primaries a Redis Cluster node may have:
+// its connections are made (not dialled) at New.
+const MaxClusterShards = 16
+
+// ClusterSlots is the number of hash slots of a Redis Cluster.
+const ClusterSlots = 16384
+
+const noShard = 0xFF
+
+// ErrCluster is wrapped by the cause of a Redis Cluster node that could
+// not be set up: no member answered a slot map, the map had more than
+// MaxClusterShards primaries, or a shard's primary could not be dialled.
+var ErrCluster = errors.New("mux: redis cluster")
+
+var (
+	errResharded = errors.New("the slot map no longer names this connection's primary: connection replaced")
+	errNoKey     = errors.New("the batch has no key (Batch.SetKey): a Redis Cluster node routes each batch by its key's slot")
+)
+
+// slotMap is one slot map of a cluster node: each slot's shard, each
+// shard's primary. Shard indexes are stable across maps while a primary
+// keeps its address, so its connections stay.
+type slotMap struct {
+	owner [ClusterSlots]uint8
+	addrs [MaxClusterShards]string // host:port; "" for an unused index
+	from  string                   // the member that answered
+}
+
+// clusterState is a cluster node's routing state.
+type clusterState struct {
+	m       atomic.Pointer[slotMap]
+	refresh atomic.Bool   // ask the members again (set by replies and broken connections)
+	last    atomic.Int64  // mono time of the last fetch
+	wait    time.Duration // backoff after failed fetches (the supervisor's)
+
+	mu   sync.Mutex
+	incs [MaxClusterShards]*Incarnation // each shard's, by its newest set-up
+}
+
+// KeySlot returns key's Redis Cluster hash slot: CRC16 (XMODEM) of the key,
+// or of its hash tag (the text between the first '{' and the next '}',
+// when not empty), modulo 16384.
+func KeySlot(key string) int { return int(keySlot(key)) }
+
+func keySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc = crc<<8 ^ crcTable[byte(crc>>8)^key[k]]
+	}
+	return crc & (ClusterSlots - 1)
+}
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for b := 0; b < 8; b++ {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+// IsCluster reports whether node i is a Redis Cluster node
+// (redis-cluster://).
+func (c *Client) IsCluster(i int) bool {
+	return i >= 0 && i < c.n && c.nodes[i].cluster != nil
+}
+
+// Shards returns the primaries (host:port) of cluster node i's newest slot
+// map, in shard order, and nil for any other node or before a first map.
+func (c *Client) Shards(i int) []string {
+	if !c.IsCluster(i) {
+		return nil
+	}
+	m := c.nodes[i].cluster.m.Load()
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range m.addrs {
+		if a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ShardOf returns the primary (host:port) that cluster node i's newest
+// slot map names for key's slot, or "".
+func (c *Client) ShardOf(i int, key string) string {
+	if !c.IsCluster(i) {
+		return ""
+	}
+	m := c.nodes[i].cluster.m.Load()
+	if m == nil {
+		return ""
+	}
+	if k := m.owner[keySlot(key)]; k != noShard {
+		return m.addrs[k]
+	}
+	return ""
+}
+
+// clusterConn picks cluster node i's connection for b: the one of its
+// key's shard. It returns the node's error when the batch has no key, no
+// map is known yet, or no primary serves the slot.
+func (c *Client) clusterConn(i int, b *Batch) (*pconn, error) {
+	if !b.keyed {
+		return nil, c.nodeErr(i, ErrNotSent, errNoKey)
+	}
+	cs := c.nodes[i].cluster
+	m := cs.m.Load()
+	if m == nil {
+		return nil, c.nodes[i].downErr.Load()
+	}
+	k := m.owner[b.slot]
+	if k == noShard {
+		c.askSlots(i)
+		return nil, c.nodeErr(i, ErrNodeDown, fmt.Errorf("%w: slot %d is served by no primary in the slot map from %s (the cluster's slots are not all covered)", ErrCluster, b.slot, m.from))
+	}
+	return c.conns[c.base[i]+int(k)*c.cfg.Conns+int(b.route%uint32(c.cfg.Conns))], nil
+}
+
+// askSlots makes cluster node i's supervisor ask for the slot map again.
+func (c *Client) askSlots(i int) {
+	c.nodes[i].cluster.refresh.Store(true)
+	select {
+	case c.nodes[i].wake <- struct{}{}:
+	default:
+	}
+}
+
+// clusterRedirect reports whether the error frame f (a reply of a cluster
+// node) says the slot map moved: MOVED or ASK (the slot is, or is going,
+// elsewhere), TRYAGAIN (a multi-key command during a migration) or
+// CLUSTERDOWN. Cold path: error replies only.
+func clusterRedirect(f []byte) bool {
+	for _, p := range [...]string{"-MOVED ", "-ASK ", "-TRYAGAIN", "-CLUSTERDOWN"} {
+		if bytes.HasPrefix(f, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// minRefresh is the least time between two slot map fetches of a node: a
+// burst of MOVED replies costs one fetch.
+const minRefresh = 50 * time.Millisecond
+
+// refreshSlots fetches cluster node i's slot map when it has none or was
+// asked to, and applies it: the connections of a shard whose primary
+// changed (or left) are replaced. Supervisor (and New) only.
+func (c *Client) refreshSlots(i int) error {
+	cs := c.nodes[i].cluster
+	old := cs.m.Load()
+	if old != nil && !cs.refresh.Load() {
+		return nil
+	}
+	if old != nil && mono()-cs.last.Load() < int64(max(minRefresh, cs.wait)) {
+		return nil
+	}
+	cs.refresh.Store(false)
+	cs.last.Store(mono())
+	m, err := c.fetchSlots(i, old)
+	if err != nil {
+		cs.refresh.Store(true)
+		cs.wait = min(max(2*cs.wait, c.cfg.ReconnectMin), c.cfg.ReconnectMax)
+		return err
+	}
+	cs.wait = 0
+	cs.mu.Lock()
+	for k := range m.addrs {
+		if old != nil && old.addrs[k] != "" && old.addrs[k] != m.addrs[k] {
+			cs.incs[k] = nil
+		}
+	}
+	cs.mu.Unlock()
+	cs.m.Store(m)
+	if old != nil {
+		for k := range m.addrs {
+			if old.addrs[k] != "" && old.addrs[k] != m.addrs[k] {
+				for _, cn := range c.shardConns(i, k) {
+					cn.abort(ErrConnBroken, errResharded)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// shardAddr returns the host and port of shard k's primary in cluster
+// node i's slot map, for a dial.
+func (c *Client) shardAddr(i, k int) (string, int, error) {
+	m := c.nodes[i].cluster.m.Load()
+	if m == nil || m.addrs[k] == "" {
+		return "", 0, fmt.Errorf("%w: shard %d has no primary in the slot map", ErrCluster, k)
+	}
+	h, p, err := net.SplitHostPort(m.addrs[k])
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	return h, port, err
+}
+
+// shardConns returns cluster node i's connections to shard k.
+func (c *Client) shardConns(i, k int) []*pconn {
+	b := c.base[i] + k*c.cfg.Conns
+	return c.conns[b : b+c.cfg.Conns]
+}
+
+// liveConns returns node i's connections that should be connected: all
+// of a standalone or Sentinel node's; a cluster node's of the shards its
+// slot map names.
+func (c *Client) liveConns(i int) []*pconn {
+	cs := c.nodes[i].cluster
+	if cs == nil {
+		return c.nodeConns(i)
+	}
+	m := cs.m.Load()
+	if m == nil {
+		return nil
+	}
+	var out []*pconn
+	for k, a := range m.addrs {
+		if a != "" {
+			out = append(out, c.shardConns(i, k)...)
+		}
+	}
+	return out
+}
+
+// fetchSlots asks the members (the seeds, then the primaries of the old
+// map) for the slot map: CLUSTER SHARDS, else CLUSTER SLOTS (before Redis
+// 7). The first member that answers a map wins; a map is checked
+// (every slot once; at most MaxClusterShards primaries) and given stable
+// shard indexes against old.
+func (c *Client) fetchSlots(i int, old *slotMap) (*slotMap, error) {
+	ns := &c.cfg.nodes[i]
+	members := slices.Clone(ns.cluster.seeds)
+	if old != nil {
+		for _, a := range old.addrs {
+			if a != "" && !slices.Contains(members, a) {
+				members = append(members, a)
+			}
+		}
+	}
+	var tries []string
+	for _, a := range members {
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		ranges, err := c.askSlotMap(a, ns, time.Now().Add(c.cfg.DialTimeout))
+		if err == nil {
+			var m *slotMap
+			if m, err = buildMap(ranges, old); err == nil {
+				m.from = a
+				return m, nil
+			}
+		}
+		tries = append(tries, a+": "+scrub(err.Error(), ns.password))
+	}
+	return nil, fmt.Errorf("%w: no slot map from %d member(s): %s", ErrCluster, len(members), strings.Join(tries, "; "))
+}
+
+// slotRange is slots [lo, hi] served by the primary at addr.
+type slotRange struct {
+	lo, hi int
+	addr   string
+}
+
+// askSlotMap asks the member at addr for its slot map.
+func (c *Client) askSlotMap(addr string, ns *nodeSpec, deadline time.Time) ([]slotRange, error) {
+	sc, err := c.plainDial(addr, ns.username, ns.password, deadline)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.close()
+	host, _, _ := net.SplitHostPort(addr)
+	if err := sc.send(deadline, "CLUSTER", "SHARDS"); err != nil {
+		return nil, err
+	}
+	rep, err := sc.reply(deadline)
+	if err != nil {
+		return nil, err
+	}
+	if !rep.IsError() {
+		return parseShards(rep, host)
+	}
+	if !bytes.Contains(bytes.ToLower(rep.Data), []byte("unknown")) {
+		return nil, errors.New("CLUSTER SHARDS refused: " + string(rep.Data))
+	}
+	if err := sc.send(deadline, "CLUSTER", "SLOTS"); err != nil {
+		return nil, err
+	}
+	if rep, err = sc.reply(deadline); err != nil {
+		return nil, err
+	}
+	if rep.IsError() {
+		return nil, errors.New("CLUSTER SLOTS refused: " + string(rep.Data) + " (is it a cluster member?)")
+	}
+	return parseSlots(rep, host)
+}
+
+// parseSlots reads a CLUSTER SLOTS reply: [[lo, hi, [ip, port, id, ...],
+// replicas...], ...]. An empty ip is the asked member's host.
+func parseSlots(rep resp.Reply, host string) ([]slotRange, error) {
+	if rep.Type != resp.TypeArray {
+		return nil, errors.New("CLUSTER SLOTS: unexpected reply " + rep.String())
+	}
+	var out []slotRange
+	it := rep.Iter()
+	var e resp.Reply
+	for it.Next(&e) {
+		if e.Type != resp.TypeArray || e.Len() < 3 {
+			return nil, errors.New("CLUSTER SLOTS: unexpected entry " + e.String())
+		}
+		ei := e.Iter()
+		var lo, hi, p resp.Reply
+		ei.Next(&lo)
+		ei.Next(&hi)
+		ei.Next(&p)
+		l, ok1 := lo.Int()
+		h, ok2 := hi.Int()
+		if !ok1 || !ok2 || p.Type != resp.TypeArray || p.Len() < 2 {
+			return nil, errors.New("CLUSTER SLOTS: unexpected entry " + e.String())
+		}
+		pi := p.Iter()
+		var ip, port resp.Reply
+		pi.Next(&ip)
+		pi.Next(&port)
+		pn, ok := port.Int()
+		if !ok {
+			return nil, errors.New("CLUSTER SLOTS: unexpected entry " + e.String())
+		}
+		a, err := endpoint(string(ip.Data), pn, host)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, slotRange{lo: int(l), hi: int(h), addr: a})
+	}
+	return out, nil
+}
+
+// parseShards reads a CLUSTER SHARDS reply: a list of shards, each a map
+// (RESP3) or flat key-value list (RESP2) with "slots" ([lo, hi, ...]) and
+// "nodes" (maps with ip, endpoint, port, role, health). A shard's primary
+// is its node whose role is master and whose health is not "fail".
+func parseShards(rep resp.Reply, host string) ([]slotRange, error) {
+	if rep.Type != resp.TypeArray {
+		return nil, errors.New("CLUSTER SHARDS: unexpected reply " + rep.String())
+	}
+	var out []slotRange
+	it := rep.Iter()
+	var sh resp.Reply
+	for it.Next(&sh) {
+		var slots []int64
+		addr := ""
+		err := pairs(sh, func(k string, v resp.Reply) error {
+			switch k {
+			case "slots":
+				vi := v.Iter()
+				var x resp.Reply
+				for vi.Next(&x) {
+					n, ok := x.Int()
+					if !ok {
+						return errors.New("CLUSTER SHARDS: slots " + v.String())
+					}
+					slots = append(slots, n)
+				}
+			case "nodes":
+				vi := v.Iter()
+				var nd resp.Reply
+				for vi.Next(&nd) {
+					a, err := shardPrimary(nd, host)
+					if err != nil {
+						return err
+					}
+					if a != "" {
+						addr = a
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(slots)%2 != 0 {
+			return nil, errors.New("CLUSTER SHARDS: odd slot list " + sh.String())
+		}
+		if len(slots) == 0 {
+			continue // a shard with no slots (a new, empty primary)
+		}
+		if addr == "" {
+			return nil, errors.New("CLUSTER SHARDS: a shard serving slots " + strconv.FormatInt(slots[0], 10) + "- has no healthy primary")
+		}
+		for k := 0; k < len(slots); k += 2 {
+			out = append(out, slotRange{lo: int(slots[k]), hi: int(slots[k+1]), addr: addr})
+		}
+	}
+	return out, nil
+}
+
+// shardPrimary returns the address of a CLUSTER SHARDS node entry when it
+// is a healthy primary, else "".
+func shardPrimary(nd resp.Reply, host string) (string, error) {
+	var ip, ep, role, health string
+	var port int64
+	err := pairs(nd, func(k string, v resp.Reply) error {
+		switch k {
+		case "ip":
+			ip = string(v.Data)
+		case "endpoint":
+			ep = string(v.Data)
+		case "port":
+			port, _ = v.Int()
+		case "role":
+			role = string(v.Data)
+		case "health":
+			health = string(v.Data)
+		}
+		return nil
+	})
+	if err != nil || role != "master" || health == "fail" {
+		return "", err
+	}
+	if ep == "" || ep == "?" {
+		ep = ip
+	}
+	return endpoint(ep, port, host)
+}
+
+// pairs calls f with each key and value of a map or flat key-value array.
+func pairs(r resp.Reply, f func(k string, v resp.Reply) error) error {
+	if r.Type != resp.TypeArray && r.Type != resp.TypeMap {
+		return errors.New("unexpected entry " + r.String())
+	}
+	it := r.Iter()
+	var k, v resp.Reply
+	for it.Next(&k) {
+		if !it.Next(&v) {
+			return errors.New("unexpected entry " + r.String())
+		}
+		if err := f(string(k.Data), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endpoint is host:port of a member as a slot map names it; an empty or
+// "?" host is the asked member's.
+func endpoint(ip string, port int64, host string) (string, error) {
+	if ip == "" || ip == "?" {
+		ip = host
+	}
+	if port <= 0 || port > 65535 || strings.ContainsAny(ip, "/?#@ ,") {
+		return "", fmt.Errorf("slot map names a bad address %q port %d", ip, port)
+	}
+	return net.JoinHostPort(ip, strconv.FormatInt(port, 10)), nil
+}
+
+// buildMap checks ranges (each slot at most once, at most
+// MaxClusterShards primaries) and makes a slot map in which a primary old
+// names too keeps its shard index (and so its connections); a new one
+// takes the lowest index free in the new map.
+func buildMap(ranges []slotRange, old *slotMap) (*slotMap, error) {
+	if len(ranges) == 0 {
+		return nil, errors.New("the slot map is empty (no slot is assigned: was the cluster created?)")
+	}
+	m := &slotMap{}
+	for s := range m.owner {
+		m.owner[s] = noShard
+	}
+	idx := map[string]int{}
+	var fresh []string
+	for _, r := range ranges {
+		if r.lo < 0 || r.hi >= ClusterSlots || r.lo > r.hi {
+			return nil, fmt.Errorf("the slot map has a bad range %d-%d", r.lo, r.hi)
+		}
+		if _, ok := idx[r.addr]; ok || slices.Contains(fresh, r.addr) {
+			continue
+		}
+		if k := oldIndex(old, r.addr); k >= 0 {
+			idx[r.addr] = k
+			m.addrs[k] = r.addr
+		} else {
+			fresh = append(fresh, r.addr)
+		}
+	}
+	if len(idx)+len(fresh) > MaxClusterShards {
+		return nil, fmt.Errorf("the slot map has %d primaries, more than MaxClusterShards (%d)", len(idx)+len(fresh), MaxClusterShards)
+	}
+	k := 0
+	for _, a := range fresh {
+		for m.addrs[k] != "" {
+			k++
+		}
+		idx[a] = k
+		m.addrs[k] = a
+	}
+	for _, r := range ranges {
+		k := idx[r.addr]
+		for s := r.lo; s <= r.hi; s++ {
+			if m.owner[s] != noShard && int(m.owner[s]) != k {
+				return nil, fmt.Errorf("the slot map gives slot %d to two primaries", s)
+			}
+			m.owner[s] = uint8(k)
+		}
+	}
+	return m, nil
+}
+
+// oldIndex is addr's shard index in old, or -1.
+func oldIndex(old *slotMap, addr string) int {
+	if old == nil {
+		return -1
+	}
+	for k, a := range old.addrs {
+		if a == addr {
+			return k
+		}
+	}
+	return -1
+}
+
+// learnShard records shard k's incarnation of cluster node i and stores
+// the node's: every shard of the map that told one, together.
+func (c *Client) learnShard(i, k int, inc *Incarnation) {
+	cs := c.nodes[i].cluster
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.incs[k] = inc
+	c.nodes[i].inc.Store(clusterIncarnation(cs.incs[:], cs.m.Load()))
+}
+
+// clusterIncarnation is a cluster node's incarnation: its shards' (those
+// of m that told one) as one, so that a change of any shard is a change
+// of the node. RunID and ReplID join the shards' (sorted, concatenated);
+// Promoted is
+// any shard's; Start is the newest shard's start (Seen the latest set-up,
+// Uptime back to that start). A restart of one shard is then judged a
+// restart from its start, a failover (a promoted primary) a failover;
+// the whole node is quarantined, which is more than the keys of one shard
+// need but never less (docs/OPERATIONS.md).
+func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
+	var run, repl, repl2 []string
+	out := &Incarnation{Known: true, Role: "master"}
+	var start time.Time
+	for k, p := range incs {
+		if p == nil || m == nil || m.addrs[k] == "" {
+			continue
+		}
+		if !p.Known {
+			return &Incarnation{Err: "shard " + m.addrs[k] + ": " + p.Err, Seen: p.Seen}
+		}
+		run, repl, repl2 = append(run, p.RunID), append(repl, p.ReplID), append(repl2, p.ReplID2)
+		out.Promoted = out.Promoted || p.Promoted
+		if p.Seen.After(out.Seen) {
+			out.Seen = p.Seen
+		}
+		if s := p.Start(); s.After(start) {
+			start = s
+		}
+	}
+	if len(run) == 0 {
+		return nil
+	}
+	slices.Sort(run)
+	slices.Sort(repl)
+	slices.Sort(repl2)
+	// joined without separators: still hexadecimal, as a run_id (fencing
+	// counters are tagged with it, docs/FENCING.md)
+	out.RunID, out.ReplID, out.ReplID2 = strings.Join(run, ""), strings.Join(repl, ""), strings.Join(repl2, "")
+	out.Uptime = out.Seen.Sub(start)
+	return out
+}
