@@ -206,6 +206,31 @@
 // connection carries a command, which is how redlock quarantines it
 // (docs/OPERATIONS.md, "Sentinel-managed nodes").
 //
+// # Redis Cluster nodes
+//
+// A node may be a Redis Cluster, given by any of its members:
+//
+//	redis-cluster://[[user]:password@]host[:port][?seed=host2[:port2]]...[&protocol=3][&client_name=name]
+//
+// The host and the seeds (default port 6379; repeated seed= options, not
+// commas, as for Sentinel nodes) are asked for the slot map, CLUSTER
+// SHARDS or, before Redis 7, CLUSTER SLOTS, at New and whenever the map
+// may have moved (never on a caller's path). The node has Config.Conns
+// connections to each primary that serves slots (at most
+// MaxClusterShards), each set up with ROLE in its pipeline. A batch goes
+// to the primary of its key's slot: Batch.SetKey's key, hashed as Redis
+// does (KeySlot: the hash tag between the first '{' and the next '}' when
+// not empty), so every key of a batch must share that slot; an unkeyed
+// batch fails on a cluster node with ErrNotSent. MOVED, ASK, TRYAGAIN and
+// CLUSTERDOWN replies are delivered as the error replies they are (the
+// command did nothing) and make the node's supervisor ask for the map
+// again; so does a broken shard connection (its primary may have failed
+// over). The node's incarnation (Config.Incarnations) is every primary's
+// together: a restart or failover of any of them is one of the node.
+// Client.Shards and Client.ShardOf say where keys go. A node whose map
+// cannot be had is down with a cause wrapping ErrCluster that says what
+// each member answered. TLS is refused for cluster nodes for now.
+//
 // # Bounds
 //
 // Memory stays bounded whatever the nodes do, on every transport: a
