@@ -150,6 +150,12 @@ type Config struct {
 	// i*(Warmup + Duration + StartAtGap), so several redmux-bench processes
 	// given the same time measure in the same windows.
 	StartAt time.Time
+	// Segment is -segment i/n (zero: the whole run in this process). Once
+	// parsed, Workers, Rate and Keys are this process's share, KeyFirst
+	// its first key, and SegmentOf holds the whole run's figures.
+	Segment   Segment
+	KeyFirst  int
+	SegmentOf SegmentInfo
 
 	// Sweep settings (redmux-bench sweep only).
 	Sweep  bool          // the sweep subcommand
@@ -225,6 +231,9 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.BoolVar(&c.Insecure, "insecure", false, "with -tls: do not verify the servers' certificates (testing only)")
 	fs.BoolVar(&c.Version, "version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
+	if !sweep {
+		fs.Var(segmentFlag{&c.Segment}, "segment", "`i/n`: run the i-th of n shares (0-based) of one run spread over n processes against one cluster (-nodes), all given the same -start-at: this process runs 1/n of -rate, of -c and (round-robin keys) a contiguous 1/n of -keys; merge their -hlog files with redmux-bench merge (deploy/k8s/redmux-bench-job.yaml)")
+	}
 	if sweep {
 		c.Workers = 64
 		fs.Lookup("c").DefValue = "64"
@@ -255,7 +264,7 @@ func Usage(w io.Writer) {
 Usage:
   redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
   redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
-  redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines
+  redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines (-segment i/n splits one run between them)
   redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
 
 Flags, by group:
@@ -405,6 +414,9 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		return nil, err
 	}
 	if err := parseStrategies(c, strategy); err != nil {
+		return nil, err
+	}
+	if err := applySegment(c); err != nil {
 		return nil, err
 	}
 	return c, nil

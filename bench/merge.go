@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -85,7 +86,13 @@ func MergeUsage(w io.Writer) {
 	fmt.Fprintf(w, `redmux-bench merge: merge HdrHistogram interval logs (bench.hlog, sweep.hlog) from several load machines.
 
 Intervals are merged by tag, by their absolute times: runs started together
-with -start-at line up. The summary table goes to stdout.
+with -start-at line up. "per s" is a tag's count over the union of the
+files' spans, "sum per s" the sum of each file's count over its own span
+(the whole run's rate, however well the windows line up). The logs of the
+segments of one run (-segment i/n) are checked: each segment at most once,
+one n, no log without a segment among them (errors); a segment missing, or
+segments of different -start-at, -rate, -c or -keys, is a WARNING on stderr
+and in the JSON. The summary table goes to stdout.
 
 Usage:
   redmux-bench merge [flags] FILE...
@@ -127,13 +134,20 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		file int
 	}
 	var all []rec
+	segs := make([]*hlogSegment, len(c.Files))
 	for i, p := range c.Files {
-		f, err := os.Open(p)
+		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		hs, err := ReadHlog(f)
-		f.Close()
+		seg, ok, err := readHlogSegment(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if ok {
+			segs[i] = &seg
+		}
+		hs, err := ReadHlog(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -151,6 +165,10 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		}
 	}
 	res := &MergeResult{Files: c.Files}
+	var err error
+	if res.Segments, res.Warnings, err = checkSegments(c.Files, segs); err != nil {
+		return nil, err
+	}
 	var filters []string
 	if c.Start.set {
 		filters = append(filters, "start "+c.Start.at(origin).UTC().Format(time.RFC3339Nano))
@@ -163,7 +181,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 	}
 	res.Filters = strings.Join(filters, "; ")
 	byTag := map[string]*MergedTag{}
-	files := map[string]map[int]bool{}
+	files := map[string]map[int]*fileSpan{}
 	var first, last int64
 	var dropped int64
 	for _, r := range all {
@@ -179,10 +197,10 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		if m == nil {
 			m = &MergedTag{Tag: h.Tag(), hist: NewHistogram()}
 			byTag[h.Tag()] = m
-			files[h.Tag()] = map[int]bool{}
+			files[h.Tag()] = map[int]*fileSpan{}
 		}
 		m.Intervals++
-		files[h.Tag()][r.file] = true
+		files[h.Tag()][r.file] = files[h.Tag()][r.file].add(h)
 		dropped += m.hist.Merge(h)
 		if first == 0 || h.StartTimeMs() < first {
 			first = h.StartTimeMs()
@@ -209,10 +227,34 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		if d := mustMs(m.End) - mustMs(m.Start); d > 0 {
 			m.PerSec = float64(m.hist.TotalCount()) / (float64(d) / 1e3)
 		}
+		for _, f := range files[tag] {
+			m.SumPerSec += f.perSec()
+		}
 		res.Tags = append(res.Tags, m)
 	}
 	sort.Slice(res.Tags, func(i, j int) bool { return res.Tags[i].Tag < res.Tags[j].Tag })
 	return res, nil
+}
+
+// fileSpan is one file's kept intervals of one tag: their count and span.
+type fileSpan struct{ first, last, count int64 }
+
+// add counts h in s (a new span when s is nil).
+func (s *fileSpan) add(h *hdr.Histogram) *fileSpan {
+	if s == nil {
+		s = &fileSpan{first: h.StartTimeMs(), last: h.EndTimeMs()}
+	}
+	s.first, s.last = min(s.first, h.StartTimeMs()), max(s.last, h.EndTimeMs())
+	s.count += h.TotalCount()
+	return s
+}
+
+// perSec is the span's rate (0 for an empty span).
+func (s *fileSpan) perSec() float64 {
+	if s.last <= s.first {
+		return 0
+	}
+	return float64(s.count) / (float64(s.last-s.first) / 1e3)
 }
 
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
@@ -266,8 +308,16 @@ func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
 		fmt.Fprintf(w, "; %s; %d intervals left out", r.Filters, r.Skipped)
 	}
 	fmt.Fprintln(w)
+	if r.Segments != nil {
+		fmt.Fprintln(w, r.Segments.describe())
+	}
 	pcts := mergePercentiles(c)
-	head := []string{"tag", "count", "files", "per s", "min"}
+	head := []string{"tag", "count", "files", "per s"}
+	several := len(r.Files) > 1
+	if several {
+		head = append(head, "sum per s")
+	}
+	head = append(head, "min")
 	for _, p := range pcts {
 		head = append(head, pctName(p))
 	}
@@ -277,7 +327,11 @@ func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
 		if name == "" {
 			name = "(untagged)"
 		}
-		row := []string{name, fmt.Sprint(m.Latency.Count), fmt.Sprint(m.Files), fmtCount(m.PerSec), f1(m.Latency.MinUs)}
+		row := []string{name, fmt.Sprint(m.Latency.Count), fmt.Sprint(m.Files), fmtCount(m.PerSec)}
+		if several {
+			row = append(row, fmtCount(m.SumPerSec))
+		}
+		row = append(row, f1(m.Latency.MinUs))
 		for _, p := range pcts {
 			v, ok := m.Latency.At(p)
 			if !ok {
@@ -362,6 +416,9 @@ func runMerge(c *MergeConfig, stdout, stderr io.Writer) error {
 	tableOut := stdout
 	if c.JSON == "-" || c.CSV == "-" {
 		tableOut = stderr
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintln(stderr, "redmux-bench: merge: WARNING: "+w)
 	}
 	WriteMergedTable(tableOut, r, c)
 	jsonW := func(w io.Writer) error {

@@ -247,7 +247,11 @@ func runDescription(c ReportConfig) string {
 	if c.Rate > 0 {
 		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
 	}
-	return fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
+	s := fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
+	if c.Segment != nil {
+		s += "; " + c.Segment.describe(c.Rate, c.Workers, c.Keys)
+	}
+	return s
 }
 
 // blackholeSetup is what a blackholed node adds to a strategy's set-up: the
@@ -500,6 +504,9 @@ func writeConfigSection(w io.Writer, c ReportConfig) {
 	ct.row("loop", c.Loop)
 	if c.Rate > 0 {
 		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start; saturated below %.0f%% of it achieved, or with operations left unstarted)", c.Rate, SaturationShare*100))
+	}
+	if c.Segment != nil {
+		ct.row("segment (-segment)", c.Segment.describe(c.Rate, c.Workers, c.Keys)+" (workers, rate and keys in this report are this segment's; redmux-bench merge adds the segments' interval logs up)")
 	}
 	ct.row("workload", c.Workload)
 	ct.row("keys", fmt.Sprint(c.Keys))

@@ -88,10 +88,15 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	secrets := cfg.secrets()
 
 	var hbuf bytes.Buffer
-	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command, Version())
+	comments := []string{"redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command, Version()}
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
+	if cfg.Segment.IsSet() {
+		comments = append(comments, segmentComment(cfg))
+		keyPrefix = segmentKeyPrefix(cfg.StartAt)
+	}
+	hw := NewHlogWriter(&hbuf, time.Now(), comments...)
 
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {
@@ -114,7 +119,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
-			Rate: cfg.Rate, Keys: cfg.Keys, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
+			Rate: cfg.Rate, Keys: cfg.Keys, KeyFirst: cfg.KeyFirst, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
 			StartAt:       strategyStart(cfg, i),
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
 			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
@@ -382,6 +387,10 @@ func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
 	}
 	if !cfg.StartAt.IsZero() {
 		rc.StartAt = cfg.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	if cfg.Segment.IsSet() {
+		seg := cfg.SegmentOf
+		rc.Segment = &seg
 	}
 	if cfg.Hold.Kind != "" {
 		rc.Hold, rc.HoldMeanMs = cfg.Hold.String(), float64(cfg.Hold.Mean())/1e6

@@ -66,6 +66,25 @@ type ReportConfig struct {
 	StartAt string `json:"start_at,omitempty"`
 	// Percentiles are the -percentiles list (empty: the defaults).
 	Percentiles []float64 `json:"percentiles,omitempty"`
+	// Segment is -segment i/n: this process ran one share of a run spread
+	// over n processes; workers, rate and keys above are its share, the
+	// whole run's are here.
+	Segment *SegmentInfo `json:"segment,omitempty"`
+}
+
+// SegmentInfo is -segment i/n as reports record it.
+type SegmentInfo struct {
+	Index int `json:"index"` // i, 0-based
+	Count int `json:"count"` // n
+	// The whole run's -rate (0: closed loop), -c and -keys.
+	TotalRate    float64 `json:"total_rate,omitempty"`
+	TotalWorkers int     `json:"total_workers"`
+	TotalKeys    int     `json:"total_keys"`
+	// KeysSplit: this segment's keys are the range KeyFirst ..
+	// KeyFirst+keys-1 of the whole key space; false: every segment uses
+	// the whole key space (contended workload, uniform or zipf popularity).
+	KeysSplit bool `json:"keys_split"`
+	KeyFirst  int  `json:"key_first"`
 }
 
 // Env describes the machine and build.
@@ -369,8 +388,23 @@ type MergeResult struct {
 	End       string       `json:"end,omitempty"`
 	Filters   string       `json:"filters,omitempty"`
 	Tags      []*MergedTag `json:"tags"`
+	// Segments: the files are segments of one run (-segment i/n).
+	Segments *MergedSegments `json:"segments,omitempty"`
+	// Warnings: what makes the merged figures doubtful (a missing
+	// segment, segments of different runs).
+	Warnings []string `json:"warnings,omitempty"`
 
 	kept []*hdr.Histogram
+}
+
+// MergedSegments describes merged files that are segments of one run.
+type MergedSegments struct {
+	Count   int    `json:"count"`             // n of -segment i/n
+	Present []int  `json:"present"`           // the segments merged (i), ascending
+	Missing []int  `json:"missing,omitempty"` // the segments not given
+	StartAt string `json:"start_at,omitempty"`
+	// TotalRate is the whole run's -rate (open loop; 0: closed loop).
+	TotalRate float64 `json:"total_rate,omitempty"`
 }
 
 // MergedTag is one tag's merged distribution.
@@ -381,6 +415,12 @@ type MergedTag struct {
 	Start     string  `json:"start"` // earliest kept interval start (RFC 3339)
 	End       string  `json:"end"`   // latest kept interval end
 	PerSec    float64 `json:"per_sec"`
+	// SumPerSec is the sum over the files of each file's count over its
+	// own span: the whole run's rate when the files are segments of one
+	// run (-segment) or machines that ran together, whether or not their
+	// windows line up to the millisecond (PerSec divides by the union of
+	// the spans).
+	SumPerSec float64 `json:"sum_per_sec"`
 	Latency   Latency `json:"latency"`
 
 	hist *hdr.Histogram

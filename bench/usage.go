@@ -21,7 +21,7 @@ var flagGroups = []flagGroup{
 	{"Target (default: an embedded 5-node fake cluster)", []string{"nodes", "real-local", "fake", "user", "password", "db", "timeout", "fresh-nodes"}},
 	{"TLS", []string{"tls", "cacert", "cert", "key", "sni", "insecure"}},
 	{"Embedded cluster", []string{"latency", "fault", "node-cap", "inprocess"}},
-	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at"}},
+	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at", "segment"}},
 	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
 	{"Sweep", []string{"slo", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
 	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},

@@ -41,7 +41,11 @@ type RunConfig struct {
 	WarmupRate float64
 	Rate       float64 // open loop: target ops/s over all workers; 0 = closed loop
 	Keys       int     // key space size
-	Workload   string
+	// KeyFirst is the index of the first key (names <prefix><strategy>:<KeyFirst>
+	// .. <KeyFirst+Keys-1>): a load-generator process given a segment of
+	// the key space (redmux-bench -segment) uses its own contiguous range.
+	KeyFirst int
+	Workload string
 	// Hold is the time each acquired lock is held before its release
 	// (-hold); it is part of the acquire_release latency.
 	Hold Hold
@@ -84,10 +88,13 @@ type Progress struct {
 }
 
 // keyNames pre-builds the key strings so the hot loop does not allocate.
-func keyNames(prefix string, n int) []string {
+func keyNames(prefix string, n int) []string { return keyNamesFrom(prefix, 0, n) }
+
+// keyNamesFrom names the keys first .. first+n-1.
+func keyNamesFrom(prefix string, first, n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = prefix + strconv.Itoa(i)
+		out[i] = prefix + strconv.Itoa(first+i)
 	}
 	return out
 }
@@ -163,7 +170,7 @@ func Measure(ctx context.Context, name string, workers []Worker, cfg RunConfig, 
 	// Operations run on a context without ctx's cancellation: a stop lets
 	// them finish instead of failing them.
 	opCtx := context.WithoutCancel(ctx)
-	keys := keyNames(cfg.Prefix+name+":", cfg.Keys)
+	keys := keyNamesFrom(cfg.Prefix+name+":", cfg.KeyFirst, cfg.Keys)
 	late, err := waitStart(ctx, cfg.StartAt)
 	if err != nil {
 		return nil, err
