@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The Kubernetes Indexed Job that runs the segments (issue 36 item 7).
+const (
+	k8sJobManifest = "../deploy/k8s/redmux-bench-job.yaml"
+	k8sMergeScript = "../deploy/k8s/merge.sh"
+)
+
+// k8sJob is what the test reads of the manifest: no YAML library, only
+// the few lines it needs.
+type k8sJob struct {
+	mode                     string
+	completions, parallelism int
+	env                      map[string]string // the container's env values (not valueFrom)
+	bench                    string            // the script's redmux-bench line
+}
+
+func parseK8sJob(t *testing.T, text string) k8sJob {
+	t.Helper()
+	j := k8sJob{env: map[string]string{}}
+	field := func(name string) string {
+		m := regexp.MustCompile(`(?m)^\s+`+name+`:\s*(\S+)\s*$`).FindAllStringSubmatch(text, -1)
+		require.Len(t, m, 1, "%s: one %s: line", k8sJobManifest, name)
+		return m[0][1]
+	}
+	num := func(name string) int {
+		n, err := strconv.Atoi(field(name))
+		require.NoError(t, err, name)
+		return n
+	}
+	j.mode, j.completions, j.parallelism = field("completionMode"), num("completions"), num("parallelism")
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		tl := strings.TrimSpace(l)
+		if name, ok := strings.CutPrefix(tl, "- name: "); ok && i+1 < len(lines) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "value: "); ok {
+				j.env[name] = strings.Trim(v, `"`)
+			}
+		}
+		if strings.HasPrefix(tl, "redmux-bench ") {
+			require.Empty(t, j.bench, "one redmux-bench line")
+			j.bench = tl
+		}
+	}
+	require.NotEmpty(t, j.bench, "the script's redmux-bench line")
+	return j
+}
+
+// shellWords splits a simple sh command line (words, double quotes, $VAR
+// and ${VAR} expanded from env; it stops at || or ;), as the pod's shell
+// would.
+func shellWords(t *testing.T, line string, env func(string) string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case ch == '"':
+			quoted, inWord = !quoted, true
+		case ch == '$':
+			j := i + 1
+			brace := j < len(line) && line[j] == '{'
+			if brace {
+				j++
+			}
+			k := j
+			for k < len(line) && (line[k] == '_' || line[k] >= 'A' && line[k] <= 'Z' || line[k] >= 'a' && line[k] <= 'z' || line[k] >= '0' && line[k] <= '9') {
+				k++
+			}
+			require.Greater(t, k, j, "a bare $ in %q", line)
+			cur.WriteString(env(line[j:k]))
+			if brace {
+				require.Equal(t, byte('}'), line[k], "unclosed ${ in %q", line)
+				k++
+			}
+			i, inWord = k-1, true
+		case !quoted && (ch == ' ' || ch == '\t'):
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case !quoted && (ch == ';' || ch == '|' && i+1 < len(line) && line[i+1] == '|'):
+			i = len(line)
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	require.False(t, quoted, "unclosed quote in %q", line)
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// The manifest is an Indexed Job of n pods, n at once, whose index k (the
+// JOB_COMPLETION_INDEX Kubernetes sets) runs `-segment k/n` of one run:
+// its command line parses for every index, and the n segments cover 0..n-1
+// exactly once, with workers, keys and rate adding up to the whole run's.
+// The merge script reads as many logs as the Job has completions.
+func TestK8sIndexedJobCoversEverySegmentOnce(t *testing.T) {
+	text, err := os.ReadFile(k8sJobManifest)
+	require.NoError(t, err)
+	j := parseK8sJob(t, string(text))
+	require.Equal(t, "Indexed", j.mode)
+	n := j.completions
+	require.GreaterOrEqual(t, n, 2)
+	require.Equal(t, n, j.parallelism, "every segment runs at once")
+	require.Equal(t, strconv.Itoa(n), j.env["SEGMENTS"], "SEGMENTS is the completions")
+	require.Contains(t, j.bench, `-segment "$JOB_COMPLETION_INDEX/$SEGMENTS"`)
+	require.Contains(t, string(text), "__START_AT__", "START_AT is filled in at apply time")
+
+	startAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	seen := map[int]int{}
+	nextWorker, nextKey := 0, 0
+	var total SegmentInfo
+	rate := 0.0
+	for k := 0; k < n; k++ {
+		env := func(name string) string {
+			switch name {
+			case "JOB_COMPLETION_INDEX":
+				return strconv.Itoa(k)
+			case "START_AT":
+				return startAt
+			}
+			v, ok := j.env[name]
+			require.True(t, ok, "$%s is not in the container's env", name)
+			return v
+		}
+		words := shellWords(t, j.bench, env)
+		require.Equal(t, "redmux-bench", words[0])
+		c, err := ParseArgs(words[1:], func(string) string { return "" })
+		require.NoError(t, err, "index %d: %q", k, words)
+		require.Equal(t, n, c.Segment.Count, "index %d", k)
+		seen[c.Segment.Index]++
+		if k == 0 {
+			total = c.SegmentOf
+			require.True(t, total.KeysSplit)
+		}
+		require.Equal(t, total.TotalWorkers, c.SegmentOf.TotalWorkers)
+		require.Equal(t, total.TotalKeys, c.SegmentOf.TotalKeys)
+		require.Equal(t, nextKey, c.KeyFirst, "index %d: keys start where the last segment's ended", k)
+		nextWorker, nextKey, rate = nextWorker+c.Workers, nextKey+c.Keys, rate+c.Rate
+	}
+	for i := 0; i < n; i++ {
+		require.Equal(t, 1, seen[i], "segment %d/%d: run %d times", i, n, seen[i])
+	}
+	require.Len(t, seen, n)
+	require.Equal(t, total.TotalWorkers, nextWorker)
+	require.Equal(t, total.TotalKeys, nextKey)
+	require.InEpsilon(t, total.TotalRate, rate, 1e-12)
+
+	script, err := os.ReadFile(k8sMergeScript)
+	require.NoError(t, err)
+	for _, s := range []string{"{.spec.completions}", `while [ "$k" -lt "$n" ]`, "batch.kubernetes.io/job-completion-index=$k", " merge -out "} {
+		require.Contains(t, string(script), s)
+	}
+	for _, marker := range []string{"=== redmux-bench hlog begin", "=== redmux-bench hlog end"} {
+		require.Contains(t, string(text), marker)
+		require.Contains(t, string(script), marker)
+	}
+	t.Logf("%d segments of -rate %g, -c %d, -keys %d: %s", n, total.TotalRate, total.TotalWorkers, total.TotalKeys, fmt.Sprint(seen))
+}
