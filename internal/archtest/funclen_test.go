@@ -23,12 +23,7 @@ const maxFuncLines = 120
 // by "path/file.go Name", each with the reason and the issue that removes
 // it. An exception for a function that no longer exists or has come under
 // the limit fails the test: delete it then.
-var funcLenExceptions = map[string]string{
-	// 135 lines at a30427c: deciding, doing and judging a holding
-	// interleaved; issue 37 item 2 splits the checker into plan, holder
-	// and run, Run under 80 lines.
-	"redlock/internal/checker/run.go Run": "issue 37 item 2",
-}
+var funcLenExceptions = map[string]string{}
 
 // funcLen is one function's length.
 type funcLen struct {
