@@ -96,6 +96,8 @@ func TestCommandProperties(t *testing.T) {
 		{"script", "locked noscript"},
 		{"eval", "locked noscript"},
 		{"evalsha", "locked noscript"},
+		{"role", "noscript"},
+		{"cluster", "noscript"},
 		{"fake", "nomulti admin noscript"},
 	} {
 		want[r.name] = r.props

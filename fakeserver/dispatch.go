@@ -117,6 +117,8 @@ func init() {
 		{name: "script", arity: -2, flags: []string{"noscript"}, fn: cmdScript},
 		{name: "eval", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEval},
 		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
+		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, noLock: true, fn: cmdRole},
+		{name: "cluster", arity: -2, flags: []string{"noscript", "loading", "stale"}, noLock: true, fn: cmdCluster},
 		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, noLock: true, noMulti: true, fn: cmdFake},
 	}
 	defer func() { scriptIdx = commandIndex["script"] }()
@@ -240,6 +242,13 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		st.rejected.Add(1)
 		fc.multiDirty = fc.inMulti
 		out.WriteError("NOAUTH Authentication required.")
+		return
+	}
+	if msg := n.slotRefusal(def, args); msg != "" {
+		// a cluster node's keys in another slot (slots.go)
+		st.rejected.Add(1)
+		fc.multiDirty = fc.inMulti
+		out.WriteError(msg)
 		return
 	}
 	c := cmdCtx{rc: out, fc: fc, args: args, idx: idx}

@@ -78,12 +78,13 @@ type NodeStats struct {
 
 // Node is one fake Redis server. All methods are safe for concurrent use.
 type Node struct {
-	cfg  Config
-	addr string
-	base time.Time // monotonic base of the node clock
-	id   atomic.Int64
-	qbuf atomic.Int64                // request bytes charged against QueryBufferLimit (conn.go)
-	life atomic.Pointer[incarnation] // run_id, replication ids, start (incarnation.go)
+	cfg   Config
+	addr  string
+	base  time.Time // monotonic base of the node clock
+	id    atomic.Int64
+	qbuf  atomic.Int64                // request bytes charged against QueryBufferLimit (conn.go)
+	life  atomic.Pointer[incarnation] // run_id, replication ids, start (incarnation.go)
+	shard shardField                  // its slots in a ShardedCluster (slots.go); nil: standalone
 
 	// keyspace and clock, guarded by mu
 	mu       sync.Mutex

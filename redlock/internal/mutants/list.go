@@ -38,6 +38,7 @@ const (
 	availTest   = "TestAvailabilityNoLeftovers"
 	fenceTest   = "TestSafetyFencing"
 	restartTest = "TestSafetyRestarts"
+	clusterTest = "TestSafetyClusterRestarts"
 )
 
 // mutants is the list of planted bugs.
@@ -71,6 +72,12 @@ var mutants = []Mutant{
 		Edits: []Edit{{"redlock/incarnation.go",
 			"\tif u == 0 {\n\t\treturn true\n\t}\n\tif mono() < u {",
 			"\tif u == 0 || true {\n\t\treturn true\n\t}\n\tif mono() < u {"}},
+	},
+	{
+		Name: "cluster-incarnation-one-shard", Class: "a Redis Cluster node's incarnation taken from its first shard only: a restart or failover of another shard counted at once (issue 33)", Test: clusterTest, Short: true,
+		Edits: []Edit{{"mux/cluster.go",
+			"\t\tif p == nil || m == nil || m.addrs[k] == \"\" {\n",
+			"\t\tif p == nil || m == nil || m.addrs[k] == \"\" || k > 0 {\n"}},
 	},
 	{
 		Name: "restore-unchecked", Class: "keys put back after a failed extension, over another value (issue 32)", Test: restartTest, Max: 6 * time.Minute,

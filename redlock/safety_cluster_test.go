@@ -1,0 +1,103 @@
+package redlock_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/internal/checker"
+)
+
+// clusterChaos is the fault injector of a run on Redis Cluster nodes: its
+// Chaos acts on every shard of every cluster; the checker's reads of a
+// lock key and of the nodes' incarnations see one entry per Redlock node
+// (a cluster): the key on whichever shard has it, and the shards' run_ids
+// together ("" while any shard is down), as mux joins them.
+type clusterChaos struct {
+	*fakeserver.Chaos
+	groups []*fakeserver.Cluster
+}
+
+func (c clusterChaos) KeyValues(key string) ([][]byte, []time.Duration) {
+	vals := make([][]byte, len(c.groups))
+	ttls := make([]time.Duration, len(c.groups))
+	for g, cl := range c.groups {
+		ttls[g] = cl.Nodes[0].PTTL(key)
+		for _, n := range cl.Nodes {
+			if v, ok := n.Get(key); ok {
+				vals[g], ttls[g] = v, n.PTTL(key)
+			}
+		}
+	}
+	return vals, ttls
+}
+
+func (c clusterChaos) Lives() []string {
+	out := make([]string, len(c.groups))
+	for g, cl := range c.groups {
+		var ids []string
+		for _, n := range cl.Nodes {
+			if n.IsDown() {
+				ids = nil
+				break
+			}
+			ids = append(ids, n.RunID())
+		}
+		out[g] = strings.Join(ids, "")
+	}
+	return out
+}
+
+// TestSafetyClusterRestarts is TestSafetyRestarts on three Redlock nodes
+// that are Redis Clusters of three shards each (the fake's cluster mode:
+// CLUSTER SLOTS, MOVED), with every fault of restartProfile on every
+// shard: restarts that lose the data and come back at once, failovers that
+// lose the last writes, rolling restarts. The shards' incarnations make
+// each cluster node's (docs/OPERATIONS.md, Redis Cluster rule 4), so a
+// shard that lost its keys is quarantined with its node. Single-resource
+// locks only: a multi-resource or fenced lock needs its keys in one hash
+// slot, which the checker's resource names do not share (rule 3 refuses
+// them: TestRedisClusterLock).
+func TestSafetyClusterRestarts(t *testing.T) {
+	n := safetyCount()
+	seed := *safetySeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	var groups []*fakeserver.Cluster
+	all := &fakeserver.Cluster{}
+	var addrs []string
+	for g := 0; g < 3; g++ {
+		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cl.Close() })
+		groups = append(groups, cl)
+		all.Nodes = append(all.Nodes, cl.Nodes...)
+		a := cl.Addrs()
+		addrs = append(addrs, mux.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
+	}
+	prof := restartProfile(safetyTTL)
+	prof.MaxImpaired = 2
+	chaos := fakeserver.NewChaos(all, prof)
+	cfg := safetyConfig(addrs, n, seed, clusterChaos{chaos, groups})
+	cfg.MultiRate = 0
+	cfg.Options = append(cfg.Options, redlock.WithQuarantine(2*safetyTTL))
+	cfg.StopOnViolation = *safetyStop
+	cfg.StopOnOverlapOnly = *safetyOvl
+	res, err := checker.Run(cfg)
+	require.NoError(t, err)
+	t.Logf("seed %d: %v", seed, res)
+	t.Logf("%v", &chaos.Counts)
+	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
+	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
+	require.GreaterOrEqual(t, res.Acquired, int64(n))
+	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
+	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
+	require.Positive(t, res.Extended, "extensions succeeded")
+}
