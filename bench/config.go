@@ -108,6 +108,8 @@ type Config struct {
 	Nodes        []string      // -nodes: real masters (no embedded cluster)
 	Fake         int           // -fake: embedded cluster size
 	RealLocal    int           // -real-local: start this many local redis-servers
+	Shape        string        // -shape: what each -real-local node is (ShapeStandalone, ShapeCluster, ShapeSentinel)
+	Shards       int           // -shards: primaries of each -shape cluster node
 	Strategies   []string      // -strategy
 	Workers      int           // -c
 	Conns        int           // -conns (mux: connections per node; 0 = mux default)
@@ -190,6 +192,8 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters (no embedded cluster): host:port, or redis://[[user]:password@]host[:port][/db] and rediss://... URLs (mux.Config.Addrs documents their options)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
+	fs.StringVar(&c.Shape, "shape", ShapeStandalone, "with -real-local, what each node is: standalone (one redis-server), cluster (a Redis Cluster of -shards primaries, a redis-cluster:// node) or sentinel (a primary, a replica and 3 sentinels, a redis-sentinel:// node); cluster and sentinel run -strategy mux only")
+	fs.IntVar(&c.Shards, "shards", 3, "with -shape cluster: primaries of each cluster node (1..16)")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
 	fs.Var(transportFlag{&c.Transport}, "transport", "mux strategy: how its connections are driven on Linux: epoll (mux's default) or io_uring (a lone caller's sends and its wait are one system call; a run fails when the kernel refuses io_uring)")
@@ -413,6 +417,9 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	if err := checkWorkload(c, set); err != nil {
 		return nil, err
 	}
+	if err := checkShape(c, set); err != nil {
+		return nil, err
+	}
 	if err := parseStrategies(c, strategy); err != nil {
 		return nil, err
 	}
@@ -564,19 +571,49 @@ func checkWorkload(c *Config, set map[string]bool) error {
 	return nil
 }
 
+// The deployment shapes of -real-local nodes (-shape).
+const (
+	ShapeStandalone = "standalone"
+	ShapeCluster    = "cluster"
+	ShapeSentinel   = "sentinel"
+)
+
+// checkShape checks -shape and -shards.
+func checkShape(c *Config, set map[string]bool) error {
+	switch {
+	case c.Shape != ShapeStandalone && c.Shape != ShapeCluster && c.Shape != ShapeSentinel:
+		return usagef("-shape %q: want standalone, cluster or sentinel", c.Shape)
+	case set["shape"] && c.RealLocal == 0:
+		return usagef("-shape is for -real-local (with -nodes, give redis-cluster:// or redis-sentinel:// URLs)")
+	case c.Shape != ShapeStandalone && c.TLS:
+		return usagef("-shape %s: cluster and Sentinel nodes are plaintext (TLS to them is not supported yet)", c.Shape)
+	case set["shards"] && c.Shape != ShapeCluster:
+		return usagef("-shards is for -shape cluster")
+	case c.Shards < 1 || c.Shards > mux.MaxClusterShards:
+		return usagef("-shards must be 1..%d, got %d", mux.MaxClusterShards, c.Shards)
+	}
+	return nil
+}
+
 // parseStrategies sets c.Strategies from -strategy.
 func parseStrategies(c *Config, strategy string) error {
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			if c.Workload == WorkloadFenced {
-				c.Strategies = append(c.Strategies, StrategyMux) // the only one with fencing tokens
+			if c.Workload == WorkloadFenced || c.Shape != ShapeStandalone {
+				// mux is the only one with fencing tokens, and with
+				// cluster and Sentinel nodes (seq and fanout dial fixed
+				// addresses)
+				c.Strategies = append(c.Strategies, StrategyMux)
 				continue
 			}
 			c.Strategies = append(c.Strategies, AllStrategies...)
 		case StrategySeq, StrategyFanout:
 			if c.Workload == WorkloadFenced {
 				return usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
+			}
+			if c.Shape != ShapeStandalone {
+				return usagef("-shape %s runs -strategy mux only (seq and fanout dial fixed addresses)", c.Shape)
 			}
 			c.Strategies = append(c.Strategies, s)
 		case StrategyMux:

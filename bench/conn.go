@@ -57,6 +57,9 @@ func (o *connOpts) node(addr string) (mux.NodeAddr, error) {
 		// fixed address
 		return na, fmt.Errorf("node %s: a %s:// node's primary is found by mux at every dial: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, mux.SentinelScheme)
 	}
+	if err == nil && na.Cluster != nil {
+		return na, fmt.Errorf("node %s: a %s:// node's keys are on the primaries of their slots, which mux routes to: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, mux.ClusterScheme)
+	}
 	return na, err
 }
 

@@ -192,7 +192,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 	case len(cfg.Nodes) > 0:
 		t = &target{addrs: cfg.Nodes, kind: "nodes", desc: fmt.Sprintf("%d Redis masters given with -nodes", len(cfg.Nodes)), close: func() {}}
 	case cfg.RealLocal > 0:
-		t, err = startRealLocal(cfg.RealLocal, cfg.Password, cfg.TLS)
+		t, err = startRealLocalShape(cfg.RealLocal, cfg.Shape, cfg.Shards, cfg.Password, cfg.TLS)
 	default:
 		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
 	}

@@ -131,6 +131,59 @@ func startRealLocal(n int, password string, useTLS bool) (*target, error) {
 	return t, nil
 }
 
+// startRealLocalShape starts n local nodes of the given shape (-shape):
+// standalone redis-servers (startRealLocal), or n Redis Clusters of shards
+// primaries each, or n Sentinel services (a primary, a replica, 3
+// sentinels), every process stopped by pid in close.
+func startRealLocalShape(n int, shape string, shards int, password string, useTLS bool) (*target, error) {
+	var procs []*redisproc.Server
+	var stops []func()
+	t := &target{kind: "real-local"}
+	t.close = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	switch shape {
+	case ShapeStandalone, "":
+		return startRealLocal(n, password, useTLS)
+	case ShapeCluster:
+		for i := 0; i < n; i++ {
+			cl, err := redisproc.StartCluster(redisproc.ClusterOptions{Primaries: shards, Password: password})
+			if err != nil {
+				t.close()
+				return nil, fmt.Errorf("-shape cluster: %w", err)
+			}
+			stops = append(stops, cl.Stop)
+			procs = append(procs, cl.All()...)
+			a := cl.Addrs()
+			u := mux.ClusterScheme + "://" + a[0]
+			for k, s := range a[1:] {
+				u += map[bool]string{true: "?", false: "&"}[k == 0] + "seed=" + s
+			}
+			t.addrs = append(t.addrs, u)
+		}
+		t.desc = fmt.Sprintf("%d local Redis Clusters of %d primaries each, one per node (%d redis-server processes, started and stopped by redmux-bench)", n, shards, len(procs))
+	case ShapeSentinel:
+		for i := 0; i < n; i++ {
+			g, err := redisproc.StartSentinelGroup(redisproc.SentinelOptions{Password: password})
+			if err != nil {
+				t.close()
+				return nil, fmt.Errorf("-shape sentinel: %w", err)
+			}
+			stops = append(stops, g.Stop)
+			procs = append(procs, g.Data...)
+			s := g.SentinelAddrs()
+			t.addrs = append(t.addrs, mux.SentinelScheme+"://"+s[0]+"?sentinelMasterId="+g.Name+"&sentinel="+s[1]+"&sentinel="+s[2])
+		}
+		t.desc = fmt.Sprintf("%d local Sentinel services, one per node (each a primary, a replica and 3 sentinels; started and stopped by redmux-bench)", n)
+	}
+	for _, s := range procs {
+		t.pids = append(t.pids, s.Pid())
+	}
+	return t, nil
+}
+
 // command sends one command on a fresh set-up connection (replies awaited up
 // to the dial timeout) and returns a copy of its reply's string value.
 func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([]byte, error) {
@@ -154,6 +207,14 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 // preflight connects to every node (AUTH, SELECT, SCRIPT LOAD, PING).
 func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
+		if na, err := opt.node(a); na.Sentinel != nil || na.Cluster != nil {
+			// reached through mux (the sentinels, the slot map)
+			err = preflightMux(a, opt)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, mux.RedactURL(a), redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
+			}
+			continue
+		}
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
 			shown := mux.RedactURL(a)
 			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) || errors.Is(err, ErrServerReply) {
@@ -164,6 +225,17 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 		}
 	}
 	return nil
+}
+
+// preflightMux dials a Sentinel or cluster node as mux does (New dials
+// every connection before it returns) and returns the node's error.
+func preflightMux(a string, opt *connOpts) error {
+	c, err := mux.New(mux.Config{Addrs: []string{a}, Username: opt.user, Password: opt.password, DB: opt.db, DialTimeout: opt.dialTimeout})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.NodeErr(0)
 }
 
 // applyFaults sets -latency and -node-cap on every embedded node, then each

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redmux/redmux/internal/redisproc/redistest"
+)
+
+func TestShapeFlags(t *testing.T) {
+	for want, args := range map[string][]string{
+		"want standalone, cluster or sentinel": {"-real-local", "2", "-shape", "ring"},
+		"-shape is for -real-local":            {"-shape", "cluster"},
+		"-shards must be 1..16":                {"-real-local", "2", "-shape", "cluster", "-shards", "17"},
+		"-shards is for -shape cluster":        {"-real-local", "2", "-shards", "2"},
+		"plaintext":                            {"-real-local", "2", "-shape", "sentinel", "-tls"},
+		"runs -strategy mux only":              {"-real-local", "2", "-shape", "cluster", "-strategy", "seq,mux"},
+	} {
+		_, err := ParseArgs(args, noEnv)
+		require.ErrorIs(t, err, ErrUsage, "%v", args)
+		require.Contains(t, err.Error(), want, "%v", args)
+	}
+	c, err := ParseArgs([]string{"-real-local", "2", "-shape", "cluster"}, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, []string{StrategyMux}, c.Strategies, "-strategy all with a cluster shape")
+}
+
+// -real-local -shape cluster starts one Redis Cluster per node, measures
+// the mux strategy on them and says the shape in the report; a
+// redis-cluster:// node in -nodes is refused by seq and fanout with the
+// reason, and its password never shows.
+func TestEndToEndClusterShape(t *testing.T) {
+	redistest.Require(t)
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Main([]string{"-real-local", "2", "-shape", "cluster", "-shards", "2", "-c", "2", "-d", "300ms", "-warmup", "0s",
+		"-quiet", "-out", "", "-json", filepath.Join(dir, "a.json")}, &out, &errb, noEnv)
+	require.Equal(t, ExitOK, code, errb.String())
+	rep := readReport(t, filepath.Join(dir, "a.json"))
+	require.Contains(t, rep.Config.Target, "2 local Redis Clusters of 2 primaries each")
+	require.Len(t, rep.Strategies, 1)
+	require.Positive(t, rep.Strategies[0].Acquired)
+	for _, n := range rep.Config.Nodes {
+		require.True(t, strings.HasPrefix(n, "redis-cluster://"), n)
+	}
+
+	pc := newPlainConn("redis-cluster://:cl-secret@127.0.0.1:7000?seed=127.0.0.1:7001", &connOpts{})
+	require.Error(t, pc.perr)
+	require.Contains(t, pc.perr.Error(), "-strategy mux")
+	require.NotContains(t, pc.perr.Error(), "cl-secret")
+}
