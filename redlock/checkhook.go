@@ -19,7 +19,7 @@ func keepAliveSynced(x any) (kept, synced bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := &st.ka
-	if !v.held || !k.on || k.lock.gen != l.gen {
+	if !v.held || !k.kept() || k.lock.gen != l.gen {
 		return false, false
 	}
 	return true, k.end == v.end

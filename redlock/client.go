@@ -195,7 +195,7 @@ func mergeScripts(user []mux.Script) []mux.Script {
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs}
 	c.pool.New = func() any { return c.newWorker() }
-	c.states.New = func() any { return &lockState{c: c, ka: kaState{idx: -1}} }
+	c.states.New = func() any { return &lockState{c: c} }
 	c.ka.c = c
 	c.initTrust(cfg)
 	c.cluster = -1

@@ -155,7 +155,7 @@ var mutants = []Mutant{
 		// Caught at the end of the run, once the clients are closed (the
 		// counts are compared then): not cheap.
 		Name: "keepalive-end-unreported", Class: "a keep-alive that expired ends without telling the observer (OpKeepAliveEnd, issue 26)", Test: safetyTest,
-		Edits: []Edit{{"redlock/keepalive.go",
+		Edits: []Edit{{"redlock/keepalive_sched.go",
 			"\t\t\t\ts.end(st, cause)\n\t\t\t\tcontinue\n",
 			"\t\t\t\ts.finish(st, cause)\n\t\t\t\tcontinue\n"}},
 	},
@@ -163,7 +163,7 @@ var mutants = []Mutant{
 		// issue 34, R12: the ends are compared per lock (Event.LockID), so
 		// a double report is caught whatever the totals say
 		Name: "keepalive-end-twice", Class: "a keep-alive's end reported twice to the observer (OpKeepAliveEnd)", Test: safetyTest,
-		Edits: []Edit{{"redlock/keepalive.go",
+		Edits: []Edit{{"redlock/keepalive_sched.go",
 			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n",
 			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n\t\t\t\ts.c.emit(end)\n"}},
 	},
