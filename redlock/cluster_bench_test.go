@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 	solo := redistest.Addrs(redistest.StartN(b, 3, redistest.Options{}))
 	var clustered []string
 	for i := 0; i < 3; i++ {
-		clustered = append(clustered, clusterURL(redistest.StartCluster(b, redisproc.ClusterOptions{})))
+		clustered = append(clustered, clusterURL(redistest.StartCluster(b, redisproc.ClusterOptions{Primaries: clusterBenchShards()})))
 	}
 	for _, tc := range []struct {
 		name  string
@@ -57,4 +59,15 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 		})
 	}
+}
+
+// clusterBenchShards is the primaries per cluster of
+// BenchmarkClusterVsStandalone: REDMUX_BENCH_SHARDS, default 3 (1 tells
+// the client's routing cost from the servers': the same number of
+// processes as the standalone run).
+func clusterBenchShards() int {
+	if n, err := strconv.Atoi(os.Getenv("REDMUX_BENCH_SHARDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
 }
