@@ -14,6 +14,9 @@ type result struct {
 	got     bool
 	isErr   bool
 	retried bool // the NOSCRIPT fallback was used for this command
+	// redirected: a cluster node's MOVED or ASK was followed for this
+	// command (resent to the primary it named, once)
+	redirected bool
 }
 
 // Batch holds, per node, the commands of one Do and, after it, the replies.

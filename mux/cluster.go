@@ -21,9 +21,11 @@ import (
 // connections per shard primary, Config.Conns each, made at New for
 // MaxClusterShards shards and dialled only while a shard holds slots; a
 // batch's commands go to the primary of its key's slot (Batch.SetKey).
-// A MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply is delivered to its caller
-// as the error reply it is (the command did nothing) and makes the
-// supervisor ask for the map again; a broken shard connection does too.
+// A MOVED or ASK reply is followed by resending the command (which did
+// nothing) to the primary named (redirect); TRYAGAIN, CLUSTERDOWN and a
+// redirect that cannot be followed are delivered as the error replies they
+// are; each makes the supervisor ask for the map again, and a broken shard
+// connection does too.
 // The node's incarnation is all its shards' together (see
 // clusterIncarnation).
 
@@ -180,6 +182,55 @@ func clusterRedirect(f []byte) bool {
 		}
 	}
 	return false
+}
+
+var askingCmd = resp.AppendCommand(nil, "ASKING")
+
+// redirect follows a cluster node's MOVED or ASK reply f to node's
+// command k of b: the command did nothing, so it is resent, once, on the
+// connection to the primary the reply names (after ASKING for ASK, in the
+// same write, so nothing comes between), when the slot map knows that
+// primary and its connection is up; its reply is then the command's. It
+// reports whether it did; else f is delivered as the error it is (the
+// supervisor learns the new primary from the map it asks for). Cold path:
+// error replies only; b.mu is held.
+func (cn *pconn) redirect(b *Batch, k int, gen uint64, f []byte) bool {
+	ask := bytes.HasPrefix(f, []byte("-ASK "))
+	if !ask && !bytes.HasPrefix(f, []byte("-MOVED ")) {
+		return false
+	}
+	// -MOVED <slot> <host:port>\r\n
+	fields := strings.Fields(strings.TrimRight(string(f[1:]), "\r\n"))
+	if len(fields) != 3 {
+		return false
+	}
+	c := cn.c
+	m := c.nodes[cn.node].cluster.m.Load()
+	if m == nil {
+		return false
+	}
+	shard := -1
+	for s, a := range m.addrs {
+		if a != "" && a == fields[2] {
+			shard = s
+			break
+		}
+	}
+	if shard < 0 {
+		return false
+	}
+	to := c.shardConns(cn.node, shard)[int(b.route%uint32(c.cfg.Conns))]
+	if to == cn {
+		return false // the map and the node disagree: no loop
+	}
+	cmd := b.cmd(cn.node, k)
+	at := mono()
+	one := slot{b: b, gen: gen, k: int32(k), exp: b.exp[cn.node][k], at: at}
+	if !ask {
+		return to.queueInternal(cmd, one)
+	}
+	extra := append(append([]byte(nil), askingCmd...), cmd...)
+	return to.queueInternal(extra, slot{b: b, gen: gen, k: -1, exp: ExpectAny, at: at}, one)
 }
 
 // minRefresh is the least time between two slot map fetches of a node: a

@@ -234,9 +234,10 @@ func TestRedisClusterRoutes(t *testing.T) {
 	}
 }
 
-// A slot migrated under the client: the commands routed by the old map
-// get MOVED (an error reply: the command did nothing), the client asks
-// for the map again and routes the slot's keys to the new primary.
+// A slot migrated under the client: a command routed by the old map gets
+// MOVED (the command did nothing), which mux follows at once, resending it
+// to the primary the reply names, and the map is asked for again, so the
+// call succeeds and the next ones go to the new primary directly.
 func TestRedisClusterMoved(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	c := clusterClient(t, cl, Config{})
@@ -252,29 +253,66 @@ func TestRedisClusterMoved(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("MoveSlot: %d keys, %v", n, err)
 	}
-	moved := 0
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := clusterSet(c, b, key, "b")
-		if err == nil {
-			break
-		}
-		if !strings.Contains(err.Error(), "MOVED") {
-			t.Fatalf("SET after the migration: %v", err)
-		}
-		moved++
-		if time.Now().After(deadline) {
-			t.Fatalf("still MOVED after %d tries", moved)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if got := c.ShardOf(0, key); got != to.Addr {
-		t.Fatalf("the map names %s for the slot, want %s", got, to.Addr)
+	if err := clusterSet(c, b, key, "b"); err != nil {
+		t.Fatalf("SET after the migration (MOVED followed): %v", err)
 	}
 	if v, _ := redisproc.Command(to.Addr, "", "GET", key); v != "b" {
 		t.Fatalf("GET on the new primary: %v", v)
 	}
-	t.Logf("%d MOVED replies before the map was asked again", moved)
+	deadline := time.Now().Add(20 * time.Second)
+	for c.ShardOf(0, key) != to.Addr {
+		if time.Now().After(deadline) {
+			t.Fatalf("the map still names %s for the slot, want %s", c.ShardOf(0, key), to.Addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A slot half-way through a migration (IMPORTING on the target, MIGRATING
+// on the source): a key the source no longer has gets ASK, which mux
+// follows with ASKING and the command on the target, in one write; a key
+// still on the source is served there. The map is unchanged (the slot is
+// still the source's).
+func TestRedisClusterAsk(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+	c := clusterClient(t, cl, Config{})
+	b := c.NewBatch()
+	old, fresh := "{ask}:old", "{ask}:new"
+	if err := clusterSet(c, b, old, "a"); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := cl.Shard(c.ShardOf(0, old))
+	src, dst := cl.Primaries[k], cl.Primaries[(k+1)%3]
+	srcID, _ := redisproc.Command(src.Addr, "", "CLUSTER", "MYID")
+	dstID, _ := redisproc.Command(dst.Addr, "", "CLUSTER", "MYID")
+	slot := strconv.Itoa(KeySlot(old))
+	if _, err := redisproc.Command(dst.Addr, "", "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID.(string)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redisproc.Command(src.Addr, "", "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID.(string)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clusterSet(c, b, fresh, "x"); err != nil {
+		t.Fatalf("SET of a key the source lacks (ASK followed): %v", err)
+	}
+	if v, err := redisproc.Command(dst.Addr, "", "CLUSTER", "COUNTKEYSINSLOT", slot); v != int64(1) {
+		t.Fatalf("keys of the slot on the target: %v %v, want 1 (the ASK-followed SET)", v, err)
+	}
+	for _, tc := range []struct{ addr, key, want string }{{src.Addr, old, "a"}, {src.Addr, fresh, ""}} {
+		v, err := redisproc.Command(tc.addr, "", "GET", tc.key)
+		if tc.want != "" && v != tc.want {
+			t.Fatalf("GET %s on %s: %v %v", tc.key, tc.addr, v, err)
+		}
+		if tc.want == "" && (err == nil || !strings.HasPrefix(err.Error(), "ASK")) {
+			t.Fatalf("GET %s on the source: %v %v, want ASK", tc.key, v, err)
+		}
+	}
+	if err := clusterSet(c, b, old, "b"); err != nil {
+		t.Fatalf("SET of a key still on the source: %v", err)
+	}
+	if c.ShardOf(0, old) != src.Addr {
+		t.Fatalf("the map moved the slot during the migration")
+	}
 }
 
 // A shard's primary fails over (it is stopped; its replica is promoted):

@@ -221,11 +221,13 @@
 // to the primary of its key's slot: Batch.SetKey's key, hashed as Redis
 // does (KeySlot: the hash tag between the first '{' and the next '}' when
 // not empty), so every key of a batch must share that slot; an unkeyed
-// batch fails on a cluster node with ErrNotSent. MOVED, ASK, TRYAGAIN and
-// CLUSTERDOWN replies are delivered as the error replies they are (the
-// command did nothing) and make the node's supervisor ask for the map
-// again; so does a broken shard connection (its primary may have failed
-// over). The node's incarnation (Config.Incarnations) is every primary's
+// batch fails on a cluster node with ErrNotSent. A MOVED or ASK reply is
+// followed within the call: the command (which did nothing) is resent
+// once to the primary the reply names, after ASKING for ASK, when the map
+// knows it and its connection is up; else, and for TRYAGAIN and
+// CLUSTERDOWN, the reply is delivered as the error it is. Each makes the
+// node's supervisor ask for the map again; so does a broken shard
+// connection (its primary may have failed over). The node's incarnation (Config.Incarnations) is every primary's
 // together: a restart or failover of any of them is one of the node.
 // Client.Shards and Client.ShardOf say where keys go. A node whose map
 // cannot be had is down with a cause wrapping ErrCluster that says what

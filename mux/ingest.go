@@ -233,9 +233,12 @@ func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
 	cl := &b.call
 	if cl.gen == s.gen && cl.live {
 		k := int(s.k)
-		if isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen) {
+		switch {
+		case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].cluster != nil && cn.redirect(b, k, s.gen, f):
+			cl.res[cn.node][k].redirected = true
+		case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
 			cl.res[cn.node][k].retried = true
-		} else {
+		default:
 			b.store(cn.node, k, f, isErr)
 		}
 	}
