@@ -32,6 +32,20 @@ func clusterURL(cl *redisproc.Cluster) string {
 	return u
 }
 
+// startClusters starts n real Redis Clusters of 3 primaries and returns
+// them and their redis-cluster:// URLs.
+func startClusters(t *testing.T, n int) ([]*redisproc.Cluster, []string) {
+	t.Helper()
+	var cls []*redisproc.Cluster
+	var addrs []string
+	for k := 0; k < n; k++ {
+		cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+		cls = append(cls, cl)
+		addrs = append(addrs, clusterURL(cl))
+	}
+	return cls, addrs
+}
+
 // onShard reports whether key holds v on the primary of cl that serves
 // key's slot, and on no other primary.
 func onShard(t *testing.T, cl *redisproc.Cluster, key string, v []byte) bool {
@@ -55,13 +69,7 @@ func onShard(t *testing.T, cl *redisproc.Cluster, key string, v []byte) bool {
 // keys in one slot: without a hash tag they are refused with the reason,
 // with one they work.
 func TestRedisClusterLock(t *testing.T) {
-	var cls []*redisproc.Cluster
-	var addrs []string
-	for k := 0; k < 3; k++ {
-		cl := redistest.StartCluster(t, redistest.ClusterOptions{})
-		cls = append(cls, cl)
-		addrs = append(addrs, clusterURL(cl))
-	}
+	cls, addrs := startClusters(t, 3)
 	ctx := context.Background()
 	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
 	b := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
@@ -110,13 +118,7 @@ func TestRedisClusterLock(t *testing.T) {
 // overlap, every error is a documented one (not acquired), and locks are
 // still granted after the migrations.
 func TestRedisClusterMigrationUnderLoad(t *testing.T) {
-	var cls []*redisproc.Cluster
-	var addrs []string
-	for k := 0; k < 3; k++ {
-		cl := redistest.StartCluster(t, redistest.ClusterOptions{})
-		cls = append(cls, cl)
-		addrs = append(addrs, clusterURL(cl))
-	}
+	cls, addrs := startClusters(t, 3)
 	ctx := context.Background()
 	opts := []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithTrustNodesAtStart(),
 		redlock.WithNodeTimeout(300 * time.Millisecond)}
