@@ -52,6 +52,12 @@ type ChaosProfile struct {
 	Rolling      bool
 	RollingEvery time.Duration
 
+	// Migrations: on the nodes of sharded clusters (StartShardedCluster),
+	// the slot of a key a node holds (or of a random slot it serves)
+	// moves, keys and all, to another shard of its cluster (MoveSlot):
+	// a resharding; clients meet MOVED.
+	Migrations bool
+
 	// Outside every assumption:
 	FastClocks float64 // nodes 0..N/2 (a majority) run fast at this rate
 }
@@ -59,13 +65,13 @@ type ChaosProfile struct {
 // ChaosCounts counts injected faults by kind.
 type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
-	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling atomic.Int64
+	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling, Migrations atomic.Int64
 }
 
 func (c *ChaosCounts) String() string {
-	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d failovers, %d rolling restarts, %d clock steps",
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d failovers, %d rolling restarts, %d clock steps, %d slot migrations",
 		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
-		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.Failovers.Load(), c.Rolling.Load(), c.ClockSteps.Load())
+		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.Failovers.Load(), c.Rolling.Load(), c.ClockSteps.Load(), c.Migrations.Load())
 }
 
 // Chaos injects a profile's faults into a cluster. Its Inject method fits
@@ -311,7 +317,40 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 			_ = n.Failover(span(rng, 0, p.FailoverLag), 0)
 		}})
 	}
+	if p.Migrations {
+		actions = append(actions, chaosAction{false, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			r := n.shard.Load()
+			if r == nil || len(r.group.nodes) < 2 {
+				return
+			}
+			slot := n.someSlot(rng)
+			to := r.group.nodes[(r.k+1+rng.IntN(len(r.group.nodes)-1))%len(r.group.nodes)]
+			if _, err := MoveSlot(slot, to); err == nil {
+				cnt.Migrations.Add(1)
+			}
+		}})
+	}
 	return actions
+}
+
+// someSlot returns the slot of a key n holds, else a slot it serves, else
+// any (the fault's target: migrations that move keys matter most).
+func (n *Node) someSlot(rng *rand.Rand) int {
+	n.mu.Lock()
+	for key := range n.dbs[0] {
+		n.mu.Unlock()
+		return keyHashSlot([]byte(key))
+	}
+	n.mu.Unlock()
+	r := n.shard.Load()
+	owner := r.group.owner.Load()
+	start := rng.IntN(clusterSlots)
+	for i := 0; i < clusterSlots; i++ {
+		if s := (start + i) % clusterSlots; int(owner[s]) == r.k {
+			return s
+		}
+	}
+	return start
 }
 
 // clock steps n's clock by up to ±ClockStep every U[MaxTTL+1ms,

@@ -244,15 +244,15 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		out.WriteError("NOAUTH Authentication required.")
 		return
 	}
-	if msg := n.slotRefusal(def, args); msg != "" {
-		// a cluster node's keys in another slot (slots.go)
-		st.rejected.Add(1)
-		fc.multiDirty = fc.inMulti
-		out.WriteError(msg)
-		return
-	}
 	c := cmdCtx{rc: out, fc: fc, args: args, idx: idx}
 	if fc.inMulti && !def.noMulti {
+		if msg := n.slotRefusal(def, args); msg != "" {
+			// refused when queued, as a cluster node does (EXEC then aborts)
+			st.rejected.Add(1)
+			fc.multiDirty = true
+			out.WriteError(msg)
+			return
+		}
 		q := make([][]byte, len(args))
 		for i, a := range args {
 			q[i] = append([]byte(nil), a...)
@@ -272,6 +272,14 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 	}
 	if !def.noLock {
 		n.mu.Lock()
+		// a cluster node's keys in another slot (slots.go), checked
+		// under mu: a migration (MoveSlot) holds it
+		if msg := n.slotRefusal(def, args); msg != "" {
+			n.mu.Unlock()
+			st.rejected.Add(1)
+			out.WriteError(msg)
+			return
+		}
 		c.held = true
 		def.fn(n, c)
 		n.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -15,23 +16,29 @@ import (
 // slot of a key is computed here with the fake's own CRC16 (not the
 // client's: the fake imports no client code). CLUSTER SHARDS is answered
 // as Redis 6 does (unknown subcommand), so clients exercise their
-// CLUSTER SLOTS fallback. There are no replicas and no migrations: a
-// shard's failover is Node.Failover (a new replication history), its
-// restart Node.Restart.
+// CLUSTER SLOTS fallback. A slot moves between shards with its keys at
+// once (MoveSlot; no ASK); there are no replicas: a shard's failover is
+// Node.Failover (a new replication history), its restart Node.Restart.
 
 // clusterSlots is the number of hash slots.
 const clusterSlots = 16384
 
 // shardRole is a node's place in a ShardedCluster.
 type shardRole struct {
-	group  *shardGroup
-	k      int // this node's index in group.nodes
-	lo, hi int // its slots
+	group *shardGroup
+	k     int // this node's index in group.nodes
 }
 
-// shardGroup is one sharded cluster's nodes (a node's role is set once,
-// before it serves a cluster command).
-type shardGroup struct{ nodes []*Node }
+// shardGroup is one sharded cluster: its nodes and which serves each
+// slot. The table is replaced, never changed, by a migration (MoveSlot),
+// which holds both nodes' mu while it moves the keys and swaps it; a
+// command checks it under its node's mu, so it runs wholly before or
+// wholly after a migration.
+type shardGroup struct {
+	nodes []*Node
+	owner atomic.Pointer[[clusterSlots]uint8]
+	migMu sync.Mutex // one migration at a time
+}
 
 // StartShardedCluster starts shards nodes (cfg as StartCluster's) as one
 // Redis Cluster: node k serves the k-th equal range of the slots. The
@@ -46,10 +53,67 @@ func StartShardedCluster(shards int, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	g := &shardGroup{nodes: cl.Nodes}
+	var owner [clusterSlots]uint8
 	for k, n := range cl.Nodes {
-		n.shard.Store(&shardRole{group: g, k: k, lo: k * clusterSlots / shards, hi: (k+1)*clusterSlots/shards - 1})
+		for s := k * clusterSlots / shards; s < (k+1)*clusterSlots/shards; s++ {
+			owner[s] = uint8(k)
+		}
+		n.shard.Store(&shardRole{group: g, k: k})
 	}
+	g.owner.Store(&owner)
 	return cl, nil
+}
+
+// MoveSlot migrates slot, keys and all, to node to of the sharded cluster
+// that node from serves it in, as CLUSTER SETSLOT MIGRATING/IMPORTING,
+// MIGRATE and SETSLOT NODE do, but at once: both nodes' keyspaces are
+// locked while the slot's keys move (each with its remaining TTL on the
+// target's clock) and the slot table changes, so no command sees the slot
+// half-moved (no ASK). It returns how many keys moved. Nodes of a
+// cluster made by StartShardedCluster only; a node that is down refuses.
+func MoveSlot(slot int, to *Node) (int, error) {
+	r := to.shard.Load()
+	if r == nil || slot < 0 || slot >= clusterSlots {
+		return 0, errors.New("fakeserver: MoveSlot: not a sharded cluster's node, or a bad slot")
+	}
+	g := r.group
+	g.migMu.Lock()
+	defer g.migMu.Unlock()
+	from := g.nodes[g.owner.Load()[slot]]
+	if from == to {
+		return 0, nil
+	}
+	if from.IsDown() || to.IsDown() {
+		return 0, errors.New("fakeserver: MoveSlot: a node is down")
+	}
+	a, b := from, to
+	if r.k < from.shard.Load().k {
+		a, b = to, from
+	}
+	a.mu.Lock()
+	b.mu.Lock()
+	defer a.mu.Unlock()
+	defer b.mu.Unlock()
+	fnow, tnow := from.nowLocked()/1e6, to.nowLocked()/1e6
+	moved := 0
+	for key, e := range from.dbs[0] {
+		if keyHashSlot([]byte(key)) != slot {
+			continue
+		}
+		if e.exp != 0 {
+			if e.exp < fnow {
+				continue // expired: dropped, as MIGRATE does
+			}
+			e.exp = tnow + (e.exp - fnow)
+		}
+		from.remove(0, key)
+		to.put(0, key, e)
+		moved++
+	}
+	owner := *g.owner.Load()
+	owner[slot] = uint8(r.k)
+	g.owner.Store(&owner)
+	return moved, nil
 }
 
 // keyHashSlot is key's hash slot: CRC16/XMODEM of the key or of its hash
@@ -115,16 +179,25 @@ func (n *Node) slotRefusal(def *cmdDef, args [][]byte) string {
 			return "CROSSSLOT Keys in request don't hash to the same slot"
 		}
 	}
-	if slot >= r.lo && slot <= r.hi {
+	k := int(r.group.owner.Load()[slot])
+	if k == r.k {
 		return ""
 	}
-	for _, o := range r.group.nodes {
-		or := o.shard.Load()
-		if or != nil && slot >= or.lo && slot <= or.hi {
-			return "MOVED " + strconv.Itoa(slot) + " " + o.Addr()
+	return "MOVED " + strconv.Itoa(slot) + " " + r.group.nodes[k].Addr()
+}
+
+// ranges returns the group's slot ranges in order: [lo, hi, node index].
+func (g *shardGroup) ranges() [][3]int {
+	owner := g.owner.Load()
+	var out [][3]int
+	for s := 0; s < clusterSlots; s++ {
+		if n := len(out); n > 0 && out[n-1][1] == s-1 && out[n-1][2] == int(owner[s]) {
+			out[n-1][1] = s
+			continue
 		}
+		out = append(out, [3]int{s, s, int(owner[s])})
 	}
-	return "CLUSTERDOWN Hash slot not served"
+	return out
 }
 
 // cmdCluster serves CLUSTER SLOTS, KEYSLOT, MYID and INFO on a cluster
@@ -140,13 +213,14 @@ func cmdCluster(n *Node, c cmdCtx) {
 	sub := string(bytes.ToLower(c.args[1]))
 	switch {
 	case sub == "slots" && len(c.args) == 2:
-		c.rc.WriteArray(len(r.group.nodes))
-		for _, o := range r.group.nodes {
-			or := o.shard.Load()
+		rs := r.group.ranges()
+		c.rc.WriteArray(len(rs))
+		for _, x := range rs {
+			o := r.group.nodes[x[2]]
 			host, port := splitAddr(o.Addr())
 			c.rc.WriteArray(3)
-			c.rc.WriteInt(or.lo)
-			c.rc.WriteInt(or.hi)
+			c.rc.WriteInt(x[0])
+			c.rc.WriteInt(x[1])
 			c.rc.WriteArray(3)
 			c.rc.WriteBulkString(host)
 			c.rc.WriteInt(port)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A sharded fake answers as a Redis Cluster's primaries: CLUSTER SLOTS
@@ -18,8 +19,8 @@ func TestShardedCluster(t *testing.T) {
 	t.Cleanup(func() { _ = cl.Close() })
 	c0 := dial(t, cl.Nodes[0].Addr())
 	slots := c0.do("CLUSTER", "SLOTS")
-	for _, n := range cl.Nodes {
-		if !strings.Contains(slots, ":"+strconv.Itoa(n.shard.Load().lo)+"\r\n") || !strings.Contains(slots, n.clusterID()) {
+	for k, n := range cl.Nodes {
+		if !strings.Contains(slots, ":"+strconv.Itoa(k*clusterSlots/3)+"\r\n") || !strings.Contains(slots, n.clusterID()) {
 			t.Fatalf("CLUSTER SLOTS lacks %s: %q", n.Addr(), slots)
 		}
 	}
@@ -59,5 +60,52 @@ func TestRole(t *testing.T) {
 	n := startNode(t, Config{})
 	if got := dial(t, n.Addr()).do("ROLE"); got != "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n" {
 		t.Fatalf("ROLE %q", got)
+	}
+}
+
+// MoveSlot moves a slot's keys, with their TTLs, and its ownership at
+// once: the old node answers MOVED to the new one, CLUSTER SLOTS splits
+// the old range, and other slots stay.
+func TestShardedMoveSlot(t *testing.T) {
+	cl, err := StartShardedCluster(3, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	c2 := dial(t, cl.Nodes[2].Addr())
+	// "foo" and "{foo}x" share slot 12182 (the third shard's); "zap" does not
+	for _, kv := range [][2]string{{"foo", "1"}, {"{foo}x", "2"}} {
+		if got := c2.do("SET", kv[0], kv[1], "PX", "60000"); got != "+OK\r\n" {
+			t.Fatalf("SET %s: %q", kv[0], got)
+		}
+	}
+	n, err := MoveSlot(12182, cl.Nodes[0])
+	if err != nil || n != 2 {
+		t.Fatalf("MoveSlot: %d, %v", n, err)
+	}
+	if got := c2.do("GET", "foo"); got != "-MOVED 12182 "+cl.Nodes[0].Addr()+"\r\n" {
+		t.Fatalf("GET on the old node: %q", got)
+	}
+	c0 := dial(t, cl.Nodes[0].Addr())
+	if got := c0.do("GET", "{foo}x"); got != "$1\r\n2\r\n" {
+		t.Fatalf("GET on the new node: %q", got)
+	}
+	if ttl := cl.Nodes[0].PTTL("foo"); ttl < 50*time.Second || ttl > 60*time.Second {
+		t.Fatalf("PTTL after the move: %v", ttl)
+	}
+	slots := c0.do("CLUSTER", "SLOTS")
+	for _, want := range []string{":12181\r\n", ":12182\r\n", ":12183\r\n"} {
+		if !strings.Contains(slots, want) {
+			t.Fatalf("CLUSTER SLOTS lacks %q: %q", want, slots)
+		}
+	}
+	if got := c2.do("MULTI"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := c2.do("SET", "foo", "3"); !strings.HasPrefix(got, "-MOVED") {
+		t.Fatalf("SET queued on the old node: %q", got)
+	}
+	if got := c2.do("EXEC"); !strings.HasPrefix(got, "-EXECABORT") {
+		t.Fatalf("EXEC: %q", got)
 	}
 }

@@ -57,7 +57,9 @@ func (c clusterChaos) Lives() []string {
 // that are Redis Clusters of three shards each (the fake's cluster mode:
 // CLUSTER SLOTS, MOVED), with every fault of restartProfile on every
 // shard: restarts that lose the data and come back at once, failovers that
-// lose the last writes, rolling restarts. The shards' incarnations make
+// lose the last writes, rolling restarts; and slots that migrate, keys and
+// all, between the shards of a cluster (MOVED, followed within the call by
+// mux). The shards' incarnations make
 // each cluster node's (docs/OPERATIONS.md, Redis Cluster rule 4), so a
 // shard that lost its keys is quarantined with its node. Single-resource
 // locks only: a multi-resource or fenced lock needs its keys in one hash
@@ -83,6 +85,7 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	}
 	prof := restartProfile(safetyTTL)
 	prof.MaxImpaired = 2
+	prof.Migrations = true
 	chaos := fakeserver.NewChaos(all, prof)
 	cfg := safetyConfig(addrs, n, seed, clusterChaos{chaos, groups})
 	cfg.MultiRate = 0
@@ -99,5 +102,6 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	require.GreaterOrEqual(t, res.Acquired, int64(n))
 	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
 	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
+	require.Positive(t, chaos.Counts.Migrations.Load(), "slot migrations")
 	require.Positive(t, res.Extended, "extensions succeeded")
 }
