@@ -37,7 +37,7 @@ func TestEndToEndClusterShape(t *testing.T) {
 	redistest.Require(t)
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := Main([]string{"-real-local", "2", "-shape", "cluster", "-shards", "2", "-c", "2", "-d", "300ms", "-warmup", "0s",
+	code := Main([]string{"-real-local", "2", "-shape", "cluster", "-shards", "2", "-c", "2", "-d", "300ms", "-warmup", "0s", "-timeout", "5s",
 		"-quiet", "-out", "", "-json", filepath.Join(dir, "a.json")}, &out, &errb, noEnv)
 	require.Equal(t, ExitOK, code, errb.String())
 	rep := readReport(t, filepath.Join(dir, "a.json"))
