@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/redlock/scripts"
@@ -102,7 +103,7 @@ func (r *recorder) px() []int64 {
 	return append([]int64(nil), r.pxs...)
 }
 
-func strategyWorker(t *testing.T, name string, addrs []string, p LockParams) (Strategy, Worker) {
+func strategyWorker(t *testing.T, name string, addrs []string, p LockParams) (Strategy, load.Worker) {
 	s, err := newStrategy(name, addrs, p, 2)
 	require.NoError(t, err, name)
 	t.Cleanup(func() { s.Close() })
@@ -139,7 +140,7 @@ func TestStrategiesDecideAlike(t *testing.T) {
 	defer c.Close()
 	p := LockParams{TTL: 10 * time.Second, Timeout: 500 * time.Millisecond, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
 	ctx := context.Background()
-	workers := map[string]Worker{}
+	workers := map[string]load.Worker{}
 	for _, name := range AllStrategies {
 		_, workers[name] = strategyWorker(t, name, c.Addrs(), p)
 	}

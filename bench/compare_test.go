@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
@@ -124,7 +125,7 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 func TestCompareWarnsOnDifferentSettingsAndGivesPValues(t *testing.T) {
 	mk := func(workers int, ops float64) string {
 		r := runReport(ops, 500)
-		r.Config = ReportConfig{Workers: workers, Workload: WorkloadAcquireRelease, Strategies: []string{"mux"}, TargetKind: "embedded",
+		r.Config = ReportConfig{Workers: workers, Workload: load.WorkloadAcquireRelease, Strategies: []string{"mux"}, TargetKind: "embedded",
 			Nodes: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, Loop: "closed", DurationS: 5, Keys: 10000}
 		return writeJSONFile(t, r)
 	}

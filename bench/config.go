@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -123,8 +124,8 @@ type Config struct {
 	Timeout      time.Duration // -timeout (per node)
 	Rate         float64       // -rate
 	Workload     string        // -workload
-	Hold         Hold          // -hold: time inside the lock
-	KeyDist      KeyDist       // -keys-dist
+	Hold         load.Hold     // -hold: time inside the lock
+	KeyDist      load.KeyDist  // -keys-dist
 	User         string        // -user
 	Password     string        // -password or REDMUX_PASSWORD; never printed
 	DB           int           // -db
@@ -206,8 +207,8 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	durationVar(fs, &c.TTL, "ttl", 10*time.Second, "lock time to live")
 	durationVar(fs, &c.Timeout, "timeout", 50*time.Millisecond, "per-node timeout")
 	fs.Float64Var(&c.Rate, "rate", 0, "open loop: target operations/s over all workers, latency measured from each operation's intended start (0 = closed loop)")
-	fs.StringVar(&c.Workload, "workload", WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended|fenced (fenced: mux only, with fencing tokens)")
-	c.KeyDist = KeyDist{Kind: KeysRoundRobin}
+	fs.StringVar(&c.Workload, "workload", load.WorkloadAcquireRelease, "acquire-release|acquire-extend-release|contended|fenced (fenced: mux only, with fencing tokens)")
+	c.KeyDist = load.KeyDist{Kind: load.KeysRoundRobin}
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
 	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity `DIST`: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
@@ -552,8 +553,8 @@ func checkRanges(c *Config, set map[string]bool) error {
 // imply (-keys 1 when contended, no duration under -n).
 func checkWorkload(c *Config, set map[string]bool) error {
 	switch c.Workload {
-	case WorkloadAcquireRelease, WorkloadAcquireExtendRelease, WorkloadFenced:
-	case WorkloadContended:
+	case load.WorkloadAcquireRelease, load.WorkloadAcquireExtendRelease, load.WorkloadFenced:
+	case load.WorkloadContended:
 		if !set["keys"] {
 			c.Keys = 1
 		}
@@ -600,7 +601,7 @@ func parseStrategies(c *Config, strategy string) error {
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			if c.Workload == WorkloadFenced || c.Shape != ShapeStandalone {
+			if c.Workload == load.WorkloadFenced || c.Shape != ShapeStandalone {
 				// mux is the only one with fencing tokens, and with
 				// cluster and Sentinel nodes (seq and fanout dial fixed
 				// addresses)
@@ -609,7 +610,7 @@ func parseStrategies(c *Config, strategy string) error {
 			}
 			c.Strategies = append(c.Strategies, AllStrategies...)
 		case StrategySeq, StrategyFanout:
-			if c.Workload == WorkloadFenced {
+			if c.Workload == load.WorkloadFenced {
 				return usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
 			}
 			if c.Shape != ShapeStandalone {

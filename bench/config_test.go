@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,7 +23,7 @@ func TestParseDefaults(t *testing.T) {
 	require.Equal(t, 16, c.Workers)
 	require.Equal(t, 5*time.Second, c.Duration)
 	require.Equal(t, DefaultOut, c.Out)
-	require.Equal(t, WorkloadAcquireRelease, c.Workload)
+	require.Equal(t, load.WorkloadAcquireRelease, c.Workload)
 	// The default run must fit in 30 s: strategies x (warm-up + duration).
 	require.Less(t, time.Duration(len(c.Strategies))*(c.Duration+c.Warmup), 25*time.Second)
 }

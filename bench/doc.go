@@ -8,10 +8,9 @@
 //
 // The load generator (workers driven closed or open loop, latency
 // histograms, allocation and CPU accounting) is package bench/load; bench
-// creates the workers, hands them to load.Measure with RunConfig, and
-// summarises the raw load.Result into a StrategyResult. bench's names for
-// load's API (RunConfig, Progress, Worker, Hold, KeyDist, the metric names,
-// NewHistogram, ValueAtPercentile, ...) are aliases, in loadapi.go.
+// creates the workers, hands them to load.Measure with a load.RunConfig,
+// and summarises the raw load.Result into a StrategyResult. bench uses
+// load's names (load.Worker, load.Hold, the metric names, ...) as they are.
 //
 // # Strategies
 //

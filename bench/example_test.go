@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench"
+	"github.com/redmux/redmux/bench/load"
 )
 
 func ExampleParseFault() {
@@ -31,7 +32,7 @@ func ExampleParseArgs() {
 }
 
 func ExampleSummarize() {
-	h := bench.NewHistogram()
+	h := load.NewHistogram()
 	for i := 1; i <= 100; i++ {
 		_ = h.RecordValue(int64(time.Duration(i) * time.Millisecond))
 	}

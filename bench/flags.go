@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -134,7 +135,7 @@ func (l *faultList) Set(s string) error {
 	return nil
 }
 
-type holdFlag struct{ h *Hold }
+type holdFlag struct{ h *load.Hold }
 
 func (f holdFlag) String() string {
 	if f.h == nil {
@@ -144,7 +145,7 @@ func (f holdFlag) String() string {
 }
 
 func (f holdFlag) Set(s string) error {
-	h, err := ParseHold(s)
+	h, err := load.ParseHold(s)
 	if err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -hold %q: ", s)))
 	}
@@ -152,17 +153,17 @@ func (f holdFlag) Set(s string) error {
 	return nil
 }
 
-type keyDistFlag struct{ d *KeyDist }
+type keyDistFlag struct{ d *load.KeyDist }
 
 func (f keyDistFlag) String() string {
 	if f.d == nil {
-		return KeysRoundRobin
+		return load.KeysRoundRobin
 	}
 	return f.d.String()
 }
 
 func (f keyDistFlag) Set(s string) error {
-	d, err := ParseKeyDist(s)
+	d, err := load.ParseKeyDist(s)
 	if err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -keys-dist %q: ", s)))
 	}

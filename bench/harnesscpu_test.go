@@ -16,7 +16,7 @@ func TestHarnessCPUReportedApart(t *testing.T) {
 	start := time.Now()
 	r := &load.Result{Start: start, End: start.Add(time.Second), Hists: h, Ops: 1000, Acquired: 1000,
 		CPUNs: 15e6, CPUOK: true, HarnessNs: 3e6, CollectNs: 1e6, LoopNsPerOp: 2000, Workers: 4}
-	s := strategyResult("mux", RunConfig{}, r)
+	s := strategyResult("mux", load.RunConfig{}, r)
 	require.InDelta(t, 15, s.ProcessCPUUsPerOp, 1e-9)
 	require.InDelta(t, 3, s.HarnessCPUUsPerOp, 1e-9)
 	require.InDelta(t, 12, s.CPUUsPerOp, 1e-9)

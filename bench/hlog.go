@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // ErrBadHlog is returned (wrapped) for an interval log that cannot be read.
@@ -90,7 +91,7 @@ func MergeTagged(hists []*hdr.Histogram) (map[string]*hdr.Histogram, int64) {
 	for _, h := range hists {
 		m := out[h.Tag()]
 		if m == nil {
-			m = NewHistogram()
+			m = load.NewHistogram()
 			m.SetTag(h.Tag())
 			out[h.Tag()] = m
 		}

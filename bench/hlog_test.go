@@ -15,7 +15,7 @@ import (
 )
 
 func randomHist(r *rand.Rand, n int, all *hdr.Histogram) *hdr.Histogram {
-	h := NewHistogram()
+	h := load.NewHistogram()
 	for i := 0; i < n; i++ {
 		// log-uniform from 1us to ~10s
 		v := time.Duration(float64(time.Microsecond) * pow10(r.Float64()*7))
@@ -72,7 +72,7 @@ func TestHlogRoundTrip(t *testing.T) {
 func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
-	all := map[string]*hdr.Histogram{"fanout.acquire": NewHistogram(), "fanout.release": NewHistogram()}
+	all := map[string]*hdr.Histogram{"fanout.acquire": load.NewHistogram(), "fanout.release": load.NewHistogram()}
 	var files []string
 	for m := 0; m < 2; m++ { // two load-generator machines
 		var buf bytes.Buffer
@@ -117,7 +117,7 @@ func TestReadHlogBadInput(t *testing.T) {
 }
 
 func TestRecordClampsAndSummarize(t *testing.T) {
-	h := NewHistogram()
+	h := load.NewHistogram()
 	load.Record(h, 10*time.Nanosecond) // below 1us: counted at the floor
 	load.Record(h, 2*time.Minute)      // above 60s: counted at the ceiling
 	load.Record(h, 500*time.Microsecond)
@@ -126,5 +126,5 @@ func TestRecordClampsAndSummarize(t *testing.T) {
 	require.InDelta(t, 1.0, l.MinUs, 0.5) // 1us floor, 512ns resolution there
 	require.InDelta(t, 500, l.P50Us, 1)
 	require.InDelta(t, 60e6, l.MaxUs, 60e6*0.001)
-	require.Equal(t, Latency{}, Summarize(NewHistogram()))
+	require.Equal(t, Latency{}, Summarize(load.NewHistogram()))
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // Files written by redmux-bench merge -out DIR.
@@ -195,7 +196,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		res.kept = append(res.kept, h)
 		m := byTag[h.Tag()]
 		if m == nil {
-			m = &MergedTag{Tag: h.Tag(), hist: NewHistogram()}
+			m = &MergedTag{Tag: h.Tag(), hist: load.NewHistogram()}
 			byTag[h.Tag()] = m
 			files[h.Tag()] = map[int]*fileSpan{}
 		}
@@ -335,7 +336,7 @@ func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
 		for _, p := range pcts {
 			v, ok := m.Latency.At(p)
 			if !ok {
-				v = us(ValueAtPercentile(m.hist, p))
+				v = us(load.ValueAtPercentile(m.hist, p))
 			}
 			row = append(row, f1(v))
 		}
@@ -360,7 +361,7 @@ func WriteMergedCSV(w io.Writer, r *MergeResult, c *MergeConfig) error {
 		l := m.Latency
 		row := []string{m.Tag, fmt.Sprint(l.Count), fmt.Sprint(m.Intervals), fmt.Sprint(m.Files), m.Start, m.End, g(m.PerSec), g(l.MinUs), g(l.MeanUs)}
 		for _, p := range pcts {
-			row = append(row, g(us(ValueAtPercentile(m.hist, p))))
+			row = append(row, g(us(load.ValueAtPercentile(m.hist, p))))
 		}
 		if err := cw.Write(append(row, g(l.MaxUs))); err != nil {
 			return err
@@ -379,7 +380,7 @@ func WriteMergedPlot(w io.Writer, r *MergeResult, c *MergeConfig) error {
 		if len(c.Tags) > 0 {
 			return true
 		}
-		return strings.HasSuffix(m.Tag, "."+MetricAcquireRelease)
+		return strings.HasSuffix(m.Tag, "."+load.MetricAcquireRelease)
 	}
 	anyAR := false
 	for _, m := range r.Tags {

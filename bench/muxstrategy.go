@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
@@ -24,12 +25,12 @@ type muxStrategy struct {
 	n      int
 	quorum int
 	params LockParams
-	fence  []redlock.LockOption // WithFencing for WorkloadFenced
+	fence  []redlock.LockOption // WithFencing for load.WorkloadFenced
 	store  fencedCounter
 }
 
 // KindFencedStale counts fenced writes refused for a stale token
-// (WorkloadFenced); it must stay 0.
+// (load.WorkloadFenced); it must stay 0.
 const KindFencedStale = "fenced_stale"
 
 // fencedCounter is the resource a fenced workload protects: per key, the
@@ -121,7 +122,7 @@ func (s *muxStrategy) Close() error {
 	return s.m.Close()
 }
 
-func (s *muxStrategy) NewWorker(context.Context) (Worker, error) {
+func (s *muxStrategy) NewWorker(context.Context) (load.Worker, error) {
 	return &muxWorker{s: s, nodeErrs: map[string]int64{}}, nil
 }
 

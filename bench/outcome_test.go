@@ -17,13 +17,13 @@ func TestOutcomeCountsAddUp(t *testing.T) {
 	start := time.Now()
 	var h load.Hists
 	for i := range h {
-		h[i] = NewHistogram()
+		h[i] = load.NewHistogram()
 	}
 	// 100 operations: 80 acquired (5 of them then failed at release), 10
 	// refused, 10 failed at acquire.
 	r := &load.Result{Start: start, End: start.Add(time.Second), Hists: h, Ops: 100, Acquired: 80, NotAcquired: 10,
 		Failed: 15, ReleaseFailed: 5, Errors: map[string]int64{"no_quorum": 10, "release_timeout": 5}}
-	s := strategyResult("mux", RunConfig{Workers: 1, Duration: time.Second}, r)
+	s := strategyResult("mux", load.RunConfig{Workers: 1, Duration: time.Second}, r)
 	require.EqualValues(t, 75, s.AcquiredReleased)
 	require.Equal(t, s.Ops, s.AcquiredReleased+s.NotAcquired+s.Failed)
 	rep := &Report{Strategies: []*StrategyResult{s}}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/redmux/redmux/bench/load"
 )
 
 // writeFile creates path and writes it with write.
@@ -90,8 +92,8 @@ func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
 		{FileSummary, jsonW},
 		{FileCSV, csvW},
 		{FileHlog, writeBytes(rep.hlog)},
-		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquireRelease) }},
-		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, MetricAcquire) }},
+		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, load.MetricAcquireRelease) }},
+		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, load.MetricAcquire) }},
 		{FileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
 	}}
 	return a.write(cfg, stdout)

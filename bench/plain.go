@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/lockcmd"
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
@@ -31,7 +32,7 @@ var AllStrategies = []string{StrategySeq, StrategyFanout, StrategyMux}
 // for seq and fanout, one client for mux).
 type Strategy interface {
 	Name() string
-	NewWorker(ctx context.Context) (Worker, error)
+	NewWorker(ctx context.Context) (load.Worker, error)
 	Close() error
 }
 
@@ -47,7 +48,7 @@ type LockParams struct {
 	Password    string
 	DB          int
 	TLS         *tls.Config   // every node over TLS (nil: only rediss:// nodes)
-	Fencing     bool          // WorkloadFenced: acquire with a fencing token and write it (mux only)
+	Fencing     bool          // load.WorkloadFenced: acquire with a fencing token and write it (mux only)
 	DirectWait  time.Duration // mux only: mux.Config.DirectWait
 	Transport   mux.Transport // mux only: mux.Config.Transport
 	// FreshNodes: the run started the nodes itself (embedded fake,
@@ -89,7 +90,7 @@ func (s *plainStrategy) Close() error { return nil }
 // NewWorker dials one connection per node. A node that cannot be reached is
 // left closed and redialled on use (its failures count in the results), so
 // a fault scenario with a down node still runs.
-func (s *plainStrategy) NewWorker(ctx context.Context) (Worker, error) {
+func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 	var seed [32]byte
 	if _, err := crand.Read(seed[:]); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 		}
 		return &StrategyResult{Name: name, Saturated: saturated, hists: h}
 	}
-	cfg := ReportConfig{Target: "embedded fake cluster, 3 nodes", Workload: WorkloadContended, Workers: 24, Rate: 5000, Loop: "open"}
+	cfg := ReportConfig{Target: "embedded fake cluster, 3 nodes", Workload: load.WorkloadContended, Workers: 24, Rate: 5000, Loop: "open"}
 	tests := []struct {
 		name      string
 		strats    []*StrategyResult
@@ -32,7 +32,7 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 		{"both saturated", []*StrategyResult{res("seq", true), res("mux", true)}, 2, "SATURATED: seq, mux"},
 	}
 	for _, tc := range tests {
-		for _, metric := range []string{MetricAcquireRelease, MetricAcquire} {
+		for _, metric := range []string{load.MetricAcquireRelease, load.MetricAcquire} {
 			var b strings.Builder
 			if err := WritePlot(&b, &Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
 				t.Fatal(err)
@@ -63,7 +63,7 @@ func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
 		step(100, true, false, false), step(200, true, false, false), step(400, false, true, true),
 		step(400, false, true, false), step(300, false, true, false),
 	}}
-	rep := &SweepReport{Config: ReportConfig{Target: "t", Workload: WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*SweepStrategy{ss}}
+	rep := &SweepReport{Config: ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*SweepStrategy{ss}}
 	var b strings.Builder
 	if err := WriteSweepPlot(&b, rep); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redmux/redmux/bench/load"
 )
 
 // Progress lines say how far a strategy is (% and ETA); off a terminal
@@ -12,22 +14,22 @@ import (
 func TestProgressLine(t *testing.T) {
 	tests := []struct {
 		name     string
-		p        Progress
+		p        load.Progress
 		i, n     int
 		term     bool
 		want     []string
 		wantNot  []string
 		openLoop bool
 	}{
-		{"log: average rate, not the last second's", Progress{Strategy: "mux", Elapsed: 2 * time.Second, Duration: 5 * time.Second, Ops: 7122, OpsPerS: 2895},
+		{"log: average rate, not the last second's", load.Progress{Strategy: "mux", Elapsed: 2 * time.Second, Duration: 5 * time.Second, Ops: 7122, OpsPerS: 2895},
 			1, 3, false, []string{"mux", "2/3", " 40%", "eta 3s", "3561 ops/s avg", "7122 ops"}, []string{"2895"}, false},
-		{"terminal: live rate", Progress{Strategy: "seq", Elapsed: 2 * time.Second, Duration: 5 * time.Second, Ops: 7122, OpsPerS: 2895},
+		{"terminal: live rate", load.Progress{Strategy: "seq", Elapsed: 2 * time.Second, Duration: 5 * time.Second, Ops: 7122, OpsPerS: 2895},
 			0, 1, true, []string{"1/1", "2895 ops/s", " 40%", "eta 3s"}, []string{"avg", "3561"}, false},
-		{"-n: share of the operations, ETA at the average rate", Progress{Strategy: "mux", Elapsed: 2 * time.Second, Ops: 1000, Target: 4000},
+		{"-n: share of the operations, ETA at the average rate", load.Progress{Strategy: "mux", Elapsed: 2 * time.Second, Ops: 1000, Target: 4000},
 			0, 1, false, []string{" 25%", "eta 6s", "500 ops/s avg"}, nil, false},
-		{"past the end: 100%, eta 0s", Progress{Strategy: "mux", Elapsed: 5100 * time.Millisecond, Duration: 5 * time.Second, Ops: 10},
+		{"past the end: 100%, eta 0s", load.Progress{Strategy: "mux", Elapsed: 5100 * time.Millisecond, Duration: 5 * time.Second, Ops: 10},
 			0, 1, false, []string{"100%", "eta 0s"}, []string{"-"}, false},
-		{"open loop: backlog", Progress{Strategy: "mux", Elapsed: time.Second, Duration: 2 * time.Second, Ops: 10, Backlog: 7},
+		{"open loop: backlog", load.Progress{Strategy: "mux", Elapsed: time.Second, Duration: 2 * time.Second, Ops: 10, Backlog: 7},
 			0, 1, false, []string{"backlog 7"}, nil, true},
 	}
 	for _, tc := range tests {

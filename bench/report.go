@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -122,8 +123,8 @@ func errString(m map[string]int64) string {
 
 // metricTitle is a metric's heading in reports.
 var metricTitle = map[string]string{
-	MetricAcquire: "Acquire", MetricRelease: "Release", MetricAcquireRelease: "Acquire+release",
-	MetricNotAcquired: "Not acquired (held elsewhere)", MetricFailed: "Failed (latency to failure)",
+	load.MetricAcquire: "Acquire", load.MetricRelease: "Release", load.MetricAcquireRelease: "Acquire+release",
+	load.MetricNotAcquired: "Not acquired (held elsewhere)", load.MetricFailed: "Failed (latency to failure)",
 }
 
 // pctName renders a percentile as "p99.9".
@@ -281,13 +282,13 @@ func runPlan(cfg *Config) string {
 // contention reports whether the run's workers contend for keys (or hold
 // them), so that hand-offs per second are worth a column and a section.
 func contention(c ReportConfig) bool {
-	return c.Workload == WorkloadContended || (c.KeysDist != "" && c.KeysDist != KeysRoundRobin) || c.Hold != "" || c.Keys < c.Workers
+	return c.Workload == load.WorkloadContended || (c.KeysDist != "" && c.KeysDist != load.KeysRoundRobin) || c.Hold != "" || c.Keys < c.Workers
 }
 
 // workloadExtra describes -keys-dist and -hold when they are set.
 func workloadExtra(c ReportConfig) string {
 	s := ""
-	if c.KeysDist != "" && c.KeysDist != KeysRoundRobin {
+	if c.KeysDist != "" && c.KeysDist != load.KeysRoundRobin {
 		s += " (" + c.KeysDist + ")"
 	}
 	if c.Hold != "" {
@@ -355,7 +356,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 	}
 	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, s := range rep.Strategies {
-		for _, m := range Metrics {
+		for _, m := range load.Metrics {
 			l := s.metric(m)
 			row := []string{s.Name, m, fmt.Sprint(l.Count), fmt.Sprint(s.Ops), g(s.OpsPerSec), g(s.TargetRate),
 				strconv.FormatBool(s.Saturated), strconv.FormatBool(s.Interrupted), fmt.Sprint(s.Failed), g(l.MinUs), g(l.MeanUs)}
@@ -424,7 +425,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 func writeLatencyTables(w io.Writer, rep *Report) {
 	c := rep.Config
 	pcts := reportPercentiles(c)
-	for _, m := range Metrics {
+	for _, m := range load.Metrics {
 		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
 		var n int64
 		for _, s := range rep.Strategies {
@@ -553,13 +554,13 @@ func writeEnvSection(w io.Writer, e Env) {
 
 func (s *StrategyResult) metric(m string) Latency {
 	switch m {
-	case MetricAcquire:
+	case load.MetricAcquire:
 		return s.Acquire
-	case MetricRelease:
+	case load.MetricRelease:
 		return s.Release
-	case MetricNotAcquired:
+	case load.MetricNotAcquired:
 		return s.NotAcquiredLat
-	case MetricFailed:
+	case load.MetricFailed:
 		return s.FailedLat
 	}
 	return s.AcquireRelease

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -117,7 +118,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 			return nil, redactErr(fmt.Errorf("%s: %w", name, err), secrets...)
 		}
 		var before, after serverSnap
-		res, err := runStrategy(ctx, s, RunConfig{
+		res, err := runStrategy(ctx, s, load.RunConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Ops: cfg.Ops, Warmup: cfg.Warmup,
 			Rate: cfg.Rate, Keys: cfg.Keys, KeyFirst: cfg.KeyFirst, Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: keyPrefix, Percentiles: cfg.Percentiles,
 			StartAt:       strategyStart(cfg, i),
@@ -126,7 +127,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}, hw, progress)
 		_ = s.Close()
 		if progress != nil {
-			progress(Progress{}) // clears a terminal's live line
+			progress(load.Progress{}) // clears a terminal's live line
 		}
 		if err != nil && ctx.Err() == nil {
 			return nil, redactErr(err, secrets...)
@@ -180,7 +181,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
-		Fencing: cfg.Workload == WorkloadFenced, DirectWait: cfg.DirectWait,
+		Fencing: cfg.Workload == load.WorkloadFenced, DirectWait: cfg.DirectWait,
 		Transport: cfg.Transport,
 	}
 	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
@@ -289,9 +290,9 @@ func redactErr(err error, passwords ...string) error {
 
 // progressFunc returns the progress sink: on a terminal a live line
 // rewritten every interval; elsewhere (a log, CI) a plain line every
-// ProgressEvery, so a long run is never silent. Progress{} (no strategy)
+// ProgressEvery, so a long run is never silent. load.Progress{} (no strategy)
 // ends a strategy: it clears the live line.
-func progressFunc(cfg *Config, o Options) func(Progress) {
+func progressFunc(cfg *Config, o Options) func(load.Progress) {
 	if cfg.Quiet {
 		return nil
 	}
@@ -303,7 +304,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 	}
 	n, i := len(cfg.Strategies), 0
 	if term {
-		return func(p Progress) {
+		return func(p load.Progress) {
 			if p.Strategy == "" {
 				i++
 				fmt.Fprint(o.Stderr, "\r\033[K")
@@ -320,7 +321,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 		return nil
 	}
 	var next time.Duration
-	return func(p Progress) {
+	return func(p load.Progress) {
 		if p.Strategy == "" {
 			i++
 			next = 0
@@ -343,7 +344,7 @@ func progressFunc(cfg *Config, o Options) func(Progress) {
 // and p99. On a terminal the rate is the last interval's (a live view);
 // elsewhere it is the average since the measured phase started ("avg"),
 // the figure the table ends with, so that a log's lines agree with it.
-func progressLine(p Progress, i, n int, term, openLoop bool) string {
+func progressLine(p load.Progress, i, n int, term, openLoop bool) string {
 	var done float64
 	var eta time.Duration
 	avg := 0.0

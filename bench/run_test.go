@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
 )
@@ -95,7 +96,7 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	require.NoError(t, err)
 	merged, _ := MergeTagged(hs)
 	for _, s := range rep.Strategies {
-		h := merged[s.Name+"."+MetricAcquire]
+		h := merged[s.Name+"."+load.MetricAcquire]
 		require.NotNil(t, h)
 		require.Equal(t, s.Acquire.Count, h.TotalCount())
 	}
@@ -255,18 +256,18 @@ func (w *stallWorker) Release(context.Context) error        { return nil }
 func (w *stallWorker) NodeErrors() map[string]int64         { return nil }
 func (w *stallWorker) Close() error                         { return nil }
 
-type oneWorker struct{ w Worker }
+type oneWorker struct{ w load.Worker }
 
-func (s oneWorker) Name() string                              { return "stall" }
-func (s oneWorker) NewWorker(context.Context) (Worker, error) { return s.w, nil }
-func (s oneWorker) Close() error                              { return nil }
+func (s oneWorker) Name() string                                   { return "stall" }
+func (s oneWorker) NewWorker(context.Context) (load.Worker, error) { return s.w, nil }
+func (s oneWorker) Close() error                                   { return nil }
 
 func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 	// 1 worker at 1000 ops/s; op 100 stalls 100ms. Open loop measures from
 	// each op's intended start, so the ~100 ops scheduled during the stall
 	// all show the delay (coordinated omission not hidden).
 	w := &stallWorker{stall: 100, d: 100 * time.Millisecond}
-	res, err := runStrategy(context.Background(), oneWorker{w}, RunConfig{Workers: 1, Ops: 400, Rate: 1000, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Rate: 1000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(400), res.Ops)
 	require.GreaterOrEqual(t, res.Acquire.P90Us, 20e3, "ops queued behind the stall are charged for it")
@@ -275,7 +276,7 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 
 	// Closed loop: only the stalled op itself is slow.
 	w = &stallWorker{stall: 100, d: 100 * time.Millisecond}
-	res, err = runStrategy(context.Background(), oneWorker{w}, RunConfig{Workers: 1, Ops: 400, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	res, err = runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
 	require.NoError(t, err)
 	require.Less(t, res.Acquire.P90Us, 1e3)
 	require.GreaterOrEqual(t, res.Acquire.MaxUs, 100e3)
@@ -304,7 +305,7 @@ func TestFencedWorkload(t *testing.T) {
 	require.Len(t, rep.Strategies, 1)
 	s := rep.Strategies[0]
 	require.Equal(t, StrategyMux, s.Name)
-	require.Equal(t, WorkloadFenced, rep.Config.Workload)
+	require.Equal(t, load.WorkloadFenced, rep.Config.Workload)
 	require.Positive(t, s.Acquired)
 	require.Empty(t, s.Errors)
 	require.Zero(t, s.NodeErrors[KindFencedStale])

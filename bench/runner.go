@@ -22,14 +22,14 @@ func (s *StrategyResult) FailedShare() float64 {
 
 // runStrategy creates the workers, warms up, then measures. Interval
 // histograms go to hlog (when not nil) tagged "<strategy>.<metric>", and a
-// Progress snapshot to progress (when not nil) once per interval.
+// load.Progress snapshot to progress (when not nil) once per interval.
 //
 // When ctx is cancelled (SIGINT) during the measured phase, no new
 // operation starts, those in flight finish (bounded by the node timeout; they
 // are not cancelled, so they are not miscounted as failures), and the result
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
-func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
+func runStrategy(ctx context.Context, s Strategy, cfg load.RunConfig, hlog *HlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
 	workers, err := newWorkers(ctx, s, cfg.Workers)
 	defer closeWorkers(workers)
 	if err != nil {
@@ -40,12 +40,12 @@ func runStrategy(ctx context.Context, s Strategy, cfg RunConfig, hlog *HlogWrite
 
 // newWorkers makes n workers of s; on error, those made so far are
 // returned with it (for closeWorkers).
-func newWorkers(ctx context.Context, s Strategy, n int) ([]Worker, error) {
+func newWorkers(ctx context.Context, s Strategy, n int) ([]load.Worker, error) {
 	// One after the other: set-up commands count against a node's
 	// capacity (-node-cap), and all at once they would queue past their
 	// timeout. A node that never answers costs one set-up timeout in all
 	// (seq and fanout skip its set-up once it timed out: plainStrategy).
-	workers := make([]Worker, 0, n)
+	workers := make([]load.Worker, 0, n)
 	for i := 0; i < n; i++ {
 		w, err := s.NewWorker(ctx)
 		if err != nil {
@@ -56,7 +56,7 @@ func newWorkers(ctx context.Context, s Strategy, n int) ([]Worker, error) {
 	return workers, nil
 }
 
-func closeWorkers(workers []Worker) {
+func closeWorkers(workers []load.Worker) {
 	for _, w := range workers {
 		_ = w.Close()
 	}
@@ -66,7 +66,7 @@ func closeWorkers(workers []Worker) {
 // sweep runs many on the same workers) with load.Measure, errors
 // classified by classify, and summarises it. Node errors are those of this
 // phase only.
-func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, hlog *HlogWriter, progress func(Progress)) (*StrategyResult, error) {
+func measure(ctx context.Context, s Strategy, workers []load.Worker, cfg load.RunConfig, hlog *HlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
 	var log load.IntervalLog
 	if hlog != nil {
 		log = hlog
@@ -82,7 +82,7 @@ func measure(ctx context.Context, s Strategy, workers []Worker, cfg RunConfig, h
 }
 
 // strategyResult summarises a measured phase of strategy name.
-func strategyResult(name string, cfg RunConfig, r *load.Result) *StrategyResult {
+func strategyResult(name string, cfg load.RunConfig, r *load.Result) *StrategyResult {
 	h := r.Hists
 	elapsed := r.End.Sub(r.Start)
 	pc := cfg.Percentiles

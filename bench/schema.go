@@ -203,7 +203,7 @@ type StrategyResult struct {
 }
 
 // Latency is a latency distribution summary in microseconds. Percentiles
-// follow HdrHistogram's convention (see ValueAtPercentile).
+// follow HdrHistogram's convention (see load.ValueAtPercentile).
 type Latency struct {
 	Count   int64   `json:"count"`
 	MinUs   float64 `json:"min_us"`

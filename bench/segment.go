@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/bench/load"
 )
 
 // MaxSegments is the largest n of -segment i/n.
@@ -98,7 +100,7 @@ func (f segmentFlag) Set(v string) error {
 // uniform, zipf) stay shared by every segment, under one key prefix, so
 // that workers of different processes contend as those of one process do.
 func splitsKeys(c *Config) bool {
-	return c.Workload != WorkloadContended && (c.KeyDist.Kind == "" || c.KeyDist.Kind == KeysRoundRobin)
+	return c.Workload != load.WorkloadContended && (c.KeyDist.Kind == "" || c.KeyDist.Kind == load.KeysRoundRobin)
 }
 
 // applySegment checks -segment against the other flags and turns the whole

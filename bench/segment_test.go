@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
 )
@@ -116,7 +117,7 @@ func writeSegmentHlog(t *testing.T, path string, seg Segment, startAt time.Time,
 		comments = append(comments, segmentComment(c))
 	}
 	hw := NewHlogWriter(&buf, startAt, comments...)
-	h := NewHistogram()
+	h := load.NewHistogram()
 	for i := 0; i < count; i++ {
 		require.NoError(t, h.RecordValue(int64(1000+i)))
 	}
@@ -226,7 +227,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 		require.Zero(t, s.Failed, "segment %d: %v", i, s.Errors)
 		sumRate += s.OpsPerSec
 		sumTarget += s.TargetRate
-		for _, m := range Metrics {
+		for _, m := range load.Metrics {
 			counts["mux."+m] += s.metric(m).Count
 		}
 		files = append(files, filepath.Join(d, "bench.hlog"))
@@ -254,7 +255,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 		require.NotNil(t, got[tag], tag)
 		require.Equal(t, n, got[tag].Latency.Count, "%s: merged count vs the sum of the segments'", tag)
 	}
-	ar := got["mux."+MetricAcquireRelease]
+	ar := got["mux."+load.MetricAcquireRelease]
 	require.Equal(t, 2, ar.Files)
 	require.InEpsilon(t, rate, ar.SumPerSec, 0.05, "merged rate vs the run's target")
 	t.Logf("target %d ops/s; segments achieved %.1f ops/s together; merged acquire_release %d values, %.1f/s (sum of the segments' spans), %.1f/s (over their union)",

@@ -2,6 +2,7 @@ package bench
 
 import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/load"
 )
 
 // DefaultPercentiles are the percentiles of reports without -percentiles.
@@ -42,7 +43,7 @@ func Summarize(h *hdr.Histogram, pcts ...float64) Latency {
 		return Latency{}
 	}
 	fixed := []float64{50, 90, 99, 99.9, 99.99}
-	v := ValuesAtPercentiles(h, append(fixed, pcts...))
+	v := load.ValuesAtPercentiles(h, append(fixed, pcts...))
 	l := Latency{
 		Count:   h.TotalCount(),
 		MinUs:   us(h.Min()),

@@ -31,7 +31,7 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 	var series []PlotSeries
 	var saturated []string
 	idx := map[string]int{}
-	for i, m := range Metrics {
+	for i, m := range load.Metrics {
 		idx[m] = i
 	}
 	for i, s := range rep.Strategies {
@@ -50,10 +50,10 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		series = append(series, ps)
 		// Refused and failed operations are drawn beside the successes, in
 		// the strategy's colour, dashed, whenever there are any.
-		if metric == MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
+		if metric == load.MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
 			series = append(series, PlotSeries{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
 		}
-		if (metric == MetricAcquire || metric == MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
+		if (metric == load.MetricAcquire || metric == load.MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
 			series = append(series, PlotSeries{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
 		}
 	}
@@ -175,7 +175,7 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">no data</text>`+"\n", lx+32, ly+18)
 			continue
 		}
-		pv := ValuesAtPercentiles(h, []float64{50, 99})
+		pv := load.ValuesAtPercentiles(h, []float64{50, 99})
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
 			fmtUs(us(pv[0])), fmtUs(us(pv[1])))
 		if s.Warn != "" {
@@ -188,7 +188,7 @@ func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSerie
 		for k := range ps {
 			ps[k] = 100 * (1 - math.Pow(10, -xEnd*float64(k)/steps))
 		}
-		vals := ValuesAtPercentiles(h, ps)
+		vals := load.ValuesAtPercentiles(h, ps)
 		var pts []string
 		for k, v := range vals {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xEnd*float64(k)/steps), py(float64(v))))

@@ -64,7 +64,7 @@ func ParseSLO(s string) (*SLO, error) {
 
 // stepOK decides whether a measured step holds the objective.
 func (st *SweepStep) judge(slo SLO) {
-	st.SLOUs = us(ValueAtPercentile(st.hist, slo.P))
+	st.SLOUs = us(load.ValueAtPercentile(st.hist, slo.P))
 	budget := float64(slo.Max) / 1e3
 	switch {
 	case st.Interrupted:
@@ -87,7 +87,7 @@ func (st *SweepStep) judge(slo SLO) {
 
 // sweepStepFrom summarizes one measured step.
 func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep {
-	all := NewHistogram()
+	all := load.NewHistogram()
 	for _, i := range []int{load.MAcquireRelease, load.MNotAcquired, load.MFailed} {
 		all.Merge(res.hists[i])
 	}
@@ -333,7 +333,7 @@ type strategySweep struct {
 }
 
 // open makes a strategy and its workers (closed by the returned func).
-func (sw *sweeper) open(ctx context.Context, name string) (Strategy, []Worker, func(), error) {
+func (sw *sweeper) open(ctx context.Context, name string) (Strategy, []load.Worker, func(), error) {
 	s, err := newStrategy(name, sw.sess.t.addrs, sw.sess.params, sw.cfg.Conns)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -347,9 +347,9 @@ func (sw *sweeper) open(ctx context.Context, name string) (Strategy, []Worker, f
 	return s, workers, closeAll, nil
 }
 
-func (sw *sweeper) base() RunConfig {
+func (sw *sweeper) base() load.RunConfig {
 	cfg := sw.cfg
-	return RunConfig{
+	return load.RunConfig{
 		Workers: cfg.Workers, Duration: cfg.Step, Warmup: cfg.Warmup, Keys: cfg.Keys,
 		Workload: cfg.Workload, Hold: cfg.Hold, KeyDist: cfg.KeyDist, Prefix: sw.keyPrefix, Percentiles: cfg.Percentiles,
 	}
@@ -433,7 +433,7 @@ func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
 		sw.slo = SLO{P: 99, Max: SweepAutoMinSlack}
 		return sw.slo.String(), "automatic: no lightest step completed"
 	}
-	p99 := time.Duration(ValueAtPercentile(best.first.hist, 99))
+	p99 := time.Duration(load.ValueAtPercentile(best.first.hist, 99))
 	sw.slo = SLO{P: 99, Max: autoBudget(p99)}
 	return sw.slo.String(), fmt.Sprintf("automatic, one for every strategy: %gx the p99 of the best strategy's lightest step (%s at %s ops/s: p99 %s), at least +%v",
 		SweepAutoFactor, best.ss.Name, fmtCount(best.first.TargetRate), fmtUs(us(int64(p99))), SweepAutoMinSlack)
@@ -446,7 +446,7 @@ func autoBudget(p99 time.Duration) time.Duration {
 
 // measureStep runs one open-loop step (not judged). Each run of a rate has
 // its own interval-log tag.
-func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []Worker, name string, rate float64, refine bool) (*SweepStep, error) {
+func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []load.Worker, name string, rate float64, refine bool) (*SweepStep, error) {
 	rc := sw.base()
 	rc.Rate, rc.WarmupRate = rate, rate
 	tag := name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
@@ -487,7 +487,7 @@ type stepRunner struct {
 	ctx     context.Context
 	r       *strategySweep
 	s       Strategy
-	workers []Worker
+	workers []load.Worker
 	closers []func()
 	opened  bool
 }

@@ -151,8 +151,8 @@ func TestSweepProbeSpacesStepsUpToTheCap(t *testing.T) {
 // (6 operations), though the run lasts ~450ms. Over the elapsed time it
 // read 13 ops/s and was marked saturated.
 func TestOpenLoopAchievedRateIsOverTheStartWindow(t *testing.T) {
-	res, err := runStrategy(context.Background(), sleepStrategy{150 * time.Millisecond}, RunConfig{Workers: 8,
-		Duration: 300 * time.Millisecond, Rate: 20, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	res, err := runStrategy(context.Background(), sleepStrategy{150 * time.Millisecond}, load.RunConfig{Workers: 8,
+		Duration: 300 * time.Millisecond, Rate: 20, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(6), res.Ops)
 	require.Greater(t, res.DurationS, 0.4)
@@ -163,9 +163,9 @@ func TestOpenLoopAchievedRateIsOverTheStartWindow(t *testing.T) {
 // sleepStrategy makes a slowWorker per worker.
 type sleepStrategy struct{ d time.Duration }
 
-func (s sleepStrategy) Name() string                              { return "sleep" }
-func (s sleepStrategy) NewWorker(context.Context) (Worker, error) { return slowWorker(s), nil }
-func (s sleepStrategy) Close() error                              { return nil }
+func (s sleepStrategy) Name() string                                   { return "sleep" }
+func (s sleepStrategy) NewWorker(context.Context) (load.Worker, error) { return slowWorker(s), nil }
+func (s sleepStrategy) Close() error                                   { return nil }
 
 func TestParseSLOAndSweepFlags(t *testing.T) {
 	s, err := ParseSLO("p99.9<5ms")
@@ -200,7 +200,7 @@ func TestParseSLOAndSweepFlags(t *testing.T) {
 func TestSweepRatesAndJudge(t *testing.T) {
 	require.Equal(t, []float64{250, 500, 750, 1000, 1100}, sweepRates(1000, 4))
 	require.Equal(t, 1230.0, roundRate(1234.5))
-	h := NewHistogram()
+	h := load.NewHistogram()
 	for i := 0; i < 100; i++ {
 		load.Record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
 	}

@@ -95,14 +95,14 @@ func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 	var buf bytes.Buffer
 	hw := NewHlogWriter(&buf, time.Now())
 	w := &slowReleaseWorker{release: 6 * time.Millisecond}
-	res, err := runStrategy(context.Background(), oneWorker{w}, RunConfig{Workers: 1, Duration: 300 * time.Millisecond,
-		Keys: 10, Workload: WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil)
+	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Duration: 300 * time.Millisecond,
+		Keys: 10, Workload: load.WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil)
 	require.NoError(t, err)
 	hs, err := ReadHlog(&buf)
 	require.NoError(t, err)
 	merged, dropped := MergeTagged(hs)
 	require.Zero(t, dropped)
-	for _, m := range Metrics {
+	for _, m := range load.Metrics {
 		l := res.metric(m)
 		require.Positive(t, l.Count, m)
 		h := merged["stall."+m]
@@ -117,7 +117,7 @@ func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 // Issue 12 item 2: percentiles follow HdrHistogram's ceiling rank (as its
 // Java tools compute them), by hand on 70 values 1ms..70ms.
 func TestPercentileIsCeilingRank(t *testing.T) {
-	h := NewHistogram()
+	h := load.NewHistogram()
 	for i := 1; i <= 70; i++ {
 		load.Record(h, time.Duration(i)*time.Millisecond)
 	}
@@ -128,21 +128,21 @@ func TestPercentileIsCeilingRank(t *testing.T) {
 	// 69.3 -> 70 (rounding gives 69); 95% = 66.5 -> 67.
 	for p, rank := range hand {
 		want := highestEq(int64(rank) * int64(time.Millisecond))
-		require.Equal(t, want, ValueAtPercentile(h, p), "p%v = value of rank %d", p, rank)
+		require.Equal(t, want, load.ValueAtPercentile(h, p), "p%v = value of rank %d", p, rank)
 	}
 	// 55% of 100 is 55.00000000000001 in floating point: rank 55, not 56.
-	h100 := NewHistogram()
+	h100 := load.NewHistogram()
 	for i := 1; i <= 100; i++ {
 		load.Record(h100, time.Duration(i)*time.Millisecond)
 	}
-	require.Equal(t, highestEq(55e6), ValueAtPercentile(h100, 55))
-	require.Equal(t, highestEq(100e6), ValueAtPercentile(h100, 99.5))
+	require.Equal(t, highestEq(55e6), load.ValueAtPercentile(h100, 55))
+	require.Equal(t, highestEq(100e6), load.ValueAtPercentile(h100, 99.5))
 	l := Summarize(h, 98)
 	require.Equal(t, us(highestEq(70e6)), l.P99Us)
 	require.Equal(t, us(highestEq(63e6)), l.P90Us)
 	require.Equal(t, []Percentile{{P: 98, Us: us(highestEq(69e6))}}, l.Percentiles)
-	require.Zero(t, ValueAtPercentile(NewHistogram(), 99))
-	require.Equal(t, lowestEq(1e6), ValueAtPercentile(h, 0))
+	require.Zero(t, load.ValueAtPercentile(load.NewHistogram(), 99))
+	require.Equal(t, lowestEq(1e6), load.ValueAtPercentile(h, 0))
 }
 
 // highestEq and lowestEq are the bounds of v's bucket in the bench geometry
@@ -174,8 +174,8 @@ func (w slowWorker) Close() error                         { return nil }
 // and its figures are refused by the capacity maths.
 func TestOpenLoopSaturation(t *testing.T) {
 	// One worker at 2ms per op serves ~500 ops/s; ask for 2000.
-	res, err := runStrategy(context.Background(), oneWorker{slowWorker{2 * time.Millisecond}}, RunConfig{Workers: 1,
-		Duration: 400 * time.Millisecond, Rate: 2000, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	res, err := runStrategy(context.Background(), oneWorker{slowWorker{2 * time.Millisecond}}, load.RunConfig{Workers: 1,
+		Duration: 400 * time.Millisecond, Rate: 2000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
 	require.NoError(t, err)
 	// A saturated run stops at -d, it does not work off its queue: of the
 	// 800 operations due, far fewer ran (one worker at 2ms: about 200),
@@ -191,8 +191,8 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotSteady)
 
 	// Well below capacity: not saturated, estimable.
-	res, err = runStrategy(context.Background(), oneWorker{slowWorker{time.Millisecond}}, RunConfig{Workers: 2,
-		Duration: 400 * time.Millisecond, Rate: 100, Keys: 10, Workload: WorkloadAcquireRelease}, nil, nil)
+	res, err = runStrategy(context.Background(), oneWorker{slowWorker{time.Millisecond}}, load.RunConfig{Workers: 2,
+		Duration: 400 * time.Millisecond, Rate: 100, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
 	require.NoError(t, err)
 	require.False(t, res.Saturated, res.Saturation)
 	require.InDelta(t, 100, res.OpsPerSec, 15)
@@ -231,7 +231,7 @@ func TestStdoutOutputsCSVAndPercentiles(t *testing.T) {
 	require.Equal(t, ExitOK, Main(append(base, "-csv", "-", "-quiet"), &out, &errb, noEnv), errb.String())
 	rows, err := csv.NewReader(&out).ReadAll()
 	require.NoError(t, err)
-	require.Len(t, rows, 1+2*len(Metrics))
+	require.Len(t, rows, 1+2*len(load.Metrics))
 	require.Equal(t, []string{"strategy", "metric", "count"}, rows[0][:3])
 	require.Contains(t, rows[0], "p99.99_us")
 	require.Equal(t, "seq", rows[1][0])

@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
 func TestParseHoldAndKeyDist(t *testing.T) {
-	for in, want := range map[string]Hold{
+	for in, want := range map[string]load.Hold{
 		"0": {}, "5ms": {Kind: "fixed", A: 5 * time.Millisecond}, "uniform:1ms:3ms": {Kind: "uniform", A: time.Millisecond, B: 3 * time.Millisecond},
 		"exp:2ms": {Kind: "exp", A: 2 * time.Millisecond},
 	} {
-		h, err := ParseHold(in)
+		h, err := load.ParseHold(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, h, in)
 		if in != "0" {
@@ -25,23 +26,23 @@ func TestParseHoldAndKeyDist(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"5", "-1ms", "uniform:3ms:1ms", "uniform:1ms", "exp:0s", "exp:x", "normal:1ms", "2m"} {
-		_, err := ParseHold(bad)
+		_, err := load.ParseHold(bad)
 		require.Error(t, err, bad)
 	}
-	for in, want := range map[string]KeyDist{"round-robin": {Kind: KeysRoundRobin}, "uniform": {Kind: KeysUniform}, "zipf:1.1": {Kind: KeysZipf, S: 1.1}} {
-		d, err := ParseKeyDist(in)
+	for in, want := range map[string]load.KeyDist{"round-robin": {Kind: load.KeysRoundRobin}, "uniform": {Kind: load.KeysUniform}, "zipf:1.1": {Kind: load.KeysZipf, S: 1.1}} {
+		d, err := load.ParseKeyDist(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, d)
 		require.Equal(t, in, d.String())
 	}
 	for _, bad := range []string{"zipf", "zipf:1", "zipf:0.5", "zipf:x", "random"} {
-		_, err := ParseKeyDist(bad)
+		_, err := load.ParseKeyDist(bad)
 		require.Error(t, err, bad)
 	}
 	c, err := ParseArgs([]string{"-hold", "exp:1ms", "-keys-dist", "zipf:1.2"}, noEnv)
 	require.NoError(t, err)
-	require.Equal(t, Hold{Kind: "exp", A: time.Millisecond}, c.Hold)
-	require.Equal(t, KeyDist{Kind: KeysZipf, S: 1.2}, c.KeyDist)
+	require.Equal(t, load.Hold{Kind: "exp", A: time.Millisecond}, c.Hold)
+	require.Equal(t, load.KeyDist{Kind: load.KeysZipf, S: 1.2}, c.KeyDist)
 	for _, args := range [][]string{{"-hold", "5"}, {"-keys-dist", "zipf:1"}} {
 		_, err := ParseArgs(args, noEnv)
 		require.ErrorIs(t, err, ErrUsage, "%v", args)
@@ -68,18 +69,18 @@ func (w keyCounter) Close() error                         { return nil }
 
 type countStrategy struct{ w keyCounter }
 
-func (s countStrategy) Name() string                              { return "count" }
-func (s countStrategy) NewWorker(context.Context) (Worker, error) { return s.w, nil }
-func (s countStrategy) Close() error                              { return nil }
+func (s countStrategy) Name() string                                   { return "count" }
+func (s countStrategy) NewWorker(context.Context) (load.Worker, error) { return s.w, nil }
+func (s countStrategy) Close() error                                   { return nil }
 
 // Issue 12 item 6: -keys-dist zipf:1.1 makes a few keys hot. Over 100 keys
 // the hottest draws about a quarter of the operations (1/H(100, 1.1));
 // round-robin and uniform give each about 1%.
 func TestZipfKeysAreSkewed(t *testing.T) {
-	hottest := func(d KeyDist) float64 {
+	hottest := func(d load.KeyDist) float64 {
 		w := keyCounter{mu: &sync.Mutex{}, seen: map[string]int{}}
-		res, err := runStrategy(context.Background(), countStrategy{w}, RunConfig{Workers: 4, Ops: 20000, Keys: 100,
-			Workload: WorkloadAcquireRelease, KeyDist: d, Prefix: "z:"}, nil, nil)
+		res, err := runStrategy(context.Background(), countStrategy{w}, load.RunConfig{Workers: 4, Ops: 20000, Keys: 100,
+			Workload: load.WorkloadAcquireRelease, KeyDist: d, Prefix: "z:"}, nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, int64(20000), res.Ops)
 		top := 0
@@ -88,16 +89,16 @@ func TestZipfKeysAreSkewed(t *testing.T) {
 		}
 		return float64(top) / 20000
 	}
-	require.Greater(t, hottest(KeyDist{Kind: KeysZipf, S: 1.1}), 0.15)
-	require.Less(t, hottest(KeyDist{Kind: KeysUniform}), 0.03)
-	require.Less(t, hottest(KeyDist{Kind: KeysRoundRobin}), 0.03)
+	require.Greater(t, hottest(load.KeyDist{Kind: load.KeysZipf, S: 1.1}), 0.15)
+	require.Less(t, hottest(load.KeyDist{Kind: load.KeysUniform}), 0.03)
+	require.Less(t, hottest(load.KeyDist{Kind: load.KeysRoundRobin}), 0.03)
 }
 
 // -hold keeps each lock for the given time: acquire+release latency is at
 // least the hold (a lower bound: a slow machine cannot make it fail).
 func TestHoldIsInsideTheLock(t *testing.T) {
-	res, err := runStrategy(context.Background(), sleepStrategy{0}, RunConfig{Workers: 2, Duration: 300 * time.Millisecond, Keys: 10,
-		Workload: WorkloadAcquireRelease, Hold: Hold{Kind: "fixed", A: 20 * time.Millisecond}}, nil, nil)
+	res, err := runStrategy(context.Background(), sleepStrategy{0}, load.RunConfig{Workers: 2, Duration: 300 * time.Millisecond, Keys: 10,
+		Workload: load.WorkloadAcquireRelease, Hold: load.Hold{Kind: "fixed", A: 20 * time.Millisecond}}, nil, nil)
 	require.NoError(t, err)
 	require.Positive(t, res.Acquired)
 	require.GreaterOrEqual(t, res.AcquireRelease.MinUs, 20000.0*0.999)
