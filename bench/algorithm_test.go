@@ -103,7 +103,7 @@ func (r *recorder) px() []int64 {
 	return append([]int64(nil), r.pxs...)
 }
 
-func strategyWorker(t *testing.T, name string, addrs []string, p LockParams) (Strategy, load.Worker) {
+func strategyWorker(t *testing.T, name string, addrs []string, p lockParams) (lockStrategy, load.Worker) {
 	s, err := newStrategy(name, addrs, p, 2)
 	require.NoError(t, err, name)
 	t.Cleanup(func() { s.Close() })
@@ -120,9 +120,9 @@ func TestStrategiesSendRedlocksTTL(t *testing.T) {
 	ttl := 10*time.Second + 500*time.Microsecond
 	want := lockrule.TTLMillis(ttl)
 	require.Equal(t, int64(10001), want)
-	for _, name := range AllStrategies {
+	for _, name := range allStrategies {
 		rec := startRecorder(t)
-		p := LockParams{TTL: ttl, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+		p := lockParams{TTL: ttl, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
 		_, w := strategyWorker(t, name, []string{rec.ln.Addr().String()}, p)
 		ok, err := w.Acquire(context.Background(), "k")
 		require.NoError(t, err, name)
@@ -138,15 +138,15 @@ func TestStrategiesDecideAlike(t *testing.T) {
 	c, err := fakeserver.StartCluster(5, fakeserver.Config{})
 	require.NoError(t, err)
 	defer c.Close()
-	p := LockParams{TTL: 10 * time.Second, Timeout: 500 * time.Millisecond, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+	p := lockParams{TTL: 10 * time.Second, Timeout: 500 * time.Millisecond, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
 	ctx := context.Background()
 	workers := map[string]load.Worker{}
-	for _, name := range AllStrategies {
+	for _, name := range allStrategies {
 		_, workers[name] = strategyWorker(t, name, c.Addrs(), p)
 	}
 
 	// Keys held by someone else on nodes 0, 1, 2: refused by a quorum.
-	for _, name := range AllStrategies {
+	for _, name := range allStrategies {
 		key := "held:" + name
 		for i := 0; i < 3; i++ {
 			_, err := command(ctx, c.Addrs()[i], &connOpts{dialTimeout: time.Second, timeout: time.Second}, "SET", key, "other", "PX", "60000")
@@ -170,7 +170,7 @@ func TestStrategiesDecideAlike(t *testing.T) {
 	// Two of five down: acquired (quorum 3).
 	c.Nodes[3].Down()
 	c.Nodes[4].Down()
-	for _, name := range AllStrategies {
+	for _, name := range allStrategies {
 		ok, err := workers[name].Acquire(ctx, "q:"+name)
 		require.NoError(t, err, name)
 		require.True(t, ok, name)
@@ -178,31 +178,31 @@ func TestStrategiesDecideAlike(t *testing.T) {
 	}
 	// Three of five down: quorum lost, an error for every strategy.
 	c.Nodes[2].Down()
-	for _, name := range AllStrategies {
+	for _, name := range allStrategies {
 		ok, err := workers[name].Acquire(ctx, "nq:"+name)
 		require.False(t, ok, name)
-		require.ErrorIs(t, err, ErrNoQuorum, name)
+		require.ErrorIs(t, err, errNoQuorum, name)
 	}
 }
 
 // The validity rule is redlock's in every strategy: a quorum that answers
 // after the lock's validity (ttl - elapsed - drift) ran out is a failure
-// (ErrValidity), not an acquisition. With a 4ms TTL (drift 2.04ms) and every
+// (errValidity), not an acquisition. With a 4ms TTL (drift 2.04ms) and every
 // node answering 5ms late, no attempt can finish in time, however fast the
 // machine.
 func TestStrategiesApplyTheValidityRuleAlike(t *testing.T) {
 	c, err := fakeserver.StartCluster(3, fakeserver.Config{})
 	require.NoError(t, err)
 	defer c.Close()
-	p := LockParams{TTL: 4 * time.Millisecond, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
-	for _, name := range AllStrategies {
+	p := lockParams{TTL: 4 * time.Millisecond, Timeout: time.Second, DialTimeout: time.Second, DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+	for _, name := range allStrategies {
 		_, w := strategyWorker(t, name, c.Addrs(), p)
 		for _, n := range c.Nodes {
 			n.SetLatency(5*time.Millisecond, 0)
 		}
 		ok, err := w.Acquire(context.Background(), "v:"+name)
 		require.False(t, ok, name)
-		require.ErrorIs(t, err, ErrValidity, name)
+		require.ErrorIs(t, err, errValidity, name)
 		for _, n := range c.Nodes {
 			n.SetLatency(0, 0)
 		}

@@ -21,7 +21,7 @@ func TestMuxWorkerZeroAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p := LockParams{TTL: 10 * time.Second, Timeout: time.Second, DialTimeout: time.Second,
+	p := lockParams{TTL: 10 * time.Second, Timeout: time.Second, DialTimeout: time.Second,
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
 	s, err := newMuxStrategy(c.Addrs(), p, 2)
 	if err != nil {

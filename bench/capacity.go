@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// Utilisation is the share of a sweep's knee a capacity plan allows itself
+// utilisation is the share of a sweep's knee a capacity plan allows itself
 // to use (the headroom table of sweep.md).
-const Utilisation = 0.7
+const utilisation = 0.7
 
-// Capacity is the capacity estimate of one strategy.
-type Capacity struct {
+// capacityFigures is the capacity estimate of one strategy.
+type capacityFigures struct {
 	Strategy string
 	// ClientOpsPerCore is lock operations per second one client core can
 	// drive (1e6 / client CPU us per op); 0 when CPU was not measured.
@@ -25,24 +25,24 @@ type Capacity struct {
 	MeanLatencyS float64
 }
 
-// ErrNotSteady is returned by EstimateCapacity for a result that cannot be
+// errNotSteady is returned by estimateCapacity for a result that cannot be
 // extrapolated: an open-loop run that did not keep up with its target
 // (its latencies are queueing time) or one where most operations failed.
-var ErrNotSteady = errors.New("result not usable for capacity planning")
+var errNotSteady = errors.New("result not usable for capacity planning")
 
-// EstimateCapacity derives per-core and per-node capacity from a result. It
-// refuses (ErrNotSteady) a saturated open-loop result and one where most
+// estimateCapacity derives per-core and per-node capacity from a result. It
+// refuses (errNotSteady) a saturated open-loop result and one where most
 // operations failed: Little's law and per-operation costs only hold for a
 // system that keeps up.
-func EstimateCapacity(s *StrategyResult) (Capacity, error) {
-	c := Capacity{Strategy: s.Name}
+func estimateCapacity(s *StrategyResult) (capacityFigures, error) {
+	c := capacityFigures{Strategy: s.Name}
 	switch {
 	case s.Saturated:
-		return c, fmt.Errorf("%w: %s is saturated (%s)", ErrNotSteady, s.Name, s.Saturation)
+		return c, fmt.Errorf("%w: %s is saturated (%s)", errNotSteady, s.Name, s.Saturation)
 	case s.Ops == 0:
-		return c, fmt.Errorf("%w: %s measured no operations", ErrNotSteady, s.Name)
+		return c, fmt.Errorf("%w: %s measured no operations", errNotSteady, s.Name)
 	case s.FailedShare() > 0.5:
-		return c, fmt.Errorf("%w: %s: %d of %d operations failed", ErrNotSteady, s.Name, s.Failed, s.Ops)
+		return c, fmt.Errorf("%w: %s: %d of %d operations failed", errNotSteady, s.Name, s.Failed, s.Ops)
 	}
 	if s.CPUUsPerOp > 0 {
 		c.ClientOpsPerCore = 1e6 / s.CPUUsPerOp
@@ -74,9 +74,9 @@ func writeCapacity(w io.Writer, rep *Report) {
 	t := newTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")
 	var refused []string
 	for _, s := range rep.Strategies {
-		c, err := EstimateCapacity(s)
+		c, err := estimateCapacity(s)
 		if err != nil {
-			refused = append(refused, strings.TrimPrefix(err.Error(), ErrNotSteady.Error()+": "))
+			refused = append(refused, strings.TrimPrefix(err.Error(), errNotSteady.Error()+": "))
 			t.row(s.Name, fmtCount(s.OpsPerSec), "-", "-", "not estimated", "-")
 			continue
 		}

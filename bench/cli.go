@@ -26,11 +26,11 @@ const (
 	ExitBreach = 3
 )
 
-// PasswordWarning is printed on stderr (one line, before the run) when a
+// passwordWarning is printed on stderr (one line, before the run) when a
 // password is given on the command line, with -password or in a -nodes
 // URL: other users of the machine can read a command line (ps,
 // /proc/PID/cmdline). redis-cli warns the same way about -a and -u.
-const PasswordWarning = "redmux-bench: warning: a password on the command line (-password, or in a -nodes URL) may not be safe: other users of this machine can read it with ps; set " + EnvPassword + " instead (a -nodes URL without a password uses it)"
+const passwordWarning = "redmux-bench: warning: a password on the command line (-password, or in a -nodes URL) may not be safe: other users of this machine can read it with ps; set " + envPassword + " instead (a -nodes URL without a password uses it)"
 
 // Main is the redmux-bench command: args without the program name. It
 // returns the exit status. Errors are one line on stderr, never a stack
@@ -59,15 +59,15 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 	var cfg *Config
 	var err error
 	if sweep {
-		cfg, err = ParseSweepArgs(args[1:], getenv)
+		cfg, err = parseSweepArgs(args[1:], getenv)
 	} else {
 		cfg, err = ParseArgs(args, getenv)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		if sweep {
-			SweepUsage(stdout)
+			sweepUsage(stdout)
 		} else {
-			Usage(stdout)
+			writeUsage(stdout)
 		}
 		return ExitOK
 	}
@@ -76,11 +76,11 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		return ExitUsage
 	}
 	if cfg.Version {
-		fmt.Fprintln(stdout, Version())
+		fmt.Fprintln(stdout, versionString())
 		return ExitOK
 	}
 	if len(passwordsIn(args, nil)) > 0 {
-		fmt.Fprintln(stderr, PasswordWarning)
+		fmt.Fprintln(stderr, passwordWarning)
 	}
 	secrets = append(secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -98,10 +98,10 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 
 // sweepMain runs a parsed sweep and maps the outcome to an exit status.
 func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide func(string) string) int {
-	rep, err := RunSweep(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
+	rep, err := runSweep(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = strings.TrimSuffix(cfg.Out, "/") + "/" + FileSweepReport
+		where = strings.TrimSuffix(cfg.Out, "/") + "/" + fileSweepReport
 	}
 	switch {
 	case err == nil:
@@ -133,7 +133,7 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 	rep, err := Run(ctx, cfg, o)
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = strings.TrimSuffix(cfg.Out, "/") + "/" + FileReport
+		where = strings.TrimSuffix(cfg.Out, "/") + "/" + fileReport
 	}
 	switch {
 	case err == nil:
@@ -160,9 +160,9 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func mergeMain(args []string, stdout, stderr io.Writer) int {
-	c, err := ParseMergeArgs(args)
+	c, err := parseMergeArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		MergeUsage(stdout)
+		mergeUsage(stdout)
 		return ExitOK
 	}
 	if err != nil {

@@ -15,17 +15,17 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// DefaultCompareNoise is the smallest change compare flags: below it, a
+// defaultCompareNoise is the smallest change compare flags: below it, a
 // change is within a shared machine's run-to-run noise even when repeated
 // runs happened to agree.
-const DefaultCompareNoise = 0.05
+const defaultCompareNoise = 0.05
 
-// DefaultCompareAlpha is the significance level of compare's test, as
+// defaultCompareAlpha is the significance level of compare's test, as
 // benchstat's.
-const DefaultCompareAlpha = 0.05
+const defaultCompareAlpha = 0.05
 
-// CompareConfig is the command line of redmux-bench compare.
-type CompareConfig struct {
+// compareConfig is the command line of redmux-bench compare.
+type compareConfig struct {
 	Old, New []string // result files: runs of the same command, before and after
 	Noise    float64  // -noise: the smallest relative change flagged
 	// Alpha is -alpha: a change is significant when its p-value is below.
@@ -36,21 +36,21 @@ type CompareConfig struct {
 	Test string
 }
 
-// ParseCompareArgs parses "redmux-bench compare [-noise 5%] OLD NEW", where
+// parseCompareArgs parses "redmux-bench compare [-noise 5%] OLD NEW", where
 // OLD and NEW are each one result file (summary.json or sweep.json) or a
 // comma-separated list of repeated runs.
-func ParseCompareArgs(args []string) (*CompareConfig, error) {
-	c := &CompareConfig{Noise: DefaultCompareNoise, Alpha: DefaultCompareAlpha, Test: "utest"}
+func parseCompareArgs(args []string) (*compareConfig, error) {
+	c := &compareConfig{Noise: defaultCompareNoise, Alpha: defaultCompareAlpha, Test: "utest"}
 	fs := flag.NewFlagSet("redmux-bench compare", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Var(noiseFlag{&c.Noise}, "noise", "smallest relative `CHANGE` flagged, e.g. 5% or 0.05")
-	fs.Float64Var(&c.Alpha, "alpha", DefaultCompareAlpha, "significance level of the test")
+	fs.Float64Var(&c.Alpha, "alpha", defaultCompareAlpha, "significance level of the test")
 	fs.StringVar(&c.Test, "test", "utest", "utest (Mann-Whitney U, benchstat's default) or ttest (Welch's t-test)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, &usageError{Msg: err.Error()}
 	}
 	if c.Test != "utest" && c.Test != "ttest" {
 		return nil, usagef("-test %q: want utest or ttest", c.Test)
@@ -82,8 +82,8 @@ func ParseCompareArgs(args []string) (*CompareConfig, error) {
 	return c, nil
 }
 
-// CompareUsage writes compare's help.
-func CompareUsage(w io.Writer) {
+// compareUsage writes compare's help.
+func compareUsage(w io.Writer) {
 	fmt.Fprint(w, `redmux-bench compare: per-metric ratios between two results, with benchstat's
 significance test (golang.org/x/perf/benchmath), flagging significant changes.
 
@@ -154,7 +154,7 @@ func loadResult(path string) (*resultFile, error) {
 	r := &resultFile{path: path, values: map[string]map[string]float64{}}
 	_, r.sweep = probe.Strategies[0]["steps"]
 	if r.sweep {
-		var rep SweepReport
+		var rep sweepReport
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -200,8 +200,8 @@ func loadResult(path string) (*resultFile, error) {
 	return r, nil
 }
 
-// CompareRow is one strategy's metric, old against new.
-type CompareRow struct {
+// comparisonRow is one strategy's metric, old against new.
+type comparisonRow struct {
 	Strategy string
 	Metric   string
 	Old, New float64 // means over the runs
@@ -218,9 +218,9 @@ type CompareRow struct {
 	Verdict string // "~" (no significant change, or within the noise), "better", "worse"
 }
 
-// Comparison is compare's outcome.
-type Comparison struct {
-	Rows  []CompareRow
+// comparisonResult is compare's outcome.
+type comparisonResult struct {
+	Rows  []comparisonRow
 	Sweep bool
 	// Warnings say what makes the figures less comparable (settings that
 	// differ, sweeps judged by different objectives).
@@ -230,8 +230,8 @@ type Comparison struct {
 	Settings []string
 }
 
-// Compare computes the rows of compare.
-func Compare(c *CompareConfig) (*Comparison, error) {
+// runCompare computes the rows of compare.
+func runCompare(c *compareConfig) (*comparisonResult, error) {
 	load := func(paths []string) ([]*resultFile, error) {
 		var out []*resultFile
 		for _, p := range paths {
@@ -261,7 +261,7 @@ func Compare(c *CompareConfig) (*Comparison, error) {
 	if olds[0].sweep {
 		metrics = sweepMetrics
 	}
-	var rows []CompareRow
+	var rows []comparisonRow
 	for _, strat := range olds[0].order {
 		for _, m := range metrics {
 			ov, nv := collect(olds, strat, m.name), collect(news, strat, m.name)
@@ -274,7 +274,7 @@ func Compare(c *CompareConfig) (*Comparison, error) {
 	if len(rows) == 0 {
 		return nil, errors.New("no strategy and metric in common between OLD and NEW")
 	}
-	cmp := &Comparison{Rows: rows, Sweep: olds[0].sweep}
+	cmp := &comparisonResult{Rows: rows, Sweep: olds[0].sweep}
 	cmp.Settings = settingsDiffer(olds, news)
 	if cmp.Sweep {
 		seen := map[string]bool{}
@@ -296,8 +296,8 @@ func Compare(c *CompareConfig) (*Comparison, error) {
 // compareRow compares one metric's runs: with at least two runs a side
 // by benchstat's test (benchmath), a change flagged when p < -alpha and
 // larger than -noise; with one run on a side by -noise alone.
-func compareRow(c *CompareConfig, strat string, m compareMetric, ov, nv []float64) CompareRow {
-	row := CompareRow{Strategy: strat, Metric: m.name, P: -1, Noise: c.Noise}
+func compareRow(c *compareConfig, strat string, m compareMetric, ov, nv []float64) comparisonRow {
+	row := comparisonRow{Strategy: strat, Metric: m.name, P: -1, Noise: c.Noise}
 	row.Old, row.OldCV = meanCV(ov)
 	row.New, row.NewCV = meanCV(nv)
 	significant := true
@@ -445,9 +445,9 @@ func meanCV(v []float64) (float64, float64) {
 	return mean, sd / math.Abs(mean)
 }
 
-// WriteCompare prints the comparison table, with a loud warning first
+// writeCompare prints the comparison table, with a loud warning first
 // (and again last) when the runs' settings differ.
-func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
+func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	rows := cmp.Rows
 	loud := func() {
 		if len(cmp.Settings) > 0 {
@@ -521,20 +521,20 @@ func WriteCompare(w io.Writer, c *CompareConfig, cmp *Comparison) {
 }
 
 func compareMain(args []string, stdout, stderr io.Writer) int {
-	c, err := ParseCompareArgs(args)
+	c, err := parseCompareArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		CompareUsage(stdout)
+		compareUsage(stdout)
 		return ExitOK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "redmux-bench: compare: %v (see redmux-bench compare -h)\n", err)
 		return ExitUsage
 	}
-	cmp, err := Compare(c)
+	cmp, err := runCompare(c)
 	if err != nil {
 		fmt.Fprintf(stderr, "redmux-bench: compare: %s\n", oneLine(err.Error()))
 		return ExitFailure
 	}
-	WriteCompare(stdout, c, cmp)
+	writeCompare(stdout, c, cmp)
 	return ExitOK
 }

@@ -29,7 +29,7 @@ func runReport(opsPerSec, p99 float64) *Report {
 		AcquireRelease: Latency{Count: 1000, P50Us: 100, P99Us: p99, P999Us: 2 * p99}}}}
 }
 
-func rowOf(t *testing.T, rows []CompareRow, metric string) CompareRow {
+func rowOf(t *testing.T, rows []comparisonRow, metric string) comparisonRow {
 	t.Helper()
 	for _, r := range rows {
 		if r.Metric == metric {
@@ -37,7 +37,7 @@ func rowOf(t *testing.T, rows []CompareRow, metric string) CompareRow {
 		}
 	}
 	t.Fatalf("no row %q in %+v", metric, rows)
-	return CompareRow{}
+	return comparisonRow{}
 }
 
 // Issue 25 item 7: compare gives per-metric ratios and flags only changes
@@ -46,7 +46,7 @@ func rowOf(t *testing.T, rows []CompareRow, metric string) CompareRow {
 func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	a := writeJSONFile(t, runReport(1000, 500))
 	b := writeJSONFile(t, runReport(1200, 510))
-	cmp, err := Compare(&CompareConfig{Old: []string{a}, New: []string{b}, Noise: 0.05})
+	cmp, err := runCompare(&compareConfig{Old: []string{a}, New: []string{b}, Noise: 0.05})
 	require.NoError(t, err)
 	require.False(t, cmp.Sweep)
 	rows := cmp.Rows
@@ -62,7 +62,7 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	// default) cannot reach p < 0.05 with 3 runs a side and says so.
 	olds := []string{a, writeJSONFile(t, runReport(1300, 501)), writeJSONFile(t, runReport(700, 502))}
 	news := []string{writeJSONFile(t, runReport(1200, 900)), writeJSONFile(t, runReport(1250, 910)), writeJSONFile(t, runReport(1150, 950))}
-	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "ttest"})
+	cmp, err = runCompare(&compareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "ttest"})
 	require.NoError(t, err)
 	rows = cmp.Rows
 	ops = rowOf(t, rows, "ops/s")
@@ -72,7 +72,7 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	p99 := rowOf(t, rows, "p99")
 	require.Equal(t, "worse", p99.Verdict, "p99 1.8x with little spread: %+v", p99)
 	require.Less(t, p99.P, 0.05)
-	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
+	cmp, err = runCompare(&compareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
 	require.NoError(t, err)
 	p99 = rowOf(t, cmp.Rows, "p99")
 	require.Equal(t, "~", p99.Verdict, "%+v", p99)
@@ -81,7 +81,7 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	// Four runs a side reach it.
 	olds = append(olds, writeJSONFile(t, runReport(1000, 503)))
 	news = append(news, writeJSONFile(t, runReport(1210, 920)))
-	cmp, err = Compare(&CompareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
+	cmp, err = runCompare(&compareConfig{Old: olds, New: news, Noise: 0.05, Alpha: 0.05, Test: "utest"})
 	require.NoError(t, err)
 	p99 = rowOf(t, cmp.Rows, "p99")
 	require.Equal(t, "worse", p99.Verdict, "%+v", p99)
@@ -90,20 +90,20 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 
 	// Sweeps: the capacity at the knee.
 	sw := func(knee float64, slo string) string {
-		k := &SweepStep{TargetRate: knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
-		return writeJSONFile(t, &SweepReport{Strategies: []*SweepStrategy{{Name: "mux", SLO: slo, Steps: []*SweepStep{k}, Knee: k, KneeRate: knee, Saturated: true}}})
+		k := &sweepStep{TargetRate: knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
+		return writeJSONFile(t, &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", SLO: slo, Steps: []*sweepStep{k}, Knee: k, KneeRate: knee, Saturated: true}}})
 	}
-	cmp, err = Compare(&CompareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<20ms")}, Noise: 0.05})
+	cmp, err = runCompare(&compareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<20ms")}, Noise: 0.05})
 	require.NoError(t, err)
 	require.True(t, cmp.Sweep)
 	require.Empty(t, cmp.Warnings)
 	require.Equal(t, "worse", rowOf(t, cmp.Rows, "capacity ops/s").Verdict)
 	// Sweeps judged by different objectives are flagged as not comparable.
-	cmp, err = Compare(&CompareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<5ms")}, Noise: 0.05})
+	cmp, err = runCompare(&compareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<5ms")}, Noise: 0.05})
 	require.NoError(t, err)
 	require.Len(t, cmp.Warnings, 1)
 	require.Contains(t, cmp.Warnings[0], "different objectives")
-	_, err = Compare(&CompareConfig{Old: []string{sw(1000, "")}, New: []string{a}, Noise: 0.05})
+	_, err = runCompare(&compareConfig{Old: []string{sw(1000, "")}, New: []string{a}, Noise: 0.05})
 	require.Error(t, err)
 
 	var out, errb bytes.Buffer

@@ -15,24 +15,24 @@ import (
 	"github.com/redmux/redmux/mux"
 )
 
-// EnvPassword is the environment variable read for the password when
+// envPassword is the environment variable read for the password when
 // -password is not given.
-const EnvPassword = "REDMUX_PASSWORD"
+const envPassword = "REDMUX_PASSWORD"
 
-// DefaultOut is the report directory of a run without -out (relative to the
+// defaultOut is the report directory of a run without -out (relative to the
 // working directory; `make run` runs from the repository root).
-const DefaultOut = "results/latest"
+const defaultOut = "results/latest"
 
-// ErrUsage matches every *UsageError.
+// ErrUsage matches every *usageError.
 var ErrUsage = errors.New("usage error")
 
-// UsageError is bad command-line input (exit status 2).
-type UsageError struct{ Msg string }
+// usageError is bad command-line input (exit status 2).
+type usageError struct{ Msg string }
 
-func (e *UsageError) Error() string        { return e.Msg }
-func (e *UsageError) Is(target error) bool { return target == ErrUsage }
+func (e *usageError) Error() string        { return e.Msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
-func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return &usageError{Msg: fmt.Sprintf(format, a...)} }
 
 // Fault is one injected fault of the embedded cluster (-fault).
 type Fault struct {
@@ -109,7 +109,7 @@ type Config struct {
 	Nodes        []string      // -nodes: real masters (no embedded cluster)
 	Fake         int           // -fake: embedded cluster size
 	RealLocal    int           // -real-local: start this many local redis-servers
-	Shape        string        // -shape: what each -real-local node is (ShapeStandalone, ShapeCluster, ShapeSentinel)
+	Shape        string        // -shape: what each -real-local node is (shapeStandalone, shapeCluster, shapeSentinel)
 	Shards       int           // -shards: primaries of each -shape cluster node
 	Strategies   []string      // -strategy
 	Workers      int           // -c
@@ -150,7 +150,7 @@ type Config struct {
 	Insecure     bool          // -insecure: do not verify the servers' certificates
 	// StartAt is -start-at: the wall-clock time the first strategy's
 	// warm-up starts (zero: at once). Strategy i starts at StartAt +
-	// i*(Warmup + Duration + StartAtGap), so several redmux-bench processes
+	// i*(Warmup + Duration + startAtGap), so several redmux-bench processes
 	// given the same time measure in the same windows.
 	StartAt time.Time
 	// Segment is -segment i/n (zero: the whole run in this process). Once
@@ -174,7 +174,7 @@ type Config struct {
 	// Command is the command line as given, with the password replaced.
 	Command string
 
-	// Version is -version: print the version (Version()) and exit 0.
+	// Version is -version: print the version (versionString()) and exit 0.
 	Version bool
 	// Force is -force: write into an -out directory that is not empty.
 	// OutSet: -out was given (the default directory, results/latest, is
@@ -182,9 +182,9 @@ type Config struct {
 	Force, OutSet bool
 }
 
-// StartAtGap separates the windows of consecutive strategies under
+// startAtGap separates the windows of consecutive strategies under
 // -start-at (their set-up and tear-down fit in it).
-const StartAtGap = 2 * time.Second
+const startAtGap = 2 * time.Second
 
 func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench", flag.ContinueOnError)
@@ -193,7 +193,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.StringVar(nodes, "nodes", "", "comma-separated `list` of real Redis masters (no embedded cluster): host:port, or redis://[[user]:password@]host[:port][/db] and rediss://... URLs (mux.Config.Addrs documents their options)")
 	fs.IntVar(&c.Fake, "fake", 5, "embedded fake cluster size (`N` nodes), when -nodes and -real-local are not set")
 	fs.IntVar(&c.RealLocal, "real-local", 0, "start `N` local redis-server processes on free loopback ports, benchmark them, stop them")
-	fs.StringVar(&c.Shape, "shape", ShapeStandalone, "with -real-local, what each node is: standalone (one redis-server), cluster (a Redis Cluster of -shards primaries, a redis-cluster:// node) or sentinel (a primary, a replica and 3 sentinels, a redis-sentinel:// node); cluster and sentinel run -strategy mux only")
+	fs.StringVar(&c.Shape, "shape", shapeStandalone, "with -real-local, what each node is: standalone (one redis-server), cluster (a Redis Cluster of -shards primaries, a redis-cluster:// node) or sentinel (a primary, a replica and 3 sentinels, a redis-sentinel:// node); cluster and sentinel run -strategy mux only")
 	fs.IntVar(&c.Shards, "shards", 3, "with -shape cluster: primaries of each cluster node (1..16)")
 	fs.StringVar(strategy, "strategy", "all", "seq|fanout|mux|all, or a comma-separated list")
 	fs.IntVar(&c.Workers, "c", 16, "concurrent workers")
@@ -212,13 +212,13 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.Var(holdFlag{&c.Hold}, "hold", "time each acquired lock is held before its release: a `duration` (5ms), uniform:<min>:<max> or exp:<mean> (0 = release at once)")
 	fs.Var(keyDistFlag{&c.KeyDist}, "keys-dist", "key popularity `DIST`: round-robin (each worker its own keys), uniform, or zipf:<s> with s > 1 (zipf:1.1: a few hot keys; workers then contend)")
 	fs.StringVar(&c.User, "user", "", "ACL user for AUTH")
-	fs.StringVar(&c.Password, "password", "", "AUTH password; never printed, but visible to other users in ps (a warning says so): prefer $"+EnvPassword)
+	fs.StringVar(&c.Password, "password", "", "AUTH password; never printed, but visible to other users in ps (a warning says so): prefer $"+envPassword)
 	fs.IntVar(&c.DB, "db", 0, "SELECT this database")
 	fs.StringVar(&c.JSON, "json", "", "write the summary as JSON to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.StringVar(&c.CSV, "csv", "", "write one CSV row per strategy and metric to `FILE` (- = stdout; the table then goes to stderr)")
 	fs.Var(percentileList{&c.Percentiles}, "percentiles", "`LIST` of percentiles for the table, CSV and report, e.g. 50,90,99,99.9 (default: table 50,99,99.9, report 50,90,99,99.9,99.99)")
 	fs.StringVar(&c.Hlog, "hlog", "", "write an HdrHistogram interval log to `FILE`")
-	fs.StringVar(&c.Out, "out", DefaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)")
+	fs.StringVar(&c.Out, "out", defaultOut, "report `DIR`: report.md, summary.json, bench.hlog, percentiles.svg (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)")
 	fs.BoolVar(&c.Force, "force", false, "write the report into an -out DIR that is not empty (its files of the same names are replaced)")
 	durationVar(fs, &c.Latency, "latency", 0, "reply latency added to every embedded node, e.g. 1ms")
 	fs.Var(faults, "fault", "embedded cluster `FAULT`, repeatable: slow:<node>:<latency>[:<jitter>], down:<node>, blackhole:<node>, cap:<node>:<commands/s> (nodes 0-based)")
@@ -226,7 +226,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.BoolVar(&c.FreshNodes, "fresh-nodes", false, "the -nodes were just started and hold no lock: the mux strategy's lock trusts them at once (else it quarantines a node up for less than the TTL, as after an undelayed restart: docs/OPERATIONS.md)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
-	durationVar(fs, &c.Progress, "progress", DefaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none): % done, ETA, and the average rate since the strategy's start (on a terminal: a live line, the last second's rate)")
+	durationVar(fs, &c.Progress, "progress", defaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none): % done, ETA, and the average rate since the strategy's start (on a terminal: a live line, the last second's rate)")
 	fs.StringVar(&c.Title, "title", "", "report title")
 	fs.BoolVar(&c.TLS, "tls", false, "connect to every node over TLS (with -real-local: start TLS-only servers, certificates made for the run); rediss:// nodes use TLS without it")
 	fs.StringVar(&c.CACert, "cacert", "", "with -tls: CA certificate `FILE` (PEM) the servers' certificates must chain to (default: the system's)")
@@ -243,8 +243,8 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 		c.Workers = 64
 		fs.Lookup("c").DefValue = "64"
 		fs.Lookup("c").Usage = "concurrent workers (open loop: they bound the rate a step can reach, about workers / latency)"
-		fs.Lookup("out").DefValue = DefaultSweepOut
-		c.Out = DefaultSweepOut
+		fs.Lookup("out").DefValue = defaultSweepOut
+		c.Out = defaultSweepOut
 		fs.Lookup("out").Usage = "report `DIR`: sweep.md, sweep.json, sweep.csv, sweep.svg, sweep.hlog (\"\" = none); a DIR given that exists and is not empty is refused before the run, unless -force (the default DIR is written over)"
 		fs.Float64Var(&c.CapacityRate, "capacity-rate", 0, "target lock rate (ops/s) to size: the Provisioning section (client cores, server cores per node, client processes and Redlock groups) and headroom")
 		fs.BoolVar(&c.FailOnBreach, "fail-on-breach", false, "exit with status 3 when a strategy's capacity under the objective is below -capacity-rate (without -capacity-rate: when no step held), for CI")
@@ -257,8 +257,8 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	return fs
 }
 
-// Usage writes the flag documentation.
-func Usage(w io.Writer) {
+// writeUsage writes the flag documentation.
+func writeUsage(w io.Writer) {
 	var c Config
 	var f faultList
 	var a, b string
@@ -280,8 +280,8 @@ Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usag
 `)
 }
 
-// SweepUsage writes the flag documentation of redmux-bench sweep.
-func SweepUsage(w io.Writer) {
+// sweepUsage writes the flag documentation of redmux-bench sweep.
+func sweepUsage(w io.Writer) {
 	var c Config
 	var f faultList
 	var a, b string
@@ -313,16 +313,16 @@ Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
 }
 
 // ParseArgs parses the command line (without the program name). getenv
-// supplies REDMUX_PASSWORD. Bad input gives a *UsageError; -h gives
+// supplies REDMUX_PASSWORD. Bad input gives a *usageError; -h gives
 // flag.ErrHelp. No error carries the password, however it was given (the
 // environment, or -password before or after the offending flag).
 func ParseArgs(args []string, getenv func(string) string) (*Config, error) {
 	return parseArgsMode(args, getenv, false)
 }
 
-// ParseSweepArgs parses the command line of redmux-bench sweep (the
+// parseSweepArgs parses the command line of redmux-bench sweep (the
 // arguments after "sweep"); errors as ParseArgs.
-func ParseSweepArgs(args []string, getenv func(string) string) (*Config, error) {
+func parseSweepArgs(args []string, getenv func(string) string) (*Config, error) {
 	return parseArgsMode(args, getenv, true)
 }
 
@@ -335,7 +335,7 @@ func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Conf
 	for _, pw := range passwordsIn(args, getenv) {
 		msg = redact(msg, pw)
 	}
-	return nil, &UsageError{Msg: msg}
+	return nil, &usageError{Msg: msg}
 }
 
 // passwordsIn returns every password a command line may carry: the
@@ -344,7 +344,7 @@ func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Conf
 func passwordsIn(args []string, getenv func(string) string) []string {
 	var out []string
 	if getenv != nil {
-		if pw := getenv(EnvPassword); pw != "" {
+		if pw := getenv(envPassword); pw != "" {
 			out = append(out, pw)
 		}
 	}
@@ -383,7 +383,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
 		}
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, &usageError{Msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -396,7 +396,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	c.Faults = faults
 	c.OutSet = set["out"]
 	if c.Password == "" && getenv != nil {
-		c.Password = getenv(EnvPassword)
+		c.Password = getenv(envPassword)
 	}
 	c.Command = commandLine(args)
 	if sweep {
@@ -574,21 +574,21 @@ func checkWorkload(c *Config, set map[string]bool) error {
 
 // The deployment shapes of -real-local nodes (-shape).
 const (
-	ShapeStandalone = "standalone"
-	ShapeCluster    = "cluster"
-	ShapeSentinel   = "sentinel"
+	shapeStandalone = "standalone"
+	shapeCluster    = "cluster"
+	shapeSentinel   = "sentinel"
 )
 
 // checkShape checks -shape and -shards.
 func checkShape(c *Config, set map[string]bool) error {
 	switch {
-	case c.Shape != ShapeStandalone && c.Shape != ShapeCluster && c.Shape != ShapeSentinel:
+	case c.Shape != shapeStandalone && c.Shape != shapeCluster && c.Shape != shapeSentinel:
 		return usagef("-shape %q: want standalone, cluster or sentinel", c.Shape)
 	case set["shape"] && c.RealLocal == 0:
 		return usagef("-shape is for -real-local (with -nodes, give redis-cluster:// or redis-sentinel:// URLs)")
-	case c.Shape != ShapeStandalone && c.TLS:
+	case c.Shape != shapeStandalone && c.TLS:
 		return usagef("-shape %s: cluster and Sentinel nodes are plaintext (TLS to them is not supported yet)", c.Shape)
-	case set["shards"] && c.Shape != ShapeCluster:
+	case set["shards"] && c.Shape != shapeCluster:
 		return usagef("-shards is for -shape cluster")
 	case c.Shards < 1 || c.Shards > mux.MaxClusterShards:
 		return usagef("-shards must be 1..%d, got %d", mux.MaxClusterShards, c.Shards)
@@ -601,23 +601,23 @@ func parseStrategies(c *Config, strategy string) error {
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			if c.Workload == load.WorkloadFenced || c.Shape != ShapeStandalone {
+			if c.Workload == load.WorkloadFenced || c.Shape != shapeStandalone {
 				// mux is the only one with fencing tokens, and with
 				// cluster and Sentinel nodes (seq and fanout dial fixed
 				// addresses)
-				c.Strategies = append(c.Strategies, StrategyMux)
+				c.Strategies = append(c.Strategies, strategyMux)
 				continue
 			}
-			c.Strategies = append(c.Strategies, AllStrategies...)
-		case StrategySeq, StrategyFanout:
+			c.Strategies = append(c.Strategies, allStrategies...)
+		case strategySeq, strategyFanout:
 			if c.Workload == load.WorkloadFenced {
 				return usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
 			}
-			if c.Shape != ShapeStandalone {
+			if c.Shape != shapeStandalone {
 				return usagef("-shape %s runs -strategy mux only (seq and fanout dial fixed addresses)", c.Shape)
 			}
 			c.Strategies = append(c.Strategies, s)
-		case StrategyMux:
+		case strategyMux:
 			c.Strategies = append(c.Strategies, s)
 		default:
 			return usagef("unknown -strategy %q (want seq, fanout, mux or all)", s)
@@ -738,9 +738,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ErrOutNotEmpty is returned (as a *UsageError, before anything runs) for
+// errOutNotEmpty is returned (as a *usageError, before anything runs) for
 // an -out directory that exists and is not empty, without -force.
-var ErrOutNotEmpty = errors.New("-out directory not empty")
+var errOutNotEmpty = errors.New("-out directory not empty")
 
 // checkOut refuses an -out directory given on the command line that
 // exists and holds anything, unless -force: a run must not write over
@@ -818,4 +818,4 @@ func (e *outError) Error() string {
 	return fmt.Sprintf("-out %s exists and is not empty (%s): add -force to write over it, or pick a new directory (e.g. -out %s)", e.dir, heldList(e.names), e.fresh)
 }
 
-func (e *outError) Is(target error) bool { return target == ErrUsage || target == ErrOutNotEmpty }
+func (e *outError) Is(target error) bool { return target == ErrUsage || target == errOutNotEmpty }

@@ -19,10 +19,10 @@ func TestParseDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, c.Fake)
 	require.Empty(t, c.Nodes)
-	require.Equal(t, AllStrategies, c.Strategies)
+	require.Equal(t, allStrategies, c.Strategies)
 	require.Equal(t, 16, c.Workers)
 	require.Equal(t, 5*time.Second, c.Duration)
-	require.Equal(t, DefaultOut, c.Out)
+	require.Equal(t, defaultOut, c.Out)
 	require.Equal(t, load.WorkloadAcquireRelease, c.Workload)
 	// The default run must fit in 30 s: strategies x (warm-up + duration).
 	require.Less(t, time.Duration(len(c.Strategies))*(c.Duration+c.Warmup), 25*time.Second)
@@ -83,7 +83,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestPasswordFromEnvAndRedacted(t *testing.T) {
 	env := func(k string) string {
-		if k == EnvPassword {
+		if k == envPassword {
 			return "s3cret-env"
 		}
 		return ""

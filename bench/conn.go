@@ -20,20 +20,20 @@ import (
 // are wrapped in context (a node, a file), and the command adds its own
 // "redmux-bench:" in front.
 var (
-	// ErrAuth: a node refused AUTH (wrong user or password). The password is
+	// errAuth: a node refused AUTH (wrong user or password). The password is
 	// never part of the message.
-	ErrAuth = errors.New("authentication failed")
-	// ErrAuthRequired: a node requires a password and none was given.
-	ErrAuthRequired = errors.New("authentication required (set " + EnvPassword + " or -password)")
-	// ErrServerReply: a node answered with an error reply.
-	ErrServerReply = errors.New("server error reply")
-	// ErrNoQuorum: so many nodes failed that a quorum was out of reach.
-	ErrNoQuorum = errors.New("quorum out of reach (node failures)")
-	// ErrValidity: a quorum was reached but the lock's validity had already
+	errAuth = errors.New("authentication failed")
+	// errAuthRequired: a node requires a password and none was given.
+	errAuthRequired = errors.New("authentication required (set " + envPassword + " or -password)")
+	// errServerReply: a node answered with an error reply.
+	errServerReply = errors.New("server error reply")
+	// errNoQuorum: so many nodes failed that a quorum was out of reach.
+	errNoQuorum = errors.New("quorum out of reach (node failures)")
+	// errValidity: a quorum was reached but the lock's validity had already
 	// run out (the acquire took longer than ttl minus drift).
-	ErrValidity = errors.New("lock acquired too late, validity expired")
-	// ErrReplyTooBig: a reply larger than the plain connection's buffer cap.
-	ErrReplyTooBig = errors.New("reply too large")
+	errValidity = errors.New("lock acquired too late, validity expired")
+	// errReplyTooBig: a reply larger than the plain connection's buffer cap.
+	errReplyTooBig = errors.New("reply too large")
 )
 
 const maxReadBuf = 1 << 20
@@ -130,15 +130,15 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 	pc.close()
 	switch {
 	case errors.Is(err, mux.ErrAuth) && nd.Password == "":
-		return fmt.Errorf("%w: %w", ErrAuthRequired, err)
+		return fmt.Errorf("%w: %w", errAuthRequired, err)
 	case errors.Is(err, mux.ErrAuth):
-		return fmt.Errorf("%w: %w", ErrAuth, err)
+		return fmt.Errorf("%w: %w", errAuth, err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrServerReply, err)
+	return fmt.Errorf("%w: %w", errServerReply, err)
 }
 
 // setupScripts are the scripts every plain connection loads, the ones
@@ -203,7 +203,7 @@ func (pc *plainConn) readReply() (resp.Reply, error) {
 		}
 		if pc.w == len(pc.rbuf) {
 			if len(pc.rbuf) >= maxReadBuf {
-				return resp.Reply{}, ErrReplyTooBig
+				return resp.Reply{}, errReplyTooBig
 			}
 			nb := make([]byte, 2*len(pc.rbuf))
 			copy(nb, pc.rbuf[:pc.w])
@@ -222,17 +222,17 @@ func (pc *plainConn) readReply() (resp.Reply, error) {
 
 // Error kinds counted in reports.
 const (
-	KindTimeout   = "timeout"   // no reply within the per-node timeout / deadline
-	KindConn      = "conn"      // dial failure, reset, EOF, node down
-	KindServer    = "server"    // an error reply
-	KindProtocol  = "protocol"  // a malformed reply
-	KindNoQuorum  = "no_quorum" // quorum out of reach because of node failures
-	KindValidity  = "validity"  // quorum reached too late
-	KindAuth      = "auth"      // AUTH refused
-	KindCancelled = "cancelled" // the run ended while the operation was in flight
-	KindFailed    = "failed"    // a node failed; the client does not say how (mux acquire)
-	KindPending   = "pending"   // no reply yet when a failed attempt's outcome was decided (mux: timed out or not awaited)
-	KindOther     = "other"
+	kindTimeout   = "timeout"   // no reply within the per-node timeout / deadline
+	kindConn      = "conn"      // dial failure, reset, EOF, node down
+	kindServer    = "server"    // an error reply
+	kindProtocol  = "protocol"  // a malformed reply
+	kindNoQuorum  = "no_quorum" // quorum out of reach because of node failures
+	kindValidity  = "validity"  // quorum reached too late
+	kindAuth      = "auth"      // AUTH refused
+	kindCancelled = "cancelled" // the run ended while the operation was in flight
+	kindFailed    = "failed"    // a node failed; the client does not say how (mux acquire)
+	kindPending   = "pending"   // no reply yet when a failed attempt's outcome was decided (mux: timed out or not awaited)
+	kindOther     = "other"
 )
 
 // classify names the kind of an error for the report.
@@ -241,25 +241,25 @@ func classify(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, ErrNoQuorum):
-		return KindNoQuorum
-	case errors.Is(err, ErrValidity):
-		return KindValidity
-	case errors.Is(err, ErrAuth), errors.Is(err, ErrAuthRequired), errors.Is(err, mux.ErrAuth):
-		return KindAuth
-	case errors.Is(err, ErrServerReply):
-		return KindServer
-	case errors.Is(err, resp.ErrProtocol), errors.Is(err, ErrReplyTooBig):
-		return KindProtocol
+	case errors.Is(err, errNoQuorum):
+		return kindNoQuorum
+	case errors.Is(err, errValidity):
+		return kindValidity
+	case errors.Is(err, errAuth), errors.Is(err, errAuthRequired), errors.Is(err, mux.ErrAuth):
+		return kindAuth
+	case errors.Is(err, errServerReply):
+		return kindServer
+	case errors.Is(err, resp.ErrProtocol), errors.Is(err, errReplyTooBig):
+		return kindProtocol
 	case errors.Is(err, context.Canceled):
-		return KindCancelled
+		return kindCancelled
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return KindTimeout
+		return kindTimeout
 	case errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		return KindConn
+		return kindConn
 	}
 	if k := classifyMux(err); k != "" {
 		return k
 	}
-	return KindOther
+	return kindOther
 }

@@ -7,7 +7,7 @@ import "math"
 // squares on the achieved rates. A fit whose fixed part comes out negative
 // (or whose slope does) is refitted through the origin: the mean cost per
 // operation, weighted by rate. nil when no step qualifies.
-func fitCost(steps []*SweepStep, cost func(*SweepStep) float64) *CostFit {
+func fitCost(steps []*sweepStep, cost func(*sweepStep) float64) *costFit {
 	var xs, ys []float64
 	for _, st := range steps {
 		if !st.Held || st.Repeated || st.Interrupted || st.OpsPerSec <= 0 || cost(st) <= 0 {
@@ -19,7 +19,7 @@ func fitCost(steps []*SweepStep, cost func(*SweepStep) float64) *CostFit {
 	if len(xs) == 0 {
 		return nil
 	}
-	f := &CostFit{Steps: len(xs), MinRate: math.Inf(1)}
+	f := &costFit{Steps: len(xs), MinRate: math.Inf(1)}
 	var sx, sy, sxx, sxy float64
 	for i, x := range xs {
 		sx, sy, sxx, sxy = sx+x, sy+ys[i], sxx+x*x, sxy+x*ys[i]
@@ -39,7 +39,7 @@ func fitCost(steps []*SweepStep, cost func(*SweepStep) float64) *CostFit {
 }
 
 // cores is the fitted CPU at a rate (cores).
-func (f *CostFit) cores(rate float64) float64 {
+func (f *costFit) cores(rate float64) float64 {
 	if f == nil {
 		return 0
 	}
@@ -47,7 +47,7 @@ func (f *CostFit) cores(rate float64) float64 {
 }
 
 // usPerOp is the fitted CPU per operation at a rate.
-func (f *CostFit) usPerOp(rate float64) float64 {
+func (f *costFit) usPerOp(rate float64) float64 {
 	if f == nil || rate <= 0 {
 		return 0
 	}
@@ -56,7 +56,7 @@ func (f *CostFit) usPerOp(rate float64) float64 {
 
 // clientCost and serverCost are the step figures the fits are over: the
 // client's CPU per operation, and the busiest node's.
-func clientCost(st *SweepStep) float64 { return st.ClientCPUUsPerOp }
-func busiestCost(st *SweepStep) float64 {
+func clientCost(st *sweepStep) float64 { return st.ClientCPUUsPerOp }
+func busiestCost(st *sweepStep) float64 {
 	return max(st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
 }

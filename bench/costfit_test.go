@@ -16,14 +16,14 @@ import (
 // modelSteps makes held steps at rates whose client CPU per operation is
 // 20us plus 0.05 cores spread over the rate (and a busiest node's 8us plus
 // 0.02 cores), then one saturated step at failAt (0: none).
-func modelSteps(rates []float64, failAt float64) *SweepStrategy {
-	ss := &SweepStrategy{Name: "mux"}
+func modelSteps(rates []float64, failAt float64) *sweepStrategy {
+	ss := &sweepStrategy{Name: "mux"}
 	for _, r := range rates {
-		ss.Steps = append(ss.Steps, &SweepStep{TargetRate: r, OpsPerSec: r, Held: true, Ops: int64(2 * r),
+		ss.Steps = append(ss.Steps, &sweepStep{TargetRate: r, OpsPerSec: r, Held: true, Ops: int64(2 * r),
 			ClientCPUUsPerOp: 20 + 0.05e6/r, ServerCPUUsPerOpPerNode: 8 + 0.02e6/r, ServerCPUMaxNodeUsPerOp: 8 + 0.02e6/r})
 	}
 	if failAt > 0 {
-		ss.Steps = append(ss.Steps, &SweepStep{TargetRate: failAt, OpsPerSec: 0.8 * failAt, Saturated: true, Ops: 1, ClientCPUUsPerOp: 1})
+		ss.Steps = append(ss.Steps, &sweepStep{TargetRate: failAt, OpsPerSec: 0.8 * failAt, Saturated: true, Ops: 1, ClientCPUUsPerOp: 1})
 	}
 	ss.kneeOf()
 	return ss
@@ -40,11 +40,11 @@ func TestFitCostOverHeldSteps(t *testing.T) {
 	require.InDelta(t, 0.02, s.FixedCores, 1e-9)
 	// Cost per operation rising with the rate (a negative fixed part):
 	// through the origin instead.
-	up := &SweepStrategy{Steps: []*SweepStep{{OpsPerSec: 1000, Held: true, ClientCPUUsPerOp: 10}, {OpsPerSec: 2000, Held: true, ClientCPUUsPerOp: 20}}}
+	up := &sweepStrategy{Steps: []*sweepStep{{OpsPerSec: 1000, Held: true, ClientCPUUsPerOp: 10}, {OpsPerSec: 2000, Held: true, ClientCPUUsPerOp: 20}}}
 	f = fitCost(up.Steps, clientCost)
 	require.Zero(t, f.FixedCores)
 	require.InDelta(t, (1000*0.01+2000*0.04)/(1000*1000+2000*2000)*1e6, f.UsPerOp, 1e-6)
-	require.Nil(t, fitCost([]*SweepStep{{OpsPerSec: 1, ClientCPUUsPerOp: 5}}, clientCost), "no step held")
+	require.Nil(t, fitCost([]*sweepStep{{OpsPerSec: 1, ClientCPUUsPerOp: 5}}, clientCost), "no step held")
 }
 
 // A sweep stopped low and the full sweep of the same nodes plan client
@@ -61,13 +61,13 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 	require.True(t, pl.lower)
 	require.GreaterOrEqual(t, pl.clientCPU, pf.clientCPU, "the low sweep's plan is an upper bound of the full one's")
 	// Units scale with the fitted cost at each unit's rate.
-	require.InDelta(t, float64(pf.units)*(0.05+20e-6*r/float64(pf.units))/Utilisation, pf.clientCPU, 1e-9)
+	require.InDelta(t, float64(pf.units)*(0.05+20e-6*r/float64(pf.units))/utilisation, pf.clientCPU, 1e-9)
 	if pl.clientCPU > 1.5*pf.clientCPU {
 		line := pl.line()
 		require.Equal(t, 4, strings.Count(line, "at most "), line)
 		require.Contains(t, line, "upper bounds")
 		var w bytes.Buffer
-		rep := &SweepReport{Strategies: []*SweepStrategy{low}, Config: ReportConfig{CapacityRate: r, Nodes: []string{"a", "b", "c"}, Workers: 64}}
+		rep := &sweepReport{Strategies: []*sweepStrategy{low}, Config: ReportConfig{CapacityRate: r, Nodes: []string{"a", "b", "c"}, Workers: 64}}
 		writeProvisioning(&w, rep)
 		var row string
 		for _, l := range strings.Split(w.String(), "\n") {
@@ -91,8 +91,8 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 // blamed, and a planted cap only when the steps broke near it.
 func TestSweepBoundNamesStarvationAndCapOnlyNearIt(t *testing.T) {
 	cfg := &Config{Workers: 64, Fake: 3}
-	mk := func(knee, fail float64) *SweepStrategy {
-		ss := &SweepStrategy{Steps: []*SweepStep{
+	mk := func(knee, fail float64) *sweepStrategy {
+		ss := &sweepStrategy{Steps: []*sweepStep{
 			{TargetRate: knee, OpsPerSec: knee, Held: true, MeanServiceUs: 1000, ClientCPUUsPerOp: 10},
 			{TargetRate: fail, OpsPerSec: fail, FailedShare: 0.15, Why: "15.0% of operations failed (over 1%)", MeanServiceUs: 2000},
 		}}
@@ -148,10 +148,10 @@ func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
 	ss.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3, SLO: &SLO{P: 99, Max: 10 * time.Millisecond}})
 	require.Contains(t, ss.Starved, "other processes used")
 	var w bytes.Buffer
-	WriteSweepTable(&w, &SweepReport{Strategies: []*SweepStrategy{ss}})
+	writeSweepTable(&w, &sweepReport{Strategies: []*sweepStrategy{ss}})
 	require.Contains(t, w.String(), "this machine was CPU-starved by other work")
 	var md bytes.Buffer
-	writeKneeTable(&md, &SweepReport{Strategies: []*SweepStrategy{ss}})
+	writeKneeTable(&md, &sweepReport{Strategies: []*sweepStrategy{ss}})
 	require.Contains(t, md.String(), "> **Warning: mux: this machine was CPU-starved")
 	// A quiet machine: nothing said.
 	quiet := modelSteps([]float64{1000, 2000}, 0)

@@ -68,12 +68,12 @@ func TestDescriptionPrintedFirst(t *testing.T) {
 
 // A sweep says what it measures before its probe.
 func TestSweepDescriptionFirst(t *testing.T) {
-	cfg, err := ParseSweepArgs([]string{"-strategy", "mux", "-fake", "1", "-c", "4", "-rates", "100", "-refine", "0", "-step", "200ms", "-warmup", "0s", "-out", ""}, noEnv)
+	cfg, err := parseSweepArgs([]string{"-strategy", "mux", "-fake", "1", "-c", "4", "-rates", "100", "-refine", "0", "-step", "200ms", "-warmup", "0s", "-out", ""}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if _, err := RunSweep(context.Background(), cfg, Options{Stdout: &out, Stderr: &errb}); err != nil {
+	if _, err := runSweep(context.Background(), cfg, Options{Stdout: &out, Stderr: &errb}); err != nil {
 		t.Fatal(err)
 	}
 	first, _, _ := strings.Cut(errb.String(), "\n")

@@ -46,14 +46,14 @@ func TestDirectWaitFlag(t *testing.T) {
 	code := Main([]string{"-fake", "3", "-strategy", "mux", "-c", "1", "-n", "200", "-warmup", "0s",
 		"-direct-wait", "1ms", "-out", dir}, &out, &errb, noEnv)
 	require.Equal(t, 0, code, errb.String())
-	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Equal(t, 1.0, rep.Config.DirectWaitMs)
 	require.Len(t, rep.Strategies, 1)
 	require.Zero(t, rep.Strategies[0].Failed)
-	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileReport))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(md), "mux direct wait (-direct-wait) | 1ms"), "report.md names it")
 }
@@ -86,7 +86,7 @@ func TestTransportFlag(t *testing.T) {
 		t.Skipf("SKIPPED: this machine refuses io_uring, and the run said so: %s", errb.String())
 	}
 	require.Equal(t, 0, code, errb.String())
-	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -94,7 +94,7 @@ func TestTransportFlag(t *testing.T) {
 	require.Len(t, rep.Strategies, 1)
 	require.Zero(t, rep.Strategies[0].Failed)
 	require.EqualValues(t, 200, rep.Strategies[0].Acquired)
-	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "mux transport (-transport) | io_uring")
 }

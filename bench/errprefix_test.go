@@ -63,7 +63,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 			}
 		})
 	}
-	for _, e := range []error{ErrAuth, ErrAuthRequired, ErrServerReply, ErrNoQuorum, ErrValidity, ErrReplyTooBig, ErrBadHlog, ErrNotSteady, ErrUsage, ErrNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
+	for _, e := range []error{errAuth, errAuthRequired, errServerReply, errNoQuorum, errValidity, errReplyTooBig, errBadHlog, errNotSteady, ErrUsage, errNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
 		if strings.Contains(e.Error(), "bench:") {
 			t.Errorf("sentinel %q carries a prefix; the command adds its own", e)
 		}

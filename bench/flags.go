@@ -270,7 +270,7 @@ func (f sloFlag) String() string {
 }
 
 func (f sloFlag) Set(s string) error {
-	v, err := ParseSLO(s)
+	v, err := parseSLO(s)
 	if err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -slo %q: ", s)))
 	}

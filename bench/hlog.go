@@ -12,25 +12,25 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// ErrBadHlog is returned (wrapped) for an interval log that cannot be read.
-var ErrBadHlog = errors.New("bad HdrHistogram interval log")
+// errBadHlog is returned (wrapped) for an interval log that cannot be read.
+var errBadHlog = errors.New("bad HdrHistogram interval log")
 
-// HlogWriter writes an HdrHistogram interval log (format version 1.3, as the
+// hlogWriter writes an HdrHistogram interval log (format version 1.3, as the
 // Java HdrHistogram and hdrhistogram-go write and read): a header with the
 // start and base times, then one line per tagged interval histogram with
 // timestamps relative to the base time. Values are nanoseconds.
-type HlogWriter struct {
+type hlogWriter struct {
 	w    io.Writer
 	lw   *hdr.HistogramLogWriter
 	err  error
 	base int64 // ms since epoch, a whole second
 }
 
-// NewHlogWriter writes the log header to w. start is the run's start time;
+// newHlogWriter writes the log header to w. start is the run's start time;
 // comments (one per line, without '#') are written first.
-func NewHlogWriter(w io.Writer, start time.Time, comments ...string) *HlogWriter {
+func newHlogWriter(w io.Writer, start time.Time, comments ...string) *hlogWriter {
 	startMs := start.UnixMilli()
-	h := &HlogWriter{w: w, lw: hdr.NewHistogramLogWriter(w), base: startMs / 1000 * 1000}
+	h := &hlogWriter{w: w, lw: hdr.NewHistogramLogWriter(w), base: startMs / 1000 * 1000}
 	for _, c := range comments {
 		h.keep(h.lw.OutputComment(strings.ReplaceAll(c, "\n", " ")))
 	}
@@ -42,7 +42,7 @@ func NewHlogWriter(w io.Writer, start time.Time, comments ...string) *HlogWriter
 	return h
 }
 
-func (h *HlogWriter) keep(err error) {
+func (h *hlogWriter) keep(err error) {
 	if h.err == nil && err != nil {
 		h.err = err
 	}
@@ -50,7 +50,7 @@ func (h *HlogWriter) keep(err error) {
 
 // Write logs one interval histogram with the given tag (no commas, spaces or
 // line breaks) covering [from, to).
-func (h *HlogWriter) Write(tag string, hist *hdr.Histogram, from, to time.Time) error {
+func (h *hlogWriter) Write(tag string, hist *hdr.Histogram, from, to time.Time) error {
 	if h.err != nil {
 		return h.err
 	}
@@ -63,17 +63,17 @@ func (h *HlogWriter) Write(tag string, hist *hdr.Histogram, from, to time.Time) 
 }
 
 // Err returns the first write error.
-func (h *HlogWriter) Err() error { return h.err }
+func (h *hlogWriter) Err() error { return h.err }
 
-// ReadHlog reads every interval histogram of an interval log, in order; each
+// readHlog reads every interval histogram of an interval log, in order; each
 // keeps its tag and absolute start/end times (ms since epoch).
-func ReadHlog(r io.Reader) ([]*hdr.Histogram, error) {
+func readHlog(r io.Reader) ([]*hdr.Histogram, error) {
 	lr := hdr.NewHistogramLogReader(r)
 	var out []*hdr.Histogram
 	for {
 		h, err := lr.NextIntervalHistogram()
 		if err != nil {
-			return out, fmt.Errorf("%w: interval %d: %v", ErrBadHlog, len(out)+1, err)
+			return out, fmt.Errorf("%w: interval %d: %v", errBadHlog, len(out)+1, err)
 		}
 		if h == nil {
 			return out, nil
@@ -82,10 +82,10 @@ func ReadHlog(r io.Reader) ([]*hdr.Histogram, error) {
 	}
 }
 
-// MergeTagged merges histograms by tag (untagged ones under ""), into new
+// mergeTagged merges histograms by tag (untagged ones under ""), into new
 // histograms with the bench geometry. It returns the merged histograms and
 // how many recorded values fell outside the geometry and were dropped.
-func MergeTagged(hists []*hdr.Histogram) (map[string]*hdr.Histogram, int64) {
+func mergeTagged(hists []*hdr.Histogram) (map[string]*hdr.Histogram, int64) {
 	out := map[string]*hdr.Histogram{}
 	var dropped int64
 	for _, h := range hists {
@@ -100,28 +100,28 @@ func MergeTagged(hists []*hdr.Histogram) (map[string]*hdr.Histogram, int64) {
 	return out, dropped
 }
 
-// MergeFiles reads interval logs (from several load-generator machines, say)
+// mergeFiles reads interval logs (from several load-generator machines, say)
 // and merges their histograms by tag.
-func MergeFiles(paths []string) (map[string]*hdr.Histogram, int, error) {
+func mergeFiles(paths []string) (map[string]*hdr.Histogram, int, error) {
 	var all []*hdr.Histogram
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, 0, err
 		}
-		hs, err := ReadHlog(f)
+		hs, err := readHlog(f)
 		f.Close()
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", p, err)
 		}
 		if len(hs) == 0 {
-			return nil, 0, fmt.Errorf("%s: %w: no interval histograms", p, ErrBadHlog)
+			return nil, 0, fmt.Errorf("%s: %w: no interval histograms", p, errBadHlog)
 		}
 		all = append(all, hs...)
 	}
-	m, dropped := MergeTagged(all)
+	m, dropped := mergeTagged(all)
 	if dropped > 0 {
-		return m, len(all), fmt.Errorf("%w: %d values outside 1us..60s were dropped", ErrBadHlog, dropped)
+		return m, len(all), fmt.Errorf("%w: %d values outside 1us..60s were dropped", errBadHlog, dropped)
 	}
 	return m, len(all), nil
 }

@@ -40,7 +40,7 @@ func TestHlogRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	start := time.UnixMilli(1_700_000_000_123)
 	var buf bytes.Buffer
-	hw := NewHlogWriter(&buf, start, "test log", "second comment")
+	hw := newHlogWriter(&buf, start, "test log", "second comment")
 	var want []*hdr.Histogram
 	tags := []string{"seq.acquire", "seq.release", "mux.acquire_release"}
 	for i := 0; i < 6; i++ {
@@ -56,7 +56,7 @@ func TestHlogRoundTrip(t *testing.T) {
 	require.Contains(t, text, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")
 	require.Contains(t, text, "Tag=seq.acquire,0.123000,1.000000,")
 
-	got, err := ReadHlog(strings.NewReader(text))
+	got, err := readHlog(strings.NewReader(text))
 	require.NoError(t, err)
 	require.Len(t, got, len(want))
 	for i := range want {
@@ -77,7 +77,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	for m := 0; m < 2; m++ { // two load-generator machines
 		var buf bytes.Buffer
 		start := time.UnixMilli(1_700_000_000_000 + int64(m)*7)
-		hw := NewHlogWriter(&buf, start)
+		hw := newHlogWriter(&buf, start)
 		for i := 0; i < 4; i++ {
 			for tag, a := range all {
 				from := start.Add(time.Duration(i) * time.Second)
@@ -88,7 +88,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
 		files = append(files, p)
 	}
-	merged, n, err := MergeFiles(files)
+	merged, n, err := mergeFiles(files)
 	require.NoError(t, err)
 	require.Equal(t, 16, n)
 	require.Len(t, merged, 2)
@@ -106,14 +106,14 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 }
 
 func TestReadHlogBadInput(t *testing.T) {
-	_, err := ReadHlog(strings.NewReader("0.1,1.0,2.0,HISTFAAAAnotbase64!!\n"))
-	require.ErrorIs(t, err, ErrBadHlog)
+	_, err := readHlog(strings.NewReader("0.1,1.0,2.0,HISTFAAAAnotbase64!!\n"))
+	require.ErrorIs(t, err, errBadHlog)
 
 	dir := t.TempDir()
 	p := filepath.Join(dir, "empty.hlog")
 	require.NoError(t, os.WriteFile(p, []byte("#just a comment\n"), 0o644))
-	_, _, err = MergeFiles([]string{p})
-	require.ErrorIs(t, err, ErrBadHlog)
+	_, _, err = mergeFiles([]string{p})
+	require.ErrorIs(t, err, errBadHlog)
 }
 
 func TestRecordClampsAndSummarize(t *testing.T) {

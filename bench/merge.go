@@ -22,14 +22,14 @@ import (
 
 // Files written by redmux-bench merge -out DIR.
 const (
-	FileMergedHlog = "merged.hlog"
-	FileMergedJSON = "merged.json"
-	FileMergedCSV  = "merged.csv"
-	FileMergedPlot = "merged.svg"
+	fileMergedHlog = "merged.hlog"
+	fileMergedJSON = "merged.json"
+	fileMergedCSV  = "merged.csv"
+	fileMergedPlot = "merged.svg"
 )
 
-// MergeConfig is the command line of redmux-bench merge.
-type MergeConfig struct {
+// mergeConfig is the command line of redmux-bench merge.
+type mergeConfig struct {
 	Files       []string
 	Start, End  timeBound // -start, -end: which intervals are kept (by their start time)
 	Tags        []string  // -tag: glob patterns (path.Match), any of which a tag must match; nil = all
@@ -63,7 +63,7 @@ func parseWallTime(s string) (time.Time, error) {
 	return time.Unix(sec, ns), nil
 }
 
-func mergeFlagSet(c *MergeConfig) *flag.FlagSet {
+func mergeFlagSet(c *mergeConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("redmux-bench merge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Var(&c.Start, "start", "keep intervals starting at or after `T`: a duration from the earliest interval over all files (30s), an RFC 3339 time or Unix seconds")
@@ -79,9 +79,9 @@ func mergeFlagSet(c *MergeConfig) *flag.FlagSet {
 	return fs
 }
 
-// MergeUsage writes redmux-bench merge's flag documentation.
-func MergeUsage(w io.Writer) {
-	var c MergeConfig
+// mergeUsage writes redmux-bench merge's flag documentation.
+func mergeUsage(w io.Writer) {
+	var c mergeConfig
 	fs := mergeFlagSet(&c)
 	fs.SetOutput(w)
 	fmt.Fprintf(w, `redmux-bench merge: merge HdrHistogram interval logs (bench.hlog, sweep.hlog) from several load machines.
@@ -103,15 +103,15 @@ Flags:
 	fs.PrintDefaults()
 }
 
-// ParseMergeArgs parses redmux-bench merge's arguments (after "merge").
-func ParseMergeArgs(args []string) (*MergeConfig, error) {
-	c := &MergeConfig{}
+// parseMergeArgs parses redmux-bench merge's arguments (after "merge").
+func parseMergeArgs(args []string) (*mergeConfig, error) {
+	c := &mergeConfig{}
 	fs := mergeFlagSet(c)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, &usageError{Msg: err.Error()}
 	}
 	c.Files = fs.Args()
 	switch {
@@ -128,8 +128,8 @@ func ParseMergeArgs(args []string) (*MergeConfig, error) {
 	return c, nil
 }
 
-// Merge reads every file and merges the intervals the filters keep, by tag.
-func Merge(c *MergeConfig) (*MergeResult, error) {
+// doMerge reads every file and merges the intervals the filters keep, by tag.
+func doMerge(c *mergeConfig) (*mergeResult, error) {
 	type rec struct {
 		h    *hdr.Histogram
 		file int
@@ -148,12 +148,12 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		if ok {
 			segs[i] = &seg
 		}
-		hs, err := ReadHlog(bytes.NewReader(b))
+		hs, err := readHlog(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if len(hs) == 0 {
-			return nil, fmt.Errorf("%s: %w: no interval histograms", p, ErrBadHlog)
+			return nil, fmt.Errorf("%s: %w: no interval histograms", p, errBadHlog)
 		}
 		for _, h := range hs {
 			all = append(all, rec{h, i})
@@ -165,7 +165,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 			origin = t
 		}
 	}
-	res := &MergeResult{Files: c.Files}
+	res := &mergeResult{Files: c.Files}
 	var err error
 	if res.Segments, res.Warnings, err = checkSegments(c.Files, segs); err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		filters = append(filters, "tags "+strings.Join(c.Tags, ","))
 	}
 	res.Filters = strings.Join(filters, "; ")
-	byTag := map[string]*MergedTag{}
+	byTag := map[string]*mergedTag{}
 	files := map[string]map[int]*fileSpan{}
 	var first, last int64
 	var dropped int64
@@ -196,7 +196,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		res.kept = append(res.kept, h)
 		m := byTag[h.Tag()]
 		if m == nil {
-			m = &MergedTag{Tag: h.Tag(), hist: load.NewHistogram()}
+			m = &mergedTag{Tag: h.Tag(), hist: load.NewHistogram()}
 			byTag[h.Tag()] = m
 			files[h.Tag()] = map[int]*fileSpan{}
 		}
@@ -215,7 +215,7 @@ func Merge(c *MergeConfig) (*MergeResult, error) {
 		}
 	}
 	if dropped > 0 {
-		return nil, fmt.Errorf("%w: %d values outside 1us..60s were dropped", ErrBadHlog, dropped)
+		return nil, fmt.Errorf("%w: %d values outside 1us..60s were dropped", errBadHlog, dropped)
 	}
 	if res.Intervals == 0 {
 		return nil, fmt.Errorf("no interval is left after the filters (%s); the logs cover %s onwards", res.Filters, origin.UTC().Format(time.RFC3339))
@@ -277,14 +277,14 @@ func tagMatches(tag string, pats []string) bool {
 	return false
 }
 
-// WriteMergedHlog writes the kept intervals, in start order, as one
+// writeMergedHlog writes the kept intervals, in start order, as one
 // interval log (tags kept; base time the earliest start).
-func WriteMergedHlog(w io.Writer, r *MergeResult) error {
+func writeMergedHlog(w io.Writer, r *mergeResult) error {
 	if len(r.kept) == 0 {
 		return errors.New("no intervals")
 	}
 	start := time.UnixMilli(r.kept[0].StartTimeMs())
-	hw := NewHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+Version())
+	hw := newHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+versionString())
 	for _, h := range r.kept {
 		tag := h.Tag()
 		if err := hw.Write(tag, h, time.UnixMilli(h.StartTimeMs()), time.UnixMilli(h.EndTimeMs())); err != nil {
@@ -295,15 +295,15 @@ func WriteMergedHlog(w io.Writer, r *MergeResult) error {
 	return hw.Err()
 }
 
-func mergePercentiles(c *MergeConfig) []float64 {
+func mergePercentiles(c *mergeConfig) []float64 {
 	if len(c.Percentiles) > 0 {
 		return c.Percentiles
 	}
-	return DefaultPercentiles
+	return defaultPercentiles
 }
 
-// WriteMergedTable prints one row per tag: count, rate and percentiles.
-func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
+// writeMergedTable prints one row per tag: count, rate and percentiles.
+func writeMergedTable(w io.Writer, r *mergeResult, c *mergeConfig) {
 	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)", r.Intervals, len(r.Files))
 	if r.Filters != "" {
 		fmt.Fprintf(w, "; %s; %d intervals left out", r.Filters, r.Skipped)
@@ -345,8 +345,8 @@ func WriteMergedTable(w io.Writer, r *MergeResult, c *MergeConfig) {
 	t.write(w)
 }
 
-// WriteMergedCSV writes one row per tag.
-func WriteMergedCSV(w io.Writer, r *MergeResult, c *MergeConfig) error {
+// writeMergedCSV writes one row per tag.
+func writeMergedCSV(w io.Writer, r *mergeResult, c *mergeConfig) error {
 	cw := csv.NewWriter(w)
 	pcts := mergePercentiles(c)
 	head := []string{"tag", "count", "intervals", "files", "start", "end", "per_sec", "min_us", "mean_us"}
@@ -371,12 +371,12 @@ func WriteMergedCSV(w io.Writer, r *MergeResult, c *MergeConfig) error {
 	return cw.Error()
 }
 
-// WriteMergedPlot draws the merged tags' percentile distributions: those
+// writeMergedPlot draws the merged tags' percentile distributions: those
 // matching -tag when given, else the *.acquire_release tags when there are
 // any, else every tag.
-func WriteMergedPlot(w io.Writer, r *MergeResult, c *MergeConfig) error {
-	var series []PlotSeries
-	pick := func(m *MergedTag) bool {
+func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
+	var series []plotSeries
+	pick := func(m *mergedTag) bool {
 		if len(c.Tags) > 0 {
 			return true
 		}
@@ -395,7 +395,7 @@ func WriteMergedPlot(w io.Writer, r *MergeResult, c *MergeConfig) error {
 		if color == "" || len(series) >= 3 {
 			color = plotSpare[i%len(plotSpare)]
 		}
-		series = append(series, PlotSeries{Name: name, Hist: m.hist, Color: color})
+		series = append(series, plotSeries{Name: name, Hist: m.hist, Color: color})
 	}
 	title := c.Title
 	if title == "" {
@@ -405,12 +405,12 @@ func WriteMergedPlot(w io.Writer, r *MergeResult, c *MergeConfig) error {
 	if r.Filters != "" {
 		sub += "; " + r.Filters
 	}
-	return WritePercentilePlot(w, title, sub, series)
+	return writePercentilePlot(w, title, sub, series)
 }
 
 // runMerge is redmux-bench merge.
-func runMerge(c *MergeConfig, stdout, stderr io.Writer) error {
-	r, err := Merge(c)
+func runMerge(c *mergeConfig, stdout, stderr io.Writer) error {
+	r, err := doMerge(c)
 	if err != nil {
 		return err
 	}
@@ -421,15 +421,15 @@ func runMerge(c *MergeConfig, stdout, stderr io.Writer) error {
 	for _, w := range r.Warnings {
 		fmt.Fprintln(stderr, "redmux-bench: merge: WARNING: "+w)
 	}
-	WriteMergedTable(tableOut, r, c)
+	writeMergedTable(tableOut, r, c)
 	jsonW := func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	hlogW := func(w io.Writer) error { return WriteMergedHlog(w, r) }
-	csvW := func(w io.Writer) error { return WriteMergedCSV(w, r, c) }
-	svgW := func(w io.Writer) error { return WriteMergedPlot(w, r, c) }
+	hlogW := func(w io.Writer) error { return writeMergedHlog(w, r) }
+	csvW := func(w io.Writer) error { return writeMergedCSV(w, r, c) }
+	svgW := func(w io.Writer) error { return writeMergedPlot(w, r, c) }
 	outs := []struct {
 		path  string
 		write func(io.Writer) error
@@ -441,8 +441,8 @@ func runMerge(c *MergeConfig, stdout, stderr io.Writer) error {
 		outs = append(outs, []struct {
 			path  string
 			write func(io.Writer) error
-		}{{filepath.Join(c.Out, FileMergedHlog), hlogW}, {filepath.Join(c.Out, FileMergedJSON), jsonW},
-			{filepath.Join(c.Out, FileMergedCSV), csvW}, {filepath.Join(c.Out, FileMergedPlot), svgW}}...)
+		}{{filepath.Join(c.Out, fileMergedHlog), hlogW}, {filepath.Join(c.Out, fileMergedJSON), jsonW},
+			{filepath.Join(c.Out, fileMergedCSV), csvW}, {filepath.Join(c.Out, fileMergedPlot), svgW}}...)
 	}
 	for _, o := range outs {
 		if o.path == "" {

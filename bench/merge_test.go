@@ -49,7 +49,7 @@ func TestStartAtAndMerge(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
-	slot1 := startAt.Add(warmup + d + StartAtGap)
+	slot1 := startAt.Add(warmup + d + startAtGap)
 	var muxCount, fanoutCount int64
 	for _, rep := range reps {
 		require.Equal(t, startAt.UTC().Format(time.RFC3339Nano), rep.Config.StartAt)
@@ -69,8 +69,8 @@ func TestStartAtAndMerge(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, ExitOK, Main(append([]string{"merge", "-out", out}, files...), &stdout, &stderr, noEnv), stderr.String())
 	require.Contains(t, stdout.String(), "from 2 files")
-	var mr MergeResult
-	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, FileMergedJSON))), &mr))
+	var mr mergeResult
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, fileMergedJSON))), &mr))
 	counts := map[string]int64{}
 	for _, tg := range mr.Tags {
 		counts[tg.Tag] = tg.Latency.Count
@@ -81,23 +81,23 @@ func TestStartAtAndMerge(t *testing.T) {
 	require.Equal(t, muxCount, counts["mux.acquire_release"])
 	require.Equal(t, fanoutCount, counts["fanout.acquire_release"])
 	// The merged hlog holds exactly what was merged.
-	f, err := os.Open(filepath.Join(out, FileMergedHlog))
+	f, err := os.Open(filepath.Join(out, fileMergedHlog))
 	require.NoError(t, err)
-	hs, err := ReadHlog(f)
+	hs, err := readHlog(f)
 	f.Close()
 	require.NoError(t, err)
 	require.Len(t, hs, mr.Intervals)
-	back, _ := MergeTagged(hs)
+	back, _ := mergeTagged(hs)
 	for tag, n := range counts {
 		require.Equal(t, n, back[tag].TotalCount(), tag)
 	}
-	require.NoError(t, xml.Unmarshal([]byte(readFile(t, filepath.Join(out, FileMergedPlot))), new(struct{})))
-	require.Len(t, strings.Split(strings.TrimSpace(readFile(t, filepath.Join(out, FileMergedCSV))), "\n"), 1+len(mr.Tags))
+	require.NoError(t, xml.Unmarshal([]byte(readFile(t, filepath.Join(out, fileMergedPlot))), new(struct{})))
+	require.Len(t, strings.Split(strings.TrimSpace(readFile(t, filepath.Join(out, fileMergedCSV))), "\n"), 1+len(mr.Tags))
 
 	// -start at strategy 1's slot keeps only its windows, from both files.
 	stdout.Reset()
 	require.Equal(t, ExitOK, Main(append([]string{"merge", "-start", slot1.UTC().Format(time.RFC3339Nano), "-json", "-"}, files...), &stdout, &stderr, noEnv), stderr.String())
-	var late MergeResult
+	var late mergeResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &late))
 	require.NotEmpty(t, late.Tags)
 	for _, tg := range late.Tags {
@@ -128,7 +128,7 @@ func TestStartAtAndMergeFlagErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, c.StartAt.IsZero())
 	for _, args := range [][]string{{"-start", "x", "f"}, {"-end", "-1s", "f"}, {"-tag", "[", "f"}, {"f", "-start", "1s"}, {"-json", "-", "-csv", "-", "f"}, {}} {
-		_, err := ParseMergeArgs(args)
+		_, err := parseMergeArgs(args)
 		require.ErrorIs(t, err, ErrUsage, "%v", args)
 	}
 	var out, errb bytes.Buffer

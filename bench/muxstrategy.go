@@ -24,14 +24,14 @@ type muxStrategy struct {
 	m      *mux.Client // owned: closed by Close
 	n      int
 	quorum int
-	params LockParams
+	params lockParams
 	fence  []redlock.LockOption // WithFencing for load.WorkloadFenced
 	store  fencedCounter
 }
 
-// KindFencedStale counts fenced writes refused for a stale token
+// kindFencedStale counts fenced writes refused for a stale token
 // (load.WorkloadFenced); it must stay 0.
-const KindFencedStale = "fenced_stale"
+const kindFencedStale = "fenced_stale"
 
 // fencedCounter is the resource a fenced workload protects: per key, the
 // highest fencing token written; a lower one is refused (stale).
@@ -50,7 +50,7 @@ func (f *fencedCounter) write(key string, token uint64) bool {
 	return true
 }
 
-func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
+func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, error) {
 	m, err := mux.New(mux.Config{
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
@@ -71,9 +71,9 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 		if e := m.NodeErr(i); errors.Is(e, mux.ErrAuth) {
 			_ = m.Close()
 			if p.Password == "" && mux.URLPassword(addrs[i]) == "" {
-				return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), ErrAuthRequired)
+				return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), errAuthRequired)
 			}
-			return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), ErrAuth)
+			return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), errAuth)
 		}
 	}
 	opts := []redlock.Option{
@@ -116,7 +116,7 @@ func newMuxStrategy(addrs []string, p LockParams, conns int) (Strategy, error) {
 	return s, nil
 }
 
-func (s *muxStrategy) Name() string { return StrategyMux }
+func (s *muxStrategy) Name() string { return strategyMux }
 func (s *muxStrategy) Close() error {
 	_ = s.c.Close()
 	return s.m.Close()
@@ -138,7 +138,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	if err == nil {
 		w.lock = l
 		if w.s.fence != nil && !w.s.store.write(key, l.Token()) {
-			w.nodeErrs[KindFencedStale]++ // a token lower than one already written: must stay 0
+			w.nodeErrs[kindFencedStale]++ // a token lower than one already written: must stay 0
 		}
 		return true, nil
 	}
@@ -154,14 +154,14 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	// rule, as seq and fanout find when the late answers arrive.
 	switch {
 	case nae.TooShort:
-		return false, ErrValidity
+		return false, errValidity
 	case nae.Err != nil:
 		return false, nae.Err
 	case lockrule.QuorumLost(nae.Failed+nae.Pending, w.s.quorum, w.s.n):
 		if nae.Pending > 0 && w.s.params.TTL-w.s.params.drift() < w.s.params.Timeout {
-			return false, ErrValidity
+			return false, errValidity
 		}
-		return false, ErrNoQuorum
+		return false, errNoQuorum
 	}
 	return false, nil
 }
@@ -184,15 +184,15 @@ func (w *muxWorker) countNodeErrs(failed, refused, granted, pending int) {
 		}
 		down = min(down, failed)
 		if down > 0 {
-			w.nodeErrs[KindConn] += int64(down)
+			w.nodeErrs[kindConn] += int64(down)
 		}
 		if failed > down {
-			w.nodeErrs[KindFailed] += int64(failed - down)
+			w.nodeErrs[kindFailed] += int64(failed - down)
 		}
 	}
 	decided := lockrule.QuorumLost(failed+refused, w.s.quorum, w.s.n) || granted >= w.s.quorum
 	if pending > 0 && !decided {
-		w.nodeErrs[KindPending] += int64(pending)
+		w.nodeErrs[kindPending] += int64(pending)
 	}
 }
 
@@ -205,10 +205,10 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 	switch {
 	case errors.As(err, &ee):
 		if ee.Failed > 0 {
-			w.nodeErrs[KindFailed] += int64(ee.Failed)
+			w.nodeErrs[kindFailed] += int64(ee.Failed)
 		}
 		if lockrule.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
-			return false, ErrNoQuorum
+			return false, errNoQuorum
 		}
 		return false, nil
 	}
@@ -226,7 +226,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 			w.nodeErrs[classify(e)]++
 		}
 		if lockrule.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
-			return ErrNoQuorum
+			return errNoQuorum
 		}
 		if !errors.Is(err, redlock.ErrLockExpired) && !errors.Is(err, redlock.ErrLockLost) {
 			return nil
@@ -242,15 +242,15 @@ func (w *muxWorker) Close() error                 { return nil }
 func classifyMux(err error) string {
 	switch {
 	case errors.Is(err, mux.ErrTimeout):
-		return KindTimeout
+		return kindTimeout
 	case errors.Is(err, mux.ErrNodeDown), errors.Is(err, mux.ErrConnBroken), errors.Is(err, mux.ErrNotSent):
-		return KindConn
+		return kindConn
 	case errors.Is(err, mux.ErrServer):
-		return KindServer
+		return kindServer
 	case errors.Is(err, mux.ErrProtocol):
-		return KindProtocol
+		return kindProtocol
 	case errors.Is(err, redlock.ErrValidityTooShort):
-		return KindValidity
+		return kindValidity
 	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrLockExpired):
 		return "lock_lost"
 	}

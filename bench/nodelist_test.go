@@ -68,7 +68,7 @@ func TestNodesPasswordWithComma(t *testing.T) {
 		require.NoError(t, err)
 		requireNoSecret(t, string(b), e.Name())
 	}
-	sum, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	sum, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	require.Contains(t, string(sum), "redis://:***@"+c.Addrs()[0])
 
@@ -131,7 +131,7 @@ func TestNodesErrorsNeverShowPassword(t *testing.T) {
 // one from the environment does not.
 func TestPasswordOnCommandLineWarns(t *testing.T) {
 	env := func(k string) string {
-		if k == EnvPassword {
+		if k == envPassword {
 			return "env-pw-1"
 		}
 		return ""
@@ -153,31 +153,31 @@ func TestPasswordOnCommandLineWarns(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := Main(tc.args, &out, &errb, tc.env)
 		require.Equal(t, ExitOK, code, "%v: %s", tc.args, errb.String())
-		require.Equal(t, tc.warn, strings.Contains(errb.String(), PasswordWarning), "%v: %q", tc.args, errb.String())
+		require.Equal(t, tc.warn, strings.Contains(errb.String(), passwordWarning), "%v: %q", tc.args, errb.String())
 		require.NotContains(t, out.String()+errb.String(), "cli-pw-1")
 		require.NotContains(t, out.String()+errb.String(), "env-pw-1")
 	}
-	require.Contains(t, PasswordWarning, EnvPassword)
-	require.Contains(t, PasswordWarning, "may not be safe")
+	require.Contains(t, passwordWarning, envPassword)
+	require.Contains(t, passwordWarning, "may not be safe")
 
 	// In a -nodes URL: warned before the run (here it fails: nothing listens).
 	var out, errb bytes.Buffer
 	require.Equal(t, ExitFailure, Main([]string{"-nodes", "redis://:url-pw-1@127.0.0.1:1", "-d", "50ms", "-out", ""}, &out, &errb, noEnv))
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
 	require.Len(t, lines, 2, errb.String())
-	require.Equal(t, PasswordWarning, lines[0])
+	require.Equal(t, passwordWarning, lines[0])
 	require.Contains(t, lines[1], "unreachable")
 	require.NotContains(t, errb.String(), "url-pw-1")
 }
 
-// withoutPasswordWarning returns stderr without the PasswordWarning line
+// withoutPasswordWarning returns stderr without the passwordWarning line
 // that a run with a password on its command line prints first, and checks
 // that the line, when there, is first and whole.
 func withoutPasswordWarning(t *testing.T, stderr string) string {
 	t.Helper()
-	rest, ok := strings.CutPrefix(stderr, PasswordWarning+"\n")
+	rest, ok := strings.CutPrefix(stderr, passwordWarning+"\n")
 	if !ok {
-		require.NotContains(t, stderr, PasswordWarning, "the warning comes first")
+		require.NotContains(t, stderr, passwordWarning, "the warning comes first")
 	}
 	return rest
 }

@@ -37,13 +37,13 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 		written string // report file expected afterwards ("" = none)
 	}{
 		{"not empty", run, mk("full", "report.md", "notes.txt"), ExitUsage, ""},
-		{"not empty, -force", append(run, "-force"), mk("forced", "notes.txt"), ExitOK, FileReport},
-		{"empty", run, mk("empty"), ExitOK, FileReport},
-		{"missing", run, filepath.Join(base, "new", "dir"), ExitOK, FileReport},
+		{"not empty, -force", append(run, "-force"), mk("forced", "notes.txt"), ExitOK, fileReport},
+		{"empty", run, mk("empty"), ExitOK, fileReport},
+		{"missing", run, filepath.Join(base, "new", "dir"), ExitOK, fileReport},
 		{"a file", run, filepath.Join(mk("file", "f"), "f"), ExitUsage, ""},
 		{"sweep not empty", sweep, mk("sweepfull", "sweep.md"), ExitUsage, ""},
-		{"sweep not empty, -force", append(sweep, "-force"), mk("sweepforced", "sweep.md"), ExitOK, FileSweepReport},
-		{"default dir written over", run, "", ExitOK, FileReport},
+		{"sweep not empty, -force", append(sweep, "-force"), mk("sweepforced", "sweep.md"), ExitOK, fileSweepReport},
+		{"default dir written over", run, "", ExitOK, fileReport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,12 +52,12 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 			if dir == "" {
 				wd := t.TempDir()
 				t.Chdir(wd)
-				dir = filepath.Join(wd, DefaultOut)
-				mk := filepath.Join(wd, DefaultOut)
+				dir = filepath.Join(wd, defaultOut)
+				mk := filepath.Join(wd, defaultOut)
 				if err := os.MkdirAll(mk, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(mk, FileReport), []byte("old"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(mk, fileReport), []byte("old"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -68,7 +68,7 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb.String())
 			}
-			notice := "holds the previous run's files (" + FileReport + "): they are replaced; give -out "
+			notice := "holds the previous run's files (" + fileReport + "): they are replaced; give -out "
 			if said := strings.Contains(errb.String(), notice); said != (tc.dir == "") {
 				t.Errorf("notice of the default directory written over: said %v, want %v: %q", said, tc.dir == "", errb.String())
 			}
@@ -110,7 +110,7 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 		})
 	}
 	err := checkOut(&Config{Out: mk("direct", "x"), OutSet: true})
-	if !errors.Is(err, ErrOutNotEmpty) || !errors.Is(err, ErrUsage) {
-		t.Errorf("checkOut: %v, want ErrOutNotEmpty and ErrUsage", err)
+	if !errors.Is(err, errOutNotEmpty) || !errors.Is(err, ErrUsage) {
+		t.Errorf("checkOut: %v, want errOutNotEmpty and ErrUsage", err)
 	}
 }

@@ -51,7 +51,7 @@ type artifacts struct {
 	files     []artifact
 }
 
-// write writes the outputs cfg asks for; Run and RunSweep both write
+// write writes the outputs cfg asks for; Run and runSweep both write
 // theirs with it.
 func (a *artifacts) write(cfg *Config, stdout io.Writer) error {
 	if cfg.JSON != "" {
@@ -89,12 +89,12 @@ func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
 	jsonW := func(w io.Writer) error { return WriteJSON(w, rep) }
 	csvW := func(w io.Writer) error { return WriteCSV(w, rep) }
 	a := &artifacts{json: jsonW, csv: csvW, hlog: writeBytes(rep.hlog), files: []artifact{
-		{FileSummary, jsonW},
-		{FileCSV, csvW},
-		{FileHlog, writeBytes(rep.hlog)},
-		{FilePlot, func(w io.Writer) error { return WritePlot(w, rep, load.MetricAcquireRelease) }},
-		{FilePlotAcquire, func(w io.Writer) error { return WritePlot(w, rep, load.MetricAcquire) }},
-		{FileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
+		{fileSummary, jsonW},
+		{fileCSV, csvW},
+		{fileHlog, writeBytes(rep.hlog)},
+		{filePlot, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquireRelease) }},
+		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquire) }},
+		{fileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
 	}}
 	return a.write(cfg, stdout)
 }
@@ -102,15 +102,15 @@ func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
 // writeSweepOutputs writes a sweep's outputs: -json, -csv and the -out
 // directory (sweep.md, sweep.json and .csv, sweep.hlog, sweep.svg). A
 // sweep has no -hlog (its log is in -out).
-func writeSweepOutputs(cfg *Config, rep *SweepReport, stdout io.Writer) error {
-	jsonW := func(w io.Writer) error { return WriteSweepJSON(w, rep) }
-	csvW := func(w io.Writer) error { return WriteSweepCSV(w, rep) }
+func writeSweepOutputs(cfg *Config, rep *sweepReport, stdout io.Writer) error {
+	jsonW := func(w io.Writer) error { return writeSweepJSON(w, rep) }
+	csvW := func(w io.Writer) error { return writeSweepCSV(w, rep) }
 	a := &artifacts{json: jsonW, csv: csvW, files: []artifact{
-		{FileSweepJSON, jsonW},
-		{FileSweepCSV, csvW},
-		{FileSweepHlog, writeBytes(rep.hlog)},
-		{FileSweepPlot, func(w io.Writer) error { return WriteSweepPlot(w, rep) }},
-		{FileSweepReport, func(w io.Writer) error { return WriteSweepMarkdown(w, rep) }},
+		{fileSweepJSON, jsonW},
+		{fileSweepCSV, csvW},
+		{fileSweepHlog, writeBytes(rep.hlog)},
+		{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, rep) }},
+		{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, rep) }},
 	}}
 	return a.write(cfg, stdout)
 }

@@ -24,5 +24,5 @@ func TestMuxPendingCountsOnlyWhenTheyDecided(t *testing.T) {
 	w.countNodeErrs(0, 0, 3, 2) // granted by 3 (validity too short): decided
 	require.Empty(t, w.nodeErrs)
 	w.countNodeErrs(0, 1, 2, 2) // 2 granted, 1 refused: the 2 silent nodes decided it
-	require.Equal(t, map[string]int64{KindPending: 2}, w.nodeErrs)
+	require.Equal(t, map[string]int64{kindPending: 2}, w.nodeErrs)
 }

@@ -20,25 +20,25 @@ import (
 
 // Strategy names.
 const (
-	StrategySeq    = "seq"
-	StrategyFanout = "fanout"
-	StrategyMux    = "mux"
+	strategySeq    = "seq"
+	strategyFanout = "fanout"
+	strategyMux    = "mux"
 )
 
-// AllStrategies lists the strategies in report order.
-var AllStrategies = []string{StrategySeq, StrategyFanout, StrategyMux}
+// allStrategies lists the strategies in report order.
+var allStrategies = []string{strategySeq, strategyFanout, strategyMux}
 
-// Strategy makes workers that share whatever the strategy shares (nothing
+// lockStrategy makes workers that share whatever the strategy shares (nothing
 // for seq and fanout, one client for mux).
-type Strategy interface {
+type lockStrategy interface {
 	Name() string
 	NewWorker(ctx context.Context) (load.Worker, error)
 	Close() error
 }
 
-// LockParams are the Redlock parameters every strategy uses, so that the
+// lockParams are the Redlock parameters every strategy uses, so that the
 // comparison is fair.
-type LockParams struct {
+type lockParams struct {
 	TTL         time.Duration // lock time to live
 	Timeout     time.Duration // per-node timeout
 	DialTimeout time.Duration
@@ -58,7 +58,7 @@ type LockParams struct {
 	FreshNodes bool
 }
 
-func (p LockParams) drift() time.Duration {
+func (p lockParams) drift() time.Duration {
 	return lockrule.Drift(p.TTL, p.DriftFactor, p.DriftFixed)
 }
 
@@ -68,7 +68,7 @@ type plainStrategy struct {
 	name     string
 	parallel bool
 	addrs    []string
-	params   LockParams
+	params   lockParams
 	opt      connOpts
 	// silent marks the nodes whose set-up timed out (a node that accepts
 	// and never answers: -fault blackhole): later workers do not wait for
@@ -78,7 +78,7 @@ type plainStrategy struct {
 }
 
 // newPlainStrategy returns the seq (parallel=false) or fanout strategy.
-func newPlainStrategy(name string, parallel bool, addrs []string, p LockParams) *plainStrategy {
+func newPlainStrategy(name string, parallel bool, addrs []string, p lockParams) *plainStrategy {
 	return &plainStrategy{name: name, parallel: parallel, addrs: addrs, params: p, silent: make([]atomic.Bool, len(addrs)), opt: connOpts{tls: p.TLS,
 		user: p.User, password: p.Password, db: p.DB, dialTimeout: p.DialTimeout, timeout: p.Timeout,
 	}}
@@ -109,7 +109,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 		}
 		if err := w.conns[i].connect(ctx, s.opt.dialTimeout); err != nil {
 			w.nodeErrs[classify(err)]++
-			if classify(err) == KindTimeout {
+			if classify(err) == kindTimeout {
 				s.silent[i].Store(true)
 			}
 		}
@@ -127,7 +127,7 @@ type nodeRes struct {
 // operation and waits for all of them (as common Go clients do).
 type plainWorker struct {
 	parallel bool
-	params   LockParams
+	params   lockParams
 	drift    time.Duration
 	quorum   int
 	rng      *rand.ChaCha8
@@ -196,7 +196,7 @@ func (w *plainWorker) one(ctx context.Context, i int, ok check, script *scripts.
 	case err != nil:
 		w.res[i] = nodeRes{err: err}
 	case r.IsError():
-		w.res[i] = nodeRes{err: fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())}
+		w.res[i] = nodeRes{err: fmt.Errorf("%w: %s", errServerReply, r.ErrorText())}
 	default:
 		w.res[i] = nodeRes{ok: ok(r)}
 	}
@@ -224,9 +224,9 @@ func (w *plainWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	w.releaseAll(ctx)
 	switch {
 	case succ >= w.quorum:
-		return false, ErrValidity
+		return false, errValidity
 	case lockrule.QuorumLost(fail, w.quorum, len(w.conns)):
-		return false, ErrNoQuorum
+		return false, errNoQuorum
 	}
 	return false, nil
 }
@@ -249,7 +249,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	if lockrule.QuorumLost(fail, w.quorum, len(w.conns)) {
-		return false, ErrNoQuorum
+		return false, errNoQuorum
 	}
 	return false, nil
 }
@@ -259,7 +259,7 @@ func (w *plainWorker) Extend(ctx context.Context) (bool, error) {
 func (w *plainWorker) Release(ctx context.Context) error {
 	w.held = false
 	if fail := w.releaseAll(ctx); lockrule.QuorumLost(fail, w.quorum, len(w.conns)) {
-		return ErrNoQuorum
+		return errNoQuorum
 	}
 	return nil
 }

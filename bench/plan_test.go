@@ -17,11 +17,11 @@ import (
 // Tests of issue 25: capacity planning a planner can trust.
 
 // readSweepJSON reads dir's sweep.json.
-func readSweepJSON(t *testing.T, dir string) *SweepReport {
+func readSweepJSON(t *testing.T, dir string) *sweepReport {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, FileSweepJSON))
+	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
-	var rep SweepReport
+	var rep sweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
 	return &rep
 }
@@ -69,7 +69,7 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	for _, ss := range rep.Strategies {
 		require.True(t, ss.Saturated, "%s: %+v", ss.Name, steps(ss))
 		require.Less(t, ss.KneeRate, 300.0, "%s: %+v", ss.Name, steps(ss))
-		var at300 []*SweepStep
+		var at300 []*sweepStep
 		for _, st := range ss.Steps {
 			require.False(t, tags[st.Tag], "tag %q used twice", st.Tag)
 			tags[st.Tag] = true
@@ -86,19 +86,19 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 		require.False(t, at300[1].Held)
 		require.Contains(t, ss.Bound, "node cap")
 	}
-	hf, err := os.Open(filepath.Join(dir, FileSweepHlog))
+	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
 	require.NoError(t, err)
-	hs, err := ReadHlog(hf)
+	hs, err := readHlog(hf)
 	hf.Close()
 	require.NoError(t, err)
-	merged, _ := MergeTagged(hs)
+	merged, _ := mergeTagged(hs)
 	require.Contains(t, merged, "mux.r300.acquire_release")
 	require.Contains(t, merged, "mux.r300.run2.acquire_release")
 
-	csvb, err := os.ReadFile(filepath.Join(dir, FileSweepCSV))
+	csvb, err := os.ReadFile(filepath.Join(dir, fileSweepCSV))
 	require.NoError(t, err)
 	require.Contains(t, string(csvb), ",mux.r300.run2,", "the CSV names each run's hlog tag")
-	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
 	require.NoError(t, err)
 	for _, want := range []string{"**Objective, the same for every strategy: " + rep.SLO, "## Provisioning", "For **1000 lock operations/s**",
 		"Assumptions:", "planted -node-cap", "workers busy"} {
@@ -110,17 +110,17 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 		// The cap (100 ops/s per node) at 70%: 15 groups at least.
 		require.GreaterOrEqual(t, p.groups, 15)
 		require.Positive(t, p.clientCPU)
-		require.Equal(t, int(math.Ceil(1000/(ss.KneeRate*Utilisation))), p.units)
+		require.Equal(t, int(math.Ceil(1000/(ss.KneeRate*utilisation))), p.units)
 	}
 }
 
 // Item 7: which outcomes are breaches.
 func TestSweepBreaches(t *testing.T) {
-	held := &SweepStep{TargetRate: 100, Held: true}
-	rep := &SweepReport{Strategies: []*SweepStrategy{
+	held := &sweepStep{TargetRate: 100, Held: true}
+	rep := &sweepReport{Strategies: []*sweepStrategy{
 		{Name: "a", Knee: held, KneeRate: 100, Saturated: true},
 		{Name: "b", Knee: held, KneeRate: 100},
-		{Name: "c", Steps: []*SweepStep{{TargetRate: 50}}, Saturated: true},
+		{Name: "c", Steps: []*sweepStep{{TargetRate: 50}}, Saturated: true},
 	}}
 	b := rep.Breaches()
 	require.Len(t, b, 1, "without -capacity-rate only a strategy where nothing held: %q", b)
@@ -136,8 +136,8 @@ func TestSweepBreaches(t *testing.T) {
 
 // Item 6: the hint when no step held says what to change.
 func TestNoKneeHint(t *testing.T) {
-	ss := &SweepStrategy{Name: "seq", SLOPct: 99, SLOBudgetUs: 1000, Saturated: true,
-		Steps: []*SweepStep{{TargetRate: 200, SLOUs: 4000}, {TargetRate: 100, SLOUs: 3000, Ops: 100}}}
+	ss := &sweepStrategy{Name: "seq", SLOPct: 99, SLOBudgetUs: 1000, Saturated: true,
+		Steps: []*sweepStep{{TargetRate: 200, SLOUs: 4000}, {TargetRate: 100, SLOUs: 3000, Ops: 100}}}
 	h := noKneeHint(ss)
 	require.Contains(t, h, "lightest step (100 ops/s) measured p99 3.00ms")
 	require.Contains(t, h, "-slo 'p99<4.5ms'")
@@ -148,7 +148,7 @@ func TestNoKneeHint(t *testing.T) {
 
 	var w bytes.Buffer
 	ss.Knee = nil
-	WriteSweepTable(&w, &SweepReport{Strategies: []*SweepStrategy{ss}})
+	writeSweepTable(&w, &sweepReport{Strategies: []*sweepStrategy{ss}})
 	require.Contains(t, w.String(), "hint: ")
 }
 
@@ -157,8 +157,8 @@ func TestNoKneeHint(t *testing.T) {
 // more workers than -c at the knee's service time.
 func TestSweepBoundByWorkersOnlyWhenMeasured(t *testing.T) {
 	cfg := &Config{Workers: 64, Nodes: []string{"a", "b", "c"}}
-	mk := func(busy, serviceUs float64) *SweepStrategy {
-		ss := &SweepStrategy{Steps: []*SweepStep{
+	mk := func(busy, serviceUs float64) *sweepStrategy {
+		ss := &sweepStrategy{Steps: []*sweepStep{
 			{TargetRate: 1000, Held: true, MeanServiceUs: serviceUs, ClientCPUUsPerOp: 10},
 			{TargetRate: 2000, WorkerBusyShare: busy, MeanServiceUs: 50 * serviceUs},
 		}}
@@ -188,7 +188,7 @@ func TestSweepBoundByWorkersMeasured(t *testing.T) {
 	require.Equal(t, 20.0, ss.KneeRate, "%+v", steps(ss))
 	f := ss.firstFailAbove()
 	require.NotNil(t, f)
-	require.Greater(t, f.WorkerBusyShare, SweepWorkersBusy, "%+v", f)
+	require.Greater(t, f.WorkerBusyShare, sweepWorkersBusy, "%+v", f)
 	require.True(t, strings.HasPrefix(ss.Bound, "the workers"), ss.Bound)
 	require.Greater(t, ss.Knee.MeanServiceUs, 39000.0, "at least two 20ms round trips")
 }
@@ -207,7 +207,7 @@ func TestSweepServerCPUFromRemoteNodes(t *testing.T) {
 		require.Positive(t, st.ServerCPUUsPerOpPerNode)
 		require.GreaterOrEqual(t, st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "## Provisioning")
 	require.Contains(t, string(md), "each node's INFO CPU")

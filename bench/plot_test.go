@@ -34,7 +34,7 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 	for _, tc := range tests {
 		for _, metric := range []string{load.MetricAcquireRelease, load.MetricAcquire} {
 			var b strings.Builder
-			if err := WritePlot(&b, &Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
+			if err := writePlot(&b, &Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
 				t.Fatal(err)
 			}
 			svg := b.String()
@@ -55,17 +55,17 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 // The sweep plot's subtitle names the workload and -c; every saturated
 // step drawn gets a cross.
 func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
-	step := func(rate float64, held, saturated, repeated bool) *SweepStep {
-		return &SweepStep{TargetRate: rate, OpsPerSec: rate * 0.9, Ops: 100, Held: held, Saturated: saturated, Repeated: repeated,
+	step := func(rate float64, held, saturated, repeated bool) *sweepStep {
+		return &sweepStep{TargetRate: rate, OpsPerSec: rate * 0.9, Ops: 100, Held: held, Saturated: saturated, Repeated: repeated,
 			SLOUs: 1000, Latency: Latency{P50Us: 500}}
 	}
-	ss := &SweepStrategy{Name: "mux", SLOPct: 99, SLOBudgetUs: 2000, Steps: []*SweepStep{
+	ss := &sweepStrategy{Name: "mux", SLOPct: 99, SLOBudgetUs: 2000, Steps: []*sweepStep{
 		step(100, true, false, false), step(200, true, false, false), step(400, false, true, true),
 		step(400, false, true, false), step(300, false, true, false),
 	}}
-	rep := &SweepReport{Config: ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*SweepStrategy{ss}}
+	rep := &sweepReport{Config: ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*sweepStrategy{ss}}
 	var b strings.Builder
-	if err := WriteSweepPlot(&b, rep); err != nil {
+	if err := writeSweepPlot(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	svg := b.String()

@@ -14,26 +14,26 @@ import (
 
 // Issue 36 item 5: sweep plots a reader can read.
 func TestSweepPlotReadable(t *testing.T) {
-	mk := func(name string, rates ...float64) *SweepStrategy {
-		ss := &SweepStrategy{Name: name, SLOPct: 99, SLOBudgetUs: 5000}
+	mk := func(name string, rates ...float64) *sweepStrategy {
+		ss := &sweepStrategy{Name: name, SLOPct: 99, SLOBudgetUs: 5000}
 		for _, r := range rates {
-			ss.Steps = append(ss.Steps, &SweepStep{TargetRate: r, OpsPerSec: r, Ops: int64(r), Held: true, SLOUs: 1000, Latency: Latency{P50Us: 400}})
+			ss.Steps = append(ss.Steps, &sweepStep{TargetRate: r, OpsPerSec: r, Ops: int64(r), Held: true, SLOUs: 1000, Latency: Latency{P50Us: 400}})
 		}
 		ss.kneeOf()
 		return ss
 	}
 	seq := mk("seq", 300, 600, 900, 1200)
-	seq.Steps = append(seq.Steps, &SweepStep{TargetRate: 1500, OpsPerSec: 1500, Ops: 1500, FailedShare: 0.2, SLOUs: 60000, Why: "20.0% of operations failed"})
+	seq.Steps = append(seq.Steps, &sweepStep{TargetRate: 1500, OpsPerSec: 1500, Ops: 1500, FailedShare: 0.2, SLOUs: 60000, Why: "20.0% of operations failed"})
 	mux := mk("mux", 5000, 10000, 20000, 40000)
-	mux.Steps = append(mux.Steps, &SweepStep{TargetRate: 44000, OpsPerSec: 30000, Ops: 30000, Saturated: true, SLOUs: 90000})
+	mux.Steps = append(mux.Steps, &sweepStep{TargetRate: 44000, OpsPerSec: 30000, Ops: 30000, Saturated: true, SLOUs: 90000})
 	seq.kneeOf()
 	mux.kneeOf()
-	rep := &SweepReport{Strategies: []*SweepStrategy{seq, mux}, Config: ReportConfig{
+	rep := &sweepReport{Strategies: []*sweepStrategy{seq, mux}, Config: ReportConfig{
 		Target:   "3 Redis masters given with -nodes (redis-a.internal.example.com:6379, redis-b.internal.example.com:6379, redis-c.internal.example.com:6379)",
 		Title:    "A capacity sweep with a title long enough to run past the right edge of the plot at sixteen pixels",
 		Workload: "acquire-release", Workers: 64, DurationS: 2}}
 	var b bytes.Buffer
-	require.NoError(t, WriteSweepPlot(&b, rep))
+	require.NoError(t, writeSweepPlot(&b, rep))
 	svg := b.String()
 	require.NoError(t, xml.Unmarshal(b.Bytes(), new(struct{})))
 
@@ -91,6 +91,6 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	require.Equal(t, "500ms warm-up then 2s per strategy (about 7s in all, with 1s of connection set-up per strategy: a blackholed node never answers it)", runPlan(cfg))
 
 	var h bytes.Buffer
-	writeHeadroom(&h, &SweepReport{Strategies: []*SweepStrategy{{Name: "mux", Knee: &SweepStep{}, KneeRate: 100}}})
+	writeHeadroom(&h, &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", Knee: &sweepStep{}, KneeRate: 100}}})
 	require.NotContains(t, h.String(), "| mux |", "no all-dash headroom table")
 }

@@ -14,7 +14,7 @@ import (
 func TestUsageErrorsNeverEchoThePassword(t *testing.T) {
 	const pw = "secret123"
 	envPW := func(k string) string {
-		if k == EnvPassword {
+		if k == envPassword {
 			return pw
 		}
 		return ""
@@ -56,7 +56,7 @@ func TestMissingPasswordSaysAuthenticationRequired(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	nodes := strings.Join(c.Addrs(), ",")
-	for _, strategy := range []string{"all", StrategyMux} {
+	for _, strategy := range []string{"all", strategyMux} {
 		var out, errb bytes.Buffer
 		code := Main([]string{"-nodes", nodes, "-strategy", strategy, "-d", "100ms", "-warmup", "0s", "-out", ""}, &out, &errb, noEnv)
 		require.Equal(t, ExitFailure, code, strategy)
@@ -67,9 +67,9 @@ func TestMissingPasswordSaysAuthenticationRequired(t *testing.T) {
 	}
 
 	// The mux strategy checks on its own (it does not rely on preflight).
-	p := LockParams{TTL: 10e9, Timeout: 50e6, DialTimeout: 1e9, DriftFactor: 0.01, DriftFixed: 2e6}
+	p := lockParams{TTL: 10e9, Timeout: 50e6, DialTimeout: 1e9, DriftFactor: 0.01, DriftFixed: 2e6}
 	_, err = newMuxStrategy(c.Addrs(), p, 2)
-	require.ErrorIs(t, err, ErrAuthRequired)
+	require.ErrorIs(t, err, errAuthRequired)
 	require.Contains(t, err.Error(), "authentication required (set REDMUX_PASSWORD or -password)")
 
 	// A wrong password is still "authentication failed", never echoed.

@@ -17,12 +17,12 @@ import (
 
 // Files written in the -out directory.
 const (
-	FileReport      = "report.md"
-	FileSummary     = "summary.json"
-	FileCSV         = "summary.csv"
-	FileHlog        = "bench.hlog"
-	FilePlot        = "percentiles.svg"
-	FilePlotAcquire = "percentiles-acquire.svg"
+	fileReport      = "report.md"
+	fileSummary     = "summary.json"
+	fileCSV         = "summary.csv"
+	fileHlog        = "bench.hlog"
+	filePlot        = "percentiles.svg"
+	filePlotAcquire = "percentiles-acquire.svg"
 )
 
 // table is a minimal aligned text table.
@@ -144,7 +144,7 @@ func reportPercentiles(c ReportConfig) []float64 {
 	if len(c.Percentiles) > 0 {
 		return c.Percentiles
 	}
-	return DefaultPercentiles
+	return defaultPercentiles
 }
 
 func pctCell(l Latency, p float64) string {
@@ -403,7 +403,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w)
 	summaryTable(rep).markdown(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", FilePlot)
+	fmt.Fprintf(w, "![acquire+release latency by percentile](%s)\n\n", filePlot)
 
 	writeLatencyTables(w, rep)
 
@@ -416,7 +416,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	writeConfigSection(w, c)
 	writeEnvSection(w, e)
 	fmt.Fprintf(w, "Files: [%s](%s) (the -json object), [%s](%s) (one row per strategy and metric), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.<metric>`; merge logs of several machines with `redmux-bench merge`), [%s](%s), [%s](%s).\n",
-		FileSummary, FileSummary, FileCSV, FileCSV, FileHlog, FileHlog, FilePlot, FilePlot, FilePlotAcquire, FilePlotAcquire)
+		fileSummary, fileSummary, fileCSV, fileCSV, fileHlog, fileHlog, filePlot, filePlot, filePlotAcquire, filePlotAcquire)
 	return nil
 }
 
@@ -504,7 +504,7 @@ func writeConfigSection(w io.Writer, c ReportConfig) {
 	ct.row("warm-up per strategy", fmt.Sprintf("%gs", c.WarmupS))
 	ct.row("loop", c.Loop)
 	if c.Rate > 0 {
-		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start; saturated below %.0f%% of it achieved, or with operations left unstarted)", c.Rate, SaturationShare*100))
+		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start; saturated below %.0f%% of it achieved, or with operations left unstarted)", c.Rate, saturationShare*100))
 	}
 	if c.Segment != nil {
 		ct.row("segment (-segment)", c.Segment.describe(c.Rate, c.Workers, c.Keys)+" (workers, rate and keys in this report are this segment's; redmux-bench merge adds the segments' interval logs up)")

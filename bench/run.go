@@ -42,9 +42,9 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
-// DefaultProgressEvery is how often a progress line is written when stderr
+// defaultProgressEvery is how often a progress line is written when stderr
 // is not a terminal (a log file, CI).
-const DefaultProgressEvery = 5 * time.Second
+const defaultProgressEvery = 5 * time.Second
 
 // Run errors a caller (Main) tells apart with errors.Is. The report, when
 // Run returns one with them, has been written.
@@ -70,7 +70,7 @@ func (o *Options) discardUnset() {
 // Run executes a parsed configuration: sets up the target, runs each
 // strategy, prints the table and writes the requested files. Errors are run
 // failures (exit status 1), except an -out directory refused before the run
-// (ErrOutNotEmpty, a *UsageError: exit status 2).
+// (errOutNotEmpty, a *usageError: exit status 2).
 func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	o.discardUnset()
 	if err := checkOut(cfg); err != nil {
@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	secrets := cfg.secrets()
 
 	var hbuf bytes.Buffer
-	comments := []string{"redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command, Version()}
+	comments := []string{"redmux-bench interval log; values in nanoseconds; tags <strategy>.<metric>", cfg.Command, versionString()}
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	keyPrefix := "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":"
@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		comments = append(comments, segmentComment(cfg))
 		keyPrefix = segmentKeyPrefix(cfg.StartAt)
 	}
-	hw := NewHlogWriter(&hbuf, time.Now(), comments...)
+	hw := newHlogWriter(&hbuf, time.Now(), comments...)
 
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {
@@ -167,7 +167,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 // session is a prepared target: nodes up and reachable, faults applied.
 type session struct {
 	t      *target
-	params LockParams
+	params lockParams
 	opt    *connOpts
 	config ReportConfig
 	env    Env
@@ -177,7 +177,7 @@ type session struct {
 // servers), checks every node, applies -latency, -node-cap and -fault, and
 // describes the run. The caller closes sess.t.
 func prepare(ctx context.Context, cfg *Config) (*session, error) {
-	params := LockParams{
+	params := lockParams{
 		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
 		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
@@ -244,7 +244,7 @@ func strategyStart(cfg *Config, i int) time.Time {
 	if cfg.StartAt.IsZero() {
 		return time.Time{}
 	}
-	return cfg.StartAt.Add(time.Duration(i) * (cfg.Warmup + cfg.Duration + StartAtGap))
+	return cfg.StartAt.Add(time.Duration(i) * (cfg.Warmup + cfg.Duration + startAtGap))
 }
 
 // measuredList names the strategies of rep and how each ended.
@@ -260,13 +260,13 @@ func measuredList(rep *Report) string {
 	return strings.Join(parts, ", ")
 }
 
-func newStrategy(name string, addrs []string, p LockParams, conns int) (Strategy, error) {
+func newStrategy(name string, addrs []string, p lockParams, conns int) (lockStrategy, error) {
 	switch name {
-	case StrategySeq:
+	case strategySeq:
 		return newPlainStrategy(name, false, addrs, p), nil
-	case StrategyFanout:
+	case strategyFanout:
 		return newPlainStrategy(name, true, addrs, p), nil
-	case StrategyMux:
+	case strategyMux:
 		return newMuxStrategy(addrs, p, conns)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
@@ -375,7 +375,7 @@ func progressLine(p load.Progress, i, n int, term, openLoop bool) string {
 	return s
 }
 
-func reportConfig(cfg *Config, t *target, p LockParams) ReportConfig {
+func reportConfig(cfg *Config, t *target, p lockParams) ReportConfig {
 	rc := ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, MuxTransport: cfg.transportName(), DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),

@@ -63,7 +63,7 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	for _, k := range []string{"version", "module_version", "revision_source"} {
 		require.IsType(t, "", build[k], k)
 	}
-	require.Equal(t, Version(), build["version"])
+	require.Equal(t, versionString(), build["version"])
 	if b := currentBuild(); b.Revision != "" {
 		require.Equal(t, b.Revision, build["revision"])
 		require.Equal(t, b.Revision[:12], doc["env"].(map[string]any)["revision"])
@@ -91,10 +91,10 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	// The interval log reads back and holds every strategy and metric.
 	f, err := os.Open(hlogPath)
 	require.NoError(t, err)
-	hs, err := ReadHlog(f)
+	hs, err := readHlog(f)
 	f.Close()
 	require.NoError(t, err)
-	merged, _ := MergeTagged(hs)
+	merged, _ := mergeTagged(hs)
 	for _, s := range rep.Strategies {
 		h := merged[s.Name+"."+load.MetricAcquire]
 		require.NotNil(t, h)
@@ -102,19 +102,19 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	}
 
 	// The report directory.
-	for _, name := range []string{FileReport, FileSummary, FileHlog, FilePlot, FilePlotAcquire} {
+	for _, name := range []string{fileReport, fileSummary, fileHlog, filePlot, filePlotAcquire} {
 		st, err := os.Stat(filepath.Join(out, name))
 		require.NoError(t, err, name)
 		require.Positive(t, st.Size(), name)
 	}
-	md, _ := os.ReadFile(filepath.Join(out, FileReport))
+	md, _ := os.ReadFile(filepath.Join(out, fileReport))
 	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all",
 		"| revision | " + currentBuild().describe()} {
 		require.Contains(t, string(md), want)
 	}
 	hl, _ := os.ReadFile(hlogPath)
-	require.Contains(t, string(hl), "#"+Version()+"\n", "the interval log's header names the build")
-	svg, _ := os.ReadFile(filepath.Join(out, FilePlot))
+	require.Contains(t, string(hl), "#"+versionString()+"\n", "the interval log's header names the build")
+	svg, _ := os.ReadFile(filepath.Join(out, filePlot))
 	requireSVG(t, svg, 3)
 }
 
@@ -143,7 +143,7 @@ func TestEndToEndRealRedis(t *testing.T) {
 	addrs := strings.Join(redistest.Addrs(servers), ",")
 	var out, errb bytes.Buffer
 	env := func(k string) string {
-		if k == EnvPassword {
+		if k == envPassword {
 			return pw
 		}
 		return ""
@@ -206,7 +206,7 @@ func TestFaultDownNodeStillReachesQuorum(t *testing.T) {
 	for _, s := range rep.Strategies {
 		require.Positive(t, s.Acquired, s.Name)
 		require.Empty(t, s.Errors, s.Name)
-		require.Positive(t, s.NodeErrors[KindConn], "%s: the down node's failures are counted", s.Name)
+		require.Positive(t, s.NodeErrors[kindConn], "%s: the down node's failures are counted", s.Name)
 	}
 	require.Equal(t, []string{"down:2"}, rep.Config.Faults)
 }
@@ -214,7 +214,7 @@ func TestFaultDownNodeStillReachesQuorum(t *testing.T) {
 func TestEmbeddedPasswordAndInProcess(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := func(k string) string {
-		if k == EnvPassword {
+		if k == envPassword {
 			return "emb-pw-123"
 		}
 		return ""
@@ -285,7 +285,7 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
 	s := &StrategyResult{Name: "x", Ops: 1000, OpsPerSec: 900, CPUUsPerOp: 50, AcquireRelease: Latency{Count: 1000, MeanUs: 2000},
 		Server: &ServerCost{NodesReporting: 5, CPUUsPerOpPerNode: 20}}
-	c, err := EstimateCapacity(s)
+	c, err := estimateCapacity(s)
 	require.NoError(t, err)
 	require.InDelta(t, 20000, c.ClientOpsPerCore, 1e-6)
 	require.InDelta(t, 50000, c.NodeOpsPerS, 1e-6)
@@ -304,11 +304,11 @@ func TestFencedWorkload(t *testing.T) {
 	rep, _, _ := runArgs(t, []string{"-workload", "fenced", "-c", "4", "-d", "300ms", "-warmup", "0s", "-out", "", "-timeout", "1s", "-quiet"}, false)
 	require.Len(t, rep.Strategies, 1)
 	s := rep.Strategies[0]
-	require.Equal(t, StrategyMux, s.Name)
+	require.Equal(t, strategyMux, s.Name)
 	require.Equal(t, load.WorkloadFenced, rep.Config.Workload)
 	require.Positive(t, s.Acquired)
 	require.Empty(t, s.Errors)
-	require.Zero(t, s.NodeErrors[KindFencedStale])
+	require.Zero(t, s.NodeErrors[kindFencedStale])
 	_, err := ParseArgs([]string{"-workload", "fenced", "-strategy", "seq"}, noEnv)
 	require.ErrorContains(t, err, "mux only")
 }

@@ -10,7 +10,7 @@ import (
 
 // Saturation threshold of an open-loop run: the run is saturated when the
 // achieved rate is below this share of the target.
-const SaturationShare = 0.97
+const saturationShare = 0.97
 
 // FailedShare is the share of operations that failed.
 func (s *StrategyResult) FailedShare() float64 {
@@ -29,7 +29,7 @@ func (s *StrategyResult) FailedShare() float64 {
 // are not cancelled, so they are not miscounted as failures), and the result
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
-func runStrategy(ctx context.Context, s Strategy, cfg load.RunConfig, hlog *HlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
+func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hlog *hlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
 	workers, err := newWorkers(ctx, s, cfg.Workers)
 	defer closeWorkers(workers)
 	if err != nil {
@@ -40,7 +40,7 @@ func runStrategy(ctx context.Context, s Strategy, cfg load.RunConfig, hlog *Hlog
 
 // newWorkers makes n workers of s; on error, those made so far are
 // returned with it (for closeWorkers).
-func newWorkers(ctx context.Context, s Strategy, n int) ([]load.Worker, error) {
+func newWorkers(ctx context.Context, s lockStrategy, n int) ([]load.Worker, error) {
 	// One after the other: set-up commands count against a node's
 	// capacity (-node-cap), and all at once they would queue past their
 	// timeout. A node that never answers costs one set-up timeout in all
@@ -66,7 +66,7 @@ func closeWorkers(workers []load.Worker) {
 // sweep runs many on the same workers) with load.Measure, errors
 // classified by classify, and summarises it. Node errors are those of this
 // phase only.
-func measure(ctx context.Context, s Strategy, workers []load.Worker, cfg load.RunConfig, hlog *HlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
+func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hlog *hlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
 	var log load.IntervalLog
 	if hlog != nil {
 		log = hlog
@@ -143,12 +143,12 @@ func strategyResult(name string, cfg load.RunConfig, r *load.Result) *StrategyRe
 }
 
 // checkSaturation marks an open-loop result saturated when it did not keep
-// up with its target: the achieved rate is below SaturationShare of the
+// up with its target: the achieved rate is below saturationShare of the
 // target, or operations due were left unstarted at the end (the backlog grew
 // beyond what the workers had in hand).
 func checkSaturation(res *StrategyResult, due int64, workers int) {
 	switch {
-	case res.OpsPerSec < SaturationShare*res.TargetRate:
+	case res.OpsPerSec < saturationShare*res.TargetRate:
 		res.Saturated = true
 		res.Saturation = fmt.Sprintf("achieved %s of the %s ops/s target (%.0f%%)",
 			fmtCount(res.OpsPerSec), fmtCount(res.TargetRate), 100*res.OpsPerSec/res.TargetRate)

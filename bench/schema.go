@@ -1,6 +1,6 @@
 // This file holds the JSON schema of redmux-bench's outputs, every type with
-// JSON tags: summary.json (Report), sweep.json (SweepReport) and merged.json
-// (MergeResult), so that a field is added in one place. The schema is fixed
+// JSON tags: summary.json (Report), sweep.json (sweepReport) and merged.json
+// (mergeResult), so that a field is added in one place. The schema is fixed
 // (docs/ARCHITECTURE.md, "Fixed and open"): fields are added, never renamed.
 // (compare reads results through these types; its one local probe struct
 // stays in compare.go.)
@@ -100,7 +100,7 @@ type Env struct {
 	// Build.Modified); empty when unknown.
 	Revision string `json:"revision,omitempty"`
 	// Build names the code that ran: the -version line, the module version,
-	// the full revision and where it came from (Version documents how).
+	// the full revision and where it came from (versionString documents how).
 	Build     Build  `json:"build"`
 	Server    string `json:"server,omitempty"`
 	ServerCPU string `json:"server_cpu_source"`
@@ -247,13 +247,13 @@ type ServerCost struct {
 	CPUSource         string  `json:"cpu_source,omitempty"`
 }
 
-// SweepReport is a sweep's outcome (sweep.json).
-type SweepReport struct {
+// sweepReport is a sweep's outcome (sweep.json).
+type sweepReport struct {
 	// SLO is the one objective every strategy was judged by; SLOSource
 	// says where it came from (-slo, or how it was derived).
 	SLO         string           `json:"slo"`
 	SLOSource   string           `json:"slo_source"`
-	Strategies  []*SweepStrategy `json:"strategies"`
+	Strategies  []*sweepStrategy `json:"strategies"`
 	Config      ReportConfig     `json:"config"`
 	Env         Env              `json:"env"`
 	Interrupted bool             `json:"interrupted,omitempty"`
@@ -261,8 +261,8 @@ type SweepReport struct {
 	hlog []byte
 }
 
-// SweepStrategy is one strategy's sweep.
-type SweepStrategy struct {
+// sweepStrategy is one strategy's sweep.
+type sweepStrategy struct {
 	Name string `json:"name"`
 	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
 	// (0 with -rates).
@@ -270,14 +270,14 @@ type SweepStrategy struct {
 	// ProbeWorkerBusy is the probe's share of worker time in operations.
 	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
 	// SLO is the objective applied: -slo, or the automatic one, the same
-	// for every strategy of the sweep (SweepReport.SLOSource).
+	// for every strategy of the sweep (sweepReport.SLOSource).
 	SLO         string       `json:"slo"`
 	SLOPct      float64      `json:"slo_percentile"`
 	SLOBudgetUs float64      `json:"slo_budget_us"`
-	Steps       []*SweepStep `json:"steps"`
+	Steps       []*sweepStep `json:"steps"`
 	// Knee is the highest-rate step that held with every lighter step
 	// holding too (nil: none held); KneeRate its target rate.
-	Knee     *SweepStep `json:"knee,omitempty"`
+	Knee     *sweepStep `json:"knee,omitempty"`
 	KneeRate float64    `json:"knee_rate"`
 	// Saturated: the sweep reached a step past capacity (else the capacity
 	// is above the highest rate tried).
@@ -287,20 +287,20 @@ type SweepStrategy struct {
 	// ClientCPUFit and ServerCPUFit are the client's and the busiest
 	// node's CPU fitted over the steps that held (the Provisioning
 	// section's costs; nil: no step held, or no figure).
-	ClientCPUFit *CostFit `json:"client_cpu_fit,omitempty"`
+	ClientCPUFit *costFit `json:"client_cpu_fit,omitempty"`
 	// Starved says how this machine's CPU was starved by other work at the
 	// knee or the first step past it (load average, other processes,
 	// steal; empty: it was not): the knee and the costs are then this
 	// machine's, and the plan's figures upper bounds.
 	Starved      string   `json:"cpu_starved,omitempty"`
-	ServerCPUFit *CostFit `json:"server_cpu_fit,omitempty"`
+	ServerCPUFit *costFit `json:"server_cpu_fit,omitempty"`
 	Interrupted  bool     `json:"interrupted,omitempty"`
 }
 
-// SweepStep is one open-loop step of a sweep. Latencies are of every
+// sweepStep is one open-loop step of a sweep. Latencies are of every
 // operation, from its intended start to its end (acquire and release when
 // acquired; refused and failed operations to their outcome).
-type SweepStep struct {
+type sweepStep struct {
 	TargetRate  float64 `json:"target_rate"`
 	OpsPerSec   float64 `json:"ops_per_sec"`
 	Ops         int64   `json:"ops"`
@@ -364,12 +364,12 @@ type SweepStep struct {
 	hist *hdr.Histogram
 }
 
-// CostFit is a CPU cost fitted over a strategy's steps that held: cores
+// costFit is a CPU cost fitted over a strategy's steps that held: cores
 // used = FixedCores + UsPerOp x rate / 1e6 (least squares over the steps'
 // achieved rates; FixedCores at least 0), so that the cost per operation
 // at a rate is UsPerOp + FixedCores x 1e6 / rate (it falls as the rate
 // rises: fixed costs and batches shared by more operations).
-type CostFit struct {
+type costFit struct {
 	FixedCores float64 `json:"fixed_cores"`
 	UsPerOp    float64 `json:"us_per_op"`
 	// Steps is how many steps the fit is over; MinRate and MaxRate their
@@ -379,17 +379,17 @@ type CostFit struct {
 	MaxRate float64 `json:"max_rate"`
 }
 
-// MergeResult is redmux-bench merge's outcome (merged.json).
-type MergeResult struct {
+// mergeResult is redmux-bench merge's outcome (merged.json).
+type mergeResult struct {
 	Files     []string     `json:"files"`
 	Intervals int          `json:"intervals"` // kept
 	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
 	Start     string       `json:"start,omitempty"`
 	End       string       `json:"end,omitempty"`
 	Filters   string       `json:"filters,omitempty"`
-	Tags      []*MergedTag `json:"tags"`
+	Tags      []*mergedTag `json:"tags"`
 	// Segments: the files are segments of one run (-segment i/n).
-	Segments *MergedSegments `json:"segments,omitempty"`
+	Segments *mergedSegments `json:"segments,omitempty"`
 	// Warnings: what makes the merged figures doubtful (a missing
 	// segment, segments of different runs).
 	Warnings []string `json:"warnings,omitempty"`
@@ -397,8 +397,8 @@ type MergeResult struct {
 	kept []*hdr.Histogram
 }
 
-// MergedSegments describes merged files that are segments of one run.
-type MergedSegments struct {
+// mergedSegments describes merged files that are segments of one run.
+type mergedSegments struct {
 	Count   int    `json:"count"`             // n of -segment i/n
 	Present []int  `json:"present"`           // the segments merged (i), ascending
 	Missing []int  `json:"missing,omitempty"` // the segments not given
@@ -407,8 +407,8 @@ type MergedSegments struct {
 	TotalRate float64 `json:"total_rate,omitempty"`
 }
 
-// MergedTag is one tag's merged distribution.
-type MergedTag struct {
+// mergedTag is one tag's merged distribution.
+type mergedTag struct {
 	Tag       string  `json:"tag"`
 	Intervals int     `json:"intervals"`
 	Files     int     `json:"files"` // how many files contributed

@@ -16,8 +16,8 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// MaxSegments is the largest n of -segment i/n.
-const MaxSegments = 10000
+// maxSegments is the largest n of -segment i/n.
+const maxSegments = 10000
 
 // Segment is -segment i/n: this process runs the i-th of n equal shares
 // of the run (0-based). The shares are k6's execution segments
@@ -38,16 +38,16 @@ func (s Segment) String() string {
 	return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count)
 }
 
-// ParseSegment parses "i/n" with 0 <= i < n <= MaxSegments.
-func ParseSegment(v string) (Segment, error) {
+// parseSegment parses "i/n" with 0 <= i < n <= maxSegments.
+func parseSegment(v string) (Segment, error) {
 	is, ns, ok := strings.Cut(strings.TrimSpace(v), "/")
 	i, err1 := strconv.Atoi(is)
 	n, err2 := strconv.Atoi(ns)
 	switch {
 	case !ok || err1 != nil || err2 != nil:
 		return Segment{}, fmt.Errorf("want i/n, the i-th of n processes counted from 0 (0/2 and 1/2 split a run in two), got %q", v)
-	case n < 1 || n > MaxSegments:
-		return Segment{}, fmt.Errorf("n in i/n must be 1..%d, got %d", MaxSegments, n)
+	case n < 1 || n > maxSegments:
+		return Segment{}, fmt.Errorf("n in i/n must be 1..%d, got %d", maxSegments, n)
 	case i < 0 || i >= n:
 		return Segment{}, fmt.Errorf("i in i/n must be 0..%d (counted from 0), got %d", n-1, i)
 	}
@@ -86,7 +86,7 @@ func (f segmentFlag) String() string {
 }
 
 func (f segmentFlag) Set(v string) error {
-	s, err := ParseSegment(v)
+	s, err := parseSegment(v)
 	if err != nil {
 		return err
 	}
@@ -201,9 +201,9 @@ func readHlogSegment(r io.Reader) (hs hlogSegment, ok bool, err error) {
 			k, v, _ := strings.Cut(f, "=")
 			kv[k] = v
 		}
-		seg, perr := ParseSegment(kv["segment"])
+		seg, perr := parseSegment(kv["segment"])
 		if perr != nil {
-			return hs, false, fmt.Errorf("%w: segment line %q: %v", ErrBadHlog, line, perr)
+			return hs, false, fmt.Errorf("%w: segment line %q: %v", errBadHlog, line, perr)
 		}
 		return hlogSegment{seg: seg, startAt: kv["start_at"], totalRate: kv["total_rate"],
 			totals: "-c " + kv["total_workers"] + " -keys " + kv["total_keys"]}, true, nil
@@ -217,7 +217,7 @@ func readHlogSegment(r io.Reader) (hs hlogSegment, ok bool, err error) {
 // then cover only part of the run); a duplicate, a different n or a file
 // without a segment among segments is an error (the figures would be
 // wrong).
-func checkSegments(files []string, segs []*hlogSegment) (*MergedSegments, []string, error) {
+func checkSegments(files []string, segs []*hlogSegment) (*mergedSegments, []string, error) {
 	var with, without []string
 	for i, s := range segs {
 		if s != nil {
@@ -233,7 +233,7 @@ func checkSegments(files []string, segs []*hlogSegment) (*MergedSegments, []stri
 		return nil, nil, fmt.Errorf("%s have -segment and %s not: merge the segments of one run, or runs without -segment", strings.Join(with, ", "), strings.Join(without, ", "))
 	}
 	first := segs[0]
-	ms := &MergedSegments{Count: first.seg.Count, StartAt: first.startAt}
+	ms := &mergedSegments{Count: first.seg.Count, StartAt: first.startAt}
 	ms.TotalRate, _ = strconv.ParseFloat(first.totalRate, 64)
 	seen := map[int]string{}
 	var warns []string
@@ -274,7 +274,7 @@ func checkSegments(files []string, segs []*hlogSegment) (*MergedSegments, []stri
 }
 
 // describe is the merged segments in words (the merge table's second line).
-func (m *MergedSegments) describe() string {
+func (m *mergedSegments) describe() string {
 	s := fmt.Sprintf("segments: %d of %d of one run (-start-at %s)", len(m.Present), m.Count, m.StartAt)
 	if len(m.Missing) == 0 {
 		s += ", complete"

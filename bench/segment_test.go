@@ -76,7 +76,7 @@ func TestSegmentFlag(t *testing.T) {
 		require.ErrorIs(t, err, ErrUsage, "%v", bad.args)
 		require.Contains(t, err.Error(), bad.want, "%v", bad.args)
 	}
-	_, err := ParseSweepArgs(append(base, "-segment", "0/2"), noEnv)
+	_, err := parseSweepArgs(append(base, "-segment", "0/2"), noEnv)
 	require.ErrorIs(t, err, ErrUsage, "sweep takes no -segment")
 
 	// -c 10, -rate 1000, -keys 10 over 3 segments: 3+3+4 workers, keys
@@ -116,7 +116,7 @@ func writeSegmentHlog(t *testing.T, path string, seg Segment, startAt time.Time,
 			SegmentOf: SegmentInfo{Index: seg.Index, Count: seg.Count, TotalRate: 10 * float64(seg.Count), TotalWorkers: seg.Count, TotalKeys: seg.Count, KeysSplit: true}}
 		comments = append(comments, segmentComment(c))
 	}
-	hw := NewHlogWriter(&buf, startAt, comments...)
+	hw := newHlogWriter(&buf, startAt, comments...)
 	h := load.NewHistogram()
 	for i := 0; i < count; i++ {
 		require.NoError(t, h.RecordValue(int64(1000+i)))
@@ -139,10 +139,10 @@ func TestMergeChecksSegments(t *testing.T) {
 	other := f("s1of2.hlog", Segment{1, 2}, 5)
 	plain := f("plain.hlog", Segment{}, 5)
 
-	run := func(files ...string) (int, string, string, *MergeResult) {
+	run := func(files ...string) (int, string, string, *mergeResult) {
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"merge", "-json", "-"}, files...), &out, &errb, noEnv)
-		var mr MergeResult
+		var mr mergeResult
 		if code == ExitOK {
 			require.NoError(t, json.Unmarshal(out.Bytes(), &mr))
 		}
@@ -152,7 +152,7 @@ func TestMergeChecksSegments(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, stderr, "WARNING")
 	require.Contains(t, stderr, "segments: 3 of 3 of one run")
-	require.Equal(t, &MergedSegments{Count: 3, Present: []int{0, 1, 2}, StartAt: at.UTC().Format(time.RFC3339Nano), TotalRate: 30}, mr.Segments)
+	require.Equal(t, &mergedSegments{Count: 3, Present: []int{0, 1, 2}, StartAt: at.UTC().Format(time.RFC3339Nano), TotalRate: 30}, mr.Segments)
 	require.Equal(t, int64(60), mr.Tags[0].Latency.Count)
 	require.InDelta(t, 60, mr.Tags[0].SumPerSec, 1e-9)
 
@@ -240,11 +240,11 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 	require.NotContains(t, errb.String(), "WARNING")
 	require.Contains(t, out.String(), "segments: 2 of 2 of one run")
 	t.Logf("merge:\n%s", out.String())
-	var mr MergeResult
-	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "merged", FileMergedJSON))), &mr))
+	var mr mergeResult
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "merged", fileMergedJSON))), &mr))
 	require.Equal(t, []int{0, 1}, mr.Segments.Present)
 	require.Empty(t, mr.Segments.Missing)
-	got := map[string]*MergedTag{}
+	got := map[string]*mergedTag{}
 	for _, tg := range mr.Tags {
 		got[tg.Tag] = tg
 	}

@@ -26,7 +26,7 @@ func TestShapeFlags(t *testing.T) {
 	}
 	c, err := ParseArgs([]string{"-real-local", "2", "-shape", "cluster"}, noEnv)
 	require.NoError(t, err)
-	require.Equal(t, []string{StrategyMux}, c.Strategies, "-strategy all with a cluster shape")
+	require.Equal(t, []string{strategyMux}, c.Strategies, "-strategy all with a cluster shape")
 }
 
 // -real-local -shape cluster starts one Redis Cluster per node, measures

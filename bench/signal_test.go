@@ -76,9 +76,9 @@ wait:
 	require.Equal(t, ExitInterrupted, ee.ExitCode(), "stderr %q", got)
 	last := got[len(got)-1]
 	require.Contains(t, last, "interrupted: the report covers what was measured (seq, mux partly)")
-	require.Contains(t, last, filepath.Join(dir, FileReport))
+	require.Contains(t, last, filepath.Join(dir, fileReport))
 
-	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -92,7 +92,7 @@ wait:
 	require.Positive(t, mux.Acquired)
 	require.Less(t, mux.DurationS, 1.9)
 	require.Zero(t, mux.Failed, "operations in flight at the stop finish; none is counted as failed: %v", mux.Errors)
-	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "interrupted")
 	require.Contains(t, string(md), "mux (interrupted)")
@@ -158,9 +158,9 @@ wait:
 	require.True(t, errors.As(err, &ee), "exit: %v; stderr %q", err, got)
 	require.Equal(t, ExitInterrupted, ee.ExitCode(), "stderr %q", got)
 
-	b, err := os.ReadFile(filepath.Join(dir, FileSweepJSON))
+	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
-	var rep SweepReport
+	var rep sweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.True(t, rep.Interrupted)
 	ss := rep.Strategies[0]
@@ -173,7 +173,7 @@ wait:
 		require.Zero(t, st.Failed, "the cluster must survive Ctrl-C: %+v (%v)", st.Errors, got)
 	}
 	require.Equal(t, 50.0, ss.KneeRate, "the interrupted step takes no part in the knee")
-	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "interrupted after")
 }

@@ -5,8 +5,8 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// DefaultPercentiles are the percentiles of reports without -percentiles.
-var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+// defaultPercentiles are the percentiles of reports without -percentiles.
+var defaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
 // At returns the value of percentile p from l.Percentiles, or from the
 // fixed fields, and whether it is known.

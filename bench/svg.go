@@ -11,8 +11,8 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// PlotSeries is one line of a percentile plot.
-type PlotSeries struct {
+// plotSeries is one line of a percentile plot.
+type plotSeries struct {
 	Name  string
 	Hist  *hdr.Histogram // nanoseconds
 	Color string         // "" = by strategy name, else a spare colour
@@ -22,13 +22,13 @@ type PlotSeries struct {
 	Warn string
 }
 
-var plotColors = map[string]string{StrategySeq: "#d62728", StrategyFanout: "#1f77b4", StrategyMux: "#2ca02c"}
+var plotColors = map[string]string{strategySeq: "#d62728", strategyFanout: "#1f77b4", strategyMux: "#2ca02c"}
 var plotSpare = []string{"#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
 
-// WritePlot writes the percentile-distribution plot of one metric of every
+// writePlot writes the percentile-distribution plot of one metric of every
 // strategy in rep as an SVG document.
-func WritePlot(w io.Writer, rep *Report, metric string) error {
-	var series []PlotSeries
+func writePlot(w io.Writer, rep *Report, metric string) error {
+	var series []plotSeries
 	var saturated []string
 	idx := map[string]int{}
 	for i, m := range load.Metrics {
@@ -42,7 +42,7 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		if color == "" {
 			color = plotSpare[i%len(plotSpare)]
 		}
-		ps := PlotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color}
+		ps := plotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color}
 		if s.Saturated {
 			ps.Warn = "SATURATED (behind -rate)"
 			saturated = append(saturated, s.Name)
@@ -51,10 +51,10 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 		// Refused and failed operations are drawn beside the successes, in
 		// the strategy's colour, dashed, whenever there are any.
 		if metric == load.MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
-			series = append(series, PlotSeries{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
+			series = append(series, plotSeries{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
 		}
 		if (metric == load.MetricAcquire || metric == load.MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
-			series = append(series, PlotSeries{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
+			series = append(series, plotSeries{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
 		}
 	}
 	what := metricTitle[metric]
@@ -74,13 +74,13 @@ func WritePlot(w io.Writer, rep *Report, metric string) error {
 	if rep.Interrupted {
 		sub += "; INTERRUPTED"
 	}
-	return WritePercentilePlot(w, what+" latency by percentile", sub, series)
+	return writePercentilePlot(w, what+" latency by percentile", sub, series)
 }
 
-// WritePercentilePlot draws latency (log y) against percentile (x on a
+// writePercentilePlot draws latency (log y) against percentile (x on a
 // log scale of 1/(1-p), so 90%, 99%, 99.9%, ... are equally spaced), one
 // line per series, in the style of HdrHistogram's plotter.
-func WritePercentilePlot(w io.Writer, title, subtitle string, series []PlotSeries) error {
+func writePercentilePlot(w io.Writer, title, subtitle string, series []plotSeries) error {
 	const (
 		W, H                  = 860, 520
 		left, right, top, bot = 80, 190, 62, 70

@@ -16,22 +16,22 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// DefaultSweepOut is the report directory of a sweep without -out.
-const DefaultSweepOut = "results/latest-sweep"
+// defaultSweepOut is the report directory of a sweep without -out.
+const defaultSweepOut = "results/latest-sweep"
 
 // Sweep verdict rules.
 const (
-	// SweepAutoFactor: without -slo, a step holds while its p99 is within
+	// sweepAutoFactor: without -slo, a step holds while its p99 is within
 	// this factor of the lightest step's p99 (and at least
-	// SweepAutoMinSlack above it).
-	SweepAutoFactor   = 3.0
-	SweepAutoMinSlack = time.Millisecond
-	// SweepMaxFailedShare: a step with a larger share of failed operations
+	// sweepAutoMinSlack above it).
+	sweepAutoFactor   = 3.0
+	sweepAutoMinSlack = time.Millisecond
+	// sweepMaxFailedShare: a step with a larger share of failed operations
 	// does not hold, whatever its latency.
-	SweepMaxFailedShare = 0.01
-	// SweepMaxProbeMultiple: while steps hold, a probed sweep goes on past
+	sweepMaxFailedShare = 0.01
+	// sweepMaxProbeMultiple: while steps hold, a probed sweep goes on past
 	// the probe's rate, at the same spacing, up to this multiple of it.
-	SweepMaxProbeMultiple = 3.0
+	sweepMaxProbeMultiple = 3.0
 )
 
 // SLO is a latency objective: percentile P of every operation's latency
@@ -43,8 +43,8 @@ type SLO struct {
 
 func (s SLO) String() string { return pctName(s.P) + "<" + s.Max.String() }
 
-// ParseSLO parses "p99<2ms", "p99.9<5ms" (also "<=").
-func ParseSLO(s string) (*SLO, error) {
+// parseSLO parses "p99<2ms", "p99.9<5ms" (also "<=").
+func parseSLO(s string) (*SLO, error) {
 	bad := fmt.Errorf("bad -slo %q: want pP<DURATION, e.g. p99<2ms or p99.9<5ms", s)
 	p, d, ok := strings.Cut(strings.TrimSpace(s), "<")
 	if !ok || !strings.HasPrefix(p, "p") {
@@ -63,7 +63,7 @@ func ParseSLO(s string) (*SLO, error) {
 }
 
 // stepOK decides whether a measured step holds the objective.
-func (st *SweepStep) judge(slo SLO) {
+func (st *sweepStep) judge(slo SLO) {
 	st.SLOUs = us(load.ValueAtPercentile(st.hist, slo.P))
 	budget := float64(slo.Max) / 1e3
 	switch {
@@ -73,8 +73,8 @@ func (st *SweepStep) judge(slo SLO) {
 		st.Why = "no operation completed"
 	case st.Saturated:
 		st.Why = "saturated: " + st.Saturation
-	case st.FailedShare > SweepMaxFailedShare:
-		st.Why = fmt.Sprintf("%.1f%% of operations failed (over %g%%)", 100*st.FailedShare, 100*SweepMaxFailedShare)
+	case st.FailedShare > sweepMaxFailedShare:
+		st.Why = fmt.Sprintf("%.1f%% of operations failed (over %g%%)", 100*st.FailedShare, 100*sweepMaxFailedShare)
 	case st.SLOUs > budget:
 		st.Why = fmt.Sprintf("%s %s over %s", pctName(slo.P), fmtUs(st.SLOUs), fmtUs(budget))
 	default:
@@ -86,14 +86,14 @@ func (st *SweepStep) judge(slo SLO) {
 }
 
 // sweepStepFrom summarizes one measured step.
-func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep {
+func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *sweepStep {
 	all := load.NewHistogram()
 	for _, i := range []int{load.MAcquireRelease, load.MNotAcquired, load.MFailed} {
 		all.Merge(res.hists[i])
 	}
 	// An operation whose release failed after it acquired is in failed;
 	// an acquired one still releasing when the step ended is in neither.
-	st := &SweepStep{
+	st := &sweepStep{
 		TargetRate: rate, OpsPerSec: res.OpsPerSec, Ops: res.Ops, DurationS: res.DurationS,
 		Saturated: res.Saturated, Saturation: res.Saturation, Failed: res.Failed, FailedShare: res.FailedShare(),
 		Latency: Summarize(all, pcts...), ClientCPUUsPerOp: res.CPUUsPerOp, Interrupted: res.Interrupted,
@@ -116,7 +116,7 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *SweepStep
 // machineFrom records how busy the whole machine was during the step: its
 // load average, busy CPUs, those used by other processes than this one and
 // its local servers (local: the servers run here), and steal.
-func (st *SweepStep) machineFrom(before, after machineSnap, res *StrategyResult, nodes int, local bool) {
+func (st *sweepStep) machineFrom(before, after machineSnap, res *StrategyResult, nodes int, local bool) {
 	if v, err := strconv.ParseFloat(loadAvg(), 64); err == nil {
 		st.LoadAvg = v
 	}
@@ -138,10 +138,10 @@ func (st *SweepStep) machineFrom(before, after machineSnap, res *StrategyResult,
 // since a rate that a heavier one holds is not past capacity (a glitch
 // spanning both of its runs is not a knee). Two steps in a row that do not
 // hold end the prefix.
-func (ss *SweepStrategy) kneeOf() {
+func (ss *sweepStrategy) kneeOf() {
 	sort.SliceStable(ss.Steps, func(i, j int) bool { return ss.Steps[i].TargetRate < ss.Steps[j].TargetRate })
 	ss.Knee, ss.KneeRate, ss.Saturated = nil, 0, false
-	var judged []*SweepStep
+	var judged []*sweepStep
 	for _, st := range ss.Steps {
 		st.SetAside = false
 		if !st.Repeated && !st.Interrupted {
@@ -164,7 +164,7 @@ func (ss *SweepStrategy) kneeOf() {
 
 // firstFailAbove is the lightest step above the knee that did not hold
 // (nil if none).
-func (ss *SweepStrategy) firstFailAbove() *SweepStep {
+func (ss *sweepStrategy) firstFailAbove() *sweepStep {
 	for _, st := range ss.Steps {
 		if !st.Held && !st.Repeated && !st.Interrupted && st.TargetRate > ss.KneeRate {
 			return st
@@ -192,14 +192,14 @@ func roundRate(r float64) float64 {
 	return math.Max(1, math.Round(r/e)*e)
 }
 
-// RunSweep runs a capacity sweep: per strategy, open-loop steps of rising
+// runSweep runs a capacity sweep: per strategy, open-loop steps of rising
 // rate (each warmed up at its own rate, then measured for -step), stopping
 // at the first saturated step or after two steps in a row that do not
 // hold (a probed sweep whose steps all hold goes on at the same spacing, up
-// to SweepMaxProbeMultiple times the probe's rate), then bisection steps between the last that held and the first that
+// to sweepMaxProbeMultiple times the probe's rate), then bisection steps between the last that held and the first that
 // did not. Interrupted (ctx), it returns what was measured with
 // ErrInterrupted.
-func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error) {
+func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error) {
 	o.discardUnset()
 	if err := checkOut(cfg); err != nil {
 		return nil, err
@@ -212,12 +212,12 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 		return nil, err
 	}
 	defer sess.t.close()
-	rep := &SweepReport{Config: sess.config, Env: sess.env}
+	rep := &sweepReport{Config: sess.config, Env: sess.env}
 	rep.Config.Loop = "open"
 	rep.Config.DurationS = cfg.Step.Seconds()
 
 	var hbuf bytes.Buffer
-	hw := NewHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command, Version())
+	hw := newHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command, versionString())
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	sw := &sweeper{cfg: cfg, sess: sess, keyPrefix: "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":", hw: hw, tags: map[string]int{}}
@@ -290,7 +290,7 @@ func RunSweep(ctx context.Context, cfg *Config, o Options) (*SweepReport, error)
 		tableOut = o.Stderr
 	}
 	if !cfg.Quiet {
-		WriteSweepTable(tableOut, rep)
+		writeSweepTable(tableOut, rep)
 	}
 	if err := writeSweepOutputs(cfg, rep, o.Stdout); err != nil {
 		return rep, redactErr(err, cfg.secrets()...)
@@ -311,7 +311,7 @@ type sweeper struct {
 	cfg       *Config
 	sess      *session
 	keyPrefix string
-	hw        *HlogWriter
+	hw        *hlogWriter
 	say       func(string, ...any)
 	slo       SLO
 	// tags counts the runs of each step tag, so that a step run again gets
@@ -321,19 +321,19 @@ type sweeper struct {
 
 // strategySweep is one strategy's sweep in progress.
 type strategySweep struct {
-	ss    *SweepStrategy
+	ss    *sweepStrategy
 	rates []float64
 	// first is the lightest step, measured in phase 1 and judged in phase 2.
-	first *SweepStep
+	first *sweepStep
 	// firstRun is the lightest step's first run when it failed or did not
 	// keep up and first is its re-run, made in phase 1 so that a glitch
 	// does not set the automatic objective (nil: first is the first run).
-	firstRun *SweepStep
+	firstRun *sweepStep
 	done     bool
 }
 
 // open makes a strategy and its workers (closed by the returned func).
-func (sw *sweeper) open(ctx context.Context, name string) (Strategy, []load.Worker, func(), error) {
+func (sw *sweeper) open(ctx context.Context, name string) (lockStrategy, []load.Worker, func(), error) {
 	s, err := newStrategy(name, sw.sess.t.addrs, sw.sess.params, sw.cfg.Conns)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -363,7 +363,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		return nil, err
 	}
 	defer closeAll()
-	r := &strategySweep{ss: &SweepStrategy{Name: name}, rates: sw.cfg.Rates}
+	r := &strategySweep{ss: &sweepStrategy{Name: name}, rates: sw.cfg.Rates}
 	if len(r.rates) == 0 {
 		pc := sw.base()
 		pc.Tag = name + ".probe"
@@ -401,12 +401,12 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 // glitch says why a step, before any objective, is run again: too many of
 // its operations failed, or it did not keep up ("" for neither, or a step
 // that was interrupted or measured nothing).
-func (st *SweepStep) glitch() string {
+func (st *sweepStep) glitch() string {
 	switch {
 	case st == nil || st.Interrupted || st.Ops == 0:
 		return ""
-	case st.FailedShare > SweepMaxFailedShare:
-		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*SweepMaxFailedShare, errString(st.Errors))
+	case st.FailedShare > sweepMaxFailedShare:
+		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*sweepMaxFailedShare, errString(st.Errors))
 	case st.Saturated:
 		return "saturated: " + st.Saturation
 	}
@@ -430,23 +430,23 @@ func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
 		}
 	}
 	if best == nil {
-		sw.slo = SLO{P: 99, Max: SweepAutoMinSlack}
+		sw.slo = SLO{P: 99, Max: sweepAutoMinSlack}
 		return sw.slo.String(), "automatic: no lightest step completed"
 	}
 	p99 := time.Duration(load.ValueAtPercentile(best.first.hist, 99))
 	sw.slo = SLO{P: 99, Max: autoBudget(p99)}
 	return sw.slo.String(), fmt.Sprintf("automatic, one for every strategy: %gx the p99 of the best strategy's lightest step (%s at %s ops/s: p99 %s), at least +%v",
-		SweepAutoFactor, best.ss.Name, fmtCount(best.first.TargetRate), fmtUs(us(int64(p99))), SweepAutoMinSlack)
+		sweepAutoFactor, best.ss.Name, fmtCount(best.first.TargetRate), fmtUs(us(int64(p99))), sweepAutoMinSlack)
 }
 
 // autoBudget is the automatic objective's bound for a lightest step's p99.
 func autoBudget(p99 time.Duration) time.Duration {
-	return max(time.Duration(SweepAutoFactor*float64(p99)), p99+SweepAutoMinSlack).Round(10 * time.Microsecond)
+	return max(time.Duration(sweepAutoFactor*float64(p99)), p99+sweepAutoMinSlack).Round(10 * time.Microsecond)
 }
 
 // measureStep runs one open-loop step (not judged). Each run of a rate has
 // its own interval-log tag.
-func (sw *sweeper) measureStep(ctx context.Context, s Strategy, workers []load.Worker, name string, rate float64, refine bool) (*SweepStep, error) {
+func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []load.Worker, name string, rate float64, refine bool) (*sweepStep, error) {
 	rc := sw.base()
 	rc.Rate, rc.WarmupRate = rate, rate
 	tag := name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
@@ -486,7 +486,7 @@ type stepRunner struct {
 	sw      *sweeper
 	ctx     context.Context
 	r       *strategySweep
-	s       Strategy
+	s       lockStrategy
 	workers []load.Worker
 	closers []func()
 	opened  bool
@@ -515,7 +515,7 @@ func (sr *stepRunner) close() {
 
 // report prints a judged step; after a step that did not hold, it lets
 // the queues left by an overloaded step drain before the next.
-func (sr *stepRunner) report(st *SweepStep) {
+func (sr *stepRunner) report(st *sweepStep) {
 	sw, ctx := sr.sw, sr.ctx
 	verdict := "held"
 	if !st.Held {
@@ -535,7 +535,7 @@ func (sr *stepRunner) report(st *SweepStep) {
 }
 
 // step1 measures, judges and reports one step at rate.
-func (sr *stepRunner) step1(rate float64, refine bool) (*SweepStep, error) {
+func (sr *stepRunner) step1(rate float64, refine bool) (*sweepStep, error) {
 	if err := sr.ensure(); err != nil {
 		return nil, err
 	}
@@ -551,11 +551,11 @@ func (sr *stepRunner) step1(rate float64, refine bool) (*SweepStep, error) {
 
 // step runs a rate (unless st is that rate's step, already measured), and
 // once more when it missed only the latency objective or did not keep up
-// (see SweepStep.Repeated). saturated reports that the rate did not hold
+// (see sweepStep.Repeated). saturated reports that the rate did not hold
 // and one of its runs could not keep up: a saturated first run whose
 // re-run then kept up but missed the objective (the queue left by the
 // first run) is still a rate past saturation, and the sweep stops there.
-func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (_ *SweepStep, saturated bool, err error) {
+func (sr *stepRunner) step(st *sweepStep, rate float64, refine bool) (_ *sweepStep, saturated bool, err error) {
 	if st == nil {
 		if st, err = sr.step1(rate, refine); st == nil || err != nil {
 			return st, false, err
@@ -576,10 +576,10 @@ func (sr *stepRunner) step(st *SweepStep, rate float64, refine bool) (_ *SweepSt
 // sweepOn judges a strategy's lightest step under sw.slo and runs the
 // rest of its steps: rising rates, stopping at the first saturated step
 // or after two steps in a row that do not hold (a probed sweep whose steps
-// all hold goes on at the same spacing, up to SweepMaxProbeMultiple times
+// all hold goes on at the same spacing, up to sweepMaxProbeMultiple times
 // the probe's rate), then bisection steps between the last that held and
 // the first that did not. A step that misses only the objective or does
-// not keep up is run again (see SweepStep.Repeated).
+// not keep up is run again (see sweepStep.Repeated).
 func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	cfg, ss := sw.cfg, r.ss
 	sr := &stepRunner{sw: sw, ctx: ctx, r: r}
@@ -599,7 +599,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	fails := 0
 	for i := 0; i < len(r.rates); i++ {
 		rate := r.rates[i]
-		var st *SweepStep
+		var st *sweepStep
 		var saturated bool
 		var err error
 		switch {
@@ -615,7 +615,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		}
 		if st.Held {
 			fails = 0
-			if i == len(r.rates)-1 && ss.ProbeOpsPerSec > 0 && rate < SweepMaxProbeMultiple*ss.ProbeOpsPerSec {
+			if i == len(r.rates)-1 && ss.ProbeOpsPerSec > 0 && rate < sweepMaxProbeMultiple*ss.ProbeOpsPerSec {
 				// The probe read low (a closed loop of -c workers need not
 				// reach capacity): go on at the same spacing.
 				r.rates = append(r.rates, roundRate(rate+ss.ProbeOpsPerSec/float64(cfg.Steps)))
@@ -651,7 +651,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 // keeping up with its rate or on failures (a lone stall on a shared machine,
 // a node paused for a moment), is run once more; the repeat's verdict
 // stands. Interrupted steps and steps that measured nothing are not.
-func (st *SweepStep) rerunnable() bool {
+func (st *sweepStep) rerunnable() bool {
 	return !st.Held && !st.Repeated && !st.Interrupted && st.Ops > 0
 }
 
@@ -659,7 +659,7 @@ func (st *SweepStep) rerunnable() bool {
 // -capacity-rate, those whose capacity under the objective is below it
 // (a sweep that never saturated below it has not shown it holds); without,
 // those where no step held.
-func (rep *SweepReport) Breaches() []string {
+func (rep *sweepReport) Breaches() []string {
 	var out []string
 	r := rep.Config.CapacityRate
 	for _, ss := range rep.Strategies {
@@ -676,7 +676,7 @@ func (rep *SweepReport) Breaches() []string {
 }
 
 // finish records the objective, the knee and what bound it.
-func (ss *SweepStrategy) finish(slo SLO, source string, cfg *Config) {
+func (ss *sweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	ss.SLO = slo.String()
 	if cfg.SLO == nil {
 		ss.SLO += " (automatic, the same for every strategy)"
@@ -693,13 +693,13 @@ func (ss *SweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	}
 }
 
-// SweepWorkersBusy: past the knee, workers busy at least this share of
+// sweepWorkersBusy: past the knee, workers busy at least this share of
 // the time were the limit ("bound by the workers").
-const SweepWorkersBusy = 0.9
+const sweepWorkersBusy = 0.9
 
 // bound names what most likely limited the knee, from the CPU figures of
 // the knee and the measured worker occupancy of the first step past it.
-func (ss *SweepStrategy) bound(cfg *Config) string {
+func (ss *sweepStrategy) bound(cfg *Config) string {
 	k := ss.Knee
 	if k == nil || !ss.Saturated {
 		return ""
@@ -733,7 +733,7 @@ func (ss *SweepStrategy) bound(cfg *Config) string {
 		// steps that broke far below it broke on something else
 		// (timeouts on a loaded machine, the objective).
 		capOps := cfg.NodeCap / 2
-		if f == nil || f.TargetRate >= SweepCapNear*capOps {
+		if f == nil || f.TargetRate >= sweepCapNear*capOps {
 			return fmt.Sprintf("the planted node cap (-node-cap %g commands/s, %g lock ops/s)", cfg.NodeCap, capOps)
 		}
 		capNote = fmt.Sprintf("not the planted node cap (-node-cap %g commands/s, %g lock ops/s: the first step that did not hold asked for %s ops/s, %.0f%% of it, and %s); ",
@@ -742,13 +742,13 @@ func (ss *SweepStrategy) bound(cfg *Config) string {
 	return capNote + ss.boundBy(cfg, boundFigures{nodes: nodes, server: server, busiest: busiest, client: client, busy: busy, workersCap: workersCap, needed: needed, local: local})
 }
 
-// SweepCapNear: a planted -node-cap bounds the knee when the first step
+// sweepCapNear: a planted -node-cap bounds the knee when the first step
 // that did not hold asked for at least this share of the cap's rate.
-const SweepCapNear = 0.8
+const sweepCapNear = 0.8
 
 // starvedAround says how the machine was CPU-starved at the knee or at the
 // first step past it ("" when neither was).
-func starvedAround(steps ...*SweepStep) string {
+func starvedAround(steps ...*sweepStep) string {
 	for _, st := range steps {
 		if why := st.starved(numCPU()); why != "" {
 			return fmt.Sprintf("at %s ops/s: %s", fmtCount(st.TargetRate), why)
@@ -766,7 +766,7 @@ type boundFigures struct {
 
 // boundBy names the resource that bound the knee from its figures, the
 // latency objective itself when none did.
-func (ss *SweepStrategy) boundBy(cfg *Config, b boundFigures) string {
+func (ss *sweepStrategy) boundBy(cfg *Config, b boundFigures) string {
 	k, nodes, server, busiest, client, busy, workersCap, needed, local := ss.Knee, b.nodes, b.server, b.busiest, b.client, b.busy, b.workersCap, b.needed, b.local
 	switch {
 	case busiest >= 0.8:
@@ -775,7 +775,7 @@ func (ss *SweepStrategy) boundBy(cfg *Config, b boundFigures) string {
 		return fmt.Sprintf("the client's CPU: %.2f of %d cores at the knee", client, numCPU())
 	case local && server > 0 && client+server*float64(nodes) >= 0.7*float64(numCPU()):
 		return fmt.Sprintf("this machine's CPU: client %.2f + servers %.2f cores of %d at the knee (they share it)", client, server*float64(nodes), numCPU())
-	case busy >= SweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
+	case busy >= sweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
 		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, fmtUs(k.MeanServiceUs), fmtCount(workersCap), 100*busy)
 	case starvedAround(k, ss.firstFailAbove()) != "":
 		return "this machine's CPU, starved by other work (" + starvedAround(k, ss.firstFailAbove()) + "): the knee is this machine's, not the target's; sweep again on a quiet machine, or with the client on a machine of its own"

@@ -17,12 +17,12 @@ import (
 )
 
 // runSweepArgs parses and runs a sweep command line (after "sweep").
-func runSweepArgs(t *testing.T, args ...string) (*SweepReport, string, string) {
+func runSweepArgs(t *testing.T, args ...string) (*sweepReport, string, string) {
 	t.Helper()
-	cfg, err := ParseSweepArgs(args, noEnv)
+	cfg, err := parseSweepArgs(args, noEnv)
 	require.NoError(t, err)
 	var out, errb bytes.Buffer
-	rep, err := RunSweep(context.Background(), cfg, Options{Stdout: &out, Stderr: &errb})
+	rep, err := runSweep(context.Background(), cfg, Options{Stdout: &out, Stderr: &errb})
 	require.NoError(t, err, "stderr: %s", errb.String())
 	return rep, out.String(), errb.String()
 }
@@ -90,32 +90,32 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 	require.Contains(t, ss.Bound, "node cap")
 
 	// Every output is there and readable.
-	md, err := os.ReadFile(filepath.Join(dir, FileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
 	require.NoError(t, err)
 	for _, want := range []string{"## Capacity", "### Headroom", "## Steps", "**knee**", "redmux-bench sweep -fake 5"} {
 		require.Contains(t, string(md), want)
 	}
-	var doc SweepReport
-	b, err := os.ReadFile(filepath.Join(dir, FileSweepJSON))
+	var doc sweepReport
+	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Equal(t, ss.KneeRate, doc.Strategies[0].KneeRate)
-	f, err := os.Open(filepath.Join(dir, FileSweepCSV))
+	f, err := os.Open(filepath.Join(dir, fileSweepCSV))
 	require.NoError(t, err)
 	rows, err := csv.NewReader(f).ReadAll()
 	f.Close()
 	require.NoError(t, err)
 	require.Len(t, rows, 1+len(ss.Steps))
-	svg, err := os.ReadFile(filepath.Join(dir, FileSweepPlot))
+	svg, err := os.ReadFile(filepath.Join(dir, fileSweepPlot))
 	require.NoError(t, err)
 	require.NoError(t, xml.Unmarshal(svg, new(struct{})), "the SVG is well-formed XML")
 	require.Equal(t, 2, strings.Count(string(svg), "<polyline"), "one objective line and one p50 line")
-	hf, err := os.Open(filepath.Join(dir, FileSweepHlog))
+	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
 	require.NoError(t, err)
-	hs, err := ReadHlog(hf)
+	hs, err := readHlog(hf)
 	hf.Close()
 	require.NoError(t, err)
-	merged, _ := MergeTagged(hs)
+	merged, _ := mergeTagged(hs)
 	require.Contains(t, merged, "mux.r75.acquire_release")
 
 	// Control: without the cap the same steps all hold.
@@ -168,26 +168,26 @@ func (s sleepStrategy) NewWorker(context.Context) (load.Worker, error) { return 
 func (s sleepStrategy) Close() error                                   { return nil }
 
 func TestParseSLOAndSweepFlags(t *testing.T) {
-	s, err := ParseSLO("p99.9<5ms")
+	s, err := parseSLO("p99.9<5ms")
 	require.NoError(t, err)
 	require.Equal(t, SLO{P: 99.9, Max: 5 * time.Millisecond}, *s)
 	require.Equal(t, "p99.9<5ms", s.String())
-	s, err = ParseSLO("p50<=1.5ms")
+	s, err = parseSLO("p50<=1.5ms")
 	require.NoError(t, err)
 	require.Equal(t, SLO{P: 50, Max: 1500 * time.Microsecond}, *s)
 	for _, bad := range []string{"", "99<5ms", "p99", "p100<1ms", "p0<1ms", "p99<5", "p99<-1ms", "px<1ms"} {
-		_, err := ParseSLO(bad)
+		_, err := parseSLO(bad)
 		require.Error(t, err, bad)
 	}
-	c, err := ParseSweepArgs([]string{"-rates", "300, 100,200", "-slo", "p99<2ms"}, noEnv)
+	c, err := parseSweepArgs([]string{"-rates", "300, 100,200", "-slo", "p99<2ms"}, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, []float64{100, 200, 300}, c.Rates)
 	require.Equal(t, 64, c.Workers, "a sweep's default workers")
-	require.Equal(t, DefaultSweepOut, c.Out)
+	require.Equal(t, defaultSweepOut, c.Out)
 	require.True(t, strings.HasPrefix(c.Command, "redmux-bench sweep -rates"), c.Command)
 	for _, args := range [][]string{{"-rate", "100"}, {"-d", "5s"}, {"-n", "10"}, {"-rates", "1,1"}, {"-rates", "0"},
 		{"-slo", "fast"}, {"-steps", "1"}, {"-refine", "-1"}, {"-hlog", "x"}, {"-nodes", "127.0.0.1:1", "-node-cap", "10"}} {
-		_, err := ParseSweepArgs(args, noEnv)
+		_, err := parseSweepArgs(args, noEnv)
 		require.ErrorIs(t, err, ErrUsage, "%v", args)
 	}
 	var out, errb bytes.Buffer
@@ -205,14 +205,14 @@ func TestSweepRatesAndJudge(t *testing.T) {
 		load.Record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
 	}
 	slo := SLO{P: 99, Max: 50 * time.Millisecond}
-	st := &SweepStep{Ops: 100, hist: h}
+	st := &sweepStep{Ops: 100, hist: h}
 	st.judge(slo)
 	require.False(t, st.Held)
 	require.Contains(t, st.Why, "p99")
-	st = &SweepStep{Ops: 100, hist: h}
+	st = &sweepStep{Ops: 100, hist: h}
 	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
 	require.True(t, st.Held, st.Why)
-	st = &SweepStep{Ops: 100, hist: h, FailedShare: 0.02}
+	st = &sweepStep{Ops: 100, hist: h, FailedShare: 0.02}
 	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
 	require.False(t, st.Held)
 	require.Contains(t, st.Why, "failed")
@@ -220,14 +220,14 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	// Issue 36 item 1: a lone step that did not hold (its re-run
 	// included) below one that held is set aside, and the strategy is
 	// judged by the steps that held above it.
-	ss := &SweepStrategy{Steps: []*SweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
+	ss := &sweepStrategy{Steps: []*sweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
 	ss.kneeOf()
 	require.Equal(t, 300.0, ss.KneeRate)
 	require.False(t, ss.Saturated)
 	require.True(t, ss.Steps[1].SetAside)
 	require.Nil(t, ss.firstFailAbove())
 	// The lightest step too.
-	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, FailedShare: 0.2}, {TargetRate: 200, Held: true}, {TargetRate: 400, Held: true}, {TargetRate: 800}}}
+	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, FailedShare: 0.2}, {TargetRate: 200, Held: true}, {TargetRate: 400, Held: true}, {TargetRate: 800}}}
 	ss.kneeOf()
 	require.Equal(t, 400.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
@@ -235,7 +235,7 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	require.Equal(t, 800.0, ss.firstFailAbove().TargetRate)
 	// Two in a row that did not hold end the prefix: a later step holding
 	// again (noise) does not raise the knee.
-	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200}, {TargetRate: 300}, {TargetRate: 400, Held: true}}}
+	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200}, {TargetRate: 300}, {TargetRate: 400, Held: true}}}
 	ss.kneeOf()
 	require.Equal(t, 100.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
@@ -244,13 +244,13 @@ func TestSweepRatesAndJudge(t *testing.T) {
 
 	// A step run again after missing only the objective: the repeat's
 	// verdict stands.
-	ss = &SweepStrategy{Steps: []*SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
+	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
 	ss.kneeOf()
 	require.Equal(t, 200.0, ss.KneeRate)
 	require.Equal(t, 300.0, ss.firstFailAbove().TargetRate)
 }
 
-func steps(ss *SweepStrategy) []string {
+func steps(ss *sweepStrategy) []string {
 	var out []string
 	for _, st := range ss.Steps {
 		v := "held"

@@ -15,16 +15,16 @@ import (
 
 // Files written in a sweep's -out directory.
 const (
-	FileSweepReport = "sweep.md"
-	FileSweepJSON   = "sweep.json"
-	FileSweepCSV    = "sweep.csv"
-	FileSweepPlot   = "sweep.svg"
-	FileSweepHlog   = "sweep.hlog"
+	fileSweepReport = "sweep.md"
+	fileSweepJSON   = "sweep.json"
+	fileSweepCSV    = "sweep.csv"
+	fileSweepPlot   = "sweep.svg"
+	fileSweepHlog   = "sweep.hlog"
 )
 
 func numCPU() int { return runtime.NumCPU() }
 
-func kneeCell(ss *SweepStrategy) string {
+func kneeCell(ss *sweepStrategy) string {
 	switch {
 	case ss.Knee == nil:
 		return "none (no step held)"
@@ -34,8 +34,8 @@ func kneeCell(ss *SweepStrategy) string {
 	return fmtCount(ss.KneeRate)
 }
 
-// WriteSweepTable prints the steps and knees for a terminal.
-func WriteSweepTable(w io.Writer, rep *SweepReport) {
+// writeSweepTable prints the steps and knees for a terminal.
+func writeSweepTable(w io.Writer, rep *sweepReport) {
 	c := rep.Config
 	fmt.Fprintf(w, "objective for every strategy: %s (%s)\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "%s; sweep of %s, %d workers, workload %s, keys %d, %gs steps\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Workload, c.Keys, c.DurationS)
@@ -83,8 +83,8 @@ func WriteSweepTable(w io.Writer, rep *SweepReport) {
 	}
 }
 
-// WriteSweepCSV writes one row per strategy and step.
-func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
+// writeSweepCSV writes one row per strategy and step.
+func writeSweepCSV(w io.Writer, rep *sweepReport) error {
 	cw := csv.NewWriter(w)
 	pcts := reportPercentiles(rep.Config)
 	head := []string{"strategy", "target_rate", "ops_per_sec", "ops", "saturated", "failed", "failed_share", "held", "knee", "refinement", "repeated", "slo", "slo_us", "min_us", "mean_us"}
@@ -118,15 +118,15 @@ func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
 	return cw.Error()
 }
 
-// WriteSweepJSON writes sweep.json.
-func WriteSweepJSON(w io.Writer, rep *SweepReport) error {
+// writeSweepJSON writes sweep.json.
+func writeSweepJSON(w io.Writer, rep *sweepReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
 
-// WriteSweepMarkdown writes sweep.md: the capacity report.
-func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
+// writeSweepMarkdown writes sweep.md: the capacity report.
+func writeSweepMarkdown(w io.Writer, rep *sweepReport) error {
 	c, e := rep.Config, rep.Env
 	title := c.Title
 	if title == "" {
@@ -145,9 +145,9 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
-	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", SaturationShare*100, SweepMaxFailedShare*100)
+	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", saturationShare*100, sweepMaxFailedShare*100)
 	writeKneeTable(w, rep)
-	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
+	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", fileSweepPlot)
 	writeProvisioning(w, rep)
 	writeHeadroom(w, rep)
 
@@ -155,13 +155,13 @@ func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 
 	writeSweepConfig(w, c, e)
 	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>`, `<strategy>.r<rate>.run2.<metric>` for a step run again, and `<strategy>.probe.<metric>`; each step's tag is its `hlog_tag` in sweep.json), [%s](%s).\n",
-		FileSweepJSON, FileSweepJSON, FileSweepCSV, FileSweepCSV, FileSweepHlog, FileSweepHlog, FileSweepPlot, FileSweepPlot)
+		fileSweepJSON, fileSweepJSON, fileSweepCSV, fileSweepCSV, fileSweepHlog, fileSweepHlog, fileSweepPlot, fileSweepPlot)
 	return nil
 }
 
 // writeKneeTable writes each strategy's capacity and its figures at the
 // knee, and a hint for a strategy with no knee.
-func writeKneeTable(w io.Writer, rep *SweepReport) {
+func writeKneeTable(w io.Writer, rep *sweepReport) {
 	kt := newTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
 	for _, ss := range rep.Strategies {
 		k := ss.Knee
@@ -202,7 +202,7 @@ func writeKneeTable(w io.Writer, rep *SweepReport) {
 
 // starvedNote says that the machine was CPU-starved during a strategy's
 // steps, unless its "bound by" says so already ("" when it was not).
-func starvedNote(ss *SweepStrategy) string {
+func starvedNote(ss *sweepStrategy) string {
 	if ss.Starved == "" || strings.Contains(ss.Bound, "starved") {
 		return ""
 	}
@@ -211,7 +211,7 @@ func starvedNote(ss *SweepStrategy) string {
 
 // rerunNotes says which of a strategy's steps were run again and why, and
 // which were set aside as lone failures below a heavier step that held.
-func rerunNotes(ss *SweepStrategy) []string {
+func rerunNotes(ss *sweepStrategy) []string {
 	var out []string
 	for i, st := range ss.Steps {
 		switch {
@@ -242,7 +242,7 @@ func rerunNotes(ss *SweepStrategy) []string {
 }
 
 // writeStepsSection writes every step of every strategy.
-func writeStepsSection(w io.Writer, rep *SweepReport) {
+func writeStepsSection(w io.Writer, rep *sweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
@@ -300,7 +300,7 @@ func writeStepsSection(w io.Writer, rep *SweepReport) {
 
 // machineCell is a step's machine figures: load average, CPUs used by
 // other processes, steal ("-" when not measured).
-func machineCell(st *SweepStep) string {
+func machineCell(st *sweepStep) string {
 	if st.LoadAvg == 0 && st.MachineBusyCores == 0 {
 		return "-"
 	}
@@ -348,11 +348,11 @@ func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 
 // noKneeHint says what to change when no step of a strategy held ("" when
 // one did).
-func noKneeHint(ss *SweepStrategy) string {
+func noKneeHint(ss *sweepStrategy) string {
 	if ss.Knee != nil || len(ss.Steps) == 0 {
 		return ""
 	}
-	var light *SweepStep
+	var light *sweepStep
 	for _, st := range ss.Steps {
 		if !st.Interrupted && (light == nil || st.TargetRate < light.TargetRate) {
 			light = st
@@ -362,7 +362,7 @@ func noKneeHint(ss *SweepStrategy) string {
 		return "every step was interrupted; run the sweep again."
 	}
 	switch {
-	case light.FailedShare > SweepMaxFailedShare:
+	case light.FailedShare > sweepMaxFailedShare:
 		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", fmtCount(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
 	case light.Saturated:
 		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", fmtCount(light.TargetRate), light.Saturation)
@@ -401,12 +401,12 @@ type provision struct {
 	serverUs float64 // busiest node's CPU us/op at the whole rate on one group (fitted; 0: unknown)
 	// units are copies of what was measured (one client process of -c
 	// workers and one Redlock group, keys spread over the groups), each
-	// at Utilisation of the knee.
+	// at utilisation of the knee.
 	units     int
-	clientCPU float64 // client cores for the target rate, at Utilisation
+	clientCPU float64 // client cores for the target rate, at utilisation
 	nodeCPU   float64 // one node's cores if one group took the whole rate
 	groups    int     // groups the servers' CPU (or a planted cap) needs alone
-	fit       *CostFit
+	fit       *costFit
 	none      string // why there is no plan
 }
 
@@ -439,37 +439,37 @@ func (p provision) line() string {
 
 // provisionFor sizes the target rate r from a strategy's knee and its CPU
 // costs fitted over the steps that held.
-func provisionFor(ss *SweepStrategy, r float64, nodeCap float64) provision {
+func provisionFor(ss *sweepStrategy, r float64, nodeCap float64) provision {
 	p := provision{name: ss.Name}
 	if ss.Knee == nil {
 		p.none = "no plan: no step held the objective"
 		return p
 	}
 	p.knee, p.lower, p.starved = ss.KneeRate, !ss.Saturated, ss.Starved != ""
-	p.units = int(math.Ceil(r / (p.knee * Utilisation)))
+	p.units = int(math.Ceil(r / (p.knee * utilisation)))
 	unit := r / float64(p.units)
 	p.fit = fitCost(ss.Steps, clientCost)
 	p.clientUs = p.fit.usPerOp(unit)
-	p.clientCPU = float64(p.units) * p.fit.cores(unit) / Utilisation
+	p.clientCPU = float64(p.units) * p.fit.cores(unit) / utilisation
 	if sf := fitCost(ss.Steps, busiestCost); sf != nil {
 		p.serverUs, p.nodeCPU = sf.usPerOp(r), sf.cores(r)
-		// The fewest groups whose busiest node stays at Utilisation of a
+		// The fewest groups whose busiest node stays at utilisation of a
 		// core, each taking r/groups.
-		g := math.Ceil(p.nodeCPU / Utilisation)
-		if sf.FixedCores < Utilisation {
-			g = math.Ceil(sf.UsPerOp * r / 1e6 / (Utilisation - sf.FixedCores))
+		g := math.Ceil(p.nodeCPU / utilisation)
+		if sf.FixedCores < utilisation {
+			g = math.Ceil(sf.UsPerOp * r / 1e6 / (utilisation - sf.FixedCores))
 		}
 		p.groups = max(1, int(g))
 	}
 	if nodeCap > 0 {
 		// A planted cap is a node's limit whatever its CPU: 2 commands per
 		// lock operation.
-		p.groups = max(p.groups, int(math.Ceil(r/(nodeCap/2*Utilisation))))
+		p.groups = max(p.groups, int(math.Ceil(r/(nodeCap/2*utilisation))))
 	}
 	return p
 }
 
-func provisionAll(rep *SweepReport) []provision {
+func provisionAll(rep *sweepReport) []provision {
 	var out []provision
 	for _, ss := range rep.Strategies {
 		out = append(out, provisionFor(ss, rep.Config.CapacityRate, rep.Config.NodeCap))
@@ -479,7 +479,7 @@ func provisionAll(rep *SweepReport) []provision {
 
 // writeProvisioning writes the Provisioning section: what -capacity-rate
 // takes in client and server cores, from the costs measured at the knee.
-func writeProvisioning(w io.Writer, rep *SweepReport) {
+func writeProvisioning(w io.Writer, rep *sweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Provisioning")
 	fmt.Fprintln(w)
@@ -490,7 +490,7 @@ func writeProvisioning(w io.Writer, rep *SweepReport) {
 	}
 	r := c.CapacityRate
 	nodes := len(c.Nodes)
-	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, Utilisation*100)
+	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, utilisation*100)
 	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op at a unit's rate", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
 	for i, p := range provisionAll(rep) {
 		ss := rep.Strategies[i]
@@ -520,7 +520,7 @@ func writeProvisioning(w io.Writer, rep *SweepReport) {
 	fmt.Fprintf(w, "How to read it: the knee was bound by one side (the *bound by* column). Units scale both sides together and always suffice; when the client bound the knee, the servers need only the groups their CPU needs (the *groups by server CPU alone* column), and when a node bound it, client processes need only the client cores.\n\n")
 	writeCostFits(w, rep)
 	fmt.Fprintf(w, "Assumptions: (1) CPU grows with the rate as fitted over the steps that held (cores = fixed + per-operation cost x rate, least squares: the cost per operation falls as the rate rises, so each unit's cost is taken at the unit's own rate, and a node's at the rate its group takes), the same when the load is spread over more processes and groups; a sweep that never reached its knee plans more units, each at a lower rate, so its figures are upper bounds (marked \"at most\"); and the knee's latency holds only on a network like this one (%s); (2) client cores are planned %.0f%% busy (cores in all = units x the fitted client cores at a unit's rate / %.1f); (3) a Redis node executes commands on one core, so no node is planned above %.0f%% of a core: above that, keys are spread over more Redlock groups of %d nodes (every node of a group sees every operation: more nodes per group add safety, not capacity), and each group needs %d nodes' cores; (4) the client figure is this process's CPU (getrusage) and includes histogram recording; the server figure is %s.",
-		c.Target, Utilisation*100, Utilisation, Utilisation*100, nodes, nodes, serverFigure(rep))
+		c.Target, utilisation*100, utilisation, utilisation*100, nodes, nodes, serverFigure(rep))
 	if c.NodeCap > 0 {
 		fmt.Fprintf(w, " A planted -node-cap (%g commands/s, %g lock ops/s per node) limits groups whatever their CPU.", c.NodeCap, c.NodeCap/2)
 	}
@@ -533,7 +533,7 @@ func writeProvisioning(w io.Writer, rep *SweepReport) {
 
 // writeCostFits says what each strategy's fitted costs are and which steps
 // they come from.
-func writeCostFits(w io.Writer, rep *SweepReport) {
+func writeCostFits(w io.Writer, rep *sweepReport) {
 	for _, ss := range rep.Strategies {
 		cf, sf := fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
 		if cf == nil {
@@ -549,7 +549,7 @@ func writeCostFits(w io.Writer, rep *SweepReport) {
 }
 
 // serverFigure says where the server CPU figures came from.
-func serverFigure(rep *SweepReport) string {
+func serverFigure(rep *sweepReport) string {
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
 			switch st.ServerCPUSource {
@@ -564,7 +564,7 @@ func serverFigure(rep *SweepReport) string {
 }
 
 // writeHeadroom writes what the knee means for a target rate.
-func writeHeadroom(w io.Writer, rep *SweepReport) {
+func writeHeadroom(w io.Writer, rep *sweepReport) {
 	c := rep.Config
 	n := len(c.Nodes)
 	rates := []float64{}
@@ -573,7 +573,7 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 	}
 	fmt.Fprintln(w, "### Headroom")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", Utilisation*100, n)
+	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", utilisation*100, n)
 	if len(rates) == 0 {
 		fmt.Fprintln(w, " Give -capacity-rate to size a target.")
 		fmt.Fprintln(w)
@@ -605,7 +605,7 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 			t.row(row...)
 			continue
 		}
-		plan := ss.KneeRate * Utilisation
+		plan := ss.KneeRate * utilisation
 		row := []string{ss.Name, fmtCount(plan)}
 		for _, r := range rates {
 			row = append(row, fmt.Sprintf("%.2fx", ss.KneeRate/r))
@@ -619,7 +619,7 @@ func writeHeadroom(w io.Writer, rep *SweepReport) {
 }
 
 // sweepPctSeries is the percentile each strategy is drawn at besides p50.
-func sweepPlotTitle(rep *SweepReport) (string, string) {
+func sweepPlotTitle(rep *sweepReport) (string, string) {
 	c := rep.Config
 	sub := c.Target
 	if c.LatencyMs > 0 {
@@ -639,11 +639,11 @@ func sweepPlotTitle(rep *SweepReport) (string, string) {
 	return title, sub
 }
 
-// WriteSweepPlot draws latency (log y) against achieved throughput (x),
+// writeSweepPlot draws latency (log y) against achieved throughput (x),
 // per strategy: the objective's percentile solid, p50 dashed; a hollow
 // marker for a step that did not hold; a ring on the knee; the objective
 // as a dotted line when every strategy has the same.
-func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
+func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 	const (
 		W, H                  = 860, 520
 		left, right, top, bot = 80, 210, 62, 70
@@ -761,7 +761,7 @@ func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
 // drawSweepSeries draws one strategy's steps: its objective percentile
 // (solid, a circle per step, hollow where it did not hold), its p50
 // (dashed), saturated steps and the knee.
-func drawSweepSeries(b *strings.Builder, ss *SweepStrategy, color string, px, py func(float64) float64) {
+func drawSweepSeries(b *strings.Builder, ss *sweepStrategy, color string, px, py func(float64) float64) {
 	var pSLO, p50 []string
 	for _, st := range ss.Steps {
 		if st.Ops == 0 || st.Repeated {
@@ -782,7 +782,7 @@ func drawSweepSeries(b *strings.Builder, ss *SweepStrategy, color string, px, py
 		}
 		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", px(st.OpsPerSec), py(st.SLOUs), fill, color)
 		switch {
-		case st.FailedShare > SweepMaxFailedShare:
+		case st.FailedShare > sweepMaxFailedShare:
 			failedMark(b, px(st.OpsPerSec), py(st.SLOUs))
 		case st.Saturated:
 			saturatedMark(b, px(st.OpsPerSec), py(st.SLOUs))
@@ -804,11 +804,11 @@ func drawSweepLegendKeys(b *strings.Builder, lx, ly float64) {
 	fmt.Fprintf(b, `<path d="M%.1f,%.1f l10,10 m0,-10 l-10,10" stroke="#d62728" stroke-width="2"/>`+"\n", lx+1, ly+47)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#d62728">saturated (did not keep up)</text>`+"\n", lx+16, ly+56)
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="none" stroke="#000" stroke-width="2"/>`+"\n", lx+1, ly+65)
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10">failed (over %g%% errors)</text>`+"\n", lx+16, ly+74, 100*SweepMaxFailedShare)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10">failed (over %g%% errors)</text>`+"\n", lx+16, ly+74, 100*sweepMaxFailedShare)
 }
 
 // failedMark draws a black square around a step that did not hold on
-// failures (more than SweepMaxFailedShare of its operations failed): a
+// failures (more than sweepMaxFailedShare of its operations failed): a
 // failure, not a latency miss.
 func failedMark(b *strings.Builder, x, y float64) {
 	fmt.Fprintf(b, `<rect class="failed" x="%.1f" y="%.1f" width="12" height="12" fill="none" stroke="#000" stroke-width="2"/>`+"\n", x-6, y-6)

@@ -17,9 +17,9 @@ import (
 	"github.com/redmux/redmux/resp"
 )
 
-// ErrNodeUnreachable is returned (wrapped) when the preflight check cannot
+// errNodeUnreachable is returned (wrapped) when the preflight check cannot
 // reach a node or set up a connection to it.
-var ErrNodeUnreachable = errors.New("node unreachable")
+var errNodeUnreachable = errors.New("node unreachable")
 
 var childCapable atomic.Bool
 
@@ -145,9 +145,9 @@ func startRealLocalShape(n int, shape string, shards int, password string, useTL
 		}
 	}
 	switch shape {
-	case ShapeStandalone, "":
+	case shapeStandalone, "":
 		return startRealLocal(n, password, useTLS)
-	case ShapeCluster:
+	case shapeCluster:
 		for i := 0; i < n; i++ {
 			cl, err := redisproc.StartCluster(redisproc.ClusterOptions{Primaries: shards, Password: password})
 			if err != nil {
@@ -164,7 +164,7 @@ func startRealLocalShape(n int, shape string, shards int, password string, useTL
 			t.addrs = append(t.addrs, u)
 		}
 		t.desc = fmt.Sprintf("%d local Redis Clusters of %d primaries each, one per node (%d redis-server processes, started and stopped by redmux-bench)", n, shards, len(procs))
-	case ShapeSentinel:
+	case shapeSentinel:
 		for i := 0; i < n; i++ {
 			g, err := redisproc.StartSentinelGroup(redisproc.SentinelOptions{Password: password})
 			if err != nil {
@@ -199,7 +199,7 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 		return nil, err
 	}
 	if r.IsError() {
-		return nil, fmt.Errorf("%w: %s", ErrServerReply, r.ErrorText())
+		return nil, fmt.Errorf("%w: %s", errServerReply, r.ErrorText())
 	}
 	return append([]byte(nil), r.Data...), nil
 }
@@ -211,17 +211,17 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 			// reached through mux (the sentinels, the slot map)
 			err = preflightMux(a, opt)
 			if err != nil {
-				return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, mux.RedactURL(a), redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
+				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, mux.RedactURL(a), redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
 			}
 			continue
 		}
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
 			shown := mux.RedactURL(a)
-			if errors.Is(err, ErrAuth) || errors.Is(err, ErrAuthRequired) || errors.Is(err, ErrServerReply) {
+			if errors.Is(err, errAuth) || errors.Is(err, errAuthRequired) || errors.Is(err, errServerReply) {
 				// The node answered: it is reachable, it refused.
 				return fmt.Errorf("node %s: %w", shown, err)
 			}
-			return fmt.Errorf("%w: %s: %s", ErrNodeUnreachable, shown, redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
+			return fmt.Errorf("%w: %s: %s", errNodeUnreachable, shown, redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
 		}
 	}
 	return nil

@@ -30,7 +30,7 @@ func TestFailingRunShowsFailures(t *testing.T) {
 	require.Contains(t, msg, "most operations failed")
 	require.Contains(t, msg, "no_quorum=")
 
-	b, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -41,8 +41,8 @@ func TestFailingRunShowsFailures(t *testing.T) {
 		require.Equal(t, s.Failed, s.FailedLat.Count, "%s: every failure is in the failed histogram", s.Name)
 		require.Positive(t, s.FailedLat.P99Us, s.Name)
 		require.Zero(t, s.Acquire.Count, s.Name)
-		require.Equal(t, s.Ops, s.Errors[KindNoQuorum], s.Name)
-		require.Positive(t, s.NodeErrors[KindConn], "%s: down nodes count as conn errors: %v", s.Name, s.NodeErrors)
+		require.Equal(t, s.Ops, s.Errors[kindNoQuorum], s.Name)
+		require.Positive(t, s.NodeErrors[kindConn], "%s: down nodes count as conn errors: %v", s.Name, s.NodeErrors)
 	}
 	table := out.String()
 	require.Contains(t, table, "failed")
@@ -51,11 +51,11 @@ func TestFailingRunShowsFailures(t *testing.T) {
 	require.Contains(t, table, "warning: seq:")
 	require.NotRegexp(t, `(^|\s)0us`, table, "no zero latencies for empty histograms")
 
-	md, _ := os.ReadFile(filepath.Join(dir, FileReport))
+	md, _ := os.ReadFile(filepath.Join(dir, fileReport))
 	require.Contains(t, string(md), "### Failed (latency to failure) latency (us)")
 	require.Contains(t, string(md), "**Warning:**")
 	require.Contains(t, string(md), "Not estimated: seq")
-	svg, _ := os.ReadFile(filepath.Join(dir, FilePlotAcquire))
+	svg, _ := os.ReadFile(filepath.Join(dir, filePlotAcquire))
 	requireSVG(t, svg, 3) // per strategy the failed line; acquire has no data
 	require.Contains(t, string(svg), "no data")
 	require.Contains(t, string(svg), "seq failed")
@@ -72,7 +72,7 @@ type slowReleaseWorker struct {
 func (w *slowReleaseWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	switch n := w.n.Add(1); {
 	case n%7 == 0:
-		return false, ErrNoQuorum
+		return false, errNoQuorum
 	case n%4 == 0:
 		return false, nil
 	}
@@ -82,7 +82,7 @@ func (w *slowReleaseWorker) Extend(context.Context) (bool, error) { return true,
 func (w *slowReleaseWorker) Release(context.Context) error {
 	time.Sleep(w.release)
 	if w.n.Load()%5 == 0 {
-		return ErrNoQuorum
+		return errNoQuorum
 	}
 	return nil
 }
@@ -93,14 +93,14 @@ func (w *slowReleaseWorker) Close() error                 { return nil }
 // its totals equal the summary's counts.
 func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 	var buf bytes.Buffer
-	hw := NewHlogWriter(&buf, time.Now())
+	hw := newHlogWriter(&buf, time.Now())
 	w := &slowReleaseWorker{release: 6 * time.Millisecond}
 	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Duration: 300 * time.Millisecond,
 		Keys: 10, Workload: load.WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil)
 	require.NoError(t, err)
-	hs, err := ReadHlog(&buf)
+	hs, err := readHlog(&buf)
 	require.NoError(t, err)
-	merged, dropped := MergeTagged(hs)
+	merged, dropped := mergeTagged(hs)
 	require.Zero(t, dropped)
 	for _, m := range load.Metrics {
 		l := res.metric(m)
@@ -187,8 +187,8 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.Less(t, res.OpsPerSec, 0.97*2000)
 	require.Positive(t, res.Backlog)
 	require.Contains(t, res.Saturation, "target")
-	_, err = EstimateCapacity(res)
-	require.ErrorIs(t, err, ErrNotSteady)
+	_, err = estimateCapacity(res)
+	require.ErrorIs(t, err, errNotSteady)
 
 	// Well below capacity: not saturated, estimable.
 	res, err = runStrategy(context.Background(), oneWorker{slowWorker{time.Millisecond}}, load.RunConfig{Workers: 2,
@@ -197,7 +197,7 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.False(t, res.Saturated, res.Saturation)
 	require.InDelta(t, 100, res.OpsPerSec, 15)
 	require.LessOrEqual(t, res.Backlog, int64(2))
-	_, err = EstimateCapacity(res)
+	_, err = estimateCapacity(res)
 	require.NoError(t, err)
 
 	// The table marks it.

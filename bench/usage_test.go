@@ -16,8 +16,8 @@ func TestUsageListsEveryFlagOnce(t *testing.T) {
 		usage  func(*bytes.Buffer)
 		groups []string // headings, in order
 	}{
-		{"run", false, func(b *bytes.Buffer) { Usage(b) }, []string{"\nTarget", "\nTLS:", "\nEmbedded cluster:", "\nLoad:", "\nWorkload:", "\nOutput:", "\nMisc:"}},
-		{"sweep", true, func(b *bytes.Buffer) { SweepUsage(b) }, []string{"\nTarget", "\nTLS:", "\nEmbedded cluster:", "\nLoad:", "\nWorkload:", "\nSweep:", "\nOutput:", "\nMisc:"}},
+		{"run", false, func(b *bytes.Buffer) { writeUsage(b) }, []string{"\nTarget", "\nTLS:", "\nEmbedded cluster:", "\nLoad:", "\nWorkload:", "\nOutput:", "\nMisc:"}},
+		{"sweep", true, func(b *bytes.Buffer) { sweepUsage(b) }, []string{"\nTarget", "\nTLS:", "\nEmbedded cluster:", "\nLoad:", "\nWorkload:", "\nSweep:", "\nOutput:", "\nMisc:"}},
 	}
 	defined := map[string]bool{}
 	for _, tc := range tests {
@@ -84,7 +84,7 @@ func TestUsageListsEveryFlagOnce(t *testing.T) {
 // -keys states its default once, with the contended workload's.
 func TestUsageKeysDefaultOnce(t *testing.T) {
 	var b bytes.Buffer
-	Usage(&b)
+	writeUsage(&b)
 	i := strings.Index(b.String(), "  -keys int\n")
 	if i < 0 {
 		t.Fatal("no -keys entry")

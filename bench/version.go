@@ -16,25 +16,25 @@ import (
 
 // Where Build.Revision came from (Build.RevisionSource).
 const (
-	// RevisionFromBuildInfo: the binary's own VCS stamp (go build in a git
+	// revisionFromBuildInfo: the binary's own VCS stamp (go build in a git
 	// checkout; -buildvcs is auto by default, but go run never stamps).
-	RevisionFromBuildInfo = "build info"
-	// RevisionFromGit: the binary was built by go run (or go test) moments
+	revisionFromBuildInfo = "build info"
+	// revisionFromGit: the binary was built by go run (or go test) moments
 	// before, from the checkout its sources are in; the revision was read
 	// with git from that checkout when it started.
-	RevisionFromGit = "git at run time (go run)"
-	// RevisionFromModule: a tagged module version (go install ...@v0.3.0)
+	revisionFromGit = "git at run time (go run)"
+	// revisionFromModule: a tagged module version (go install ...@v0.3.0)
 	// names the code; no revision is needed.
-	RevisionFromModule = "module version"
-	// RevisionUnknown: none of the above.
-	RevisionUnknown = "unknown"
+	revisionFromModule = "module version"
+	// revisionUnknown: none of the above.
+	revisionUnknown = "unknown"
 )
 
 // revisionUnknownWhy is what -version and the reports say when the revision
 // is unknown.
 const revisionUnknownWhy = "no VCS stamp: built with -buildvcs=false, -trimpath or outside a git checkout; go build -buildvcs=true in the checkout stamps it"
 
-// Version is what -version prints: "redmux-bench <module version>" (a
+// versionString is what -version prints: "redmux-bench <module version>" (a
 // tag such as v0.3.0, a pseudo-version for a go build in a checkout, or
 // "(devel)"), the VCS revision, "+dirty" when the working tree had
 // changes and the revision's commit time, where the revision came from
@@ -49,7 +49,7 @@ const revisionUnknownWhy = "no VCS stamp: built with -buildvcs=false, -trimpath 
 // short timeout and without taking git's optional locks. Any other binary
 // without a stamp says "revision unknown" instead of guessing from the
 // current directory's checkout, which may have moved on since the build.
-func Version() string { return currentBuild().Version }
+func versionString() string { return currentBuild().Version }
 
 var (
 	buildOnce sync.Once
@@ -78,7 +78,7 @@ type gitRev struct {
 // version and platform text, and fromGit (asked only for a development
 // build without a stamp; ok false when it cannot tell).
 func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool)) Build {
-	b := Build{Module: "(devel)", RevisionSource: RevisionUnknown}
+	b := Build{Module: "(devel)", RevisionSource: revisionUnknown}
 	if bi != nil {
 		if bi.Main.Version != "" {
 			b.Module = bi.Main.Version
@@ -96,30 +96,30 @@ func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool
 	}
 	switch {
 	case b.Revision != "":
-		b.RevisionSource = RevisionFromBuildInfo
+		b.RevisionSource = revisionFromBuildInfo
 	case b.Module != "(devel)":
-		b.RevisionSource = RevisionFromModule
+		b.RevisionSource = revisionFromModule
 	case fromGit != nil:
 		if g, ok := fromGit(); ok {
 			b.Revision, b.RevisionTime, b.Modified = g.revision, g.time, g.modified
-			b.RevisionSource = RevisionFromGit
+			b.RevisionSource = revisionFromGit
 		}
 	}
 	out := "redmux-bench " + b.Module
 	switch b.RevisionSource {
-	case RevisionFromBuildInfo, RevisionFromGit:
+	case revisionFromBuildInfo, revisionFromGit:
 		out += " revision " + b.shortRevision()
 		var notes []string
 		if b.RevisionTime != "" {
 			notes = append(notes, b.RevisionTime)
 		}
-		if b.RevisionSource == RevisionFromGit {
+		if b.RevisionSource == revisionFromGit {
 			notes = append(notes, "read from git at run time: go run")
 		}
 		if len(notes) > 0 {
 			out += " (" + strings.Join(notes, "; ") + ")"
 		}
-	case RevisionUnknown:
+	case revisionUnknown:
 		out += " revision unknown (" + revisionUnknownWhy + ")"
 	}
 	b.Version = out + " " + goVersion
@@ -142,7 +142,7 @@ func (b Build) shortRevision() string {
 // describe is the build as report.md's "revision" row gives it.
 func (b Build) describe() string {
 	switch b.RevisionSource {
-	case RevisionFromBuildInfo, RevisionFromGit:
+	case revisionFromBuildInfo, revisionFromGit:
 		s := b.Revision
 		if b.Modified {
 			s += " +dirty (the working tree had changes)"
@@ -151,9 +151,9 @@ func (b Build) describe() string {
 			s += ", committed " + b.RevisionTime
 		}
 		return s + "; from " + b.RevisionSource
-	case RevisionFromModule:
+	case revisionFromModule:
 		return "module " + b.Module
-	case RevisionUnknown:
+	case revisionUnknown:
 		return "unknown (" + revisionUnknownWhy + ")"
 	}
 	return ""

@@ -31,20 +31,20 @@ func TestBuildOf(t *testing.T) {
 		rev     string
 		modifed bool
 	}{
-		{"no build info", nil, noGit, "redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
-		{"test binary, no git", &debug.BuildInfo{}, noGit, "redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
-		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, git, "redmux-bench v0.3.0 go1.x", RevisionFromModule, "", false},
+		{"no build info", nil, noGit, "redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
+		{"test binary, no git", &debug.BuildInfo{}, noGit, "redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
+		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, git, "redmux-bench v0.3.0 go1.x", revisionFromModule, "", false},
 		{"checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
 			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-11-25T20:00:00Z", "vcs.modified", "false")}, git,
-			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x", RevisionFromBuildInfo, "0123456789abcdef0123", false},
+			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x", revisionFromBuildInfo, "0123456789abcdef0123", false},
 		{"dirty checkout", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125200000-0123456789ab+dirty"},
 			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true")}, git,
-			"redmux-bench v0.0.0-20261125200000-0123456789ab+dirty revision 0123456789ab+dirty go1.x", RevisionFromBuildInfo, "0123456789abcdef0123", true},
+			"redmux-bench v0.0.0-20261125200000-0123456789ab+dirty revision 0123456789ab+dirty go1.x", revisionFromBuildInfo, "0123456789abcdef0123", true},
 		{"go run", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, git,
 			"redmux-bench (devel) revision fedcba987654+dirty (2026-11-26T04:39:35Z; read from git at run time: go run) go1.x",
-			RevisionFromGit, "fedcba9876543210fedcba9876543210fedcba98", true},
+			revisionFromGit, "fedcba9876543210fedcba9876543210fedcba98", true},
 		{"go run, git fails", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, noGit,
-			"redmux-bench (devel) " + unknown + " go1.x", RevisionUnknown, "", false},
+			"redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
 	}
 	for _, tc := range tests {
 		b := buildOf(tc.bi, "go1.x", tc.git)
@@ -100,7 +100,7 @@ func TestVersionNamesRevisionUnderGoRun(t *testing.T) {
 		}
 	}
 	b := currentBuild()
-	if b.Revision != head || b.RevisionSource != RevisionFromGit {
+	if b.Revision != head || b.RevisionSource != revisionFromGit {
 		t.Fatalf("build %+v, want revision %s from git", b, head)
 	}
 	var out, errb bytes.Buffer

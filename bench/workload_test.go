@@ -122,7 +122,7 @@ func TestContendedReportsHandoffs(t *testing.T) {
 	require.LessOrEqual(t, s.AcquiredPerSec, 1/0.005*1.05+2, "hand-offs/s over one key held 5ms each: %v", s.AcquiredPerSec)
 	require.Contains(t, stdout, "acquired/s")
 	require.Contains(t, stdout, "hold 5ms")
-	md := readFile(t, dir+"/"+FileReport)
+	md := readFile(t, dir+"/"+fileReport)
 	for _, want := range []string{"### Contention", "hand-offs/s", "attempts per hand-off", "busy", "hold inside the lock (-hold)"} {
 		require.Contains(t, md, want)
 	}
