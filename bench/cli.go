@@ -36,53 +36,74 @@ const passwordWarning = "redmux-bench: warning: a password on the command line (
 // returns the exit status. Errors are one line on stderr, never a stack
 // trace; the password never appears in any output.
 func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (code int) {
-	secrets := passwordsIn(args, getenv)
-	hide := func(s string) string {
-		for _, pw := range secrets {
-			s = redact(s, pw)
-		}
-		return s
-	}
+	c := &cli{args: args, stdout: stdout, stderr: stderr, getenv: getenv, secrets: passwordsIn(args, getenv)}
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintln(stderr, "redmux-bench: internal error:", hide(fmt.Sprint(r)))
+			fmt.Fprintln(stderr, "redmux-bench: internal error:", c.hide(fmt.Sprint(r)))
 			code = ExitFailure
 		}
 	}()
-	if len(args) > 0 && args[0] == "merge" {
-		return mergeMain(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "compare" {
-		return compareMain(args[1:], stdout, stderr)
-	}
-	sweep := len(args) > 0 && args[0] == "sweep"
-	var cfg *Config
-	var err error
-	if sweep {
-		cfg, err = parseSweepArgs(args[1:], getenv)
-	} else {
-		cfg, err = ParseArgs(args, getenv)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		if sweep {
-			sweepUsage(stdout)
-		} else {
-			writeUsage(stdout)
+	if len(args) > 0 {
+		for _, sc := range subcommands {
+			if args[0] == sc.name {
+				return sc.main(c, args[1:])
+			}
 		}
+	}
+	return c.lockRun(args, ParseArgs, writeUsage, runMain)
+}
+
+// subcommands are redmux-bench's subcommands, by the first argument; any
+// other first argument is the benchmark run's (ParseArgs).
+var subcommands = []struct {
+	name string
+	main func(c *cli, args []string) int // args: those after the name
+}{
+	{"sweep", func(c *cli, args []string) int { return c.lockRun(args, parseSweepArgs, sweepUsage, sweepMain) }},
+	{"merge", func(c *cli, args []string) int { return mergeMain(args, c.stdout, c.stderr) }},
+	{"compare", func(c *cli, args []string) int { return compareMain(args, c.stdout, c.stderr) }},
+}
+
+// cli is one Main call: its command line, outputs and environment, and the
+// passwords no output may show.
+type cli struct {
+	args           []string // the whole command line, subcommand included
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	secrets        []string
+}
+
+// hide replaces every known password in s.
+func (c *cli) hide(s string) string {
+	for _, pw := range c.secrets {
+		s = redact(s, pw)
+	}
+	return s
+}
+
+// lockRun parses args with parse (-h: usage on stdout) and runs the
+// parsed configuration with run, under a context that the first SIGINT or
+// SIGTERM cancels: the benchmark run and sweep.
+func (c *cli) lockRun(args []string, parse func([]string, func(string) string) (*Config, error), usage func(io.Writer),
+	run func(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide func(string) string) int,
+) int {
+	cfg, err := parse(args, c.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(c.stdout)
 		return ExitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
+		fmt.Fprintf(c.stderr, "redmux-bench: %v (see redmux-bench -h)\n", err)
 		return ExitUsage
 	}
 	if cfg.Version {
-		fmt.Fprintln(stdout, versionString())
+		fmt.Fprintln(c.stdout, versionString())
 		return ExitOK
 	}
-	if len(passwordsIn(args, nil)) > 0 {
-		fmt.Fprintln(stderr, passwordWarning)
+	if len(passwordsIn(c.args, nil)) > 0 {
+		fmt.Fprintln(c.stderr, passwordWarning)
 	}
-	secrets = append(secrets, cfg.Password)
+	c.secrets = append(c.secrets, cfg.Password)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -90,10 +111,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) (
 		<-ctx.Done()
 		stop()
 	}()
-	if sweep {
-		return sweepMain(ctx, cfg, stdout, stderr, hide)
-	}
-	return runMain(ctx, cfg, stdout, stderr, hide)
+	return run(ctx, cfg, c.stdout, c.stderr, c.hide)
 }
 
 // sweepMain runs a parsed sweep and maps the outcome to an exit status.
