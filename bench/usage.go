@@ -106,3 +106,58 @@ func isStringFlag(f *flag.Flag) bool {
 	_, isString := g.Get().(string)
 	return isString
 }
+
+// writeUsage writes the flag documentation.
+func writeUsage(w io.Writer) {
+	var c Config
+	var f faultList
+	var a, b string
+	fs := newFlagSet(&c, &f, &a, &b, false)
+	fs.SetOutput(w)
+	fmt.Fprintf(w, `redmux-bench: Redlock acquire/release latency and throughput, strategies side by side.
+
+Usage:
+  redmux-bench [flags]            benchmark (default: embedded 5-node fake cluster, every strategy)
+  redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
+  redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines (-segment i/n splits one run between them)
+  redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
+
+Flags, by group:
+`)
+	printFlags(w, fs)
+	fmt.Fprintf(w, `
+Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error (or a non-empty -out without -force).
+`)
+}
+
+// sweepUsage writes the flag documentation of redmux-bench sweep.
+func sweepUsage(w io.Writer) {
+	var c Config
+	var f faultList
+	var a, b string
+	fs := newFlagSet(&c, &f, &a, &b, true)
+	fs.SetOutput(w)
+	fmt.Fprintf(w, `redmux-bench sweep: how many lock operations/s the target takes before latency breaks an objective.
+
+For each strategy: a closed-loop probe (skipped with -rates) and its lightest
+step; then one objective for every strategy (-slo, or derived from the best
+strategy's lightest step); then open-loop steps of rising rate, each warmed up
+at its rate (-warmup) and measured for -step, until a step saturates or two in
+a row miss the objective (a step that misses the objective or does not keep
+up is run once more first); then -refine bisection steps. The capacity is the
+highest rate that held; -capacity-rate sizes a target from it (Provisioning).
+Writes sweep.md (capacity report), sweep.json, sweep.csv, sweep.svg
+(latency against throughput) and sweep.hlog to -out.
+
+Usage:
+  redmux-bench sweep [flags]
+
+Flags, by group (-d, -n, -rate and -hlog are the single run's; a sweep sets its own):
+`)
+	printFlags(w, fs)
+	fmt.Fprintf(w, `
+Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
+Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
+130 interrupted.
+`)
+}

@@ -1,0 +1,121 @@
+package bench
+
+import "strings"
+
+// passwordsIn returns every password a command line may carry: the
+// environment's and each -password flag's value (the parser may stop
+// before it reaches them).
+func passwordsIn(args []string, getenv func(string) string) []string {
+	var out []string
+	if getenv != nil {
+		if pw := getenv(envPassword); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	urls := func(list string) {
+		for _, a := range splitNodes(list) {
+			out = append(out, nodeSecrets(strings.TrimSpace(a))...)
+		}
+	}
+	for i, a := range args {
+		switch {
+		case a == "-nodes" || a == "--nodes":
+			if i+1 < len(args) {
+				urls(args[i+1])
+			}
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			urls(a[strings.IndexByte(a, '=')+1:])
+		case a == "-password" || a == "--password":
+			if i+1 < len(args) && args[i+1] != "" {
+				out = append(out, args[i+1])
+			}
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			if v := a[strings.IndexByte(a, '=')+1:]; v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// commandLine renders args as a shell command, with any password replaced
+// (-password's value, and the password of every URL in -nodes).
+func commandLine(args []string) string {
+	out := []string{"redmux-bench"}
+	hide, nodes := false, false
+	for _, a := range args {
+		switch {
+		case hide:
+			a, hide = "***", false
+		case nodes:
+			a, nodes = hideURLPasswords(a), false
+		case a == "-password" || a == "--password":
+			hide = true
+		case strings.HasPrefix(a, "-password=") || strings.HasPrefix(a, "--password="):
+			a = a[:strings.IndexByte(a, '=')+1] + "***"
+		case a == "-nodes" || a == "--nodes":
+			nodes = true
+		case strings.HasPrefix(a, "-nodes=") || strings.HasPrefix(a, "--nodes="):
+			a = a[:strings.IndexByte(a, '=')+1] + hideURLPasswords(a[strings.IndexByte(a, '=')+1:])
+		}
+		out = append(out, shellQuote(a))
+	}
+	return strings.Join(out, " ")
+}
+
+// hideURLPasswords replaces the password of every URL in a -nodes list by
+// ***, keeping the rest (options included) as given.
+func hideURLPasswords(list string) string {
+	parts := splitNodes(list)
+	for i, a := range parts {
+		k := strings.Index(a, "://")
+		at := strings.LastIndex(a, "@")
+		if k < 0 || at < k {
+			continue
+		}
+		if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+			parts[i] = a[:k+3+c+1] + "***" + a[at:]
+		}
+	}
+	for i, a := range parts {
+		// What a malformed address may show of a password (its run
+		// fails before it is recorded, but a usage error may print it).
+		if strings.Contains(a, "://") && suspectPort(a) != "" || !strings.Contains(a, "://") && strings.Contains(a, "@") {
+			parts[i] = shownNode(a)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// secrets returns every password the configuration holds: -password's
+// and those of -nodes URLs, for scrubbing error texts.
+func (c *Config) secrets() []string {
+	var out []string
+	if c.Password != "" {
+		out = append(out, c.Password)
+	}
+	for _, a := range c.Nodes {
+		out = append(out, nodeSecrets(a)...)
+	}
+	return out
+}
+
+// urlEscapedPassword is a URL's password as written (percent-escapes kept).
+func urlEscapedPassword(a string) string {
+	k := strings.Index(a, "://")
+	at := strings.LastIndex(a, "@")
+	if k < 0 || at < k {
+		return ""
+	}
+	if c := strings.Index(a[k+3:at], ":"); c >= 0 {
+		return a[k+3+c+1 : at]
+	}
+	return ""
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
