@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/mux"
@@ -53,7 +54,10 @@ func (w *holder) checkExtend(r string, ttl time.Duration, end, call, ret, after 
 }
 
 // checkRelease records a BadReply for every node error of a release that
-// is neither an integer reply nor a node-level failure.
+// is neither an integer reply nor a node-level failure. A Redis Cluster
+// node's redirect that mux could not follow (the primary it names down or
+// not in the map yet, or a second redirect) is a node-level failure: the
+// command did nothing.
 func (w *holder) checkRelease(r string, err error) {
 	var re *redlock.ReleaseError
 	if !errors.As(err, &re) {
@@ -63,7 +67,8 @@ func (w *holder) checkRelease(r string, err error) {
 		var ne *mux.NodeError
 		switch {
 		case e == nil, errors.Is(e, mux.ErrTimeout), errors.Is(e, mux.ErrPending), errors.Is(e, mux.ErrNotSent),
-			errors.As(e, &ne), errors.Is(e, redlock.ErrClosed), errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):
+			errors.As(e, &ne), errors.Is(e, redlock.ErrClosed), errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded),
+			clusterRedirect(e):
 		default:
 			node := -1
 			if i < len(re.Failed) {
@@ -72,6 +77,21 @@ func (w *holder) checkRelease(r string, err error) {
 			w.rec.Broke(BadReply, "holder %d: release of %q, node %d: %v", w.id, r, node, e)
 		}
 	}
+}
+
+// clusterRedirect reports whether e is a cluster node's MOVED, ASK,
+// TRYAGAIN or CLUSTERDOWN reply.
+func clusterRedirect(e error) bool {
+	var se *mux.ServerError
+	if !errors.As(e, &se) {
+		return false
+	}
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(se.Text, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // endCheckSpan is how long before its claimed end a holder starts

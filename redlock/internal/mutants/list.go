@@ -80,12 +80,6 @@ var mutants = []Mutant{
 			"\t\tif p == nil || m == nil || m.addrs[k] == \"\" || k > 0 {\n"}},
 	},
 	{
-		Name: "redirect-wrong-node", Class: "a cluster node's MOVED followed to the same shard index of another Redlock node (issue 33)", Test: clusterTest, Short: true,
-		Edits: []Edit{{"mux/cluster.go",
-			"\tto := c.shardConns(cn.node, shard)[int(b.route%uint32(c.cfg.Conns))]\n",
-			"\tto := c.shardConns((cn.node+1)%c.n, shard)[int(b.route%uint32(c.cfg.Conns))]\n"}},
-	},
-	{
 		Name: "restore-unchecked", Class: "keys put back after a failed extension, over another value (issue 32)", Test: restartTest, Max: 6 * time.Minute,
 		Edits: []Edit{
 			{"redlock/lock.go",
