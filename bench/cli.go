@@ -70,16 +70,12 @@ type cli struct {
 	args           []string // the whole command line, subcommand included
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	secrets        []string
+	secrets        secrets
 }
 
-// hide replaces every known password in s.
-func (c *cli) hide(s string) string {
-	for _, pw := range c.secrets {
-		s = redact(s, pw)
-	}
-	return s
-}
+// hide replaces every known password in s (the ones known when it is
+// called: lockRun adds the parsed -password).
+func (c *cli) hide(s string) string { return c.secrets.hide(s) }
 
 // lockRun parses args with parse (-h: usage on stdout) and runs the
 // parsed configuration with run, under a context that the first SIGINT or

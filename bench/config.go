@@ -131,11 +131,7 @@ func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Conf
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return c, err
 	}
-	msg := err.Error()
-	for _, pw := range passwordsIn(args, getenv) {
-		msg = redact(msg, pw)
-	}
-	return nil, &usageError{Msg: msg}
+	return nil, &usageError{Msg: passwordsIn(args, getenv).hide(err.Error())}
 }
 
 func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/redmux/redmux/mux"
@@ -144,14 +143,6 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 // setupScripts are the scripts every plain connection loads, the ones
 // redlock's mux client loads.
 var setupScripts = redlock.MuxScripts()
-
-// redact removes the password from a server's text, should it ever echo it.
-func redact(s, password string) string {
-	if password == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, password, "***")
-}
 
 // do writes cmd and reads its reply within the per-node timeout, dialling
 // first if the connection is closed. The reply is valid until the next call.

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 		s, err := newStrategy(name, t.addrs, params, cfg.Conns)
 		if err != nil {
-			return nil, redactErr(fmt.Errorf("%s: %w", name, err), secrets...)
+			return nil, secrets.hideErr(fmt.Errorf("%s: %w", name, err))
 		}
 		var before, after serverSnap
 		res, err := runStrategy(ctx, s, load.RunConfig{
@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 			progress(load.Progress{}) // clears a terminal's live line
 		}
 		if err != nil && ctx.Err() == nil {
-			return nil, redactErr(err, secrets...)
+			return nil, secrets.hideErr(err)
 		}
 		if res != nil {
 			res.Server = serverCost(before, after, res.Ops, len(t.addrs))
@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		WriteTable(tableOut, rep)
 	}
 	if err := writeOutputs(cfg, rep, o.Stdout); err != nil {
-		return rep, redactErr(err, secrets...)
+		return rep, secrets.hideErr(err)
 	}
 	if rep.Interrupted {
 		return rep, fmt.Errorf("%w: the report covers what was measured (%s)", ErrInterrupted, measuredList(rep))
@@ -198,12 +198,12 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		t, err = startEmbedded(cfg.Fake, cfg.Password, cfg.InProcess)
 	}
 	if err != nil {
-		return nil, redactErr(err, secrets...)
+		return nil, secrets.hideErr(err)
 	}
 	params.FreshNodes = t.kind != "nodes" || cfg.FreshNodes
 	fail := func(err error) (*session, error) {
 		t.close()
-		return nil, redactErr(err, secrets...)
+		return nil, secrets.hideErr(err)
 	}
 	if cfg.TLS {
 		tc, err := cfg.tlsConfig()
@@ -270,22 +270,6 @@ func newStrategy(name string, addrs []string, p lockParams, conns int) (lockStra
 		return newMuxStrategy(addrs, p, conns)
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
-}
-
-// redactErr makes sure no error text carries a password (-password's,
-// or one in a node URL).
-func redactErr(err error, passwords ...string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, pw := range passwords {
-		msg = redact(msg, pw)
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
 }
 
 // progressFunc returns the progress sink: on a terminal a live line

@@ -1,12 +1,49 @@
 package bench
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
+
+// secrets are the passwords no output may show: -password's,
+// $REDMUX_PASSWORD's and those in -nodes URLs (escaped and not).
+type secrets []string
+
+// hide replaces every secret in s with "***".
+func (ss secrets) hide(s string) string {
+	for _, pw := range ss {
+		s = redact(s, pw)
+	}
+	return s
+}
+
+// hideErr makes sure no error text carries a secret: err itself when it
+// carries none (errors.Is still works), else an error of its hidden text.
+func (ss secrets) hideErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := ss.hide(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// redact removes one password from a text (a server's, should it ever echo
+// it, or an error's).
+func redact(s, password string) string {
+	if password == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, password, "***")
+}
 
 // passwordsIn returns every password a command line may carry: the
 // environment's and each -password flag's value (the parser may stop
 // before it reaches them).
-func passwordsIn(args []string, getenv func(string) string) []string {
-	var out []string
+func passwordsIn(args []string, getenv func(string) string) secrets {
+	var out secrets
 	if getenv != nil {
 		if pw := getenv(envPassword); pw != "" {
 			out = append(out, pw)
@@ -89,8 +126,8 @@ func hideURLPasswords(list string) string {
 
 // secrets returns every password the configuration holds: -password's
 // and those of -nodes URLs, for scrubbing error texts.
-func (c *Config) secrets() []string {
-	var out []string
+func (c *Config) secrets() secrets {
+	var out secrets
 	if c.Password != "" {
 		out = append(out, c.Password)
 	}

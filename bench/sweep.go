@@ -257,7 +257,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 			runs = append(runs, r)
 		}
 		if err != nil && ctx.Err() == nil {
-			return nil, redactErr(err, cfg.secrets()...)
+			return nil, cfg.secrets().hideErr(err)
 		}
 	}
 	rep.SLO, rep.SLOSource = sw.objective(runs)
@@ -269,7 +269,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 	for _, r := range runs {
 		if ctx.Err() == nil {
 			if err := sw.sweepOn(ctx, r); err != nil && ctx.Err() == nil {
-				return nil, redactErr(err, cfg.secrets()...)
+				return nil, cfg.secrets().hideErr(err)
 			}
 		}
 		r.ss.Interrupted = r.ss.Interrupted || ctx.Err() != nil && !r.done
@@ -293,7 +293,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 		writeSweepTable(tableOut, rep)
 	}
 	if err := writeSweepOutputs(cfg, rep, o.Stdout); err != nil {
-		return rep, redactErr(err, cfg.secrets()...)
+		return rep, cfg.secrets().hideErr(err)
 	}
 	if rep.Interrupted {
 		return rep, fmt.Errorf("%w: the sweep report covers the steps measured", ErrInterrupted)

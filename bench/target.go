@@ -211,7 +211,7 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 			// reached through mux (the sentinels, the slot map)
 			err = preflightMux(a, opt)
 			if err != nil {
-				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, mux.RedactURL(a), redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
+				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, mux.RedactURL(a), secrets{opt.password, mux.URLPassword(a)}.hide(err.Error()))
 			}
 			continue
 		}
@@ -221,7 +221,7 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 				// The node answered: it is reachable, it refused.
 				return fmt.Errorf("node %s: %w", shown, err)
 			}
-			return fmt.Errorf("%w: %s: %s", errNodeUnreachable, shown, redact(redact(err.Error(), opt.password), mux.URLPassword(a)))
+			return fmt.Errorf("%w: %s: %s", errNodeUnreachable, shown, secrets{opt.password, mux.URLPassword(a)}.hide(err.Error()))
 		}
 	}
 	return nil
