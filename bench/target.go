@@ -207,10 +207,10 @@ func command(ctx context.Context, addr string, opt *connOpts, args ...string) ([
 // preflight connects to every node (AUTH, SELECT, SCRIPT LOAD, PING).
 func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 	for _, a := range addrs {
-		if na, err := opt.node(a); na.Sentinel != nil || na.Cluster != nil {
-			// reached through mux (the sentinels, the slot map)
-			err = preflightMux(a, opt)
-			if err != nil {
+		if na, _ := opt.node(a); na.Sentinel != nil || na.Cluster != nil {
+			// reached through mux (the sentinels, the slot map); the
+			// plain connection's refusal of such a node is no failure here
+			if err := preflightMux(a, opt); err != nil {
 				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, mux.RedactURL(a), secrets{opt.password, mux.URLPassword(a)}.hide(err.Error()))
 			}
 			continue
