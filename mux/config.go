@@ -59,22 +59,27 @@ type Config struct {
 	// parks in the Go netpoller: the kernel then wakes it when replies
 	// arrive, with no runtime park/unpark and no netpoller wake-up in
 	// between. It holds an OS thread (not a CPU) while it waits, and a
-	// ctx cancelled meanwhile is noticed when it ends. On epoll, off by
-	// default (0 or negative): on a shared 2-core machine 1ms cut the
-	// system calls per acquire+release pair by 17% but showed no latency
-	// gain, and cost 10% against Go servers on the same cores
-	// (results/single-caller); measure it on your own machines
-	// (redmux-bench -direct-wait 1ms). On io_uring (Transport) 0 means
-	// 1ms, the wait that also submits being that transport's point;
-	// negative is off. Ignored with GOMAXPROCS 1 at New (the one P would
-	// stay with the blocked thread until the runtime retakes it).
+	// ctx cancelled meanwhile is noticed when it ends. 0 means the
+	// transport's default: DefaultDirectWait (1ms) on io_uring and on the
+	// epoll that TransportAuto falls back to (the lone caller waits in
+	// the kernel by default), off on an explicit TransportEpoll (as
+	// before issue 35). Negative is off everywhere: the opt-out. On a
+	// shared 2-core machine a 1ms direct wait cut a lone caller's system
+	// calls per acquire+release pair on epoll from 36.7 to 26.4 and its
+	// client CPU to 0.86x (median of 7 rounds; results/cost, issue 35
+	// item 2); measure it on your own machines (redmux-bench
+	// -direct-wait). Ignored with
+	// GOMAXPROCS 1 at New (the one P would stay with the blocked thread
+	// until the runtime retakes it).
 	DirectWait time.Duration
 	// Transport picks how connections are driven on Linux (see
-	// Transports in the package documentation): TransportEpoll, the
-	// default, or TransportIOURing, which falls back to epoll where the
-	// kernel or a policy refuses io_uring (Client.Transport says which
-	// runs). Other systems, -tags redmux_portable and TLS clients use
-	// net.Conn whatever it says.
+	// Transports in the package documentation): TransportAuto, the zero
+	// value, runs io_uring where the kernel allows it and epoll (with a
+	// lone caller's DirectWait) otherwise; TransportEpoll and
+	// TransportIOURing name one (io_uring falls back to epoll where the
+	// kernel or a policy refuses it). Client.Transport says which runs.
+	// Other systems, -tags redmux_portable and TLS clients use net.Conn
+	// whatever it says.
 	Transport Transport
 	// TLS, when set, connects every node over TLS with this configuration
 	// (host:port and rediss:// nodes; a redis:// URL is then an error).
@@ -98,9 +103,17 @@ type Config struct {
 type Transport uint8
 
 const (
-	// TransportEpoll: raw non-blocking sockets watched by epoll (Linux's
-	// default).
-	TransportEpoll Transport = iota
+	// TransportAuto, the zero value: a lone caller waits in the kernel
+	// for its replies. io_uring where the kernel allows it (as
+	// TransportIOURing; Client.Transport says "io_uring (auto)"), else
+	// epoll with DirectWait defaulting to DefaultDirectWait
+	// ("epoll (auto; io_uring refused: ...)"). Chosen at New, per
+	// client. Opt out with TransportEpoll (today's epoll, no direct wait
+	// unless DirectWait is set) or a negative DirectWait.
+	TransportAuto Transport = iota
+	// TransportEpoll: raw non-blocking sockets watched by epoll; a lone
+	// caller parks in the netpoller unless DirectWait is positive.
+	TransportEpoll
 	// TransportIOURing: raw sockets driven by an io_uring: a lone caller's
 	// sends and its wait for their replies are one io_uring_enter. A
 	// lone caller waits in the kernel for up to DirectWait, 1ms when it
@@ -110,9 +123,11 @@ const (
 	TransportIOURing
 )
 
-// String returns the transport's name ("epoll", "io_uring").
+// String returns the transport's name ("auto", "epoll", "io_uring").
 func (t Transport) String() string {
 	switch t {
+	case TransportAuto:
+		return "auto"
 	case TransportEpoll:
 		return "epoll"
 	case TransportIOURing:
@@ -133,6 +148,9 @@ const (
 	DefaultClientName     = "redmux"
 	DefaultReconnectMin   = 50 * time.Millisecond
 	DefaultReconnectMax   = 2 * time.Second
+	// DefaultDirectWait is a lone caller's wait in the kernel when
+	// DirectWait is 0, on io_uring and on TransportAuto's epoll.
+	DefaultDirectWait = time.Millisecond
 	// MaxNodes is the largest number of nodes a Client accepts.
 	MaxNodes = 64
 	// MaxConns is the largest Config.Conns.

@@ -80,18 +80,19 @@
 // than HardTimeout ago with no reply since (the node then fails with
 // ErrNodeDown, cause "reply not received within HardTimeout"). Waiting is
 // done in the Go netpoller (a second epoll descriptor, pollable, watches
-// the first one), except for a lone leader's first Config.DirectWait when
-// it is set (below).
+// the first one), except for a lone leader's first Config.DirectWait
+// (below).
 //
 // A caller that finds no other caller waiting and the token free takes it
 // (it leads): it reads its own replies and gives the token back once its
-// own call has settled. With Config.DirectWait set (off by default), a
-// leader alone in Do first blocks in epoll_pwait2 itself for up to that
-// long, so the kernel wakes it directly when its replies arrive, with no
-// runtime park/unpark or netpoller wake-up between (17% fewer system calls
-// per lock operation; no latency gain measured on a shared 2-core machine:
-// results/single-caller); then it parks in the netpoller. Callers that come
-// while someone holds it follow: each waits on its batch for a reply
+// own call has settled. A leader alone in Do first blocks in the kernel
+// itself (epoll_pwait2, or io_uring_enter) for up to Config.DirectWait, so
+// the kernel wakes it directly when its replies arrive, with no runtime
+// park/unpark or netpoller wake-up between; then it parks in the
+// netpoller. By default (TransportAuto) it waits so for up to
+// DefaultDirectWait, 1ms; an explicit TransportEpoll keeps it off unless
+// DirectWait is set, and a negative DirectWait turns it off everywhere.
+// Callers that come while someone holds it follow: each waits on its batch for a reply
 // wake-up, its deadline, ctx, or Close, whichever comes first. One poller
 // goroutine per client takes the token when a leader leaves with followers
 // still waiting, when a write waits for the socket to drain, and at each
@@ -282,17 +283,28 @@
 //
 // The engine (queues, slots, decisions) is written once over a small seam
 // (transport.go): a driver dials and reads connections, a link is one
-// connection. On Linux the default is raw non-blocking sockets
+// connection. On Linux connections are raw non-blocking sockets
 // (golang.org/x/sys/unix: TCP_NODELAY, keepalive, non-blocking connect
-// bounded by DialTimeout, host names resolved at dial time) with the epoll
-// poller above. Config.Transport = TransportIOURing drives the same
-// sockets through an io_uring instead (Linux 5.19, 64-bit little-endian;
-// pure Go over x/sys/unix): a lone caller's sends and its wait for the
-// replies are one io_uring_enter, each connection keeps one receive armed
-// into buffers of its own, and where the kernel or a policy refuses
-// io_uring New falls back to epoll (Client.Transport says which runs;
-// about 7 system calls per acquire+release pair against epoll's 43:
-// results/single-caller). Other systems, and Linux built with -tags redmux_portable
+// bounded by DialTimeout, host names resolved at dial time), driven by
+// the epoll poller above (TransportEpoll) or by an io_uring
+// (TransportIOURing; Linux 5.19, 64-bit little-endian; pure Go over
+// x/sys/unix): a lone caller's sends and its wait for the replies are one
+// io_uring_enter, and each connection keeps one receive armed into
+// buffers of its own. The default, TransportAuto, chooses at New so that
+// a lone caller waits in the kernel: io_uring where the kernel allows it,
+// else epoll with a 1ms DirectWait (an older kernel, a seccomp policy,
+// the io_uring_disabled sysctl); Client.Transport says which runs
+// ("io_uring (auto)", or "epoll (auto; io_uring refused: ...)"). On a
+// shared 2-core machine, one caller on 5 redis-servers: 5.2 system calls
+// per acquire+release pair on io_uring, 26.4 on epoll with the direct
+// wait, 36.7 without, and 0.81x epoll's client CPU per pair (median of 7
+// interleaved rounds); with 64 callers neither was measurably cheaper
+// (io_uring 1.04x epoll's CPU per pair, rounds 0.90-1.21x; throughput
+// 0.98x): results/cost, issue 35 item 2. Opt out with
+// Transport: TransportEpoll (epoll, the lone caller parking in the
+// netpoller unless DirectWait is set) or a negative DirectWait (no direct
+// wait on any transport). TransportIOURing asks for io_uring and falls
+// back to epoll the same way. Other systems, and Linux built with -tags redmux_portable
 // (tested in CI), use Go's net.Conn: one reader goroutine per connection,
 // writes bounded to short slices so a caller never blocks past its
 // deadline; same API and semantics, more goroutines, and no zero-allocation

@@ -3,35 +3,56 @@
 package mux
 
 // testTransport, set by the package's tests (REDMUX_TEST_TRANSPORT),
-// replaces the default transport of clients that do not name one, so the
-// whole suite runs on io_uring too.
+// replaces the transport of clients that do not name one
+// (TransportAuto), so the whole suite runs on epoll and on io_uring.
 var testTransport Transport
 
-// newDriver picks the raw socket transport Config.Transport names (epoll
-// by default; io_uring falls back to epoll when refused), or the net.Conn
-// transport for a client with TLS nodes (tls.go says why).
+// newDriver picks the raw socket transport Config.Transport names
+// (TransportAuto, the default: io_uring where the kernel allows it, else
+// epoll with a lone caller's direct wait; io_uring falls back to epoll
+// when refused), or the net.Conn transport for a client with TLS nodes
+// (tls.go says why).
 func newDriver(c *Client) (driver, error) {
 	if c.cfg.tls {
 		c.transport = "net.Conn"
 		return newNetDriver(c), nil
 	}
 	want := c.cfg.Transport
-	if want == TransportEpoll {
+	if want == TransportAuto && testTransport != TransportAuto {
 		want = testTransport
 	}
+	auto := ""
+	if want == TransportAuto {
+		auto = "auto"
+	}
 	var refused string
-	if want == TransportIOURing {
+	if want != TransportEpoll {
 		d, err := newURingDriver(c)
 		if err == nil {
-			c.transport = TransportIOURing.String()
+			c.transport = TransportIOURing.String() + paren(auto)
 			return d, nil
 		}
-		refused = " (io_uring refused: " + err.Error() + ")"
+		refused = "io_uring refused: " + err.Error()
 	}
-	d, err := newEpollDriver(c)
+	direct := c.cfg.DirectWait
+	if want == TransportAuto && direct == 0 && !c.cfg.directOff {
+		direct = DefaultDirectWait // the lone caller waits in the kernel by default
+	}
+	d, err := newEpollDriver(c, direct)
 	if err != nil {
 		return nil, err
 	}
-	c.transport = TransportEpoll.String() + refused
+	if auto != "" && refused != "" {
+		auto += "; "
+	}
+	c.transport = TransportEpoll.String() + paren(auto+refused)
 	return d, nil
+}
+
+// paren returns " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }

@@ -3,14 +3,17 @@
 package mux
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 )
 
 // epollSet is the default readySet: the sockets and the close eventfd,
 // level-triggered in one epoll instance (the epoller,
 // poller_epoll_linux.go). A lone leader waits in epoll_pwait2 on it, for
-// up to Config.DirectWait (off by default); everyone else parks in the
-// netpoller.
+// up to its direct budget (Config.DirectWait; by default DefaultDirectWait
+// under TransportAuto, off under TransportEpoll); everyone else parks in
+// the netpoller.
 type epollSet struct {
 	d  *tokenDriver
 	ep *epoller
@@ -18,9 +21,10 @@ type epollSet struct {
 
 var _ readySet = (*epollSet)(nil)
 
-// newEpollDriver returns the epoll transport's driver.
-func newEpollDriver(c *Client) (*tokenDriver, error) {
-	d, err := newTokenDriver(c, c.cfg.DirectWait)
+// newEpollDriver returns the epoll transport's driver, whose lone leader
+// waits in epoll_pwait2 for up to direct (0: never).
+func newEpollDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
+	d, err := newTokenDriver(c, direct)
 	if err != nil {
 		return nil, err
 	}

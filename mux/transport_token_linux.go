@@ -38,8 +38,9 @@ import (
 // the runtime's monitor retakes it, up to 10 ms later: with many callers
 // on few cores that showed up as 10-40 ms tail latencies. The one
 // exception is bounded: a leader alone in Do blocks in the kernel (the
-// set's waitFor) for up to the direct budget (Config.DirectWait; on
-// io_uring 1ms when it is 0), because a lone caller's replies come within it and the kernel then wakes it directly, without the
+// set's waitFor) for up to the direct budget (Config.DirectWait;
+// DefaultDirectWait when it is 0 on io_uring and on TransportAuto's epoll),
+// because a lone caller's replies come within it and the kernel then wakes it directly, without the
 // netpoller's wake-up, park and unpark (issue 24).
 type tokenDriver struct {
 	c    *Client

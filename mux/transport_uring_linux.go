@@ -86,7 +86,7 @@ const (
 	// uringDirect is the direct budget when Config.DirectWait is unset:
 	// waiting in io_uring_enter is what this transport is for (the wait
 	// that submits).
-	uringDirect = time.Millisecond
+	uringDirect = DefaultDirectWait
 )
 
 // newURingDriver returns the io_uring transport's driver, or an error

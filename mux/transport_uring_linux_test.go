@@ -61,7 +61,7 @@ func requireURing(t *testing.T) {
 // back) submits the receives re-armed after those replies, so the
 // connections are read while the caller is away. Between 1.5 and 2.5 on
 // average: stragglers that complete between the collection and the wait
-// can cost a third. A client that names no transport runs epoll.
+// can cost a third. A client that names epoll runs epoll.
 func TestURingTransport(t *testing.T) {
 	requireURing(t)
 	addrs := startChild(t, 5)
@@ -95,6 +95,51 @@ func TestURingTransport(t *testing.T) {
 	if perCall < 1.5 || perCall > 2.5 {
 		t.Fatalf("%.2f io_uring_enter per call, want about 2", perCall)
 	}
+}
+
+// TestAutoTransport: a client that names no transport (TransportAuto,
+// the default outside this package's tests) runs io_uring where the
+// kernel allows it, with the lone caller's 1ms direct wait, and says
+// "io_uring (auto)"; where io_uring is refused it runs epoll with the
+// same direct wait and says why; TransportEpoll and a negative DirectWait
+// opt out (epoll without a direct wait, as before issue 35).
+func TestAutoTransport(t *testing.T) {
+	requireURing(t)
+	saved := testTransport
+	testTransport = TransportAuto // the default as users get it
+	t.Cleanup(func() { testTransport = saved })
+	addrs := startChild(t, 3)
+	direct := func(c *Client) time.Duration { return time.Duration(c.drv.(*tokenDriver).direct) }
+	check := func(c *Client, transport string, budget time.Duration) {
+		t.Helper()
+		if got := c.Transport(); !strings.HasPrefix(got, transport) {
+			t.Fatalf("Transport() = %q, want %q", got, transport)
+		}
+		if got := direct(c); got != budget {
+			t.Fatalf("%s: direct wait %v, want %v", c.Transport(), got, budget)
+		}
+		w := newLockWork(c)
+		for k := 0; k < 10; k++ {
+			w.op(context.Background())
+		}
+		if w.fails != 0 {
+			t.Fatalf("%s: %d failed calls", c.Transport(), w.fails)
+		}
+	}
+	check(newTestClient(t, addrs, nil), "io_uring (auto)", DefaultDirectWait)
+	check(newTestClient(t, addrs, func(cfg *Config) { cfg.DirectWait = 300 * time.Microsecond }), "io_uring (auto)", 300*time.Microsecond)
+	check(newTestClient(t, addrs, func(cfg *Config) { cfg.DirectWait = -1 }), "io_uring (auto)", 0)
+	check(newTestClient(t, addrs, func(cfg *Config) { cfg.Transport = TransportEpoll }), "epoll", 0)
+	if c := newTestClient(t, addrs, func(cfg *Config) { cfg.Transport = TransportEpoll }); c.Transport() != "epoll" {
+		t.Fatalf("Transport() = %q, want epoll", c.Transport())
+	}
+
+	savedSetup := uringSetup
+	uringSetup = func(uint32) (*uring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
+	t.Cleanup(func() { uringSetup = savedSetup })
+	check(newTestClient(t, addrs, nil), "epoll (auto; io_uring refused: io_uring_setup: operation not permitted)", DefaultDirectWait)
+	check(newTestClient(t, addrs, func(cfg *Config) { cfg.DirectWait = -1 }), "epoll (auto; io_uring refused: ", 0)
+	check(newTestClient(t, addrs, func(cfg *Config) { cfg.Transport = TransportIOURing }), "epoll (io_uring refused: ", 0)
 }
 
 // TestURingRefusedFallsBack: where the ring cannot be set up, a client
