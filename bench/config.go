@@ -191,9 +191,9 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 }
 
 // transportName is the -transport recorded in the report: empty for
-// epoll, mux's default.
+// auto, mux's default.
 func (c *Config) transportName() string {
-	if c.Transport == mux.TransportEpoll {
+	if c.Transport == mux.TransportAuto {
 		return ""
 	}
 	return c.Transport.String()

@@ -58,7 +58,7 @@ func TestDirectWaitFlag(t *testing.T) {
 	require.True(t, strings.Contains(string(md), "mux direct wait (-direct-wait) | 1ms"), "report.md names it")
 }
 
-// TestTransportFlag: -transport takes epoll or io_uring (epoll by default,
+// TestTransportFlag: -transport takes auto, epoll or io_uring (auto by default,
 // anything else is a usage error naming both); a run on io_uring measures
 // on it (0 failures) and says so in summary.json and report.md, and a
 // kernel that refuses io_uring fails the run rather than letting it
@@ -66,8 +66,12 @@ func TestDirectWaitFlag(t *testing.T) {
 func TestTransportFlag(t *testing.T) {
 	cfg, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)
+	require.Equal(t, mux.TransportAuto, cfg.Transport)
+	require.Empty(t, cfg.transportName(), "auto, the default, is not recorded")
+	cfg, err = ParseArgs([]string{"-transport", "epoll"}, noEnv)
+	require.NoError(t, err)
 	require.Equal(t, mux.TransportEpoll, cfg.Transport)
-	require.Empty(t, cfg.transportName(), "epoll, the default, is not recorded")
+	require.Equal(t, "epoll", cfg.transportName())
 	cfg, err = ParseArgs([]string{"-transport", "io_uring"}, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, mux.TransportIOURing, cfg.Transport)

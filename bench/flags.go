@@ -50,19 +50,19 @@ type transportFlag struct{ t *mux.Transport }
 
 func (f transportFlag) String() string {
 	if f.t == nil {
-		return mux.TransportEpoll.String()
+		return mux.TransportAuto.String()
 	}
 	return f.t.String()
 }
 
 func (f transportFlag) Set(s string) error {
-	for _, t := range []mux.Transport{mux.TransportEpoll, mux.TransportIOURing} {
+	for _, t := range []mux.Transport{mux.TransportAuto, mux.TransportEpoll, mux.TransportIOURing} {
 		if s == t.String() {
 			*f.t = t
 			return nil
 		}
 	}
-	return fmt.Errorf("want %s or %s", mux.TransportEpoll, mux.TransportIOURing)
+	return fmt.Errorf("want %s, %s or %s", mux.TransportAuto, mux.TransportEpoll, mux.TransportIOURing)
 }
 
 type startAtFlag struct{ t *time.Time }

@@ -38,7 +38,7 @@ type ReportConfig struct {
 	Workers      int      `json:"workers"`
 	MuxConns     int      `json:"mux_conns,omitempty"`      // 0: mux's default
 	DirectWaitMs float64  `json:"direct_wait_ms,omitempty"` // -direct-wait; 0: off
-	MuxTransport string   `json:"mux_transport,omitempty"`  // -transport; empty: epoll, mux's default
+	MuxTransport string   `json:"mux_transport,omitempty"`  // -transport; empty: auto, mux's default
 	DurationS    float64  `json:"duration_s,omitempty"`
 	Ops          int64    `json:"ops,omitempty"`
 	WarmupS      float64  `json:"warmup_s"`
