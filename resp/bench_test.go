@@ -50,6 +50,43 @@ func BenchmarkParseLockReply(b *testing.B) {
 	}
 }
 
+var sinkInt int
+
+// BenchmarkRereadLockReply reads a kept lock reply again: by parsing its
+// frame (what mux did for every success check and every Reply) or through
+// the Shape its first parse left (what it does now).
+func BenchmarkRereadLockReply(b *testing.B) {
+	for _, lr := range lockReplies {
+		var p resp.Parser
+		r0, _, err := p.Parse(lr.frame)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sh := r0.Shape()
+		b.Run(lr.name+"/how=parse", func(b *testing.B) {
+			b.ReportAllocs()
+			hits := 0
+			for i := 0; i < b.N; i++ {
+				r, _, err := p.Parse(lr.frame)
+				if err == nil && (r.IsOK() || r.N == 1) {
+					hits++
+				}
+			}
+			sinkInt = hits
+		})
+		b.Run(lr.name+"/how=shape", func(b *testing.B) {
+			b.ReportAllocs()
+			hits := 0
+			for i := 0; i < b.N; i++ {
+				if r := sh.At(lr.frame); r.IsOK() || r.N == 1 {
+					hits++
+				}
+			}
+			sinkInt = hits
+		})
+	}
+}
+
 func BenchmarkEncodeCommand(b *testing.B) {
 	buf := make([]byte, 0, 512)
 	key := "lock:orders:12345"

@@ -114,3 +114,31 @@ func ExampleAppendCommand() {
 	fmt.Printf("%q\n", buf)
 	// Output: "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"
 }
+
+// A reply kept as its Shape and the offset of its frame in a buffer is read
+// again without parsing: this is how mux keeps the replies it copies out of
+// a connection's read buffer.
+func ExampleShape() {
+	in := []byte(":1\r\n$5\r\nhello\r\n")
+	var kept []byte
+	var shapes []resp.Shape
+	var offs []int
+	for len(in) > 0 {
+		r, n, err := resp.Parse(in)
+		if err != nil {
+			panic(err)
+		}
+		offs = append(offs, len(kept))
+		kept = append(kept, in[:n]...)
+		shapes = append(shapes, r.Shape())
+		in = in[n:]
+	}
+	offs = append(offs, len(kept))
+	for i, s := range shapes {
+		r := s.At(kept[offs[i]:offs[i+1]])
+		fmt.Printf("%c %q %d\n", r.Type, r.Data, r.N)
+	}
+	// Output:
+	// : "1" 1
+	// $ "hello" 5
+}

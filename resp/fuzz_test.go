@@ -58,6 +58,15 @@ func checkParse(t *testing.T, p *Parser, b []byte) {
 		if len(r.Attr)+len(r.Raw) != n || !bytes.Equal(append(append([]byte(nil), r.Attr...), r.Raw...), b[:n]) {
 			t.Fatalf("Attr+Raw is not the frame")
 		}
+		// The reply's Shape over a copy of the frame is the reply Parse
+		// gives for the copy, its slices' capacities included.
+		cp := append([]byte(nil), b[:n]...)
+		pc, _, _ := p.Parse(cp)
+		at := r.Shape().At(cp)
+		sameReply(t, "Shape.At", at, pc)
+		if cap(at.Data) != cap(pc.Data) || cap(at.Raw) != cap(pc.Raw) || cap(at.Attr) != cap(pc.Attr) || (at.Attr == nil) != (pc.Attr == nil) {
+			t.Fatalf("Shape.At: capacities %d/%d/%d, Parse %d/%d/%d", cap(at.Data), cap(at.Raw), cap(at.Attr), cap(pc.Data), cap(pc.Raw), cap(pc.Attr))
+		}
 		// The frame alone, and the frame with anything after it, parse
 		// to the same size.
 		if _, n2, err := p.Parse(b[:n:n]); err != nil || n2 != n {
