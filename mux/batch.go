@@ -11,6 +11,7 @@ import (
 // copied into the batch's reply buffer at [off, off+n), or nothing yet.
 type result struct {
 	off, n  int
+	shape   resp.Shape // the frame's parse on arrival
 	got     bool
 	isErr   bool
 	retried bool // the NOSCRIPT fallback was used for this command
@@ -36,8 +37,6 @@ type Batch struct {
 	keyed   bool        // SetKey was called
 	cluster bool        // made by a client with a Redis Cluster node
 	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
-
-	parser resp.Parser
 
 	// wait is how Do sleeps: the reader side signals wake once the call is
 	// decided; the timer bounds it.
@@ -69,22 +68,24 @@ type call struct {
 	panicked *PanicError // Policy.Success panicked: the call's error
 }
 
+// reply is the stored reply, read through the parse done on arrival.
+func (r *result) reply(rbuf []byte) resp.Reply { return r.shape.At(rbuf[r.off : r.off+r.n]) }
+
 // NewBatch returns an empty batch sized for c.
 func (c *Client) NewBatch() *Batch {
-	b := newBatch(c.n, c.cfg.Parser)
+	b := newBatch(c.n)
 	b.kinds = c.kinds
 	b.cluster = c.hasCluster
 	return b
 }
 
-func newBatch(n int, p resp.Parser) *Batch {
+func newBatch(n int) *Batch {
 	return &Batch{
 		n:      n,
 		cmds:   make([][]byte, n),
 		offs:   make([][]int, n),
 		exp:    make([][]Expect, n),
 		claims: make([]*pconn, 0, n),
-		parser: p,
 		wake:   make(chan struct{}, 1),
 		call: call{
 			res:  make([][]result, n),
@@ -245,11 +246,8 @@ func (b *Batch) Reply(node, k int) (resp.Reply, error) {
 		}
 		return resp.Reply{}, kindErr(b.kinds, node, ErrNotSent)
 	}
-	r := rs[k]
-	rep, _, err := b.parser.Parse(cl.rbuf[r.off : r.off+r.n])
-	if err != nil { // cannot happen: the frame parsed when it arrived
-		return resp.Reply{}, &NodeError{Node: node, Addr: b.addr(node), Kind: ErrProtocol, Cause: err}
-	}
+	r := &rs[k]
+	rep := r.reply(cl.rbuf)
 	if r.isErr {
 		return rep, &ServerError{Node: node, Text: string(rep.Data)}
 	}

@@ -106,9 +106,8 @@ func (b *Batch) signal() {
 	}
 }
 
-// store records a reply frame for node's command k and reports whether the
-// node is now complete.
-func (b *Batch) store(node, k int, frame []byte, isErr bool) {
+// store records a reply frame, whose parse is sh, for node's command k.
+func (b *Batch) store(node, k int, frame []byte, isErr bool, sh resp.Shape) {
 	cl := &b.call
 	r := &cl.res[node][k]
 	if r.got || cl.done[node] {
@@ -116,7 +115,7 @@ func (b *Batch) store(node, k int, frame []byte, isErr bool) {
 	}
 	off := len(cl.rbuf)
 	cl.rbuf = append(cl.rbuf, frame...)
-	r.off, r.n, r.got, r.isErr = off, len(frame), true, isErr
+	r.off, r.n, r.got, r.isErr, r.shape = off, len(frame), true, isErr, sh
 	cl.got[node]++
 	if cl.got[node] == len(cl.res[node]) {
 		b.complete(node)
@@ -137,9 +136,8 @@ func (b *Batch) complete(node int) {
 		}
 	}
 	if ok && cl.pol.Success != nil {
-		last := rs[len(rs)-1]
-		rep, _, err := b.parser.Parse(cl.rbuf[last.off : last.off+last.n])
-		ok = err == nil && b.success(node, rep)
+		last := &rs[len(rs)-1]
+		ok = b.success(node, last.reply(cl.rbuf))
 	}
 	if ok {
 		cl.succ++

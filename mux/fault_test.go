@@ -207,7 +207,7 @@ func TestBadConfigAndBatch(t *testing.T) {
 	}
 	cl := startFake(t, 2, fakeserver.Config{})
 	c := newTestClient(t, cl.Addrs(), nil)
-	other := newBatch(3, resp.Parser{})
+	other := newBatch(3)
 	other.Broadcast(resp.AppendCommand(nil, "PING"))
 	if _, err := c.Do(context.Background(), other, Policy{}); !errors.Is(err, ErrBadBatch) {
 		t.Fatal(err)

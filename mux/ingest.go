@@ -28,7 +28,8 @@ const readBudget = 256 << 10
 type frame struct {
 	off, n int
 	isErr  bool
-	kind   Expect // its kind (kindOf), checked against its slot's exp
+	kind   Expect     // its kind (kindOf), checked against its slot's exp
+	shape  resp.Shape // what its parse learned: the batch reads it without parsing again
 }
 
 // reader is a connection's read state, owned by the reader side.
@@ -124,7 +125,7 @@ func (cn *pconn) ingest(l link) bool {
 				return false
 			}
 			if rep.Type != resp.TypePush { // pushes are never replies
-				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null)}
+				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null), shape: rep.Shape()}
 				nf++
 			}
 			off += n
@@ -171,7 +172,7 @@ func (cn *pconn) ingest(l link) bool {
 			cn.mu.Unlock()
 			for i := 0; i < ok; i++ {
 				f := rd.frames[i]
-				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr)
+				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr, f.shape)
 				rd.popped[i] = slot{}
 			}
 			if demoted != nil {
@@ -223,8 +224,9 @@ func isNoScript(f []byte) bool {
 }
 
 // deliver hands a reply to the batch its slot belongs to, if that batch's
-// call is still waiting; otherwise the reply is dropped.
-func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
+// call is still waiting; otherwise the reply is dropped. sh is the frame's
+// parse, kept with the copy so the batch never parses it again.
+func (cn *pconn) deliver(s slot, f []byte, isErr bool, sh resp.Shape) {
 	b := s.b
 	if b == nil || s.k < 0 {
 		return
@@ -239,7 +241,7 @@ func (cn *pconn) deliver(s slot, f []byte, isErr bool) {
 		case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
 			cl.res[cn.node][k].retried = true
 		default:
-			b.store(cn.node, k, f, isErr)
+			b.store(cn.node, k, f, isErr, sh)
 		}
 	}
 	b.mu.Unlock()
