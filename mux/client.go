@@ -324,7 +324,11 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 				continue
 			}
 			var err error
-			if mono() >= deadline {
+			now := start // the first pass waits for nothing: one clock read serves it
+			if pass == 1 {
+				now = mono() // the nodes before this one may have waited for room
+			}
+			if now >= deadline {
 				err = kindErr(b.kinds, i, ErrNotSent)
 			} else if pass == 1 && b.isSettled() {
 				err = kindErr(b.kinds, i, ErrNotSent)

@@ -76,7 +76,9 @@ type pconn struct {
 	deferred link       // closed by the writer when its write returns (the connection broke meanwhile)
 	cause    *NodeError // why the connection is being aborted (write error, overdue), for the reader side
 	q        slotRing
-	progress int64         // mono time replies last arrived
+	arrived  uint64        // replies read so far (the reader counts them; no clock is read per reply)
+	seen     uint64        // arrived as the overdue sweep last saw it
+	seenAt   int64         // mono time of the sweep that first saw arrived at seen
 	room     chan struct{} // closed when queued bytes drop below the cap (back-pressure)
 
 	rd reader // read side; owned by the reader
@@ -368,15 +370,22 @@ func (cn *pconn) current() link {
 	return cn.link
 }
 
-// overdue reports whether the connection owes replies and has made no
-// progress since limit (mono ns, now - HardTimeout): the deadline of its
-// oldest outstanding reply's batch passed before limit and no reply arrived
-// since. A long pipeline that keeps answering is not overdue; a node that
-// stopped answering is.
-func (cn *pconn) overdue(limit int64) bool {
+// overdue is the sweep's look at the connection at now (mono ns): it
+// reports whether the connection owes replies and has made no progress
+// since limit (now - HardTimeout): the deadline of its oldest outstanding
+// reply's batch passed before limit and no reply arrived since. A long
+// pipeline that keeps answering is not overdue; a node that stopped
+// answering is. The reader only counts replies; the sweep dates a change
+// of the count when it first sees it, so progress is known to a sweep's
+// interval (HardTimeout/4 at most): a node that stops is found overdue
+// that much later at most, never earlier.
+func (cn *pconn) overdue(now, limit int64) bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	return cn.link != nil && cn.q.n > 0 && cn.q.front().at < limit && cn.progress < limit
+	if cn.arrived != cn.seen {
+		cn.seen, cn.seenAt = cn.arrived, now
+	}
+	return cn.link != nil && cn.q.n > 0 && cn.q.front().at < limit && cn.seenAt < limit
 }
 
 // waitRoom waits until room is closed, deadline (mono ns) passes, or done

@@ -167,7 +167,7 @@ func (cn *pconn) ingest(l link) bool {
 			for i := 0; i < ok; i++ {
 				rd.popped[i] = cn.q.pop()
 			}
-			cn.progress = mono()
+			cn.arrived++
 			cn.freeRoom()
 			cn.mu.Unlock()
 			for i := 0; i < ok; i++ {

@@ -48,9 +48,10 @@ func (d *netDriver) sweep() {
 			return
 		case <-t.C:
 		}
-		limit := mono() - int64(c.cfg.HardTimeout)
+		now := mono()
+		limit := now - int64(c.cfg.HardTimeout)
 		for _, cn := range c.conns {
-			if cn.overdue(limit) {
+			if cn.overdue(now, limit) {
 				cn.abort(ErrNodeDown, errOverdue)
 			}
 		}

@@ -214,7 +214,7 @@ func (d *tokenDriver) enter() {
 		return
 	}
 	if d.tok.CompareAndSwap(false, true) {
-		d.after(d.set.poke())
+		d.failed(d.set.poke()) // no sweep: the caller leads next, and sweeps there
 		d.release()
 		return
 	}
@@ -374,7 +374,8 @@ func (d *tokenDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		if d.c.closed.Load() {
 			return ErrClosed
 		}
-		now := mono()
+		now := mono() // the loop's one clock read: the sweep, the deadline and the waits use it
+		d.sweep(now)
 		if done != nil {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -398,12 +399,12 @@ func (d *tokenDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		// of their own for the leader to read, so it parks as before).
 		if now < direct && d.c.active.Load() == 1 && d.waiters.Load() == 0 {
 			if w := min(until, direct) - now; w > 0 {
-				d.after(d.set.waitFor(w, need))
+				d.failed(d.set.waitFor(w, need))
 			} else {
-				d.after(d.set.poke())
+				d.failed(d.set.poke())
 			}
 		} else {
-			d.after(d.set.park(until))
+			d.failed(d.set.park(until))
 		}
 	}
 }
@@ -411,28 +412,47 @@ func (d *tokenDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 // after handles a wait's error (the set broke: nothing can be read any
 // more), then the overdue sweep when it is due (token held).
 func (d *tokenDriver) after(err error) {
-	c := d.c
-	if err != nil {
-		if c.closed.Load() {
-			return
-		}
-		for _, cn := range c.conns {
-			if l := cn.current(); l != nil {
-				cn.fail(ErrConnBroken, err)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
+	if d.failed(err) {
 		return
 	}
-	if now := mono(); now >= d.nextSweep.Load() {
-		limit := now - int64(c.cfg.HardTimeout)
-		for _, cn := range c.conns {
-			if cn.overdue(limit) {
-				cn.fail(ErrNodeDown, errOverdue)
-			}
-		}
-		d.nextSweep.Store(now + d.sweepEvery)
+	d.sweep(mono())
+}
+
+// failed handles a wait's error: the set broke, nothing can be read any
+// more, so every connection fails (token held). It reports whether err was
+// one.
+func (d *tokenDriver) failed(err error) bool {
+	if err == nil {
+		return false
 	}
+	c := d.c
+	if c.closed.Load() {
+		return true
+	}
+	for _, cn := range c.conns {
+		if l := cn.current(); l != nil {
+			cn.fail(ErrConnBroken, err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	return true
+}
+
+// sweep fails the overdue connections when the sweep is due at now (mono
+// ns; token held). A leader sweeps with its loop's clock reading; the
+// poller after each wait.
+func (d *tokenDriver) sweep(now int64) {
+	if now < d.nextSweep.Load() {
+		return
+	}
+	c := d.c
+	limit := now - int64(c.cfg.HardTimeout)
+	for _, cn := range c.conns {
+		if cn.overdue(now, limit) {
+			cn.fail(ErrNodeDown, errOverdue)
+		}
+	}
+	d.nextSweep.Store(now + d.sweepEvery)
 }
 
 // poll is the poller goroutine: it holds the token while followers wait or
