@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,11 +39,13 @@ func BenchmarkLockOp(b *testing.B) {
 			}
 			enters := uringEnters.Load()
 			b.ReportAllocs()
+			cpu := startCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				w.op(ctx)
 			}
 			b.StopTimer()
+			cpu.report(b)
 			if strings.HasPrefix(c.Transport(), "io_uring") {
 				b.ReportMetric(float64(uringEnters.Load()-enters)/float64(b.N), "io_uring_enter/op")
 			}
@@ -59,6 +62,7 @@ func BenchmarkLockOpParallel(b *testing.B) {
 	srv := redistest.StartN(b, 5, redistest.Options{})
 	c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
 	b.ReportAllocs()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		w := newLockWork(c)
 		ctx := context.Background()
@@ -66,6 +70,26 @@ func BenchmarkLockOpParallel(b *testing.B) {
 			w.op(ctx)
 		}
 	})
+	cpu.report(b)
+}
+
+// cpuMeter measures the client's CPU time over a benchmark's loop: the
+// process's user+system time (getrusage; the redis-servers are other
+// processes), reported per op as cpu-ns/op. Wall time per op (ns/op)
+// includes the servers' time and the network's; this is what the client
+// itself costs.
+type cpuMeter struct{ t0 int64 }
+
+func startCPU() cpuMeter { return cpuMeter{processCPU()} }
+
+func (m cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(processCPU()-m.t0)/float64(b.N), "cpu-ns/op")
+}
+
+func processCPU() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // plainConn is one blocking net.Conn with a read buffer: the baseline
