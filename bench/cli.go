@@ -62,6 +62,7 @@ var subcommands = []struct {
 	{"sweep", func(c *cli, args []string) int { return c.lockRun(args, parseSweepArgs, sweepUsage, sweepMain) }},
 	{"merge", func(c *cli, args []string) int { return mergeMain(args, c.stdout, c.stderr) }},
 	{"compare", func(c *cli, args []string) int { return compareMain(args, c.stdout, c.stderr) }},
+	{"render", func(c *cli, args []string) int { return renderMain(args, c.stdout, c.stderr) }},
 }
 
 // cli is one Main call: its command line, outputs and environment, and the

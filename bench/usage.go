@@ -121,6 +121,7 @@ Usage:
   redmux-bench sweep [flags]      capacity: open-loop steps of rising rate up to saturation (redmux-bench sweep -h)
   redmux-bench merge FILE...      merge HdrHistogram interval logs from several machines (-segment i/n splits one run between them)
   redmux-bench compare OLD NEW    per-metric ratios of two results, changes beyond the noise flagged (redmux-bench compare -h)
+  redmux-bench render DIR...      redraw a run's or sweep's plots (and report) with this version's writer, from its files
 
 Flags, by group:
 `)
