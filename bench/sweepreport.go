@@ -283,7 +283,7 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 				verdict += " (set aside: a heavier step held)"
 			}
 			row = append(row, fmtUs(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
-				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), machineCell(st), verdict)
+				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), machineCell(st, rep.Env.NumCPU), verdict)
 			t.row(row...)
 		}
 	}
@@ -299,13 +299,14 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 }
 
 // machineCell is a step's machine figures: load average, CPUs used by
-// other processes, steal ("-" when not measured).
-func machineCell(st *sweepStep) string {
+// other processes, steal ("-" when not measured); numCPU is the measuring
+// machine's (Env.NumCPU), not the one writing the report (render).
+func machineCell(st *sweepStep, numCPU int) string {
 	if st.LoadAvg == 0 && st.MachineBusyCores == 0 {
 		return "-"
 	}
 	c := fmt.Sprintf("%.1f, %.2f, %.0f%%", st.LoadAvg, st.OtherCores, 100*st.StealShare)
-	if st.starved(numCPU()) != "" {
+	if st.starved(numCPU) != "" {
 		c += " (CPU-starved)"
 	}
 	return c
