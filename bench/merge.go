@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -312,63 +311,48 @@ func writeMergedTable(w io.Writer, r *mergeResult, c *mergeConfig) {
 	if r.Segments != nil {
 		fmt.Fprintln(w, r.Segments.describe())
 	}
-	pcts := mergePercentiles(c)
-	head := []string{"tag", "count", "files", "per s"}
-	several := len(r.Files) > 1
-	if several {
-		head = append(head, "sum per s")
-	}
-	head = append(head, "min")
-	for _, p := range pcts {
-		head = append(head, pctName(p))
-	}
-	t := newTable(append(head, "max")...)
-	for _, m := range r.Tags {
-		name := m.Tag
-		if name == "" {
-			name = "(untagged)"
-		}
-		row := []string{name, fmt.Sprint(m.Latency.Count), fmt.Sprint(m.Files), fmtCount(m.PerSec)}
-		if several {
-			row = append(row, fmtCount(m.SumPerSec))
-		}
-		row = append(row, f1(m.Latency.MinUs))
-		for _, p := range pcts {
-			v, ok := m.Latency.At(p)
-			if !ok {
-				v = us(load.ValueAtPercentile(m.hist, p))
-			}
-			row = append(row, f1(v))
-		}
-		t.row(append(row, f1(m.Latency.MaxUs))...)
-	}
-	t.write(w)
+	mergedColumns(c, len(r.Files) > 1).table(r.Tags).write(w)
 }
 
 // writeMergedCSV writes one row per tag.
 func writeMergedCSV(w io.Writer, r *mergeResult, c *mergeConfig) error {
-	cw := csv.NewWriter(w)
-	pcts := mergePercentiles(c)
-	head := []string{"tag", "count", "intervals", "files", "start", "end", "per_sec", "min_us", "mean_us"}
-	for _, p := range pcts {
-		head = append(head, pctName(p)+"_us")
+	return mergedColumns(c, false).writeCSV(w, r.Tags)
+}
+
+// mergedColumns are the merge's table's columns and merged.csv's, one row
+// per tag; several: the table's "sum per s" column (more than one file).
+func mergedColumns(c *mergeConfig, several bool) columns[*mergedTag] {
+	cs := columns[*mergedTag]{
+		{head: "tag", csv: "tag", json: "tag", cell: func(m *mergedTag) string {
+			if m.Tag == "" {
+				return "(untagged)"
+			}
+			return m.Tag
+		}, raw: func(m *mergedTag) string { return m.Tag }},
+		{head: "count", csv: "count", json: "latency.count", cell: func(m *mergedTag) string { return fmtInt(m.Latency.Count) }},
+		{csv: "intervals", json: "intervals", cell: func(m *mergedTag) string { return fmt.Sprint(m.Intervals) }},
+		{head: "files", csv: "files", json: "files", cell: func(m *mergedTag) string { return fmt.Sprint(m.Files) }},
+		{csv: "start", json: "start", cell: func(m *mergedTag) string { return m.Start }},
+		{csv: "end", json: "end", cell: func(m *mergedTag) string { return m.End }},
+		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *mergedTag) string { return fmtCount(m.PerSec) }, raw: func(m *mergedTag) string { return csvFloat(m.PerSec) }},
 	}
-	if err := cw.Write(append(head, "max_us")); err != nil {
-		return err
+	if several {
+		cs = append(cs, column[*mergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *mergedTag) string { return fmtCount(m.SumPerSec) }})
 	}
-	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	for _, m := range r.Tags {
-		l := m.Latency
-		row := []string{m.Tag, fmt.Sprint(l.Count), fmt.Sprint(m.Intervals), fmt.Sprint(m.Files), m.Start, m.End, g(m.PerSec), g(l.MinUs), g(l.MeanUs)}
-		for _, p := range pcts {
-			row = append(row, g(us(load.ValueAtPercentile(m.hist, p))))
-		}
-		if err := cw.Write(append(row, g(l.MaxUs))); err != nil {
-			return err
-		}
+	cs = append(cs, columns[*mergedTag]{
+		{head: "min", csv: "min_us", json: "latency.min_us", cell: func(m *mergedTag) string { return f1(m.Latency.MinUs) }, raw: func(m *mergedTag) string { return csvFloat(m.Latency.MinUs) }},
+		{csv: "mean_us", json: "latency.mean_us", cell: func(m *mergedTag) string { return csvFloat(m.Latency.MeanUs) }},
+	}...)
+	for _, p := range mergePercentiles(c) {
+		cs = append(cs, column[*mergedTag]{head: pctName(p), csv: pctName(p) + "_us", json: "latency", cell: func(m *mergedTag) string {
+			v, ok := m.Latency.At(p)
+			if !ok {
+				v = us(load.ValueAtPercentile(m.hist, p))
+			}
+			return f1(v)
+		}, raw: func(m *mergedTag) string { return csvFloat(us(load.ValueAtPercentile(m.hist, p))) }})
 	}
-	cw.Flush()
-	return cw.Error()
+	return append(cs, column[*mergedTag]{head: "max", csv: "max_us", json: "latency.max_us", cell: func(m *mergedTag) string { return f1(m.Latency.MaxUs) }, raw: func(m *mergedTag) string { return csvFloat(m.Latency.MaxUs) }})
 }
 
 // writeMergedPlot draws the merged tags' percentile distributions: those

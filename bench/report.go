@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -158,56 +157,52 @@ func pctCell(l Latency, p float64) string {
 // summaryTable is the headline table: throughput, acquire and
 // acquire+release latency, outcomes (failed operations with their own
 // latency), errors by kind, node errors by kind and client cost.
-func summaryTable(rep *Report) *table {
-	acq, acqRel := tablePercentiles(rep.Config)
-	head := []string{"strategy", "ops/s"}
-	open := rep.Config.Rate > 0
-	if open {
-		head = append(head, "target/s")
+func summaryTable(rep *Report) *table { return runColumns(rep.Config).table(rep.Strategies) }
+
+// runColumns are the headline table's columns, one row per strategy.
+func runColumns(c ReportConfig) columns[*StrategyResult] {
+	acq, acqRel := tablePercentiles(c)
+	cs := columns[*StrategyResult]{
+		{head: "strategy", json: "name", cell: func(s *StrategyResult) string {
+			name := s.Name
+			if s.Saturated {
+				name += " (saturated)"
+			}
+			if s.Interrupted {
+				name += " (interrupted)"
+			}
+			return name
+		}},
+		{head: "ops/s", json: "ops_per_sec", cell: func(s *StrategyResult) string { return fmtCount(s.OpsPerSec) }},
 	}
-	cont := contention(rep.Config)
-	if cont {
-		head = append(head, "acquired/s")
+	if c.Rate > 0 {
+		cs = append(cs, column[*StrategyResult]{head: "target/s", json: "target_rate", cell: func(s *StrategyResult) string { return fmtCount(s.TargetRate) }})
+	}
+	if contention(c) {
+		cs = append(cs, column[*StrategyResult]{head: "acquired/s", json: "acquired_per_sec", cell: func(s *StrategyResult) string { return fmtCount(s.AcquiredPerSec) }})
 	}
 	for _, p := range acq {
-		head = append(head, "acq "+pctName(p))
+		cs = append(cs, column[*StrategyResult]{head: "acq " + pctName(p), json: "acquire", cell: func(s *StrategyResult) string { return pctCell(s.Acquire, p) }})
 	}
 	for _, p := range acqRel {
-		head = append(head, "acq+rel "+pctName(p))
+		cs = append(cs, column[*StrategyResult]{head: "acq+rel " + pctName(p), json: "acquire_release", cell: func(s *StrategyResult) string { return pctCell(s.AcquireRelease, p) }})
 	}
-	head = append(head, "acq+rel max", "acq+rel ok", "not acq", "failed", "fail p99", "errors", "node errors", "allocs/op", "cpu us/op")
-	t := newTable(head...)
-	for _, s := range rep.Strategies {
-		name := s.Name
-		if s.Saturated {
-			name += " (saturated)"
-		}
-		if s.Interrupted {
-			name += " (interrupted)"
-		}
-		row := []string{name, fmtCount(s.OpsPerSec)}
-		if open {
-			row = append(row, fmtCount(s.TargetRate))
-		}
-		if cont {
-			row = append(row, fmtCount(s.AcquiredPerSec))
-		}
-		for _, p := range acq {
-			row = append(row, pctCell(s.Acquire, p))
-		}
-		for _, p := range acqRel {
-			row = append(row, pctCell(s.AcquireRelease, p))
-		}
-		maxCell := "-"
-		if s.AcquireRelease.Count > 0 {
-			maxCell = fmtUs(s.AcquireRelease.MaxUs)
-		}
-		row = append(row, maxCell, fmt.Sprint(s.Acquired-s.ReleaseFailed), fmt.Sprint(s.NotAcquired), fmt.Sprint(s.Failed),
-			pctCell(s.FailedLat, 99), errString(s.Errors), errString(s.NodeErrors),
-			fmt.Sprintf("%.1f", s.AllocsPerOp), fmt.Sprintf("%.1f", s.CPUUsPerOp))
-		t.row(row...)
-	}
-	return t
+	return append(cs, columns[*StrategyResult]{
+		{head: "acq+rel max", json: "acquire_release.max_us", cell: func(s *StrategyResult) string {
+			if s.AcquireRelease.Count == 0 {
+				return "-"
+			}
+			return fmtUs(s.AcquireRelease.MaxUs)
+		}},
+		{head: "acq+rel ok", json: "acquired_released", cell: func(s *StrategyResult) string { return fmtInt(s.Acquired - s.ReleaseFailed) }},
+		{head: "not acq", json: "not_acquired", cell: func(s *StrategyResult) string { return fmtInt(s.NotAcquired) }},
+		{head: "failed", json: "failed", cell: func(s *StrategyResult) string { return fmtInt(s.Failed) }},
+		{head: "fail p99", json: "failed_latency.p99_us", cell: func(s *StrategyResult) string { return pctCell(s.FailedLat, 99) }},
+		{head: "errors", json: "errors", cell: func(s *StrategyResult) string { return errString(s.Errors) }},
+		{head: "node errors", json: "node_errors", cell: func(s *StrategyResult) string { return errString(s.NodeErrors) }},
+		{head: "allocs/op", json: "allocs_per_op", cell: func(s *StrategyResult) string { return fmt.Sprintf("%.1f", s.AllocsPerOp) }},
+		{head: "cpu us/op", json: "cpu_us_per_op", cell: func(s *StrategyResult) string { return fmt.Sprintf("%.1f", s.CPUUsPerOp) }},
+	}...)
 }
 
 // warnings are the lines that must be read with the table: saturated
@@ -344,34 +339,42 @@ func writeContention(w io.Writer, rep *Report) {
 // WriteCSV writes one row per strategy and metric: outcome counts, rates
 // and the chosen percentiles in microseconds.
 func WriteCSV(w io.Writer, rep *Report) error {
-	cw := csv.NewWriter(w)
-	pcts := reportPercentiles(rep.Config)
-	head := []string{"strategy", "metric", "count", "ops", "ops_per_sec", "target_rate", "saturated", "interrupted", "failed", "min_us", "mean_us"}
-	for _, p := range pcts {
-		head = append(head, pctName(p)+"_us")
-	}
-	head = append(head, "max_us")
-	if err := cw.Write(head); err != nil {
-		return err
-	}
-	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	var rows []metricRow
 	for _, s := range rep.Strategies {
 		for _, m := range load.Metrics {
-			l := s.metric(m)
-			row := []string{s.Name, m, fmt.Sprint(l.Count), fmt.Sprint(s.Ops), g(s.OpsPerSec), g(s.TargetRate),
-				strconv.FormatBool(s.Saturated), strconv.FormatBool(s.Interrupted), fmt.Sprint(s.Failed), g(l.MinUs), g(l.MeanUs)}
-			for _, p := range pcts {
-				v, _ := l.At(p)
-				row = append(row, g(v))
-			}
-			row = append(row, g(l.MaxUs))
-			if err := cw.Write(row); err != nil {
-				return err
-			}
+			rows = append(rows, metricRow{s, m, s.metric(m)})
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return metricColumns(rep.Config).writeCSV(w, rows)
+}
+
+// metricRow is one metric of one strategy: a row of summary.csv.
+type metricRow struct {
+	s      *StrategyResult
+	metric string
+	l      Latency
+}
+
+// metricColumns are summary.csv's columns ("*": the row's metric's
+// latency object in the JSON).
+func metricColumns(c ReportConfig) columns[metricRow] {
+	cs := columns[metricRow]{
+		{csv: "strategy", json: "name", cell: func(r metricRow) string { return r.s.Name }},
+		{csv: "metric", cell: func(r metricRow) string { return r.metric }},
+		{csv: "count", json: "*.count", cell: func(r metricRow) string { return fmtInt(r.l.Count) }},
+		{csv: "ops", json: "ops", cell: func(r metricRow) string { return fmtInt(r.s.Ops) }},
+		{csv: "ops_per_sec", json: "ops_per_sec", cell: func(r metricRow) string { return csvFloat(r.s.OpsPerSec) }},
+		{csv: "target_rate", json: "target_rate", cell: func(r metricRow) string { return csvFloat(r.s.TargetRate) }},
+		{csv: "saturated", json: "saturated", cell: func(r metricRow) string { return fmtBool(r.s.Saturated) }},
+		{csv: "interrupted", json: "interrupted", cell: func(r metricRow) string { return fmtBool(r.s.Interrupted) }},
+		{csv: "failed", json: "failed", cell: func(r metricRow) string { return fmtInt(r.s.Failed) }},
+		{csv: "min_us", json: "*.min_us", cell: func(r metricRow) string { return csvFloat(r.l.MinUs) }},
+		{csv: "mean_us", json: "*.mean_us", cell: func(r metricRow) string { return csvFloat(r.l.MeanUs) }},
+	}
+	for _, p := range reportPercentiles(c) {
+		cs = append(cs, column[metricRow]{csv: pctName(p) + "_us", json: "*", cell: func(r metricRow) string { v, _ := r.l.At(p); return csvFloat(v) }})
+	}
+	return append(cs, column[metricRow]{csv: "max_us", json: "*.max_us", cell: func(r metricRow) string { return csvFloat(r.l.MaxUs) }})
 }
 
 // WriteJSON writes the -json object.

@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"math"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -39,24 +37,7 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 	c := rep.Config
 	fmt.Fprintf(w, "objective for every strategy: %s (%s)\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "%s; sweep of %s, %d workers, workload %s, keys %d, %gs steps\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Workload, c.Keys, c.DurationS)
-	t := newTable("strategy", "target/s", "ops/s", "p50", "p99", "p99.9", "objective", "failed", "verdict")
-	for _, ss := range rep.Strategies {
-		for _, st := range ss.Steps {
-			verdict := "held"
-			if !st.Held {
-				verdict = st.Why
-			}
-			if st.Repeated {
-				verdict += " (run again)"
-			}
-			if st.SetAside {
-				verdict += " (set aside: a heavier step held)"
-			}
-			t.row(ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec), fmtUs(st.Latency.P50Us), fmtUs(st.Latency.P99Us),
-				fmtUs(st.Latency.P999Us), pctName(ss.SLOPct)+" "+fmtUs(st.SLOUs), fmt.Sprintf("%.2f%%", 100*st.FailedShare), verdict)
-		}
-	}
-	t.write(w)
+	stepColumns(c).table(stepRows(rep)).write(w)
 	for _, ss := range rep.Strategies {
 		fmt.Fprintf(w, "%s: capacity %s ops/s under %s", ss.Name, kneeCell(ss), ss.SLO)
 		if ss.Bound != "" {
@@ -85,37 +66,86 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 
 // writeSweepCSV writes one row per strategy and step.
 func writeSweepCSV(w io.Writer, rep *sweepReport) error {
-	cw := csv.NewWriter(w)
-	pcts := reportPercentiles(rep.Config)
-	head := []string{"strategy", "target_rate", "ops_per_sec", "ops", "saturated", "failed", "failed_share", "held", "knee", "refinement", "repeated", "slo", "slo_us", "min_us", "mean_us"}
-	for _, p := range pcts {
-		head = append(head, pctName(p)+"_us")
-	}
-	head = append(head, "max_us", "client_cpu_us_per_op", "server_cpu_us_per_op_per_node", "server_cpu_max_node_us_per_op", "worker_busy_share", "mean_service_us", "interrupted", "hlog_tag", "why", "set_aside", "load_avg", "machine_busy_cores", "other_cores", "steal_share")
-	if err := cw.Write(head); err != nil {
-		return err
-	}
-	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return stepColumns(rep.Config).writeCSV(w, stepRows(rep))
+}
+
+// stepRows are every strategy's steps, in order.
+func stepRows(rep *sweepReport) []stepRow {
+	var rows []stepRow
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
-			l := st.Latency
-			row := []string{ss.Name, g(st.TargetRate), g(st.OpsPerSec), fmt.Sprint(st.Ops), strconv.FormatBool(st.Saturated), fmt.Sprint(st.Failed),
-				g(st.FailedShare), strconv.FormatBool(st.Held), strconv.FormatBool(st == ss.Knee), strconv.FormatBool(st.Refinement), strconv.FormatBool(st.Repeated),
-				pctName(ss.SLOPct) + "<" + g(ss.SLOBudgetUs) + "us", g(st.SLOUs), g(l.MinUs), g(l.MeanUs)}
-			for _, p := range pcts {
-				v, _ := l.At(p)
-				row = append(row, g(v))
-			}
-			row = append(row, g(l.MaxUs), g(st.ClientCPUUsPerOp), g(st.ServerCPUUsPerOpPerNode), g(st.ServerCPUMaxNodeUsPerOp),
-				g(st.WorkerBusyShare), g(st.MeanServiceUs), strconv.FormatBool(st.Interrupted), st.Tag, st.Why,
-				strconv.FormatBool(st.SetAside), g(st.LoadAvg), g(st.MachineBusyCores), g(st.OtherCores), g(st.StealShare))
-			if err := cw.Write(row); err != nil {
-				return err
-			}
+			rows = append(rows, stepRow{ss, st})
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return rows
+}
+
+// stepRow is one step of one strategy: a row of the sweep's terminal
+// table and of sweep.csv.
+type stepRow struct {
+	ss *sweepStrategy
+	st *sweepStep
+}
+
+// stepColumns are the sweep's terminal table's columns and sweep.csv's,
+// in one list (json: the step's field; "*": its latency object).
+func stepColumns(c ReportConfig) columns[stepRow] {
+	cs := columns[stepRow]{
+		{head: "strategy", csv: "strategy", cell: func(r stepRow) string { return r.ss.Name }},
+		{head: "target/s", csv: "target_rate", json: "target_rate", cell: func(r stepRow) string { return fmtCount(r.st.TargetRate) }, raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
+		{head: "ops/s", csv: "ops_per_sec", json: "ops_per_sec", cell: func(r stepRow) string { return fmtCount(r.st.OpsPerSec) }, raw: func(r stepRow) string { return csvFloat(r.st.OpsPerSec) }},
+		{csv: "ops", json: "ops", cell: func(r stepRow) string { return fmtInt(r.st.Ops) }},
+		{csv: "saturated", json: "saturated", cell: func(r stepRow) string { return fmtBool(r.st.Saturated) }},
+		{csv: "failed", json: "failed", cell: func(r stepRow) string { return fmtInt(r.st.Failed) }},
+		{head: "p50", json: "*.p50_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P50Us) }},
+		{head: "p99", json: "*.p99_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P99Us) }},
+		{head: "p99.9", json: "*.p999_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P999Us) }},
+		{head: "objective", json: "slo_us", cell: func(r stepRow) string { return pctName(r.ss.SLOPct) + " " + fmtUs(r.st.SLOUs) }},
+		{head: "failed", csv: "failed_share", json: "failed_share", cell: func(r stepRow) string { return fmt.Sprintf("%.2f%%", 100*r.st.FailedShare) }, raw: func(r stepRow) string { return csvFloat(r.st.FailedShare) }},
+		{csv: "held", json: "held", cell: func(r stepRow) string { return fmtBool(r.st.Held) }},
+		{csv: "knee", cell: func(r stepRow) string { return fmtBool(r.st == r.ss.Knee) }},
+		{csv: "refinement", json: "refinement", cell: func(r stepRow) string { return fmtBool(r.st.Refinement) }},
+		{csv: "repeated", json: "repeated", cell: func(r stepRow) string { return fmtBool(r.st.Repeated) }},
+		{csv: "slo", cell: func(r stepRow) string { return pctName(r.ss.SLOPct) + "<" + csvFloat(r.ss.SLOBudgetUs) + "us" }},
+		{csv: "slo_us", json: "slo_us", cell: func(r stepRow) string { return csvFloat(r.st.SLOUs) }},
+		{csv: "min_us", json: "*.min_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MinUs) }},
+		{csv: "mean_us", json: "*.mean_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MeanUs) }},
+	}
+	for _, p := range reportPercentiles(c) {
+		cs = append(cs, column[stepRow]{csv: pctName(p) + "_us", json: "*", cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
+	}
+	f := func(csv, json string, v func(*sweepStep) float64) column[stepRow] {
+		return column[stepRow]{csv: csv, json: json, cell: func(r stepRow) string { return csvFloat(v(r.st)) }}
+	}
+	return append(cs, columns[stepRow]{
+		f("max_us", "*.max_us", func(st *sweepStep) float64 { return st.Latency.MaxUs }),
+		f("client_cpu_us_per_op", "client_cpu_us_per_op", func(st *sweepStep) float64 { return st.ClientCPUUsPerOp }),
+		f("server_cpu_us_per_op_per_node", "server_cpu_us_per_op_per_node", func(st *sweepStep) float64 { return st.ServerCPUUsPerOpPerNode }),
+		f("server_cpu_max_node_us_per_op", "server_cpu_max_node_us_per_op", func(st *sweepStep) float64 { return st.ServerCPUMaxNodeUsPerOp }),
+		f("worker_busy_share", "worker_busy_share", func(st *sweepStep) float64 { return st.WorkerBusyShare }),
+		f("mean_service_us", "mean_service_us", func(st *sweepStep) float64 { return st.MeanServiceUs }),
+		{csv: "interrupted", json: "interrupted", cell: func(r stepRow) string { return fmtBool(r.st.Interrupted) }},
+		{csv: "hlog_tag", json: "hlog_tag", cell: func(r stepRow) string { return r.st.Tag }},
+		{csv: "why", json: "why", cell: func(r stepRow) string { return r.st.Why }},
+		{head: "verdict", cell: func(r stepRow) string {
+			verdict := "held"
+			if !r.st.Held {
+				verdict = r.st.Why
+			}
+			if r.st.Repeated {
+				verdict += " (run again)"
+			}
+			if r.st.SetAside {
+				verdict += " (set aside: a heavier step held)"
+			}
+			return verdict
+		}},
+		{csv: "set_aside", json: "set_aside", cell: func(r stepRow) string { return fmtBool(r.st.SetAside) }},
+		f("load_avg", "load_avg", func(st *sweepStep) float64 { return st.LoadAvg }),
+		f("machine_busy_cores", "machine_busy_cores", func(st *sweepStep) float64 { return st.MachineBusyCores }),
+		f("other_cores", "other_cores", func(st *sweepStep) float64 { return st.OtherCores }),
+		f("steal_share", "steal_share", func(st *sweepStep) float64 { return st.StealShare }),
+	}...)
 }
 
 // writeSweepJSON writes sweep.json.
