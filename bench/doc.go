@@ -73,7 +73,7 @@
 //	}
 //
 // Interval logs from several load-generator machines merge into one summary
-// with mergeFiles (redmux-bench merge FILE...). The password (-password or
+// with redmux-bench merge FILE... (logs written and read by bench/internal/hlog). The password (-password or
 // REDMUX_PASSWORD) never appears in any output, error or file; nor does a
 // -nodes URL's, which may hold commas (a comma splits the list only outside
 // a URL's user information), even in an error about a malformed address.

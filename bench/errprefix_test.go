@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/fakeserver"
 )
 
@@ -63,7 +64,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 			}
 		})
 	}
-	for _, e := range []error{errAuth, errAuthRequired, errServerReply, errNoQuorum, errValidity, errReplyTooBig, errBadHlog, errNotSteady, ErrUsage, errNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
+	for _, e := range []error{errAuth, errAuthRequired, errServerReply, errNoQuorum, errValidity, errReplyTooBig, hlog.ErrBad, errNotSteady, ErrUsage, errNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
 		if strings.Contains(e.Error(), "bench:") {
 			t.Errorf("sentinel %q carries a prefix; the command adds its own", e)
 		}

@@ -5,11 +5,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -36,39 +36,6 @@ func pow10(x float64) float64 {
 	return out * (1 + x*9) // monotone, good enough for spread
 }
 
-func TestHlogRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	start := time.UnixMilli(1_700_000_000_123)
-	var buf bytes.Buffer
-	hw := newHlogWriter(&buf, start, "test log", "second comment")
-	var want []*hdr.Histogram
-	tags := []string{"seq.acquire", "seq.release", "mux.acquire_release"}
-	for i := 0; i < 6; i++ {
-		h := randomHist(r, 500+i*100, nil)
-		from := start.Add(time.Duration(i) * time.Second)
-		require.NoError(t, hw.Write(tags[i%3], h, from, from.Add(time.Second)))
-		want = append(want, h)
-	}
-	require.NoError(t, hw.Err())
-	text := buf.String()
-	require.Contains(t, text, "#[Histogram log format version 1.3]")
-	require.Contains(t, text, "#[StartTime: 1700000000")
-	require.Contains(t, text, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")
-	require.Contains(t, text, "Tag=seq.acquire,0.123000,1.000000,")
-
-	got, err := readHlog(strings.NewReader(text))
-	require.NoError(t, err)
-	require.Len(t, got, len(want))
-	for i := range want {
-		require.True(t, want[i].Equals(got[i]), "interval %d differs after the round trip", i)
-		require.Equal(t, tags[i%3], got[i].Tag())
-		from := start.Add(time.Duration(i) * time.Second)
-		require.Equal(t, from.UnixMilli(), got[i].StartTimeMs())
-		require.Equal(t, from.Add(time.Second).UnixMilli(), got[i].EndTimeMs())
-		require.Equal(t, want[i].ValueAtQuantile(99.9), got[i].ValueAtQuantile(99.9))
-	}
-}
-
 func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
@@ -77,7 +44,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	for m := 0; m < 2; m++ { // two load-generator machines
 		var buf bytes.Buffer
 		start := time.UnixMilli(1_700_000_000_000 + int64(m)*7)
-		hw := newHlogWriter(&buf, start)
+		hw := hlog.NewWriter(&buf, start)
 		for i := 0; i < 4; i++ {
 			for tag, a := range all {
 				from := start.Add(time.Duration(i) * time.Second)
@@ -88,7 +55,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
 		files = append(files, p)
 	}
-	merged, n, err := mergeFiles(files)
+	merged, n, err := hlog.MergeFiles(files)
 	require.NoError(t, err)
 	require.Equal(t, 16, n)
 	require.Len(t, merged, 2)
@@ -103,17 +70,6 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	require.Contains(t, out.String(), "fanout.acquire")
 	p99 := Summarize(all["fanout.release"]).P99Us
 	require.Contains(t, out.String(), f1(p99))
-}
-
-func TestReadHlogBadInput(t *testing.T) {
-	_, err := readHlog(strings.NewReader("0.1,1.0,2.0,HISTFAAAAnotbase64!!\n"))
-	require.ErrorIs(t, err, errBadHlog)
-
-	dir := t.TempDir()
-	p := filepath.Join(dir, "empty.hlog")
-	require.NoError(t, os.WriteFile(p, []byte("#just a comment\n"), 0o644))
-	_, _, err = mergeFiles([]string{p})
-	require.ErrorIs(t, err, errBadHlog)
 }
 
 func TestRecordClampsAndSummarize(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -147,12 +148,12 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 		if ok {
 			segs[i] = &seg
 		}
-		hs, err := readHlog(bytes.NewReader(b))
+		hs, err := hlog.Read(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if len(hs) == 0 {
-			return nil, fmt.Errorf("%s: %w: no interval histograms", p, errBadHlog)
+			return nil, fmt.Errorf("%s: %w: no interval histograms", p, hlog.ErrBad)
 		}
 		for _, h := range hs {
 			all = append(all, rec{h, i})
@@ -214,7 +215,7 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 		}
 	}
 	if dropped > 0 {
-		return nil, fmt.Errorf("%w: %d values outside 1us..60s were dropped", errBadHlog, dropped)
+		return nil, fmt.Errorf("%w: %d values outside 1us..60s were dropped", hlog.ErrBad, dropped)
 	}
 	if res.Intervals == 0 {
 		return nil, fmt.Errorf("no interval is left after the filters (%s); the logs cover %s onwards", res.Filters, origin.UTC().Format(time.RFC3339))
@@ -283,7 +284,7 @@ func writeMergedHlog(w io.Writer, r *mergeResult) error {
 		return errors.New("no intervals")
 	}
 	start := time.UnixMilli(r.kept[0].StartTimeMs())
-	hw := newHlogWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+versionString())
+	hw := hlog.NewWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+versionString())
 	for _, h := range r.kept {
 		tag := h.Tag()
 		if err := hw.Write(tag, h, time.UnixMilli(h.StartTimeMs()), time.UnixMilli(h.EndTimeMs())); err != nil {

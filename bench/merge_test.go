@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
 )
@@ -83,11 +84,11 @@ func TestStartAtAndMerge(t *testing.T) {
 	// The merged hlog holds exactly what was merged.
 	f, err := os.Open(filepath.Join(out, fileMergedHlog))
 	require.NoError(t, err)
-	hs, err := readHlog(f)
+	hs, err := hlog.Read(f)
 	f.Close()
 	require.NoError(t, err)
 	require.Len(t, hs, mr.Intervals)
-	back, _ := mergeTagged(hs)
+	back, _ := hlog.MergeTagged(hs)
 	for tag, n := range counts {
 		require.Equal(t, n, back[tag].TotalCount(), tag)
 	}

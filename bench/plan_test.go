@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
 )
@@ -88,10 +89,10 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	}
 	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
 	require.NoError(t, err)
-	hs, err := readHlog(hf)
+	hs, err := hlog.Read(hf)
 	hf.Close()
 	require.NoError(t, err)
-	merged, _ := mergeTagged(hs)
+	merged, _ := hlog.MergeTagged(hs)
 	require.Contains(t, merged, "mux.r300.acquire_release")
 	require.Contains(t, merged, "mux.r300.run2.acquire_release")
 

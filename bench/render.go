@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -170,12 +171,12 @@ func histsFromHlog(dir string, rep *Report) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w: %v", dir, errCannotRender, err)
 	}
-	hs, err := readHlog(f)
+	hs, err := hlog.Read(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	tagged, dropped := mergeTagged(hs)
+	tagged, dropped := hlog.MergeTagged(hs)
 	if dropped > 0 {
 		return fmt.Errorf("%s: %w: %d values outside 1us..60s", path, errCannotRender, dropped)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -97,7 +98,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		comments = append(comments, segmentComment(cfg))
 		keyPrefix = segmentKeyPrefix(cfg.StartAt)
 	}
-	hw := newHlogWriter(&hbuf, time.Now(), comments...)
+	hw := hlog.NewWriter(&hbuf, time.Now(), comments...)
 
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {

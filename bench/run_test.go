@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
@@ -91,10 +92,10 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	// The interval log reads back and holds every strategy and metric.
 	f, err := os.Open(hlogPath)
 	require.NoError(t, err)
-	hs, err := readHlog(f)
+	hs, err := hlog.Read(f)
 	f.Close()
 	require.NoError(t, err)
-	merged, _ := mergeTagged(hs)
+	merged, _ := hlog.MergeTagged(hs)
 	for _, s := range rep.Strategies {
 		h := merged[s.Name+"."+load.MetricAcquire]
 		require.NotNil(t, h)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -21,7 +22,7 @@ func (s *StrategyResult) FailedShare() float64 {
 }
 
 // runStrategy creates the workers, warms up, then measures. Interval
-// histograms go to hlog (when not nil) tagged "<strategy>.<metric>", and a
+// histograms go to hw (when not nil) tagged "<strategy>.<metric>", and a
 // load.Progress snapshot to progress (when not nil) once per interval.
 //
 // When ctx is cancelled (SIGINT) during the measured phase, no new
@@ -29,13 +30,13 @@ func (s *StrategyResult) FailedShare() float64 {
 // are not cancelled, so they are not miscounted as failures), and the result
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
-func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hlog *hlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
+func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress)) (*StrategyResult, error) {
 	workers, err := newWorkers(ctx, s, cfg.Workers)
 	defer closeWorkers(workers)
 	if err != nil {
 		return nil, err
 	}
-	return measure(ctx, s, workers, cfg, hlog, progress)
+	return measure(ctx, s, workers, cfg, hw, progress)
 }
 
 // newWorkers makes n workers of s; on error, those made so far are
@@ -66,10 +67,10 @@ func closeWorkers(workers []load.Worker) {
 // sweep runs many on the same workers) with load.Measure, errors
 // classified by classify, and summarises it. Node errors are those of this
 // phase only.
-func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hlog *hlogWriter, progress func(load.Progress)) (*StrategyResult, error) {
+func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress)) (*StrategyResult, error) {
 	var log load.IntervalLog
-	if hlog != nil {
-		log = hlog
+	if hw != nil {
+		log = hw
 	}
 	if cfg.Classify == nil {
 		cfg.Classify = classify

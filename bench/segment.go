@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -203,7 +204,7 @@ func readHlogSegment(r io.Reader) (hs hlogSegment, ok bool, err error) {
 		}
 		seg, perr := parseSegment(kv["segment"])
 		if perr != nil {
-			return hs, false, fmt.Errorf("%w: segment line %q: %v", errBadHlog, line, perr)
+			return hs, false, fmt.Errorf("%w: segment line %q: %v", hlog.ErrBad, line, perr)
 		}
 		return hlogSegment{seg: seg, startAt: kv["start_at"], totalRate: kv["total_rate"],
 			totals: "-c " + kv["total_workers"] + " -keys " + kv["total_keys"]}, true, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
@@ -116,7 +117,7 @@ func writeSegmentHlog(t *testing.T, path string, seg Segment, startAt time.Time,
 			SegmentOf: SegmentInfo{Index: seg.Index, Count: seg.Count, TotalRate: 10 * float64(seg.Count), TotalWorkers: seg.Count, TotalKeys: seg.Count, KeysSplit: true}}
 		comments = append(comments, segmentComment(c))
 	}
-	hw := newHlogWriter(&buf, startAt, comments...)
+	hw := hlog.NewWriter(&buf, startAt, comments...)
 	h := load.NewHistogram()
 	for i := 0; i < count; i++ {
 		require.NoError(t, h.RecordValue(int64(1000+i)))

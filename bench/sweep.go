@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -217,7 +218,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 	rep.Config.DurationS = cfg.Step.Seconds()
 
 	var hbuf bytes.Buffer
-	hw := newHlogWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command, versionString())
+	hw := hlog.NewWriter(&hbuf, time.Now(), "redmux-bench sweep interval log; values in nanoseconds; tags <strategy>.probe.<metric>, <strategy>.r<rate>.<metric> and, for a step run again, <strategy>.r<rate>.run<k>.<metric> (each step's hlog_tag in sweep.json)", cfg.Command, versionString())
 	var prefix [6]byte
 	_, _ = rand.Read(prefix[:])
 	sw := &sweeper{cfg: cfg, sess: sess, keyPrefix: "redmux-bench:" + hex.EncodeToString(prefix[:]) + ":", hw: hw, tags: map[string]int{}}
@@ -311,7 +312,7 @@ type sweeper struct {
 	cfg       *Config
 	sess      *session
 	keyPrefix string
-	hw        *hlogWriter
+	hw        *hlog.Writer
 	say       func(string, ...any)
 	slo       SLO
 	// tags counts the runs of each step tag, so that a step run again gets

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -112,10 +113,10 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 	require.Equal(t, 2, strings.Count(string(svg), "<polyline"), "one objective line and one p50 line")
 	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
 	require.NoError(t, err)
-	hs, err := readHlog(hf)
+	hs, err := hlog.Read(hf)
 	hf.Close()
 	require.NoError(t, err)
-	merged, _ := mergeTagged(hs)
+	merged, _ := hlog.MergeTagged(hs)
 	require.Contains(t, merged, "mux.r75.acquire_release")
 
 	// Control: without the cap the same steps all hold.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -93,14 +94,14 @@ func (w *slowReleaseWorker) Close() error                 { return nil }
 // its totals equal the summary's counts.
 func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 	var buf bytes.Buffer
-	hw := newHlogWriter(&buf, time.Now())
+	hw := hlog.NewWriter(&buf, time.Now())
 	w := &slowReleaseWorker{release: 6 * time.Millisecond}
 	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Duration: 300 * time.Millisecond,
 		Keys: 10, Workload: load.WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil)
 	require.NoError(t, err)
-	hs, err := readHlog(&buf)
+	hs, err := hlog.Read(&buf)
 	require.NoError(t, err)
-	merged, dropped := mergeTagged(hs)
+	merged, dropped := hlog.MergeTagged(hs)
 	require.Zero(t, dropped)
 	for _, m := range load.Metrics {
 		l := res.metric(m)

@@ -34,7 +34,8 @@ const module = "github.com/redmux/redmux"
 // packages beside the flow (side below). lockcmd and lockrule sit above mux (the client
 // knows no lock command) and below redlock; the checker sits above redlock,
 // beside bench; bench/load, bench's load generator, sits below bench and
-// above redlock (it imports no module package).
+// above redlock (it imports no module package); bench's internal packages
+// (bench/internal/...) sit between bench/load and bench.
 var level = map[string]int{
 	"resp":                     0,
 	"mux":                      10,
@@ -42,6 +43,7 @@ var level = map[string]int{
 	"internal/lockrule":        15,
 	"redlock":                  20,
 	"bench/load":               25,
+	"bench/internal/hlog":      27,
 	"redlock/internal/checker": 30,
 	"bench":                    30,
 	"cmd/redmux-bench":         40,
