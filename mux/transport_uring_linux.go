@@ -105,16 +105,11 @@ func newURingDriver(c *Client) (*tokenDriver, error) {
 		_ = unix.Close(d.efd)
 		return nil, err
 	}
-	// Provided buffers (Linux 5.19): try them now, so a kernel without them falls back to epoll at New
-	// rather than failing every connection.
-	probe, err := newBufRing(r, 0xffff, 1, uringRecvBuf)
-	if err != nil {
+	if err := probeBufRing(r); err != nil {
 		r.close()
 		_ = unix.Close(d.efd)
 		return nil, err
 	}
-	probe.unregister(r)
-	probe.unmap()
 	ep, err := newEpoller(2)
 	if err == nil {
 		err = ep.add(r.fd, 0, unix.EPOLLIN)
@@ -154,7 +149,7 @@ func (s *uringSet) dial(node, shard int) (link, error) {
 		s.links = append(s.links, l)
 	}
 	s.mu.Unlock()
-	if l.id >= 0xffff { // a buffer group id is 16 bits (0xffff: New's probe)
+	if l.id >= probeGroup { // a buffer group id is 16 bits (probeGroup: the probe's)
 		err = errors.New("io_uring: too many connections")
 	} else {
 		l.bufs, err = newBufRing(s.r, uint16(l.id), uringRecvBufs, uringRecvBuf)

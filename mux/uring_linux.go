@@ -20,20 +20,19 @@ import (
 // holder). Entries refer to memory the caller keeps alive and unmoved
 // until their completion is read (Go's heap does not move objects).
 type uring struct {
-	fd       int
-	ringMem  []byte // the SQ and CQ rings (one mapping: IORING_FEAT_SINGLE_MMAP)
-	sqeMem   []byte // the submission entries
-	sqHead   *uint32
-	sqTail   *uint32
-	sqMask   uint32
-	sqArray  []uint32
-	sqes     []uringSQE
-	cqHead   *uint32
-	cqTail   *uint32
-	cqMask   uint32
-	cqes     []uringCQE
-	sqLen    uint32
-	features uint32
+	fd      int
+	ringMem []byte // the SQ and CQ rings (one mapping: IORING_FEAT_SINGLE_MMAP)
+	sqeMem  []byte // the submission entries
+	sqHead  *uint32
+	sqTail  *uint32
+	sqMask  uint32
+	sqArray []uint32
+	sqes    []uringSQE
+	cqHead  *uint32
+	cqTail  *uint32
+	cqMask  uint32
+	cqes    []uringCQE
+	sqLen   uint32
 
 	// life is held (read) across every submission and taken (write) by
 	// close, so the rings are never unmapped, nor the descriptor closed,
@@ -103,9 +102,7 @@ const (
 	uringOpNop = 0
 
 	uringSQEBufferSelect    = 1 << 5 // sqe.flags: take a buffer from the group in bufIndex
-	uringRecvMultishot      = 1 << 1 // sqe.ioprio of a receive: stay armed
 	uringCQEFBuffer         = 1 << 0 // cqe.flags: a buffer was used, its id in the high 16 bits
-	uringCQEFMore           = 1 << 1 // cqe.flags: the entry stays armed
 	uringRegisterPbufRing   = 22
 	uringUnregisterPbufRing = 23
 	uringOpPollAdd          = 6
@@ -147,7 +144,7 @@ func newURing(entries uint32) (*uring, error) {
 	if e != 0 {
 		return nil, os.NewSyscallError("io_uring_setup", e)
 	}
-	r := &uring{fd: int(fd), features: p.features}
+	r := &uring{fd: int(fd)}
 	const want = uringFeatSingleMmap | uringFeatNodrop | uringFeatExtArg
 	if p.features&want != want {
 		_ = unix.Close(r.fd)
@@ -235,28 +232,26 @@ func (r *uring) submit(wait bool, need int, ns int64) error {
 		r.arg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.timeout)))}
 		argp, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 	}
-	for {
-		uringEnters.Add(1)
-		n, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete),
-			uintptr(flags), uintptr(argp), argSz)
-		switch e {
-		case 0:
-			if uint32(n) < toSubmit {
-				// The kernel took fewer (out of memory for a moment): the
-				// rest goes with the next submission.
-				r.requeue(toSubmit - uint32(n))
-			}
-			return nil
-		case unix.ETIME, unix.EINTR:
-			return nil
-		case unix.EAGAIN, unix.EBUSY:
-			// Completions are backed up: the caller reads them and submits
-			// again.
-			r.requeue(toSubmit)
-			return nil
-		default:
-			return os.NewSyscallError("io_uring_enter", e)
+	uringEnters.Add(1)
+	n, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete),
+		uintptr(flags), uintptr(argp), argSz)
+	switch e {
+	case 0:
+		if uint32(n) < toSubmit {
+			// The kernel took fewer (out of memory for a moment): the
+			// rest goes with the next submission.
+			r.requeue(toSubmit - uint32(n))
 		}
+		return nil
+	case unix.ETIME, unix.EINTR:
+		return nil
+	case unix.EAGAIN, unix.EBUSY:
+		// Completions are backed up: the caller reads them and submits
+		// again.
+		r.requeue(toSubmit)
+		return nil
+	default:
+		return os.NewSyscallError("io_uring_enter", e)
 	}
 }
 
@@ -415,7 +410,15 @@ func uringRefused() error {
 		return err
 	}
 	defer r.close()
-	b, err := newBufRing(r, 0, 1, uringRecvBuf)
+	return probeBufRing(r)
+}
+
+// probeBufRing reports whether r takes a group of provided buffers
+// (Linux 5.19), registering one under group probeGroup and taking it
+// back: the one probe, for uringRefused and for New, so a kernel without
+// them falls back to epoll at New rather than failing every connection.
+func probeBufRing(r *uring) error {
+	b, err := newBufRing(r, probeGroup, 1, uringRecvBuf)
 	if err != nil {
 		return err
 	}
@@ -423,3 +426,7 @@ func uringRefused() error {
 	b.unmap()
 	return nil
 }
+
+// probeGroup is the buffer group id probeBufRing uses (no link's: a
+// link's group is its id, below it).
+const probeGroup = 0xffff
