@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/redmux/redmux/mux/internal/poll"
 )
 
 var _ link = (*rawLink)(nil)
@@ -19,7 +21,7 @@ const (
 // rawLink is a raw non-blocking socket watched by the driver's epoll.
 type rawLink struct {
 	d     *tokenDriver
-	ep    *epoller
+	ep    *poll.Epoll
 	fd    int
 	tag   int32
 	outOn bool
@@ -68,7 +70,7 @@ func (l *rawLink) nonBlocking() bool { return true }
 
 func (l *rawLink) start(cn *pconn) error {
 	l.tag = int32(cn.idx)
-	return l.ep.add(l.fd, l.tag, evIn)
+	return l.ep.Add(l.fd, l.tag, evIn)
 }
 
 func (l *rawLink) wantWrite(on bool) error {
@@ -79,7 +81,7 @@ func (l *rawLink) wantWrite(on bool) error {
 	if on {
 		events |= evOut
 	}
-	if err := l.ep.mod(l.fd, l.tag, events); err != nil {
+	if err := l.ep.Mod(l.fd, l.tag, events); err != nil {
 		return err
 	}
 	l.outOn = on
@@ -93,7 +95,7 @@ func (l *rawLink) wantWrite(on bool) error {
 }
 
 func (l *rawLink) unregister() {
-	l.ep.del(l.fd)
+	l.ep.Del(l.fd)
 	if l.outOn {
 		l.outOn = false
 		l.d.outArmed.Add(-1)

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/redmux/redmux/mux/internal/poll"
 )
 
 // epollSet is the default readySet: the sockets and the close eventfd,
-// level-triggered in one epoll instance (the epoller,
-// poller_epoll_linux.go). A lone leader waits in epoll_pwait2 on it, for
+// level-triggered in one epoll instance (poll.Epoll). A lone leader waits in epoll_pwait2 on it, for
 // up to its direct budget (Config.DirectWait; by default DefaultDirectWait
 // under TransportAuto, off under TransportEpoll); everyone else parks in
 // the netpoller.
 type epollSet struct {
 	d  *tokenDriver
-	ep *epoller
+	ep *poll.Epoll
 }
 
 var _ readySet = (*epollSet)(nil)
@@ -30,8 +31,8 @@ func newEpollDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
 	}
 	ep, err := newEpoller(len(c.conns) + 1)
 	if err == nil {
-		if err = ep.add(d.efd, wakeTag, unix.EPOLLIN); err != nil {
-			ep.close()
+		if err = ep.Add(d.efd, wakeTag, unix.EPOLLIN); err != nil {
+			ep.Close()
 		}
 	}
 	if err != nil {
@@ -43,23 +44,36 @@ func newEpollDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
 	return d, nil
 }
 
-func (s *epollSet) poke() error { return s.handle(s.ep.poke()) }
+// newEpoller creates an epoll instance with room for size events per
+// wait. Its errors are New's (resourceErr).
+func newEpoller(size int) (*poll.Epoll, error) {
+	p, err := poll.NewEpoll(size)
+	if err != nil {
+		return nil, resourceErr(err)
+	}
+	return p, nil
+}
 
-func (s *epollSet) waitFor(ns int64, _ int) error { return s.handle(s.ep.waitFor(ns)) }
+// monoTime is the time of mono ns t (a park's deadline).
+func monoTime(t int64) time.Time { return monoBase.Add(time.Duration(t)) }
 
-func (s *epollSet) park(deadline int64) error { return s.handle(s.ep.park(deadline)) }
+func (s *epollSet) poke() error { return s.handle(s.ep.Poke()) }
+
+func (s *epollSet) waitFor(ns int64, _ int) error { return s.handle(s.ep.WaitFor(ns)) }
+
+func (s *epollSet) park(deadline int64) error { return s.handle(s.ep.Park(monoTime(deadline))) }
 
 func (s *epollSet) flush() {}
 
-func (s *epollSet) close() { s.ep.close() }
+func (s *epollSet) close() { s.ep.Close() }
 
-// handle runs n ready events.
-func (s *epollSet) handle(n int, err error) error {
+// handle runs the ready events.
+func (s *epollSet) handle(evs []unix.EpollEvent, err error) error {
 	if err != nil {
 		return err
 	}
 	c := s.d.c
-	for _, e := range s.ep.events[:n] {
+	for _, e := range evs {
 		if e.Fd == wakeTag {
 			continue
 		}
@@ -85,4 +99,25 @@ func (s *epollSet) dial(node, shard int) (link, error) {
 		return nil, err
 	}
 	return &rawLink{d: d, ep: s.ep, fd: fd, pre: rest}, nil
+}
+
+// arrived is the epoll set's: every connection whose socket is readable
+// (enter's look, transport_token_linux.go).
+func (s *epollSet) arrived(note func(idx int)) error {
+	evs, err := s.ep.Ready()
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if e.Fd != wakeTag && e.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			note(int(e.Fd))
+		}
+	}
+	return nil
+}
+
+// marks: a connection's own read turns (pconn.readable), which read its
+// socket.
+func (s *epollSet) marks(cn *pconn) (uint32, uint32) {
+	return cn.rd.begun.Load(), cn.rd.ended.Load()
 }

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/redmux/redmux/mux/internal/poll"
 )
 
 // uringSet is the io_uring readySet (Config.Transport = TransportIOURing):
@@ -21,7 +23,7 @@ import (
 // the socket is full) and sleeps until as many replies are in as the call
 // needs (call.need), or its direct budget ends. Everyone else parks in the
 // netpoller on the ring's descriptor (readable while completions wait),
-// through an epoller, as the epoll set does.
+// through a poll.Epoll, as the epoll set does.
 //
 // Each link has one receive armed, into one of its own provided buffers
 // (bufRing: a group per link, so a node that streams without end
@@ -45,7 +47,7 @@ import (
 type uringSet struct {
 	d  *tokenDriver
 	r  *uring
-	ep *epoller // the ring's descriptor and the close eventfd: park's wait
+	ep *poll.Epoll // the ring's descriptor and the close eventfd: park's wait
 
 	mu    sync.Mutex
 	links []*uringLink // by id: a link stays until its last completion is read
@@ -112,12 +114,12 @@ func newURingDriver(c *Client) (*tokenDriver, error) {
 	}
 	ep, err := newEpoller(2)
 	if err == nil {
-		err = ep.add(r.fd, 0, unix.EPOLLIN)
+		err = ep.Add(r.fd, 0, unix.EPOLLIN)
 		if err == nil {
-			err = ep.add(d.efd, wakeTag, unix.EPOLLIN)
+			err = ep.Add(d.efd, wakeTag, unix.EPOLLIN)
 		}
 		if err != nil {
-			ep.close()
+			ep.Close()
 		}
 	}
 	if err != nil {
@@ -247,7 +249,7 @@ func (s *uringSet) waitFor(ns int64, need int) error {
 	if s.reap() > 0 {
 		return s.submit() // something came: handle it before waiting
 	}
-	if err := s.ep.disarm(); err != nil {
+	if err := s.ep.Disarm(); err != nil {
 		return err
 	}
 	// At most a leader's slice at a time: Close, which the wait does not
@@ -270,11 +272,11 @@ func (s *uringSet) park(deadline int64) error {
 	if s.reap() > 0 {
 		return nil
 	}
-	n, err := s.ep.park(deadline)
+	evs, err := s.ep.Park(monoTime(deadline))
 	if err != nil {
 		return err
 	}
-	if n > 0 {
+	if len(evs) > 0 {
 		s.reap()
 	}
 	return nil
@@ -294,7 +296,7 @@ func (s *uringSet) close() {
 		_ = s.r.submit(true, 1, int64(10*time.Millisecond))
 		s.reap()
 	}
-	s.ep.close()
+	s.ep.Close()
 	s.r.close()
 	// Links not retired by now (a kernel that never answered, or a link a
 	// writer still held when Close failed the connections) keep their

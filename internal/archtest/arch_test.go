@@ -35,9 +35,11 @@ const module = "github.com/redmux/redmux"
 // knows no lock command) and below redlock; the checker sits above redlock,
 // beside bench; bench/load, bench's load generator, sits below bench and
 // above redlock (it imports no module package); bench's internal packages
-// (bench/internal/...) sit between bench/load and bench.
+// (bench/internal/...) sit between bench/load and bench; mux/internal/poll,
+// mux's kernel layer, sits below mux (it imports no module package).
 var level = map[string]int{
 	"resp":                     0,
+	"mux/internal/poll":        5,
 	"mux":                      10,
 	"internal/lockcmd":         15,
 	"internal/lockrule":        15,

@@ -1,36 +1,37 @@
 //go:build linux
 
-package mux
+package poll
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// testEpoller returns an epoller watching a new eventfd tagged tag; both
+var one = [8]byte{1}
+
+// testEpoller returns an Epoll watching a new eventfd tagged tag; both
 // are closed when the test ends.
-func testEpoller(t *testing.T, tag int32) (*epoller, int) {
+func testEpoller(t *testing.T, tag int32) (*Epoll, int) {
 	t.Helper()
-	p, err := newEpoller(4)
+	p, err := NewEpoll(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Close(efd) })
-	if err := p.add(efd, tag, unix.EPOLLIN); err != nil {
+	if err := p.Add(efd, tag, unix.EPOLLIN); err != nil {
 		t.Fatal(err)
 	}
 	return p, efd
 }
 
-// TestEpollerWaits: waitFor and park report what is ready, return 0 events
+// TestEpollerWaits: WaitFor and Park report what is ready, return 0 events
 // and no error when nothing is (whatever the timeout, a due one included:
 // a negative timeout once broke every connection); a direct wait leaves
 // the outer set disarmed, so events do not reach the runtime's netpoller
@@ -55,16 +56,16 @@ func TestEpollerWaits(t *testing.T) {
 		}
 		return n > 0
 	}
-	waitFor := func(d time.Duration) func() (int, error) {
-		return func() (int, error) { return p.waitFor(int64(d)) }
+	waitFor := func(d time.Duration) func() ([]unix.EpollEvent, error) {
+		return func() ([]unix.EpollEvent, error) { return p.WaitFor(int64(d)) }
 	}
-	park := func(d time.Duration) func() (int, error) {
-		return func() (int, error) { return p.park(mono() + int64(d)) }
+	park := func(d time.Duration) func() ([]unix.EpollEvent, error) {
+		return func() ([]unix.EpollEvent, error) { return p.Park(time.Now().Add(d)) }
 	}
 	tests := []struct {
 		name      string
 		ready     bool
-		wait      func() (int, error)
+		wait      func() ([]unix.EpollEvent, error)
 		armedThen bool
 	}{
 		{"waitFor negative", false, waitFor(-time.Millisecond), false},
@@ -84,7 +85,8 @@ func TestEpollerWaits(t *testing.T) {
 		if tt.ready {
 			signal()
 		}
-		n, err := tt.wait()
+		evs, err := tt.wait()
+		n := len(evs)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -95,8 +97,8 @@ func TestEpollerWaits(t *testing.T) {
 		if n != want {
 			t.Fatalf("%s: %d events, want %d", tt.name, n, want)
 		}
-		if n == 1 && p.events[0].Fd != 7 {
-			t.Fatalf("%s: event tagged %d, want 7", tt.name, p.events[0].Fd)
+		if n == 1 && evs[0].Fd != 7 {
+			t.Fatalf("%s: event tagged %d, want 7", tt.name, evs[0].Fd)
 		}
 		drain()
 		signal()
@@ -107,14 +109,15 @@ func TestEpollerWaits(t *testing.T) {
 	}
 }
 
-// TestEpollerParkWakes: a goroutine parked in park is woken by an event
+// TestEpollerParkWakes: a goroutine parked in Park is woken by an event
 // that arrives after it parked (the armed outer set passes it on).
 func TestEpollerParkWakes(t *testing.T) {
 	p, efd := testEpoller(t, 3)
 	for i := 0; i < 20; i++ {
 		got := make(chan int, 1)
 		go func() {
-			n, err := p.park(mono() + int64(10*time.Second))
+			evs, err := p.Park(time.Now().Add(10 * time.Second))
+			n := len(evs)
 			if err != nil {
 				n = -1
 			}
@@ -134,34 +137,5 @@ func TestEpollerParkWakes(t *testing.T) {
 		}
 		var b [8]byte
 		_, _ = unix.Read(efd, b[:])
-	}
-}
-
-// TestDirectWaitConfig: DirectWait is off unless set, negative is off, a
-// set value is kept, except with GOMAXPROCS 1.
-func TestDirectWaitConfig(t *testing.T) {
-	procs := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(procs)
-	tests := []struct {
-		procs int
-		set   time.Duration
-		want  time.Duration
-	}{
-		{2, 0, 0},
-		{1, 0, 0},
-		{2, -1, 0},
-		{2, time.Millisecond, time.Millisecond},
-		{1, time.Millisecond, 0},
-		{4, 5 * time.Millisecond, 5 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		runtime.GOMAXPROCS(tt.procs)
-		r, err := resolve(Config{Addrs: []string{"127.0.0.1:1"}, DirectWait: tt.set})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.DirectWait != tt.want {
-			t.Errorf("GOMAXPROCS %d, DirectWait %v: resolved %v, want %v", tt.procs, tt.set, r.DirectWait, tt.want)
-		}
 	}
 }
