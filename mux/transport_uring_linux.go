@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -26,7 +25,7 @@ import (
 // through a poll.Epoll, as the epoll set does.
 //
 // Each link has one receive armed, into one of its own provided buffers
-// (bufRing: a group per link, so a node that streams without end
+// (poll.BufRing: a group per link, so a node that streams without end
 // exhausts only its own), which the reader gives back, with no system
 // call, once it has parsed it. The receive is re-armed after each
 // arrival and submitted with the next submission: the leader's wait, or
@@ -46,7 +45,7 @@ import (
 // set's table until then.
 type uringSet struct {
 	d  *tokenDriver
-	r  *uring
+	r  *poll.Ring
 	ep *poll.Epoll // the ring's descriptor and the close eventfd: park's wait
 
 	mu    sync.Mutex
@@ -91,6 +90,24 @@ const (
 	uringDirect = DefaultDirectWait
 )
 
+// uringSetup sets up a ring (a test replaces it to see the fallback).
+var uringSetup = poll.NewRing
+
+// uringEnters returns how many io_uring_enter calls were made (tests and
+// benchmarks).
+func uringEnters() int64 { return poll.Enters() }
+
+// uringRefused returns why this machine refuses the io_uring transport
+// (the ring or its provided buffers cannot be set up), or nil.
+func uringRefused() error {
+	r, err := uringSetup(8)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return poll.ProbeBufRing(r, uringRecvBuf)
+}
+
 // newURingDriver returns the io_uring transport's driver, or an error
 // when the kernel or a policy refuses io_uring (New then uses epoll).
 func newURingDriver(c *Client) (*tokenDriver, error) {
@@ -107,14 +124,14 @@ func newURingDriver(c *Client) (*tokenDriver, error) {
 		_ = unix.Close(d.efd)
 		return nil, err
 	}
-	if err := probeBufRing(r); err != nil {
-		r.close()
+	if err := poll.ProbeBufRing(r, uringRecvBuf); err != nil {
+		r.Close()
 		_ = unix.Close(d.efd)
 		return nil, err
 	}
 	ep, err := newEpoller(2)
 	if err == nil {
-		err = ep.Add(r.fd, 0, unix.EPOLLIN)
+		err = ep.Add(r.Fd(), 0, unix.EPOLLIN)
 		if err == nil {
 			err = ep.Add(d.efd, wakeTag, unix.EPOLLIN)
 		}
@@ -123,7 +140,7 @@ func newURingDriver(c *Client) (*tokenDriver, error) {
 		}
 	}
 	if err != nil {
-		r.close()
+		r.Close()
 		_ = unix.Close(d.efd)
 		return nil, err
 	}
@@ -151,10 +168,10 @@ func (s *uringSet) dial(node, shard int) (link, error) {
 		s.links = append(s.links, l)
 	}
 	s.mu.Unlock()
-	if l.id >= probeGroup { // a buffer group id is 16 bits (probeGroup: the probe's)
+	if l.id >= poll.ProbeGroup { // a buffer group id is 16 bits (poll.ProbeGroup: the probe's)
 		err = errors.New("io_uring: too many connections")
 	} else {
-		l.bufs, err = newBufRing(s.r, uint16(l.id), uringRecvBufs, uringRecvBuf)
+		l.bufs, err = poll.NewBufRing(s.r, uint16(l.id), uringRecvBufs, uringRecvBuf)
 	}
 	if err != nil {
 		_ = unix.Close(fd)
@@ -167,8 +184,8 @@ func (s *uringSet) dial(node, shard int) (link, error) {
 // retire frees l's id and buffers once its last completion was read.
 func (s *uringSet) retire(l *uringLink) {
 	if l.bufs != nil {
-		l.bufs.unregister(s.r)
-		l.bufs.unmap()
+		l.bufs.Unregister(s.r)
+		l.bufs.Unmap()
 		l.bufs = nil
 	}
 	s.mu.Lock()
@@ -188,7 +205,7 @@ func (s *uringSet) poke() error {
 // marks.
 func (s *uringSet) reap() int {
 	s.reapBegun.Add(1)
-	n := s.r.reap(s.reapFn)
+	n := s.r.Reap(s.reapFn)
 	s.reapEnded.Add(1)
 	return n
 }
@@ -201,24 +218,16 @@ func (s *uringSet) marks(*pconn) (uint32, uint32) {
 
 // arrived: every connection with a receive's completion with data waiting
 // in the ring, not reaped yet (enter's look, transport_token_linux.go).
-// The ring's entries are read without taking them; one the holder reaps
-// meanwhile may be read torn, which at worst notes a connection for
-// nothing (the look then waits for a reap that is under way anyway).
+// The ring's entries are read without taking them (Ring.Peek); one the
+// holder reaps meanwhile may be read torn, which at worst notes a
+// connection for nothing (the look then waits for a reap that is under
+// way anyway).
 func (s *uringSet) arrived(note func(idx int)) error {
-	r := s.r
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.dead {
-		return nil
-	}
-	head := atomic.LoadUint32(r.cqHead)
-	tail := atomic.LoadUint32(r.cqTail)
-	for ; head != tail; head++ {
-		e := r.cqes[head&r.cqMask]
-		if uint8(e.userData) != uopRecv || e.res <= 0 {
-			continue
+	s.r.Peek(func(ud uint64, res int32) {
+		if uint8(ud) != uopRecv || res <= 0 {
+			return
 		}
-		id := uint32(e.userData >> 8)
+		id := uint32(ud >> 8)
 		var l *uringLink
 		s.mu.Lock()
 		if int(id) < len(s.links) {
@@ -226,7 +235,7 @@ func (s *uringSet) arrived(note func(idx int)) error {
 		}
 		s.mu.Unlock()
 		if l == nil {
-			continue
+			return
 		}
 		l.mu.Lock()
 		cn := l.cn
@@ -234,15 +243,15 @@ func (s *uringSet) arrived(note func(idx int)) error {
 		if cn != nil {
 			note(cn.idx)
 		}
-	}
+	})
 	return nil
 }
 
 func (s *uringSet) submit() error {
-	if s.r.queued.Load() == 0 {
+	if !s.r.Queued() {
 		return nil
 	}
-	return s.r.submit(false, 0, 0)
+	return s.r.Submit(false, 0, 0)
 }
 
 func (s *uringSet) waitFor(ns int64, need int) error {
@@ -255,7 +264,7 @@ func (s *uringSet) waitFor(ns int64, need int) error {
 	// At most a leader's slice at a time: Close, which the wait does not
 	// see (the close eventfd is in the epoll set, not in the ring), is
 	// noticed between slices.
-	if err := s.r.submit(true, need, min(ns, leaderSlice)); err != nil {
+	if err := s.r.Submit(true, need, min(ns, leaderSlice)); err != nil {
 		return err
 	}
 	s.reap()
@@ -293,11 +302,11 @@ func (s *uringSet) flush() {
 func (s *uringSet) close() {
 	end := time.Now().Add(time.Second)
 	for s.d.busy.Load() > 0 && time.Now().Before(end) {
-		_ = s.r.submit(true, 1, int64(10*time.Millisecond))
+		_ = s.r.Submit(true, 1, int64(10*time.Millisecond))
 		s.reap()
 	}
 	s.ep.Close()
-	s.r.close()
+	s.r.Close()
 	// Links not retired by now (a kernel that never answered, or a link a
 	// writer still held when Close failed the connections) keep their
 	// buffers for good: the kernel tears the ring down asynchronously, and
@@ -347,7 +356,7 @@ type uringLink struct {
 	s    *uringSet
 	id   uint32
 	fd   int
-	bufs *bufRing // this connection's receive buffers (group id)
+	bufs *poll.BufRing // this connection's receive buffers (group id)
 	cn   *pconn
 	pre  []byte // read past the set-up replies (push frames): read first
 
@@ -376,18 +385,10 @@ var errLinkClosed = errors.New("connection closed")
 
 func (l *uringLink) ud(op uint64) uint64 { return uint64(l.id)<<8 | op }
 
-// uopCode is each operation's io_uring opcode.
-var uopCode = [...]uint8{uopRecv: uringOpRecv, uopSend: uringOpSend, uopPollOut: uringOpPollAdd, uopNop: uringOpNop}
-
-// queue adds an entry for operation uop naming l (l.mu held).
-func (l *uringLink) queue(uop uint8, addr unsafe.Pointer, n int, opFlags uint32, inline bool) error {
-	e := uringSQE{opcode: uopCode[uop], fd: int32(l.fd), addr: uint64(uintptr(addr)), len: uint32(n), opFlags: opFlags, userData: l.ud(uint64(uop))}
-	if uop == uopRecv {
-		// Into one of the link's buffers, picked by the kernel when the
-		// bytes arrive.
-		e.flags, e.bufIndex = uringSQEBufferSelect, uint16(l.id)
-	}
-	if err := l.s.r.queue(e, inline); err != nil {
+// queue adds entry e naming l (l.mu held); inline: e completes during
+// its submission.
+func (l *uringLink) queue(e poll.Entry, inline bool) error {
+	if err := l.s.r.Queue(e, inline); err != nil {
 		return err
 	}
 	l.ops++
@@ -397,8 +398,7 @@ func (l *uringLink) queue(uop uint8, addr unsafe.Pointer, n int, opFlags uint32,
 // postSend queues the send of sbuf[soff:] (l.mu held).
 func (l *uringLink) postSend() error {
 	l.sending = true
-	p := l.sbuf[l.soff:]
-	return l.queue(uopSend, unsafe.Pointer(&p[0]), len(p), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, true)
+	return l.queue(poll.SendEntry(l.fd, l.sbuf[l.soff:], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, l.ud(uopSend)), true)
 }
 
 func (l *uringLink) write(p []byte) (int, error) {
@@ -453,7 +453,7 @@ func (l *uringLink) sendDone(res int32) {
 		if res > 0 {
 			l.soff += int(res)
 		}
-		if err := l.queue(uopPollOut, nil, 0, unix.POLLOUT, false); err != nil {
+		if err := l.queue(poll.PollEntry(l.fd, unix.POLLOUT, l.ud(uopPollOut)), false); err != nil {
 			fail = err
 		}
 	case res < 0:
@@ -542,7 +542,9 @@ func (l *uringLink) postRecv() {
 	if l.closed {
 		return
 	}
-	if err := l.queue(uopRecv, nil, 0, 0, false); err != nil {
+	// Into one of the link's buffers (its group is its id), picked by the
+	// kernel when the bytes arrive.
+	if err := l.queue(poll.RecvEntry(l.fd, uint16(l.id), l.ud(uopRecv)), false); err != nil {
 		l.rerr = os.NewSyscallError("io_uring recv", err)
 	}
 }
@@ -559,10 +561,10 @@ func (l *uringLink) recvDone(res int32, flags uint32) {
 	l.mu.Unlock()
 	live := func() bool { return cn != nil && cn.current() == link(l) }
 	rearm := true
+	id, hasBuf := poll.BufferID(flags)
 	switch {
-	case res > 0 && flags&uringCQEFBuffer != 0:
-		id := uint16(flags >> 16)
-		l.cur, l.roff = bufs.buf(id, int(res)), 0
+	case res > 0 && hasBuf:
+		l.cur, l.roff = bufs.Buf(id, int(res)), 0
 		l.full = int(res) == uringRecvBuf
 		if live() {
 			// readable reads until a read comes back short or its budget
@@ -571,7 +573,7 @@ func (l *uringLink) recvDone(res int32, flags uint32) {
 			}
 		}
 		l.cur, l.roff, l.full = nil, 0, false
-		bufs.put(id)
+		bufs.Put(id)
 	case res == 0:
 		l.eof, rearm = true, false
 	case res == -int32(unix.ENOBUFS) || res == -int32(unix.EINTR) || res == -int32(unix.EAGAIN) || res == -int32(unix.ECANCELED):
@@ -679,7 +681,7 @@ func (l *uringLink) wantWrite(on bool) error {
 	}
 	l.s.d.outArmed.Add(1)
 	if !l.sending || len(l.nbuf) < uringSendBuf {
-		if err := l.queue(uopNop, nil, 0, 0, false); err != nil {
+		if err := l.queue(poll.NopEntry(l.fd, l.ud(uopNop)), false); err != nil {
 			return err
 		}
 	}
@@ -717,7 +719,7 @@ func (l *uringLink) close() {
 		return
 	}
 	l.closed = true
-	if l.ops > 0 && l.s.r.closed() {
+	if l.ops > 0 && l.s.r.Closed() {
 		// The ring is gone (a writer held this link through Close): no
 		// entry naming fd can be submitted any more, and none will be
 		// answered. The buffers stay (uringSet.close keeps them).

@@ -6,9 +6,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redmux/redmux/mux/internal/poll"
 )
 
 func init() {
@@ -17,27 +18,20 @@ func init() {
 		if !ok {
 			return false, false
 		}
-		return s.r.peekRecv(), true
+		return peekRecv(s.r), true
 	}
 }
 
 // peekRecv reports whether a receive's completion with data waits in the
 // completion queue, unread (the kernel posted it; nobody reaped it yet).
-func (r *uring) peekRecv() bool {
-	r.life.RLock()
-	defer r.life.RUnlock()
-	if r.dead {
-		return false
-	}
-	head := atomic.LoadUint32(r.cqHead)
-	tail := atomic.LoadUint32(r.cqTail)
-	for ; head != tail; head++ {
-		c := r.cqes[head&r.cqMask]
-		if uint8(c.userData) == uopRecv && c.res > 0 {
-			return true
+func peekRecv(r *poll.Ring) bool {
+	found := false
+	r.Peek(func(ud uint64, res int32) {
+		if uint8(ud) == uopRecv && res > 0 {
+			found = true
 		}
-	}
-	return false
+	})
+	return found
 }
 
 // requireURing skips, loudly, where the kernel refuses io_uring (Linux <
@@ -82,11 +76,11 @@ func TestURingTransport(t *testing.T) {
 		w.op(ctx)
 	}
 	const ops = 500
-	before := uringEnters.Load()
+	before := uringEnters()
 	for k := 0; k < ops; k++ {
 		w.op(ctx)
 	}
-	enters := uringEnters.Load() - before
+	enters := uringEnters() - before
 	if w.fails != 0 {
 		t.Fatalf("%d failed calls", w.fails)
 	}
@@ -135,7 +129,7 @@ func TestAutoTransport(t *testing.T) {
 	}
 
 	savedSetup := uringSetup
-	uringSetup = func(uint32) (*uring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
+	uringSetup = func(uint32) (*poll.Ring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
 	t.Cleanup(func() { uringSetup = savedSetup })
 	check(newTestClient(t, addrs, nil), "epoll (auto; io_uring refused: io_uring_setup: operation not permitted)", DefaultDirectWait)
 	check(newTestClient(t, addrs, func(cfg *Config) { cfg.DirectWait = -1 }), "epoll (auto; io_uring refused: ", 0)
@@ -146,7 +140,7 @@ func TestAutoTransport(t *testing.T) {
 // that asked for io_uring runs on epoll, says why, and works.
 func TestURingRefusedFallsBack(t *testing.T) {
 	saved := uringSetup
-	uringSetup = func(uint32) (*uring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
+	uringSetup = func(uint32) (*poll.Ring, error) { return nil, errors.New("io_uring_setup: operation not permitted") }
 	t.Cleanup(func() { uringSetup = saved })
 	c := newTestClient(t, startChild(t, 3), func(cfg *Config) { cfg.Transport = TransportIOURing })
 	if got := c.Transport(); !strings.HasPrefix(got, "epoll (io_uring refused: ") || !strings.Contains(got, "not permitted") {
