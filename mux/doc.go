@@ -288,7 +288,7 @@
 // bounded by DialTimeout, host names resolved at dial time), driven by
 // the epoll poller above (TransportEpoll) or by an io_uring
 // (TransportIOURing; Linux 5.19, 64-bit little-endian; pure Go over
-// x/sys/unix): a lone caller's sends and its wait for the replies are one
+// x/sys/unix, in mux/internal/poll): a lone caller's sends and its wait for the replies are one
 // io_uring_enter, and each connection keeps one receive armed into
 // buffers of its own. The default, TransportAuto, chooses at New so that
 // a lone caller waits in the kernel: io_uring where the kernel allows it,

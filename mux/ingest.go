@@ -40,7 +40,7 @@ type reader struct {
 	popped [32]slot
 
 	// Read marks, for a caller that cannot read itself (the epoll set's
-	// marks; transport_token_linux.go, enter): begun counts the turns of
+	// marks; driver_token_enter_linux.go, enter): begun counts the turns of
 	// readable begun, ended those finished. A turn that begins after bytes
 	// arrived takes them (up to the read budget) and has judged them, stray
 	// or reply, by the time it ends.

@@ -26,7 +26,7 @@ func noSweeps(t testing.TB) {
 // a connection's socket holds unread bytes (SIOCINQ: a loopback send is
 // usually there when it returns, but a loaded kernel can defer it); on
 // io_uring once the kernel has posted the armed receive's completion
-// (uringArrived, in transport_uring_linux_test.go). False on the net.Conn
+// (uringArrived, in set_uring_linux_test.go). False on the net.Conn
 // transport (TLS), whose reader goroutines read by themselves: a test
 // waits for what they do with it instead.
 func arrivedWhileIdle(c *Client) bool {

@@ -15,7 +15,7 @@ import (
 // stack needs blocking reads and writes, and the record layer costs far
 // more than the difference between the two transports (measured in
 // results/tls). A client with any TLS node therefore uses the net.Conn
-// driver for all its connections (transport_default_*.go).
+// driver for all its connections (driver_linux.go, driver_other.go).
 //
 // One difference from a plaintext net.Conn: a *tls.Conn whose write timed
 // out is broken for good, so the plaintext link's trick (a 2ms write

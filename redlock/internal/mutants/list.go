@@ -265,7 +265,7 @@ var mutants = []Mutant{
 		// connection's late receive is read into the current connection
 		Name: "uring-replaced-receive", Class: "io_uring reads a replaced connection's receive into the current connection (live() guard dropped)", Test: "TestURingReplacedLinkReceiveDropped", Short: true, Scripted: true,
 		Pkg: "./mux", Env: []string{"REDMUX_TEST_TRANSPORT=io_uring"},
-		Edits: []Edit{{"mux/transport_uring_linux.go",
+		Edits: []Edit{{"mux/link_uring_linux.go",
 			"live := func() bool { return cn != nil && cn.current() == link(l) }",
 			"live := func() bool { return cn != nil }"}},
 	},

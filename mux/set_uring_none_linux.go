@@ -2,5 +2,5 @@
 
 package mux
 
-// newURingDriver: no io_uring transport in this build (uring_none.go).
+// newURingDriver: no io_uring transport in this build (set_uring_none.go).
 func newURingDriver(*Client) (*tokenDriver, error) { return nil, uringRefused() }

@@ -102,7 +102,7 @@ func (s *epollSet) dial(node, shard int) (link, error) {
 }
 
 // arrived is the epoll set's: every connection whose socket is readable
-// (enter's look, transport_token_linux.go).
+// (enter's look, driver_token_enter_linux.go).
 func (s *epollSet) arrived(note func(idx int)) error {
 	evs, err := s.ep.Ready()
 	if err != nil {

@@ -5,7 +5,6 @@ package mux
 import (
 	"context"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,7 @@ import (
 
 // tokenDriver runs the read side of every connection of a client on raw
 // non-blocking sockets, over a readySet that says what is ready: the epoll
-// set (transport_epoll_linux.go) or an io_uring (transport_uring_linux.go,
+// set (set_epoll_linux.go) or an io_uring (set_uring_linux.go,
 // where the wait also submits the links' queued sends). Whoever waits on the set holds the reader
 // token (tok) and reads for every connection: it parses replies, hands
 // them to their batches, resumes writes that found a socket full and
@@ -72,56 +71,8 @@ type tokenDriver struct {
 	strayWaits atomic.Int64 // enters that waited for the holder to read what had arrived (tests)
 }
 
-// arrival is a connection enter found with bytes nobody has read yet and
-// no reply outstanding: it waits until a read turn of the connection that
-// began after it looked has ended (ended reaches upTo), or until l is no
-// longer the connection's link.
-type arrival struct {
-	cn   *pconn
-	l    link
-	upTo uint32
-}
-
-// readySet is how a tokenDriver learns what is ready, and its only
-// waiting. Every method but flush and close is called by the token holder
-// only; each handles what became ready (the connections' readable and
-// writable) before it returns, and returns an error only when the set
-// itself broke.
-type readySet interface {
-	// poke handles what is ready now, without waiting.
-	poke() error
-	// waitFor blocks the thread in the kernel for at most d ns (d > 0),
-	// until something is ready; need is how many more connections must
-	// answer before the leader's call can settle (a set may wait for
-	// that many at once).
-	waitFor(d int64, need int) error
-	// park waits in the Go runtime's netpoller until something is ready
-	// or deadline (mono ns) passes.
-	park(deadline int64) error
-	// flush hands the kernel what links queued but did not submit (none
-	// for epoll: its links write at once); any goroutine may call it.
-	flush()
-	// dial dials a connection to node and makes its link.
-	dial(node, shard int) (link, error)
-	// close releases the set (the token holder is gone).
-	close()
-	// arrived calls note with the index of every connection that has
-	// bytes no read turn has begun to take (epoll: its socket is
-	// readable; io_uring: a receive's completion with data waits in the
-	// ring), without reading them. Called by a goroutine that does not
-	// hold the token (enter), under the driver's look mutex.
-	arrived(note func(idx int)) error
-	// marks returns the read marks that cover cn: begun counts the read
-	// turns begun, ended those finished; a turn takes what had arrived
-	// when it began. Any goroutine.
-	marks(cn *pconn) (begun, ended uint32)
-}
-
 var _ driver = (*tokenDriver)(nil)
 var _ awaiter = (*tokenDriver)(nil)
-
-// wakeTag marks the eventfd's events.
-const wakeTag = -1
 
 // leaderSlice bounds one wait of a leader whose ctx can be cancelled: it
 // looks at ctx between waits. Chosen, not measured: a cancel is seen
@@ -188,131 +139,6 @@ func (d *tokenDriver) release() {
 	d.tok.Store(false)
 	if d.needPoller() {
 		d.wake()
-	}
-}
-
-// enter runs before a caller's commands go out: bytes a node sent unasked
-// (a stray reply) that arrived before the call must be judged while
-// nothing of the call is outstanding on their connection, so that they
-// break it (ErrProtocol) instead of passing for the call's reply. When no
-// other caller waits and the token is free, the caller reads what arrived
-// itself. When another holds the token (the poller's sweep, another
-// caller's enter, a leader), the holder reads for everyone, but it may
-// read after this caller queued its slots: so the caller looks, without
-// reading, for connections with nothing outstanding and bytes unread, or
-// a read turn of theirs in progress, and waits (yielding) until a read
-// turn that began after its look has taken them; it reads them itself if
-// the token comes free meanwhile. The token is not kept while the
-// caller sends: a send may wait for queue room, which only the token
-// holder (resuming a full socket's writes) can make.
-//
-// With followers waiting (several callers in Do), a caller does neither:
-// the connections are in use, and a stray on one that owes replies is
-// caught by reply kinds (Batch.AddExpect), if at all.
-func (d *tokenDriver) enter() {
-	if d.waiters.Load() != 0 {
-		return
-	}
-	if d.tok.CompareAndSwap(false, true) {
-		d.failed(d.set.poke()) // no sweep: the caller leads next, and sweeps there
-		d.release()
-		return
-	}
-	d.awaitArrived()
-}
-
-// lookTries bounds enter's looks: a look is retried when a read turn
-// began during it, which a connection read without pause (a node
-// streaming push frames) can make happen every time.
-const lookTries = 64
-
-// awaitArrived is enter's wait when another holds the token.
-func (d *tokenDriver) awaitArrived() {
-	c := d.c
-	d.look.Lock()
-	defer d.look.Unlock()
-	for try := 0; try < lookTries; try++ {
-		if c.closed.Load() || d.waiters.Load() != 0 {
-			return
-		}
-		// Turns in progress on idle connections first: one may hold a
-		// stray it has read and not yet judged, which no look can see.
-		d.pend = d.pend[:0]
-		for i, cn := range c.conns {
-			b, e := d.set.marks(cn)
-			d.snap[i] = b
-			if b != e {
-				d.noteTurn(cn, b)
-			}
-		}
-		if len(d.pend) > 0 {
-			d.strayWaits.Add(1)
-			d.waitTurns()
-			continue
-		}
-		if err := d.set.arrived(d.note); err != nil {
-			return // the set broke: the holder fails every connection
-		}
-		if len(d.pend) == 0 {
-			return
-		}
-		stable := true
-		for _, a := range d.pend {
-			if b, _ := d.set.marks(a.cn); b != a.upTo-1 {
-				stable = false // a turn began during the look: look again
-			}
-		}
-		if stable {
-			d.strayWaits.Add(1)
-			d.waitTurns()
-			return
-		}
-		runtime.Gosched()
-	}
-}
-
-// noteArrived is arrived's note: connection idx has unread bytes; it is
-// waited for if nothing is outstanding on it.
-func (d *tokenDriver) noteArrived(idx int) {
-	if idx >= 0 && idx < len(d.c.conns) {
-		d.noteTurn(d.c.conns[idx], d.snap[idx]+1)
-	}
-}
-
-// noteTurn adds cn to the connections waited for, until its read marks'
-// ended reaches upTo, if it owes no reply (look held).
-func (d *tokenDriver) noteTurn(cn *pconn, upTo uint32) {
-	cn.mu.Lock()
-	l, idle := cn.link, cn.q.n == 0
-	cn.mu.Unlock()
-	if l == nil || !idle {
-		return
-	}
-	for _, a := range d.pend {
-		if a.cn == cn {
-			return
-		}
-	}
-	d.pend = append(d.pend, arrival{cn: cn, l: l, upTo: upTo})
-}
-
-// waitTurns waits until every connection of d.pend was read up to its
-// mark, is gone, or the client closes; when the token comes free it reads
-// itself (look held).
-func (d *tokenDriver) waitTurns() {
-	c := d.c
-	for _, a := range d.pend {
-		for {
-			if _, e := d.set.marks(a.cn); int32(e-a.upTo) >= 0 || c.closed.Load() || a.cn.current() != a.l {
-				break
-			}
-			if d.tok.CompareAndSwap(false, true) {
-				d.after(d.set.poke())
-				d.release()
-				continue
-			}
-			runtime.Gosched()
-		}
 	}
 }
 
