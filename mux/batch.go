@@ -294,11 +294,3 @@ func (b *Batch) cmd(node, k int) []byte {
 	}
 	return b.cmds[node][o[k]:end]
 }
-
-// addr is node's display address, or "" for a batch made without a client.
-func (b *Batch) addr(node int) string {
-	if b.kinds == nil {
-		return ""
-	}
-	return b.kinds[node].pending.Addr
-}
