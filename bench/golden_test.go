@@ -3,6 +3,9 @@ package bench
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -135,9 +138,88 @@ func goldenMerge() (*mergeResult, []*mergeConfig) {
 	return r, []*mergeConfig{{}, {Percentiles: []float64{50, 99.5}}}
 }
 
-// The writers' table, CSV, JSON and Markdown outputs stay byte for byte
-// what they were: the column lists are one model rendered several ways,
-// and a refactoring must not move a cell.
+// goldenHists fills every metric of a strategy's histograms with n
+// values, deterministically, from about base microseconds to a tail some
+// hundred times longer (failed and not acquired only when given).
+func goldenHists(n int, base float64, notAcquired, failed int) load.Hists {
+	h := load.NewHists()
+	fill := func(m, n int, base float64) {
+		for k := 1; k <= n; k++ {
+			x := float64(k) / float64(n)
+			load.Record(h[m], time.Duration(base*(1+300*math.Pow(x, 12))*float64(time.Microsecond)))
+		}
+	}
+	fill(load.MAcquire, n, base)
+	fill(load.MRelease, n, base/2)
+	fill(load.MAcquireRelease, n, base*1.6)
+	fill(load.MNotAcquired, notAcquired, base*0.9)
+	fill(load.MFailed, failed, base*40)
+	return h
+}
+
+// goldenPlotRuns are goldenRuns with histograms to draw: the closed run's
+// three strategies, and the open run's with refused and failed operations,
+// a saturated strategy, faults and reply latency (a subtitle broken in two).
+func goldenPlotRuns() map[string]*Report {
+	runs := goldenRuns()
+	for i, s := range runs["run-closed"].Strategies {
+		s.hists = goldenHists(20000*(i+1), 300/float64(i+1), 0, 0)
+	}
+	open := *runs["run-open"]
+	open.Config.Faults = []string{"latency:node=1,ms=2", "blackhole:node=2"}
+	open.Config.LatencyMs = 0.5
+	for i, s := range open.Strategies {
+		s.hists = goldenHists(1500, 700*float64(i+1), 2500, 3*(i+1))
+	}
+	runs["run-open"] = &open
+	return runs
+}
+
+// goldenSweepMixed is goldenSweep with an objective per strategy, a third
+// strategy (a spare colour) that held no step and has one with no
+// operations, an interrupted sweep, reply latency and a node cap.
+func goldenSweepMixed() *sweepReport {
+	rep := goldenSweep()
+	rep.Interrupted = true
+	rep.Config.LatencyMs, rep.Config.NodeCap = 1, 20000
+	rep.Strategies[1].SLOPct, rep.Strategies[1].SLOBudgetUs = 99.9, 8000
+	other := &sweepStrategy{Name: "other", SLO: "p99<5ms", SLOPct: 99, SLOBudgetUs: 5000, Steps: []*sweepStep{
+		{TargetRate: 400, OpsPerSec: 390, Ops: 780, SLOUs: 6000, Latency: Latency{P50Us: 900}},
+		{TargetRate: 800, Interrupted: true},
+	}}
+	other.kneeOf()
+	rep.Strategies = append(rep.Strategies, other)
+	return rep
+}
+
+// goldenPlotMany draws more series than the legend's spacing fits (it
+// packs tighter), spare colours, a warning and an empty series.
+func goldenPlotMany(w io.Writer) error {
+	var series []plotSeries
+	for i := range 11 {
+		h := load.NewHistogram()
+		for k := 1; k <= 200*(i+1); k++ {
+			load.Record(h, time.Duration(k*(i+1))*time.Microsecond)
+		}
+		s := plotSeries{Name: fmt.Sprintf("tag-%d.acquire <&>", i), Hist: h}
+		switch i {
+		case 0:
+			s.Name = "mux"
+		case 3:
+			s.Warn = "SATURATED (behind -rate)"
+		case 5:
+			s.Dash = "2,3"
+		case 10:
+			s.Hist = load.NewHistogram()
+		}
+		series = append(series, s)
+	}
+	return writePercentilePlot(w, "Many series", "one subtitle line", series)
+}
+
+// The writers' table, CSV, JSON, Markdown and SVG outputs stay byte for
+// byte what they were: the column lists are one model rendered several
+// ways, and a refactoring must not move a cell or a point of a plot.
 func TestGoldenOutputs(t *testing.T) {
 	outs := map[string]func(*bytes.Buffer) error{}
 	for name, rep := range goldenRuns() {
@@ -157,6 +239,15 @@ func TestGoldenOutputs(t *testing.T) {
 		outs[n+".table.txt"] = func(b *bytes.Buffer) error { writeMergedTable(b, mr, mc); return nil }
 		outs[n+".csv"] = func(b *bytes.Buffer) error { return writeMergedCSV(b, mr, mc) }
 	}
+	for name, rep := range goldenPlotRuns() {
+		outs[name+".percentiles.svg"] = func(b *bytes.Buffer) error { return writePlot(b, rep, load.MetricAcquireRelease) }
+		outs[name+".percentiles-acquire.svg"] = func(b *bytes.Buffer) error { return writePlot(b, rep, load.MetricAcquire) }
+	}
+	outs["sweep.svg"] = func(b *bytes.Buffer) error { return writeSweepPlot(b, sw) }
+	swm := goldenSweepMixed()
+	outs["sweep-mixed.svg"] = func(b *bytes.Buffer) error { return writeSweepPlot(b, swm) }
+	outs["merge-default.svg"] = func(b *bytes.Buffer) error { return writeMergedPlot(b, mr, mcs[0]) }
+	outs["plot-many.svg"] = func(b *bytes.Buffer) error { return goldenPlotMany(b) }
 	for name, write := range outs {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
