@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/redmux/redmux/bench/internal/format"
 )
 
 // utilisation is the share of a sweep's knee a capacity plan allows itself
@@ -77,18 +79,18 @@ func writeCapacity(w io.Writer, rep *Report) {
 		c, err := estimateCapacity(s)
 		if err != nil {
 			refused = append(refused, strings.TrimPrefix(err.Error(), errNotSteady.Error()+": "))
-			t.row(s.Name, fmtCount(s.OpsPerSec), "-", "-", "not estimated", "-")
+			t.row(s.Name, format.Count(s.OpsPerSec), "-", "-", "not estimated", "-")
 			continue
 		}
 		node, src := "-", "-"
 		if c.NodeOpsPerS > 0 {
-			node, src = fmtCount(c.NodeOpsPerS), c.NodeSource
+			node, src = format.Count(c.NodeOpsPerS), c.NodeSource
 		}
 		core := "-"
 		if c.ClientOpsPerCore > 0 {
-			core = fmtCount(c.ClientOpsPerCore)
+			core = format.Count(c.ClientOpsPerCore)
 		}
-		t.row(s.Name, fmtCount(s.OpsPerSec), core, node, src, fmtUs(c.MeanLatencyS*1e6))
+		t.row(s.Name, format.Count(s.OpsPerSec), core, node, src, format.Us(c.MeanLatencyS*1e6))
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"golang.org/x/perf/benchmath"
 )
 
@@ -466,11 +467,11 @@ func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	val := func(m string, v float64) string {
 		switch {
 		case strings.HasPrefix(m, "p"):
-			return fmtUs(v)
+			return format.Us(v)
 		case m == "failed share":
 			return fmt.Sprintf("%.2f%%", 100*v)
 		case strings.Contains(m, "ops/s"):
-			return fmtCount(v)
+			return format.Count(v)
 		}
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
@@ -335,17 +336,17 @@ func mergedColumns(c *mergeConfig, several bool) columns[*mergedTag] {
 		{head: "files", csv: "files", json: "files", cell: func(m *mergedTag) string { return fmt.Sprint(m.Files) }},
 		{csv: "start", json: "start", cell: func(m *mergedTag) string { return m.Start }},
 		{csv: "end", json: "end", cell: func(m *mergedTag) string { return m.End }},
-		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *mergedTag) string { return fmtCount(m.PerSec) }, raw: func(m *mergedTag) string { return csvFloat(m.PerSec) }},
+		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *mergedTag) string { return format.Count(m.PerSec) }, raw: func(m *mergedTag) string { return csvFloat(m.PerSec) }},
 	}
 	if several {
-		cs = append(cs, column[*mergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *mergedTag) string { return fmtCount(m.SumPerSec) }})
+		cs = append(cs, column[*mergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *mergedTag) string { return format.Count(m.SumPerSec) }})
 	}
 	cs = append(cs, columns[*mergedTag]{
 		{head: "min", csv: "min_us", json: "latency.min_us", cell: func(m *mergedTag) string { return f1(m.Latency.MinUs) }, raw: func(m *mergedTag) string { return csvFloat(m.Latency.MinUs) }},
 		{csv: "mean_us", json: "latency.mean_us", cell: func(m *mergedTag) string { return csvFloat(m.Latency.MeanUs) }},
 	}...)
 	for _, p := range mergePercentiles(c) {
-		cs = append(cs, column[*mergedTag]{head: pctName(p), csv: pctName(p) + "_us", json: "latency", cell: func(m *mergedTag) string {
+		cs = append(cs, column[*mergedTag]{head: format.Percentile(p), csv: format.Percentile(p) + "_us", json: "latency", cell: func(m *mergedTag) string {
 			v, ok := m.Latency.At(p)
 			if !ok {
 				v = us(load.ValueAtPercentile(m.hist, p))

@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -79,31 +79,6 @@ func (t *table) markdown(w io.Writer) {
 
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 
-// fmtUs renders a microsecond value with a unit that keeps it short.
-func fmtUs(v float64) string {
-	switch {
-	// Thresholds sit where rounding would carry into the next unit
-	// (999.7us prints as 1.00ms, never 1000us).
-	case v >= 999_950:
-		return fmt.Sprintf("%.2fs", v/1e6)
-	case v >= 9_999.5:
-		return fmt.Sprintf("%.1fms", v/1e3)
-	case v >= 999.5:
-		return fmt.Sprintf("%.2fms", v/1e3)
-	}
-	return fmt.Sprintf("%.0fus", v)
-}
-
-func fmtCount(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
 func errString(m map[string]int64) string {
 	if len(m) == 0 {
 		return "0"
@@ -125,9 +100,6 @@ var metricTitle = map[string]string{
 	load.MetricAcquire: "Acquire", load.MetricRelease: "Release", load.MetricAcquireRelease: "Acquire+release",
 	load.MetricNotAcquired: "Not acquired (held elsewhere)", load.MetricFailed: "Failed (latency to failure)",
 }
-
-// pctName renders a percentile as "p99.9".
-func pctName(p float64) string { return "p" + strconv.FormatFloat(p, 'f', -1, 64) }
 
 // tablePercentiles are the headline table's percentiles: acquire's and
 // acquire+release's (followed by max).
@@ -151,7 +123,7 @@ func pctCell(l Latency, p float64) string {
 		return "-"
 	}
 	v, _ := l.At(p)
-	return fmtUs(v)
+	return format.Us(v)
 }
 
 // summaryTable is the headline table: throughput, acquire and
@@ -173,26 +145,26 @@ func runColumns(c ReportConfig) columns[*StrategyResult] {
 			}
 			return name
 		}},
-		{head: "ops/s", json: "ops_per_sec", cell: func(s *StrategyResult) string { return fmtCount(s.OpsPerSec) }},
+		{head: "ops/s", json: "ops_per_sec", cell: func(s *StrategyResult) string { return format.Count(s.OpsPerSec) }},
 	}
 	if c.Rate > 0 {
-		cs = append(cs, column[*StrategyResult]{head: "target/s", json: "target_rate", cell: func(s *StrategyResult) string { return fmtCount(s.TargetRate) }})
+		cs = append(cs, column[*StrategyResult]{head: "target/s", json: "target_rate", cell: func(s *StrategyResult) string { return format.Count(s.TargetRate) }})
 	}
 	if contention(c) {
-		cs = append(cs, column[*StrategyResult]{head: "acquired/s", json: "acquired_per_sec", cell: func(s *StrategyResult) string { return fmtCount(s.AcquiredPerSec) }})
+		cs = append(cs, column[*StrategyResult]{head: "acquired/s", json: "acquired_per_sec", cell: func(s *StrategyResult) string { return format.Count(s.AcquiredPerSec) }})
 	}
 	for _, p := range acq {
-		cs = append(cs, column[*StrategyResult]{head: "acq " + pctName(p), json: "acquire", cell: func(s *StrategyResult) string { return pctCell(s.Acquire, p) }})
+		cs = append(cs, column[*StrategyResult]{head: "acq " + format.Percentile(p), json: "acquire", cell: func(s *StrategyResult) string { return pctCell(s.Acquire, p) }})
 	}
 	for _, p := range acqRel {
-		cs = append(cs, column[*StrategyResult]{head: "acq+rel " + pctName(p), json: "acquire_release", cell: func(s *StrategyResult) string { return pctCell(s.AcquireRelease, p) }})
+		cs = append(cs, column[*StrategyResult]{head: "acq+rel " + format.Percentile(p), json: "acquire_release", cell: func(s *StrategyResult) string { return pctCell(s.AcquireRelease, p) }})
 	}
 	return append(cs, columns[*StrategyResult]{
 		{head: "acq+rel max", json: "acquire_release.max_us", cell: func(s *StrategyResult) string {
 			if s.AcquireRelease.Count == 0 {
 				return "-"
 			}
-			return fmtUs(s.AcquireRelease.MaxUs)
+			return format.Us(s.AcquireRelease.MaxUs)
 		}},
 		{head: "acq+rel ok", json: "acquired_released", cell: func(s *StrategyResult) string { return fmtInt(s.Acquired - s.ReleaseFailed) }},
 		{head: "not acq", json: "not_acquired", cell: func(s *StrategyResult) string { return fmtInt(s.NotAcquired) }},
@@ -217,7 +189,7 @@ func warnings(rep *Report) []string {
 			out = append(out, fmt.Sprintf("%s saturated: %s; latencies include queueing, capacity figures are not computed (lower -rate or run redmux-bench sweep)", s.Name, s.Saturation))
 		}
 		if s.StartLateMs > 100 {
-			out = append(out, fmt.Sprintf("%s started %s after its -start-at slot (set-up overran it): its window is not aligned with other machines'", s.Name, fmtUs(s.StartLateMs*1e3)))
+			out = append(out, fmt.Sprintf("%s started %s after its -start-at slot (set-up overran it): its window is not aligned with other machines'", s.Name, format.Us(s.StartLateMs*1e3)))
 		}
 		if s.Failed > 0 && s.FailedShare() > 0.5 {
 			out = append(out, fmt.Sprintf("%s: %d of %d operations failed (%s); node errors: %s", s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors)))
@@ -241,7 +213,7 @@ func WriteTable(w io.Writer, rep *Report) {
 func runDescription(c ReportConfig) string {
 	loop := c.Loop + " loop"
 	if c.Rate > 0 {
-		loop += fmt.Sprintf(" at %s ops/s", fmtCount(c.Rate))
+		loop += fmt.Sprintf(" at %s ops/s", format.Count(c.Rate))
 	}
 	s := fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
 	if c.Segment != nil {
@@ -326,7 +298,7 @@ func writeContention(w io.Writer, rep *Report) {
 		if s.AcquireRelease.Count > 0 {
 			held = s.AcquireRelease.MeanUs - s.Acquire.MeanUs
 		}
-		row := []string{s.Name, fmtCount(s.OpsPerSec), fmtCount(s.AcquiredPerSec), per, refused, fmtUs(max(held, 0))}
+		row := []string{s.Name, format.Count(s.OpsPerSec), format.Count(s.AcquiredPerSec), per, refused, format.Us(max(held, 0))}
 		if c.Keys == 1 {
 			row = append(row, fmt.Sprintf("%.0f%%", math.Min(100, 100*s.AcquiredPerSec*max(held, 0)/1e6)))
 		}
@@ -372,7 +344,7 @@ func metricColumns(c ReportConfig) columns[metricRow] {
 		{csv: "mean_us", json: "*.mean_us", cell: func(r metricRow) string { return csvFloat(r.l.MeanUs) }},
 	}
 	for _, p := range reportPercentiles(c) {
-		cs = append(cs, column[metricRow]{csv: pctName(p) + "_us", json: "*", cell: func(r metricRow) string { v, _ := r.l.At(p); return csvFloat(v) }})
+		cs = append(cs, column[metricRow]{csv: format.Percentile(p) + "_us", json: "*", cell: func(r metricRow) string { v, _ := r.l.At(p); return csvFloat(v) }})
 	}
 	return append(cs, column[metricRow]{csv: "max_us", json: "*.max_us", cell: func(r metricRow) string { return csvFloat(r.l.MaxUs) }})
 }
@@ -442,7 +414,7 @@ func writeLatencyTables(w io.Writer, rep *Report) {
 		}
 		head := []string{"strategy", "count", "min"}
 		for _, p := range pcts {
-			head = append(head, pctName(p))
+			head = append(head, format.Percentile(p))
 		}
 		t := newTable(append(head, "max", "mean")...)
 		for _, s := range rep.Strategies {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
@@ -353,7 +354,7 @@ func progressLine(p load.Progress, i, n int, term, openLoop bool) string {
 		rate, unit = avg, "ops/s avg"
 	}
 	s := fmt.Sprintf("%-6s %d/%d %3.0f%% eta %-6s %6.1fs  %9.0f %s  %8d ops  %5d failed  p99 %s",
-		p.Strategy, i+1, n, 100*done, eta, p.Elapsed.Seconds(), rate, unit, p.Ops, p.Errors, fmtUs(p.P99Us))
+		p.Strategy, i+1, n, 100*done, eta, p.Elapsed.Seconds(), rate, unit, p.Ops, p.Errors, format.Us(p.P99Us))
 	if openLoop {
 		s += fmt.Sprintf("  backlog %d", p.Backlog)
 	}

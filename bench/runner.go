@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
@@ -152,7 +153,7 @@ func checkSaturation(res *StrategyResult, due int64, workers int) {
 	case res.OpsPerSec < saturationShare*res.TargetRate:
 		res.Saturated = true
 		res.Saturation = fmt.Sprintf("achieved %s of the %s ops/s target (%.0f%%)",
-			fmtCount(res.OpsPerSec), fmtCount(res.TargetRate), 100*res.OpsPerSec/res.TargetRate)
+			format.Count(res.OpsPerSec), format.Count(res.TargetRate), 100*res.OpsPerSec/res.TargetRate)
 	case res.Backlog > max(int64(workers), due/100):
 		res.Saturated = true
 		res.Saturation = fmt.Sprintf("%d of %d operations due were never started (the backlog grew)", res.Backlog, due)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -66,7 +67,7 @@ func writePlot(w io.Writer, rep *Report, metric string) error {
 		sub += fmt.Sprintf("; +%gms reply latency", rep.Config.LatencyMs)
 	}
 	if rep.Config.Rate > 0 {
-		sub += fmt.Sprintf("; open loop %s ops/s", fmtCount(rep.Config.Rate))
+		sub += fmt.Sprintf("; open loop %s ops/s", format.Count(rep.Config.Rate))
 	}
 	if len(saturated) > 0 {
 		sub += "; SATURATED: " + strings.Join(saturated, ", ")
@@ -177,7 +178,7 @@ func writePercentilePlot(w io.Writer, title, subtitle string, series []plotSerie
 		}
 		pv := load.ValuesAtPercentiles(h, []float64{50, 99})
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
-			fmtUs(us(pv[0])), fmtUs(us(pv[1])))
+			format.Us(us(pv[0])), format.Us(us(pv[1])))
 		if s.Warn != "" {
 			fmt.Fprintf(&b, `<text class="warn" x="%.1f" y="%.1f" font-size="10" font-weight="bold" fill="#d62728">%s</text>`+"\n", lx+32, ly+28, html.EscapeString(s.Warn))
 		}

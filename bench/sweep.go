@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 )
@@ -42,7 +43,7 @@ type SLO struct {
 	Max time.Duration
 }
 
-func (s SLO) String() string { return pctName(s.P) + "<" + s.Max.String() }
+func (s SLO) String() string { return format.Percentile(s.P) + "<" + s.Max.String() }
 
 // parseSLO parses "p99<2ms", "p99.9<5ms" (also "<=").
 func parseSLO(s string) (*SLO, error) {
@@ -77,7 +78,7 @@ func (st *sweepStep) judge(slo SLO) {
 	case st.FailedShare > sweepMaxFailedShare:
 		st.Why = fmt.Sprintf("%.1f%% of operations failed (over %g%%)", 100*st.FailedShare, 100*sweepMaxFailedShare)
 	case st.SLOUs > budget:
-		st.Why = fmt.Sprintf("%s %s over %s", pctName(slo.P), fmtUs(st.SLOUs), fmtUs(budget))
+		st.Why = fmt.Sprintf("%s %s over %s", format.Percentile(slo.P), format.Us(st.SLOUs), format.Us(budget))
 	default:
 		st.Held = true
 		st.Why = ""
@@ -378,7 +379,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		r.ss.ProbeOpsPerSec = res.OpsPerSec
 		r.ss.ProbeWorkerBusy = res.WorkerBusyShare
 		r.rates = sweepRates(res.OpsPerSec, sw.cfg.Steps)
-		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, fmtCount(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
+		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, format.Count(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
 	}
 	st, err := sw.measureStep(ctx, s, workers, name, r.rates[0], false)
 	if why := st.glitch(); why != "" && err == nil {
@@ -387,14 +388,14 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		st.Repeated = true
 		r.firstRun = st
 		r.ss.Steps = append(r.ss.Steps, st)
-		sw.say("%s: lightest step %s ops/s: %s; run again", name, fmtCount(st.TargetRate), why)
+		sw.say("%s: lightest step %s ops/s: %s; run again", name, format.Count(st.TargetRate), why)
 		st, err = sw.measureStep(ctx, s, workers, name, r.rates[0], false)
 	}
 	if st != nil {
 		r.first = st
 		r.ss.Steps = append(r.ss.Steps, st)
-		sw.say("%s: lightest step %s ops/s: achieved %s, p99 %s, failed %.2f%%", name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
-			fmtUs(st.Latency.P99Us), 100*st.FailedShare)
+		sw.say("%s: lightest step %s ops/s: achieved %s, p99 %s, failed %.2f%%", name, format.Count(st.TargetRate), format.Count(st.OpsPerSec),
+			format.Us(st.Latency.P99Us), 100*st.FailedShare)
 	}
 	return r, err
 }
@@ -437,7 +438,7 @@ func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
 	p99 := time.Duration(load.ValueAtPercentile(best.first.hist, 99))
 	sw.slo = SLO{P: 99, Max: autoBudget(p99)}
 	return sw.slo.String(), fmt.Sprintf("automatic, one for every strategy: %gx the p99 of the best strategy's lightest step (%s at %s ops/s: p99 %s), at least +%v",
-		sweepAutoFactor, best.ss.Name, fmtCount(best.first.TargetRate), fmtUs(us(int64(p99))), sweepAutoMinSlack)
+		sweepAutoFactor, best.ss.Name, format.Count(best.first.TargetRate), format.Us(us(int64(p99))), sweepAutoMinSlack)
 }
 
 // autoBudget is the automatic objective's bound for a lightest step's p99.
@@ -522,8 +523,8 @@ func (sr *stepRunner) report(st *sweepStep) {
 	if !st.Held {
 		verdict = "did not hold: " + st.Why
 	}
-	sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", sr.r.ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec),
-		pctName(sw.slo.P), fmtUs(st.SLOUs), 100*st.FailedShare, verdict)
+	sw.say("%s: target %s ops/s, achieved %s, %s %s, failed %.2f%%: %s", sr.r.ss.Name, format.Count(st.TargetRate), format.Count(st.OpsPerSec),
+		format.Percentile(sw.slo.P), format.Us(st.SLOUs), 100*st.FailedShare, verdict)
 	if !st.Held && ctx.Err() == nil {
 		// Let queues left by an overloaded step drain before the next.
 		cool := time.NewTimer(max(time.Second, sw.cfg.Step/2))
@@ -566,7 +567,7 @@ func (sr *stepRunner) step(st *sweepStep, rate float64, refine bool) (_ *sweepSt
 		return st, !st.Held && st.Saturated, nil
 	}
 	st.Repeated = true
-	sr.sw.say("%s: target %s ops/s: run again (%s)", sr.r.ss.Name, fmtCount(rate), st.Why)
+	sr.sw.say("%s: target %s ops/s: run again (%s)", sr.r.ss.Name, format.Count(rate), st.Why)
 	again, err := sr.step1(rate, refine)
 	if again == nil {
 		return nil, false, err
@@ -668,9 +669,9 @@ func (rep *sweepReport) Breaches() []string {
 		case ss.Knee == nil:
 			out = append(out, fmt.Sprintf("%s: no step held %s", ss.Name, ss.SLO))
 		case r > 0 && ss.KneeRate < r && ss.Saturated:
-			out = append(out, fmt.Sprintf("%s: capacity %s ops/s under %s, below -capacity-rate %s", ss.Name, fmtCount(ss.KneeRate), ss.SLO, fmtCount(r)))
+			out = append(out, fmt.Sprintf("%s: capacity %s ops/s under %s, below -capacity-rate %s", ss.Name, format.Count(ss.KneeRate), ss.SLO, format.Count(r)))
 		case r > 0 && ss.KneeRate < r:
-			out = append(out, fmt.Sprintf("%s: held up to %s ops/s, the highest rate tried, below -capacity-rate %s (not shown to hold)", ss.Name, fmtCount(ss.KneeRate), fmtCount(r)))
+			out = append(out, fmt.Sprintf("%s: held up to %s ops/s, the highest rate tried, below -capacity-rate %s (not shown to hold)", ss.Name, format.Count(ss.KneeRate), format.Count(r)))
 		}
 	}
 	return out
@@ -738,7 +739,7 @@ func (ss *sweepStrategy) bound(cfg *Config) string {
 			return fmt.Sprintf("the planted node cap (-node-cap %g commands/s, %g lock ops/s)", cfg.NodeCap, capOps)
 		}
 		capNote = fmt.Sprintf("not the planted node cap (-node-cap %g commands/s, %g lock ops/s: the first step that did not hold asked for %s ops/s, %.0f%% of it, and %s); ",
-			cfg.NodeCap, capOps, fmtCount(f.TargetRate), 100*f.TargetRate/capOps, f.Why)
+			cfg.NodeCap, capOps, format.Count(f.TargetRate), 100*f.TargetRate/capOps, f.Why)
 	}
 	return capNote + ss.boundBy(cfg, boundFigures{nodes: nodes, server: server, busiest: busiest, client: client, busy: busy, workersCap: workersCap, needed: needed, local: local})
 }
@@ -752,7 +753,7 @@ const sweepCapNear = 0.8
 func starvedAround(steps ...*sweepStep) string {
 	for _, st := range steps {
 		if why := st.starved(numCPU()); why != "" {
-			return fmt.Sprintf("at %s ops/s: %s", fmtCount(st.TargetRate), why)
+			return fmt.Sprintf("at %s ops/s: %s", format.Count(st.TargetRate), why)
 		}
 	}
 	return ""
@@ -777,11 +778,11 @@ func (ss *sweepStrategy) boundBy(cfg *Config, b boundFigures) string {
 	case local && server > 0 && client+server*float64(nodes) >= 0.7*float64(numCPU()):
 		return fmt.Sprintf("this machine's CPU: client %.2f + servers %.2f cores of %d at the knee (they share it)", client, server*float64(nodes), numCPU())
 	case busy >= sweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
-		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, fmtUs(k.MeanServiceUs), fmtCount(workersCap), 100*busy)
+		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, format.Us(k.MeanServiceUs), format.Count(workersCap), 100*busy)
 	case starvedAround(k, ss.firstFailAbove()) != "":
 		return "this machine's CPU, starved by other work (" + starvedAround(k, ss.firstFailAbove()) + "): the knee is this machine's, not the target's; sweep again on a quiet machine, or with the client on a machine of its own"
 	case server == 0 && !local:
 		return fmt.Sprintf("not the client's CPU nor -c (workers busy %.0f%% past the knee, waiting on slower operations); the servers' CPU is unknown (no INFO CPU)", 100*busy)
 	}
-	return fmt.Sprintf("not CPU nor -c by these figures (workers busy %.0f%% past the knee, the knee's %s per operation would carry more): the latency objective itself", 100*busy, fmtUs(k.MeanServiceUs))
+	return fmt.Sprintf("not CPU nor -c by these figures (workers busy %.0f%% past the knee, the knee's %s per operation would carry more): the latency objective itself", 100*busy, format.Us(k.MeanServiceUs))
 }

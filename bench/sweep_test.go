@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
@@ -258,7 +259,7 @@ func steps(ss *sweepStrategy) []string {
 		if !st.Held {
 			v = st.Why
 		}
-		out = append(out, fmtCount(st.TargetRate)+": "+fmtCount(st.OpsPerSec)+" p99 "+fmtUs(st.Latency.P99Us)+" "+v)
+		out = append(out, format.Count(st.TargetRate)+": "+format.Count(st.OpsPerSec)+" p99 "+format.Us(st.Latency.P99Us)+" "+v)
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/redmux/redmux/bench/internal/format"
 )
 
 // Files written in a sweep's -out directory.
@@ -27,9 +29,9 @@ func kneeCell(ss *sweepStrategy) string {
 	case ss.Knee == nil:
 		return "none (no step held)"
 	case !ss.Saturated:
-		return "> " + fmtCount(ss.KneeRate)
+		return "> " + format.Count(ss.KneeRate)
 	}
-	return fmtCount(ss.KneeRate)
+	return format.Count(ss.KneeRate)
 }
 
 // writeSweepTable prints the steps and knees for a terminal.
@@ -56,7 +58,7 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 	}
 	if rep.Config.CapacityRate > 0 {
 		for _, p := range provisionAll(rep) {
-			fmt.Fprintf(w, "%s for %s ops/s: %s\n", p.name, fmtCount(rep.Config.CapacityRate), p.line())
+			fmt.Fprintf(w, "%s for %s ops/s: %s\n", p.name, format.Count(rep.Config.CapacityRate), p.line())
 		}
 	}
 	if rep.Interrupted {
@@ -92,27 +94,29 @@ type stepRow struct {
 func stepColumns(c ReportConfig) columns[stepRow] {
 	cs := columns[stepRow]{
 		{head: "strategy", csv: "strategy", cell: func(r stepRow) string { return r.ss.Name }},
-		{head: "target/s", csv: "target_rate", json: "target_rate", cell: func(r stepRow) string { return fmtCount(r.st.TargetRate) }, raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
-		{head: "ops/s", csv: "ops_per_sec", json: "ops_per_sec", cell: func(r stepRow) string { return fmtCount(r.st.OpsPerSec) }, raw: func(r stepRow) string { return csvFloat(r.st.OpsPerSec) }},
+		{head: "target/s", csv: "target_rate", json: "target_rate", cell: func(r stepRow) string { return format.Count(r.st.TargetRate) }, raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
+		{head: "ops/s", csv: "ops_per_sec", json: "ops_per_sec", cell: func(r stepRow) string { return format.Count(r.st.OpsPerSec) }, raw: func(r stepRow) string { return csvFloat(r.st.OpsPerSec) }},
 		{csv: "ops", json: "ops", cell: func(r stepRow) string { return fmtInt(r.st.Ops) }},
 		{csv: "saturated", json: "saturated", cell: func(r stepRow) string { return fmtBool(r.st.Saturated) }},
 		{csv: "failed", json: "failed", cell: func(r stepRow) string { return fmtInt(r.st.Failed) }},
-		{head: "p50", json: "*.p50_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P50Us) }},
-		{head: "p99", json: "*.p99_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P99Us) }},
-		{head: "p99.9", json: "*.p999_us", cell: func(r stepRow) string { return fmtUs(r.st.Latency.P999Us) }},
-		{head: "objective", json: "slo_us", cell: func(r stepRow) string { return pctName(r.ss.SLOPct) + " " + fmtUs(r.st.SLOUs) }},
+		{head: "p50", json: "*.p50_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P50Us) }},
+		{head: "p99", json: "*.p99_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P99Us) }},
+		{head: "p99.9", json: "*.p999_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P999Us) }},
+		{head: "objective", json: "slo_us", cell: func(r stepRow) string { return format.Percentile(r.ss.SLOPct) + " " + format.Us(r.st.SLOUs) }},
 		{head: "failed", csv: "failed_share", json: "failed_share", cell: func(r stepRow) string { return fmt.Sprintf("%.2f%%", 100*r.st.FailedShare) }, raw: func(r stepRow) string { return csvFloat(r.st.FailedShare) }},
 		{csv: "held", json: "held", cell: func(r stepRow) string { return fmtBool(r.st.Held) }},
 		{csv: "knee", cell: func(r stepRow) string { return fmtBool(r.st == r.ss.Knee) }},
 		{csv: "refinement", json: "refinement", cell: func(r stepRow) string { return fmtBool(r.st.Refinement) }},
 		{csv: "repeated", json: "repeated", cell: func(r stepRow) string { return fmtBool(r.st.Repeated) }},
-		{csv: "slo", cell: func(r stepRow) string { return pctName(r.ss.SLOPct) + "<" + csvFloat(r.ss.SLOBudgetUs) + "us" }},
+		{csv: "slo", cell: func(r stepRow) string {
+			return format.Percentile(r.ss.SLOPct) + "<" + csvFloat(r.ss.SLOBudgetUs) + "us"
+		}},
 		{csv: "slo_us", json: "slo_us", cell: func(r stepRow) string { return csvFloat(r.st.SLOUs) }},
 		{csv: "min_us", json: "*.min_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MinUs) }},
 		{csv: "mean_us", json: "*.mean_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MeanUs) }},
 	}
 	for _, p := range reportPercentiles(c) {
-		cs = append(cs, column[stepRow]{csv: pctName(p) + "_us", json: "*", cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
+		cs = append(cs, column[stepRow]{csv: format.Percentile(p) + "_us", json: "*", cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
 	}
 	f := func(csv, json string, v func(*sweepStep) float64) column[stepRow] {
 		return column[stepRow]{csv: csv, json: json, cell: func(r stepRow) string { return csvFloat(v(r.st)) }}
@@ -208,7 +212,7 @@ func writeKneeTable(w io.Writer, rep *sweepReport) {
 		if bound == "" {
 			bound = "not reached"
 		}
-		kt.row(ss.Name, kneeCell(ss), ss.SLO, fmtUs(k.Latency.P50Us), fmtUs(k.Latency.P99Us), fmtUs(k.Latency.P999Us),
+		kt.row(ss.Name, kneeCell(ss), ss.SLO, format.Us(k.Latency.P50Us), format.Us(k.Latency.P99Us), format.Us(k.Latency.P999Us),
 			fmt.Sprintf("%.1f", k.ClientCPUUsPerOp), srv, fmt.Sprintf("%.2f", ss.KneeRate*k.ClientCPUUsPerOp/1e6), srvCores, bound)
 	}
 	kt.markdown(w)
@@ -263,9 +267,9 @@ func rerunNotes(ss *sweepStrategy) []string {
 					break
 				}
 			}
-			out = append(out, fmt.Sprintf("%s ops/s was run again: %s; %s.", fmtCount(st.TargetRate), why, outcome))
+			out = append(out, fmt.Sprintf("%s ops/s was run again: %s; %s.", format.Count(st.TargetRate), why, outcome))
 		case st.SetAside:
-			out = append(out, fmt.Sprintf("%s ops/s did not hold (%s) and was set aside: the next heavier step held, so it is a lone failure, not the knee.", fmtCount(st.TargetRate), st.Why))
+			out = append(out, fmt.Sprintf("%s ops/s did not hold (%s) and was set aside: the next heavier step held, so it is a lone failure, not the knee.", format.Count(st.TargetRate), st.Why))
 		}
 	}
 	return out
@@ -281,16 +285,16 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 	pcts := reportPercentiles(c)
 	head := []string{"strategy", "target ops/s", "achieved", "ops"}
 	for _, p := range pcts {
-		head = append(head, pctName(p))
+		head = append(head, format.Percentile(p))
 	}
 	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node (busiest)", "workers busy", "machine: load avg, other CPUs, steal", "verdict")
 	t := newTable(head...)
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
-			row := []string{ss.Name, fmtCount(st.TargetRate), fmtCount(st.OpsPerSec), fmt.Sprint(st.Ops)}
+			row := []string{ss.Name, format.Count(st.TargetRate), format.Count(st.OpsPerSec), fmt.Sprint(st.Ops)}
 			for _, p := range pcts {
 				v, _ := st.Latency.At(p)
-				row = append(row, fmtUs(v))
+				row = append(row, format.Us(v))
 			}
 			srv := "-"
 			if st.ServerCPUUsPerOpPerNode > 0 {
@@ -312,7 +316,7 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 			if st.SetAside {
 				verdict += " (set aside: a heavier step held)"
 			}
-			row = append(row, fmtUs(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
+			row = append(row, format.Us(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
 				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), machineCell(st, rep.Env.NumCPU), verdict)
 			t.row(row...)
 		}
@@ -321,7 +325,7 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 	fmt.Fprintln(w)
 	for _, ss := range rep.Strategies {
 		if ss.ProbeOpsPerSec > 0 {
-			fmt.Fprintf(w, "%s: steps spaced up to the closed-loop probe's %s ops/s (%d workers as fast as they go).\n", ss.Name, fmtCount(ss.ProbeOpsPerSec), c.Workers)
+			fmt.Fprintf(w, "%s: steps spaced up to the closed-loop probe's %s ops/s (%d workers as fast as they go).\n", ss.Name, format.Count(ss.ProbeOpsPerSec), c.Workers)
 		}
 	}
 	fmt.Fprintln(w)
@@ -394,12 +398,12 @@ func noKneeHint(ss *sweepStrategy) string {
 	}
 	switch {
 	case light.FailedShare > sweepMaxFailedShare:
-		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", fmtCount(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
+		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", format.Count(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
 	case light.Saturated:
-		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", fmtCount(light.TargetRate), light.Saturation)
+		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", format.Count(light.TargetRate), light.Saturation)
 	}
 	return fmt.Sprintf("its lightest step (%s ops/s) measured %s %s against the objective's %s: loosen -slo to at least %s (e.g. -slo '%s<%s'), or start lower with -rates if the latency comes from load.",
-		fmtCount(light.TargetRate), pctName(ss.SLOPct), fmtUs(light.SLOUs), fmtUs(ss.SLOBudgetUs), fmtUs(light.SLOUs), pctName(ss.SLOPct), durLabelUs(light.SLOUs*1.5))
+		format.Count(light.TargetRate), format.Percentile(ss.SLOPct), format.Us(light.SLOUs), format.Us(ss.SLOBudgetUs), format.Us(light.SLOUs), format.Percentile(ss.SLOPct), durLabelUs(light.SLOUs*1.5))
 }
 
 // durLabelUs is a duration of us microseconds for a flag (-slo), rounded up
@@ -461,7 +465,7 @@ func (p provision) line() string {
 	out := fmt.Sprintf("%s unit(s) of one client process + one group; client %s cores in all; %s", p.atMost(fmt.Sprint(p.units)), p.atMost(fmt.Sprintf("%.2f", p.clientCPU)), srv)
 	switch {
 	case p.lower:
-		out += fmt.Sprintf(" (upper bounds: the sweep held up to %s ops/s, its highest step, without reaching a knee)", fmtCount(p.knee))
+		out += fmt.Sprintf(" (upper bounds: the sweep held up to %s ops/s, its highest step, without reaching a knee)", format.Count(p.knee))
 	case p.starved:
 		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
 	}
@@ -521,7 +525,7 @@ func writeProvisioning(w io.Writer, rep *sweepReport) {
 	}
 	r := c.CapacityRate
 	nodes := len(c.Nodes)
-	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", fmtCount(r), c.Workers, nodes, utilisation*100)
+	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", format.Count(r), c.Workers, nodes, utilisation*100)
 	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op at a unit's rate", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
 	for i, p := range provisionAll(rep) {
 		ss := rep.Strategies[i]
@@ -529,7 +533,7 @@ func writeProvisioning(w io.Writer, rep *sweepReport) {
 			t.row(p.name, "none", "-", "-", "-", "-", "-", "-", p.none)
 			continue
 		}
-		knee := fmtCount(p.knee)
+		knee := format.Count(p.knee)
 		if p.lower {
 			knee = "> " + knee
 		}
@@ -570,7 +574,7 @@ func writeCostFits(w io.Writer, rep *sweepReport) {
 		if cf == nil {
 			continue
 		}
-		fmt.Fprintf(w, "%s: client CPU %.3f cores fixed + %.1f us per operation, fitted over %d step(s) that held (%s-%s ops/s)", ss.Name, cf.FixedCores, cf.UsPerOp, cf.Steps, fmtCount(cf.MinRate), fmtCount(cf.MaxRate))
+		fmt.Fprintf(w, "%s: client CPU %.3f cores fixed + %.1f us per operation, fitted over %d step(s) that held (%s-%s ops/s)", ss.Name, cf.FixedCores, cf.UsPerOp, cf.Steps, format.Count(cf.MinRate), format.Count(cf.MaxRate))
 		if sf != nil {
 			fmt.Fprintf(w, "; busiest node %.3f cores fixed + %.1f us per operation", sf.FixedCores, sf.UsPerOp)
 		}
@@ -624,7 +628,7 @@ func writeHeadroom(w io.Writer, rep *sweepReport) {
 	}
 	head := []string{"strategy", "planned ops/s (70% of knee)"}
 	for _, r := range rates {
-		head = append(head, "headroom at "+fmtCount(r)+" ops/s")
+		head = append(head, "headroom at "+format.Count(r)+" ops/s")
 	}
 	t := newTable(head...)
 	for _, ss := range rep.Strategies {
@@ -637,7 +641,7 @@ func writeHeadroom(w io.Writer, rep *sweepReport) {
 			continue
 		}
 		plan := ss.KneeRate * utilisation
-		row := []string{ss.Name, fmtCount(plan)}
+		row := []string{ss.Name, format.Count(plan)}
 		for _, r := range rates {
 			row = append(row, fmt.Sprintf("%.2fx", ss.KneeRate/r))
 		}
@@ -745,7 +749,7 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 			stroke, fill = "#eeeeee", "#888"
 		}
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", X, top, X, float64(top)+ph, stroke)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">%s</text>`+"\n", X, float64(top)+ph+18, fill, fmtCount(x))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">%s</text>`+"\n", X, float64(top)+ph+18, fill, format.Count(x))
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">achieved throughput (lock operations/s, log scale)</text>`+"\n", float64(left)+pw/2, H-22)
@@ -761,7 +765,7 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 		y := py(rep.Strategies[0].SLOBudgetUs)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="1,3" stroke-width="1.5"/>`+"\n", left, y, px(xMax), y)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="10">objective %s</text>`+"\n", px(xMax)-4, y-4,
-			html.EscapeString(pctName(rep.Strategies[0].SLOPct)+" < "+fmtUs(rep.Strategies[0].SLOBudgetUs)))
+			html.EscapeString(format.Percentile(rep.Strategies[0].SLOPct)+" < "+format.Us(rep.Strategies[0].SLOBudgetUs)))
 	}
 	for i, ss := range rep.Strategies {
 		color := plotColors[ss.Name]
@@ -776,9 +780,9 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 			capText = "no step held"
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">%s</text>`+"\n", lx+32, ly+18, html.EscapeString(capText))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">solid %s, dashed p50</text>`+"\n", lx+32, ly+31, pctName(ss.SLOPct))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">solid %s, dashed p50</text>`+"\n", lx+32, ly+31, format.Percentile(ss.SLOPct))
 		if !same {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">objective &lt; %s</text>`+"\n", lx+32, ly+44, fmtUs(ss.SLOBudgetUs))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">objective &lt; %s</text>`+"\n", lx+32, ly+44, format.Us(ss.SLOBudgetUs))
 			ly += 13
 		}
 		ly += 50

@@ -254,15 +254,3 @@ func TestDurationAndPercentileFlagErrors(t *testing.T) {
 		require.Contains(t, err.Error(), want, "%v", args)
 	}
 }
-
-func TestFmtUsNeverCarriesIntoTheNextUnit(t *testing.T) {
-	for _, c := range []struct {
-		us   float64
-		want string
-	}{
-		{0, "0us"}, {999.4, "999us"}, {999.7, "1.00ms"}, {9_999.4, "10.00ms"}, {9_999.6, "10.0ms"},
-		{999_940, "999.9ms"}, {999_960, "1.00s"}, {2_500_000, "2.50s"},
-	} {
-		require.Equal(t, c.want, fmtUs(c.us), "%v us", c.us)
-	}
-}

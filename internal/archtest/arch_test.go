@@ -45,6 +45,7 @@ var level = map[string]int{
 	"internal/lockrule":        15,
 	"redlock":                  20,
 	"bench/load":               25,
+	"bench/internal/format":    26,
 	"bench/internal/hlog":      27,
 	"redlock/internal/checker": 30,
 	"bench":                    30,
@@ -64,7 +65,7 @@ var side = map[string][]string{
 }
 
 // stdOnly may import the standard library only.
-var stdOnly = []string{"resp", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc"}
+var stdOnly = []string{"resp", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc", "bench/internal/format"}
 
 // clientCode is what fakeserver must never reach, directly or not.
 var clientCode = []string{"resp", "mux", "internal/lockcmd", "internal/lockrule", "redlock", "bench"}
