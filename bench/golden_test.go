@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/plot"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -195,13 +196,13 @@ func goldenSweepMixed() *sweepReport {
 // goldenPlotMany draws more series than the legend's spacing fits (it
 // packs tighter), spare colours, a warning and an empty series.
 func goldenPlotMany(w io.Writer) error {
-	var series []plotSeries
+	var series []plot.Series
 	for i := range 11 {
 		h := load.NewHistogram()
 		for k := 1; k <= 200*(i+1); k++ {
 			load.Record(h, time.Duration(k*(i+1))*time.Microsecond)
 		}
-		s := plotSeries{Name: fmt.Sprintf("tag-%d.acquire <&>", i), Hist: h}
+		s := plot.Series{Name: fmt.Sprintf("tag-%d.acquire <&>", i), Hist: h}
 		switch i {
 		case 0:
 			s.Name = "mux"
@@ -214,7 +215,7 @@ func goldenPlotMany(w io.Writer) error {
 		}
 		series = append(series, s)
 	}
-	return writePercentilePlot(w, "Many series", "one subtitle line", series)
+	return plot.WritePercentiles(w, "Many series", "one subtitle line", series)
 }
 
 // The writers' table, CSV, JSON, Markdown and SVG outputs stay byte for

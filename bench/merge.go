@@ -18,6 +18,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/plot"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -361,7 +362,7 @@ func mergedColumns(c *mergeConfig, several bool) columns[*mergedTag] {
 // matching -tag when given, else the *.acquire_release tags when there are
 // any, else every tag.
 func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
-	var series []plotSeries
+	var series []plot.Series
 	pick := func(m *mergedTag) bool {
 		if len(c.Tags) > 0 {
 			return true
@@ -377,11 +378,11 @@ func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
 			continue
 		}
 		name := m.Tag
-		color := plotColors[strings.SplitN(name, ".", 2)[0]]
-		if color == "" || len(series) >= 3 {
-			color = plotSpare[i%len(plotSpare)]
+		color := plot.Color(strings.SplitN(name, ".", 2)[0], i)
+		if len(series) >= 3 {
+			color = plot.Spare(i)
 		}
-		series = append(series, plotSeries{Name: name, Hist: m.hist, Color: color})
+		series = append(series, plot.Series{Name: name, Hist: m.hist, Color: color})
 	}
 	title := c.Title
 	if title == "" {
@@ -391,7 +392,7 @@ func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
 	if r.Filters != "" {
 		sub += "; " + r.Filters
 	}
-	return writePercentilePlot(w, title, sub, series)
+	return plot.WritePercentiles(w, title, sub, series)
 }
 
 // runMerge is redmux-bench merge.

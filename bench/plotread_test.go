@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/plot"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,7 +61,7 @@ func TestSweepPlotReadable(t *testing.T) {
 		if m[3] != "" {
 			size, _ = strconv.ParseFloat(m[3], 64)
 		}
-		w := float64(len([]rune(unescapeXML(m[4])))) * svgCharWidth * size
+		w := float64(len([]rune(unescapeXML(m[4])))) * plot.CharWidth * size
 		if m[2] == "" || m[2] == "start" {
 			require.LessOrEqual(t, x+w, 860.0+1, "text %q at x %.0f, %.1fpx runs past the edge", m[4], x, size)
 		}

@@ -1,4 +1,4 @@
-package bench
+package plot
 
 import (
 	"fmt"
@@ -12,76 +12,21 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// plotSeries is one line of a percentile plot.
-type plotSeries struct {
+// Series is one line of a percentile plot.
+type Series struct {
 	Name  string
 	Hist  *hdr.Histogram // nanoseconds
-	Color string         // "" = by strategy name, else a spare colour
+	Color string         // "" = Color(Name, its index)
 	Dash  string         // SVG stroke-dasharray, "" = solid
 	// Warn, when set, is drawn in red under the series' name (e.g.
 	// "SATURATED": an open-loop run that did not keep up with its rate).
 	Warn string
 }
 
-var plotColors = map[string]string{strategySeq: "#d62728", strategyFanout: "#1f77b4", strategyMux: "#2ca02c"}
-var plotSpare = []string{"#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
-
-// writePlot writes the percentile-distribution plot of one metric of every
-// strategy in rep as an SVG document.
-func writePlot(w io.Writer, rep *Report, metric string) error {
-	var series []plotSeries
-	var saturated []string
-	idx := map[string]int{}
-	for i, m := range load.Metrics {
-		idx[m] = i
-	}
-	for i, s := range rep.Strategies {
-		if s.hists[0] == nil {
-			continue
-		}
-		color := plotColors[s.Name]
-		if color == "" {
-			color = plotSpare[i%len(plotSpare)]
-		}
-		ps := plotSeries{Name: s.Name, Hist: s.hists[idx[metric]], Color: color}
-		if s.Saturated {
-			ps.Warn = "SATURATED (behind -rate)"
-			saturated = append(saturated, s.Name)
-		}
-		series = append(series, ps)
-		// Refused and failed operations are drawn beside the successes, in
-		// the strategy's colour, dashed, whenever there are any.
-		if metric == load.MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
-			series = append(series, plotSeries{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
-		}
-		if (metric == load.MetricAcquire || metric == load.MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
-			series = append(series, plotSeries{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
-		}
-	}
-	what := metricTitle[metric]
-	sub := rep.Config.Target + fmt.Sprintf("; workload %s, %d workers (-c)", rep.Config.Workload, rep.Config.Workers)
-	if len(rep.Config.Faults) > 0 {
-		sub += "; faults " + strings.Join(rep.Config.Faults, ", ")
-	}
-	if rep.Config.LatencyMs > 0 {
-		sub += fmt.Sprintf("; +%gms reply latency", rep.Config.LatencyMs)
-	}
-	if rep.Config.Rate > 0 {
-		sub += fmt.Sprintf("; open loop %s ops/s", format.Count(rep.Config.Rate))
-	}
-	if len(saturated) > 0 {
-		sub += "; SATURATED: " + strings.Join(saturated, ", ")
-	}
-	if rep.Interrupted {
-		sub += "; INTERRUPTED"
-	}
-	return writePercentilePlot(w, what+" latency by percentile", sub, series)
-}
-
-// writePercentilePlot draws latency (log y) against percentile (x on a
-// log scale of 1/(1-p), so 90%, 99%, 99.9%, ... are equally spaced), one
-// line per series, in the style of HdrHistogram's plotter.
-func writePercentilePlot(w io.Writer, title, subtitle string, series []plotSeries) error {
+// WritePercentiles draws latency (log y) against percentile (x on a log
+// scale of 1/(1-p), so 90%, 99%, 99.9%, ... are equally spaced), one line
+// per series, in the style of HdrHistogram's plotter, as an SVG document.
+func WritePercentiles(w io.Writer, title, subtitle string, series []Series) error {
 	const (
 		W, H                  = 860, 520
 		left, right, top, bot = 80, 190, 62, 70
@@ -158,10 +103,7 @@ func writePercentilePlot(w io.Writer, title, subtitle string, series []plotSerie
 	for i, s := range series {
 		color := s.Color
 		if color == "" {
-			color = plotColors[s.Name]
-		}
-		if color == "" {
-			color = plotSpare[i%len(plotSpare)]
+			color = Color(s.Name, i)
 		}
 		dash := ""
 		if s.Dash != "" {
@@ -202,6 +144,8 @@ func writePercentilePlot(w io.Writer, title, subtitle string, series []plotSerie
 	return err
 }
 
+// pctLabel is the percentile axis label at x, the log10 of 1/(1-p)
+// ("0%", "90%", "99.9%").
 func pctLabel(x float64) string {
 	if x == 0 {
 		return "0%"
@@ -214,70 +158,5 @@ func pctLabel(x float64) string {
 	return s + "%"
 }
 
-func durLabel(ns float64) string {
-	switch {
-	case ns >= 1e9:
-		return fmt.Sprintf("%gs", ns/1e9)
-	case ns >= 1e6:
-		return fmt.Sprintf("%gms", ns/1e6)
-	}
-	return fmt.Sprintf("%gus", ns/1e3)
-}
-
-// svgOpen starts a plot: the svg element, a white background, the title and
-// its subtitle.
-func svgOpen(b *strings.Builder, w, h, left int, title, sub string) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica,Arial,sans-serif" font-size="12">`+"\n", w, h, w, h)
-	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", w, h)
-	// Nothing runs past the right edge: long lines get a smaller font,
-	// and a subtitle too long even then is broken in two at a "; ".
-	x := min(left, 12)
-	avail := float64(w - x - 8)
-	fmt.Fprintf(b, `<text x="%d" y="24" font-size="%.1f" font-weight="bold">%s</text>`+"\n", x, fitFont(title, avail, 16, 10, svgBoldWidth), html.EscapeString(title))
-	lines := []string{sub}
-	if fitFont(sub, avail, 11, 9, svgCharWidth) < 9.5 {
-		lines = splitHalf(sub)
-	}
-	for i, l := range lines {
-		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="%.1f" fill="#555">%s</text>`+"\n", x, 42+13*i, fitFont(l, avail, 11, 6, svgCharWidth), html.EscapeString(l))
-	}
-}
-
-// Average glyph widths of Helvetica/Arial, as a share of the font size
-// (wide enough for digits and capitals).
-const (
-	svgCharWidth = 0.56
-	svgBoldWidth = 0.61
-)
-
-// fitFont is the largest font size, at most size and at least floor,
-// at which s spans no more than avail pixels.
-func fitFont(s string, avail, size, floor, width float64) float64 {
-	n := float64(len([]rune(s)))
-	if n == 0 || n*width*size <= avail {
-		return size
-	}
-	return max(floor, avail/(n*width))
-}
-
-// splitHalf breaks s in two at the "; " nearest its middle (s alone when
-// it has none).
-func splitHalf(s string) []string {
-	best := -1
-	for i := 0; i+2 <= len(s); i++ {
-		if s[i:i+2] == "; " && (best < 0 || abs(i-len(s)/2) < abs(best-len(s)/2)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return []string{s}
-	}
-	return []string{s[:best+1], s[best+2:]}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
+// us is ns nanoseconds in microseconds.
+func us(ns int64) float64 { return float64(ns) / 1e3 }
