@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/redmux/redmux/bench/internal/format"
-	"golang.org/x/perf/benchmath"
+	"github.com/redmux/redmux/bench/internal/stats"
 )
 
 // defaultCompareNoise is the smallest change compare flags: below it, a
@@ -205,18 +205,7 @@ func loadResult(path string) (*resultFile, error) {
 type comparisonRow struct {
 	Strategy string
 	Metric   string
-	Old, New float64 // means over the runs
-	// OldCV and NewCV are the coefficients of variation over each side's
-	// runs (-1: one run, not measured).
-	OldCV, NewCV float64
-	Ratio        float64 // New / Old
-	Noise        float64 // the relative change below which a difference is noise
-	// P is the test's p-value (-1: not tested, a side has one run);
-	// PNote is benchmath's warning when the runs are too few for the
-	// test to reach -alpha.
-	P       float64
-	PNote   string
-	Verdict string // "~" (no significant change, or within the noise), "better", "worse"
+	stats.Result
 }
 
 // comparisonResult is compare's outcome.
@@ -294,68 +283,12 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 	return cmp, nil
 }
 
-// compareRow compares one metric's runs: with at least two runs a side
-// by benchstat's test (benchmath), a change flagged when p < -alpha and
-// larger than -noise; with one run on a side by -noise alone.
+// compareRow compares one metric's runs (bench/internal/stats decides):
+// with at least two runs a side by benchstat's test, a change flagged when
+// p < -alpha and larger than -noise; with one run on a side by -noise alone.
 func compareRow(c *compareConfig, strat string, m compareMetric, ov, nv []float64) comparisonRow {
-	row := comparisonRow{Strategy: strat, Metric: m.name, P: -1, Noise: c.Noise}
-	row.Old, row.OldCV = meanCV(ov)
-	row.New, row.NewCV = meanCV(nv)
-	significant := true
-	if len(ov) >= 2 && len(nv) >= 2 {
-		th := benchmath.DefaultThresholds
-		th.CompareAlpha = c.Alpha
-		var a benchmath.Assumption = benchmath.AssumeNothing
-		if c.Test == "ttest" {
-			a = benchmath.AssumeNormal
-		}
-		res := a.Compare(benchmath.NewSample(ov, &th), benchmath.NewSample(nv, &th))
-		row.P = res.P
-		for _, w := range res.Warnings {
-			row.PNote = w.Error()
-		}
-		significant = res.P < c.Alpha
-		// benchstat's centre for the U test is the median.
-		if c.Test == "utest" {
-			row.Old, row.New = median(ov), median(nv)
-		}
-	} else {
-		// No test: a side with repeated runs still widens the noise to
-		// twice its spread.
-		row.Noise = math.Max(c.Noise, 2*math.Max(row.OldCV, row.NewCV))
-	}
-	switch {
-	case math.Abs(row.New-row.Old) <= m.floor:
-		row.Ratio, row.Verdict = 1, "~"
-		if row.Old != 0 {
-			row.Ratio = row.New / row.Old
-		}
-	case row.Old == 0 && row.New == 0:
-		row.Ratio, row.Verdict = 1, "~"
-	case row.Old == 0:
-		row.Ratio, row.Verdict = math.Inf(1), "~"
-		if significant {
-			row.Verdict = worseOrBetter(m.higher, true)
-		}
-	default:
-		row.Ratio = row.New / row.Old
-		row.Verdict = "~"
-		if significant && math.Abs(row.Ratio-1) > row.Noise {
-			row.Verdict = worseOrBetter(m.higher, row.Ratio > 1)
-		}
-	}
-	return row
-}
-
-// median of v (not modified).
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	o := stats.Options{Noise: c.Noise, Alpha: c.Alpha, Test: c.Test, HigherBetter: m.higher, Floor: m.floor}
+	return comparisonRow{Strategy: strat, Metric: m.name, Result: stats.Compare(ov, nv, o)}
 }
 
 // setting is one configuration value compare checks across runs.
@@ -407,13 +340,6 @@ func settingsDiffer(olds, news []*resultFile) []string {
 	return out
 }
 
-func worseOrBetter(higherBetter, rose bool) string {
-	if higherBetter == rose {
-		return "better"
-	}
-	return "worse"
-}
-
 func collect(rs []*resultFile, strat, metric string) []float64 {
 	var out []float64
 	for _, r := range rs {
@@ -422,28 +348,6 @@ func collect(rs []*resultFile, strat, metric string) []float64 {
 		}
 	}
 	return out
-}
-
-// meanCV returns the mean and the coefficient of variation (sample
-// standard deviation over the mean; -1 with one value).
-func meanCV(v []float64) (float64, float64) {
-	var sum float64
-	for _, x := range v {
-		sum += x
-	}
-	mean := sum / float64(len(v))
-	if len(v) < 2 {
-		return mean, -1
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - mean) * (x - mean)
-	}
-	sd := math.Sqrt(ss / float64(len(v)-1))
-	if mean == 0 {
-		return mean, 0
-	}
-	return mean, sd / math.Abs(mean)
 }
 
 // writeCompare prints the comparison table, with a loud warning first

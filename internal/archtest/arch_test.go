@@ -46,6 +46,7 @@ var level = map[string]int{
 	"redlock":                  20,
 	"bench/load":               25,
 	"bench/internal/format":    26,
+	"bench/internal/stats":     26,
 	"bench/internal/hlog":      27,
 	"bench/internal/plot":      27,
 	"redlock/internal/checker": 30,
