@@ -2,6 +2,7 @@ package plot
 
 import (
 	"encoding/xml"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -76,4 +77,77 @@ func TestEmptyPlotsAreWellFormed(t *testing.T) {
 	if err := xml.Unmarshal([]byte(b.String()), new(struct{})); err != nil {
 		t.Errorf("sweep: %v", err)
 	}
+}
+
+// No text of the legend runs past the image's right edge: long series
+// names and the saturation warning get a smaller font (measured with the
+// same per-character widths the fitting uses, bold for bold text).
+func TestLegendInsideWidth(t *testing.T) {
+	h := load.NewHistogram()
+	for v := int64(1000); v < 2000000; v += 997 {
+		_ = h.RecordValue(v)
+	}
+	var b strings.Builder
+	series := []Series{
+		{Name: "fanout not acquired", Hist: h, Warn: "SATURATED (behind -rate)"},
+		{Name: "a-strategy-with-a-very-long-name failed", Hist: h},
+		{Name: "mux", Hist: h},
+	}
+	if err := WritePercentiles(&b, "t", "s", series); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(strings.NewReader(b.String()))
+	width, texts := 0.0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		attr := map[string]string{}
+		for _, a := range el.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		if el.Name.Local == "svg" {
+			width = parseF(t, attr["width"])
+			continue
+		}
+		if el.Name.Local != "text" || attr["x"] == "" || attr["text-anchor"] != "" || attr["transform"] != "" {
+			continue
+		}
+		var content string
+		if tok, err := dec.Token(); err == nil {
+			if cd, ok := tok.(xml.CharData); ok {
+				content = string(cd)
+			}
+		}
+		size := 12.0
+		if attr["font-size"] != "" {
+			size = parseF(t, attr["font-size"])
+		}
+		w := CharWidth
+		if attr["font-weight"] == "bold" {
+			w = boldWidth
+		}
+		end := parseF(t, attr["x"]) + float64(len([]rune(content)))*w*size
+		if end > width {
+			t.Errorf("%q at x=%s, size %v ends at %.1f, past the width %v", content, attr["x"], size, end, width)
+		}
+		texts++
+	}
+	if texts < 6 {
+		t.Fatalf("only %d texts looked at", texts)
+	}
+}
+
+func parseF(t *testing.T, s string) float64 {
+	t.Helper()
+	var f float64
+	if _, err := fmt.Sscan(s, &f); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return f
 }

@@ -8,6 +8,8 @@ package plot
 import (
 	"fmt"
 	"html"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -66,6 +68,32 @@ func fitFont(s string, avail, size, floor, width float64) float64 {
 		return size
 	}
 	return max(floor, avail/(n*width))
+}
+
+// fitLegend fits s, drawn at size by default, into avail pixels: it
+// returns the text to draw and a font-size attribute (with its leading
+// space; "" when s fits at size). A text too long even at the smallest
+// font (6) is cut, with an ellipsis.
+func fitLegend(s string, avail, size, width float64) (string, string) {
+	const floor = 6
+	f := fitFont(s, avail, size, floor, width)
+	if r := []rune(s); float64(len(r))*width*f > avail {
+		keep := max(int(avail/(width*f))-1, 0)
+		s = string(r[:min(keep, len(r))]) + "…"
+	}
+	if f == size {
+		return s, ""
+	}
+	return s, ` font-size="` + sizeText(f) + `"`
+}
+
+// sizeText writes a font size: whole sizes as they are ("10"), others
+// rounded down to a tenth, so the text still fits.
+func sizeText(f float64) string {
+	if f == math.Trunc(f) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(math.Floor(f*10)/10, 'f', 1, 64)
 }
 
 // splitHalf breaks s in two at the "; " nearest its middle (s alone when
