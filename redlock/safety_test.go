@@ -438,6 +438,13 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 		// so a long bound costs time only when the checker is blind.
 		cfg.MaxDuration = 120 * time.Second
 		cfg.StopOnViolation = true
+		// The main run's transport (-safety.transport, epoll by default),
+		// as the workload is the main run's. On io_uring, mux's default
+		// since TransportAuto, the first overlap came later (23 and 102 s
+		// in two runs with -race on a quiet machine; none in 120 s under
+		// CI's two CPU burners): its lone callers wait in the kernel and
+		// meet the early expiries' short windows less often.
+		cfg.Transport = safetyTransport(t, cl.Addrs())
 		res, err := checker.Run(cfg)
 		require.NoError(t, err)
 		t.Logf("%v", res)
