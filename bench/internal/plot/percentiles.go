@@ -112,25 +112,9 @@ func WritePercentiles(w io.Writer, title, subtitle string, series []Series) erro
 		ly := float64(top) + 18 + float64(i)*spacing
 		lx := float64(W-right) + 16
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", lx, ly, lx+26, ly, color, dash)
-		// The legend's text is fitted to what is left of the image's width
-		// (a long name or warning would run past its right edge).
-		avail := float64(W) - (lx + 32) - 4
-		name, size := fitLegend(s.Name, avail, 12, boldWidth)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold"%s>%s</text>`+"\n", lx+32, ly+4, size, html.EscapeString(name))
 		h := s.Hist
-		if h.TotalCount() == 0 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">no data</text>`+"\n", lx+32, ly+18)
+		if !legendText(&b, s, lx+32, ly, float64(W)-(lx+32)-4) {
 			continue
-		}
-		pv := load.ValuesAtPercentiles(h, []float64{50, 99})
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", lx+32, ly+16,
-			format.Us(us(pv[0])), format.Us(us(pv[1])))
-		if s.Warn != "" {
-			warn, size := fitLegend(s.Warn, avail, 10, boldWidth)
-			if size == "" {
-				size = ` font-size="10"`
-			}
-			fmt.Fprintf(&b, `<text class="warn" x="%.1f" y="%.1f"%s font-weight="bold" fill="#d62728">%s</text>`+"\n", lx+32, ly+28, size, html.EscapeString(warn))
 		}
 		// The last meaningful percentile is 1 - 1/count; beyond it the line
 		// stays at max.
@@ -150,6 +134,31 @@ func WritePercentiles(w io.Writer, title, subtitle string, series []Series) erro
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// legendText writes a series' legend text at x (its line ends left of x),
+// ly its line's height: the name, its p50 and p99, and its warning, each
+// fitted to avail pixels (a long name or warning would run past the
+// image's right edge). It reports whether the series has data to draw.
+func legendText(b *strings.Builder, s Series, x, ly, avail float64) bool {
+	name, size := fitLegend(s.Name, avail, 12, boldWidth)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-weight="bold"%s>%s</text>`+"\n", x, ly+4, size, html.EscapeString(name))
+	h := s.Hist
+	if h.TotalCount() == 0 {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">no data</text>`+"\n", x, ly+18)
+		return false
+	}
+	pv := load.ValuesAtPercentiles(h, []float64{50, 99})
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">p50 %s  p99 %s</text>`+"\n", x, ly+16,
+		format.Us(us(pv[0])), format.Us(us(pv[1])))
+	if s.Warn != "" {
+		warn, size := fitLegend(s.Warn, avail, 10, boldWidth)
+		if size == "" {
+			size = ` font-size="10"`
+		}
+		fmt.Fprintf(b, `<text class="warn" x="%.1f" y="%.1f"%s font-weight="bold" fill="#d62728">%s</text>`+"\n", x, ly+28, size, html.EscapeString(warn))
+	}
+	return true
 }
 
 // pctLabel is the percentile axis label at x, the log10 of 1/(1-p)
