@@ -270,9 +270,13 @@ var mutants = []Mutant{
 			"live := func() bool { return cn != nil }"}},
 	},
 	{
+		// The generation check replaced by the bounds check a developer
+		// would add after the index panic that dropping it alone can cause
+		// (a late reply to a command the later call does not have): so the
+		// mutant never crashes, and only the checker can find it.
 		Name: "mux-wrong-call", Class: "a late reply matched to a later call of the same batch (generation check dropped)", Test: safetyTest,
 		Edits: []Edit{{"mux/ingest.go",
 			"if cl.gen == s.gen && cl.live {",
-			"if cl.live {"}},
+			"if cl.live && int(s.k) < len(cl.res[cn.node]) {"}},
 	},
 }
