@@ -297,16 +297,22 @@ func TestRealTLSFullSocket(t *testing.T) {
 	testAllReplies(t, c)
 }
 
-// waitNodeDown sends PINGs (bounded: 5s) until node i is seen down.
+// waitNodeDown sends PINGs (bounded: 5s) until node i is seen down on all
+// of its connections: NodeUp goes false when the first one breaks, and a
+// PING can still reach another connection whose end of file has not been
+// read yet (it fails with ErrConnBroken, not ErrNodeDown).
 func waitNodeDown(t *testing.T, c *Client, i int) {
 	t.Helper()
 	end := time.Now().Add(5 * time.Second)
-	for c.NodeUp(i) {
+	for {
 		b := c.NewBatch()
 		b.Broadcast(resp.AppendCommand(nil, "PING"))
 		_, _ = c.Do(context.Background(), b, Policy{})
+		if !c.NodeUp(i) && errors.Is(b.Err(i), ErrNodeDown) {
+			return
+		}
 		if time.Now().After(end) {
-			t.Fatalf("node %d still up 5s after its server stopped", i)
+			t.Fatalf("node %d not down on every connection 5s after its server stopped: up %v, last error %v", i, c.NodeUp(i), b.Err(i))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
