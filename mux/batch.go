@@ -39,9 +39,12 @@ type Batch struct {
 	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
 
 	// wait is how Do sleeps: the reader side signals wake once the call is
-	// decided; the timer bounds it.
-	wake  chan struct{}
-	timer *time.Timer
+	// decided; a token holder also signals it when a registered follower's
+	// deadline passes (shard, regIdx), and the timer bounds the other waits.
+	wake   chan struct{}
+	timer  *time.Timer
+	shard  uint8 // the token driver's wait registry shard (NewBatch)
+	regIdx int   // index in that shard while registered (under its lock)
 
 	mu   sync.Mutex // guards call against the reader side
 	call call
@@ -76,6 +79,7 @@ func (c *Client) NewBatch() *Batch {
 	b := newBatch(c.n)
 	b.kinds = c.kinds
 	b.cluster = c.hasCluster
+	b.shard = uint8(c.batches.Add(1))
 	return b
 }
 

@@ -26,11 +26,12 @@ type Client struct {
 	// "net.Conn"), with why io_uring was refused when it was asked for.
 	transport string
 
-	closed atomic.Bool
-	active atomic.Int32  // callers between their first send and their wait
-	done   chan struct{} // closed by Close
-	supWG  sync.WaitGroup
-	closeM sync.Mutex
+	closed  atomic.Bool
+	active  atomic.Int32  // callers between their first send and their wait
+	batches atomic.Uint32 // NewBatch count: spreads batches over the wait registry's shards
+	done    chan struct{} // closed by Close
+	supWG   sync.WaitGroup
+	closeM  sync.Mutex
 
 	life     context.Context // cancelled by Close (aborts name look-ups and dials)
 	lifeStop context.CancelFunc

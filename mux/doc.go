@@ -325,7 +325,9 @@
 // calling at once: commands and replies live in buffers owned by the batch
 // and the connection (they grow to the working size and stay), reply slots
 // are a ring that grows the same way, each batch owns its wake channel and
-// one reusable timer, and errors of the success path are preallocated.
+// one reusable timer (a follower's deadline is mostly kept by the reader
+// instead: the timer is armed only when the reader's wait could outlast
+// it), and errors of the success path are preallocated.
 // Pass package-level functions as Policy.Success (a closure may allocate).
 // The cold paths (node errors, NOSCRIPT fallback, back-pressure waits,
 // redial) allocate.

@@ -56,6 +56,13 @@ type tokenDriver struct {
 
 	direct int64 // the direct-wait budget in ns (0: off)
 
+	// Followers' deadlines (driver_token_wait_linux.go): the registry, the
+	// holder's published wait bound (mono ns) and the followers that kept
+	// a timer because a holder's wait could outlast their deadline (tests).
+	reg   waitReg
+	bound atomic.Int64
+	timed atomic.Int64
+
 	// The token holder's.
 	nextSweep  atomic.Int64 // mono ns (read by the poller without the token)
 	sweepEvery int64
@@ -105,6 +112,7 @@ func newTokenDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
 		pend:       make([]arrival, 0, len(c.conns)),
 	}
 	d.note = d.noteArrived
+	d.reg.init()
 	d.nextSweep.Store(mono() + every)
 	return d, nil
 }
@@ -158,7 +166,7 @@ func (d *tokenDriver) await(ctx context.Context, b *Batch, deadline int64, ctxDe
 	if !d.tok.Load() {
 		d.wake() // nobody reads: the poller must (release covers the other order)
 	}
-	err := b.wait(ctx, deadline, ctxDeadline, d.c.done)
+	err := d.followWait(ctx, b, deadline, ctxDeadline)
 	d.waiters.Add(-1)
 	return err
 }
@@ -217,6 +225,7 @@ func (d *tokenDriver) lead(ctx context.Context, b *Batch, deadline int64, ctxDea
 		if done != nil {
 			until = min(until, now+leaderSlice)
 		}
+		until = d.waitBound(now, until)
 		if direct < 0 {
 			direct = now + d.direct
 		}
@@ -293,7 +302,9 @@ func (d *tokenDriver) poll() {
 		if !c.closed.Load() && d.tok.CompareAndSwap(false, true) {
 			d.after(d.set.poke()) // what arrived while nobody read, then the sweep if due
 			for d.needPoller() && !c.closed.Load() {
-				d.after(d.set.park(d.nextSweep.Load()))
+				now := mono()
+				d.sweep(now)
+				d.failed(d.set.park(d.waitBound(now, d.nextSweep.Load())))
 			}
 			d.set.flush()
 			d.tok.Store(false)
