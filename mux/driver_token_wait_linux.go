@@ -156,7 +156,7 @@ func (d *tokenDriver) followWait(ctx context.Context, b *Batch, deadline int64, 
 	// Woken by the reader when the call settled, or by a holder when the
 	// deadline passed (an entry is woken only while registered, and begin
 	// drains a wake-up left for an earlier call).
-	if !b.isSettled() && ctxDeadline {
+	if ctxDeadline && !b.isSettled() { // the batch lock only when the error depends on it
 		return context.DeadlineExceeded
 	}
 	return nil
