@@ -202,7 +202,9 @@ func TestKeepAliveOptions(t *testing.T) {
 }
 
 // Many locks on one scheduler: all kept, none lost; extensions keep the
-// TTL's pace (KeepAliveTTL shorter than the acquisition's).
+// TTL's pace (KeepAliveTTL shorter than the acquisition's). The TTLs leave
+// an extension about a second of slack: with 400 ms (200 ms of slack) one
+// of the 300 locks expired in CI, beside two CPU burners with -race.
 func TestKeepAliveMany(t *testing.T) {
 	cl := startCluster(t, 5)
 	c := newClient(t, cl.Addrs(), redlock.WithNodeTimeout(200*time.Millisecond))
@@ -216,10 +218,10 @@ func TestKeepAliveMany(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := c.Acquire(ctx, fmt.Sprintf("many:%d", i), redlock.WithTTL(time.Second))
+			l, err := c.Acquire(ctx, fmt.Sprintf("many:%d", i), redlock.WithTTL(4*time.Second))
 			if err == nil {
 				locks[i] = l
-				ctxs[i], err = l.KeepAlive(ctx, redlock.KeepAliveTTL(400*time.Millisecond))
+				ctxs[i], err = l.KeepAlive(ctx, redlock.KeepAliveTTL(2*time.Second))
 			}
 			errs[i] = err
 		}()
@@ -228,7 +230,7 @@ func TestKeepAliveMany(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "lock %d", i)
 	}
-	eventually(t, 20*time.Second, func() bool {
+	eventually(t, 60*time.Second, func() bool {
 		for _, l := range locks {
 			if l.Extensions() < 3 {
 				return false
@@ -238,7 +240,7 @@ func TestKeepAliveMany(t *testing.T) {
 	}, "not every lock extended 3 times")
 	for i, l := range locks {
 		require.NoError(t, ctxs[i].Err(), "lock %d: %v", i, context.Cause(ctxs[i]))
-		require.Equal(t, 400*time.Millisecond, l.TTL())
+		require.Equal(t, 2*time.Second, l.TTL())
 		require.NoError(t, l.Release(ctx))
 		require.ErrorIs(t, context.Cause(ctxs[i]), redlock.ErrNotHeld)
 	}

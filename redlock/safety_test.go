@@ -421,29 +421,36 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 	// allowance and stay clean; here steps and rates are 1.5x the
 	// allowance's parts, under the same workload, and the checker must
 	// see the early expiries.
+	//
+	// The fixed part is raised from 2 to 10 ms (WithFixedDrift) and the
+	// steps with it (15 ms): an early expiry then opens a window of about
+	// 5 ms before the holder's claimed end, not 1 ms. A node's key lives
+	// from its SET, which comes after the holder's clock started, so a
+	// 1 ms window closed whenever the round trip took longer; CI, beside
+	// two CPU burners with -race, found no overlap in 120 s that way.
 	t.Run("steps and rates 1.5x the allowance", func(t *testing.T) {
+		const fixed = 10 * time.Millisecond
 		cl := startCluster(t, 5)
 		cfg := safetyConfig(cl.Addrs(), 1_000_000, uint64(time.Now().UnixNano()), fakeserver.NewChaos(cl, fakeserver.ChaosProfile{
 			ClockRate: 1.5 * redlock.DefaultDriftFactor,
-			ClockStep: redlock.DefaultDriftFixed * 3 / 2,
+			ClockStep: fixed * 3 / 2,
 			MaxTTL:    safetyTTL,
 		}))
+		cfg.Options = append(cfg.Options, redlock.WithFixedDrift(fixed))
 		// Holders that keep the lock to the end of its claimed validity
 		// are the ones an early expiry shows on; keep-alive and
 		// multi-resource holders (which the main run covers) only dilute
 		// them here.
 		cfg.KeepAliveRate, cfg.MultiRate, cfg.HoldToEnd = 0, 0, 0.6
-		// The first overlap comes after a roughly exponential wait (1.8 to
-		// 25.6 s in 6 runs with -race on 2 cores); the run stops at it,
-		// so a long bound costs time only when the checker is blind.
+		// The first overlap comes within 0.3 to 1.9 s (10 runs on each
+		// transport with -race beside two CPU burners; with the 2 ms
+		// allowance it took 1.8 to 25.6 s on a quiet machine, and on
+		// io_uring up to 102 s or never); the run stops at it, so a long
+		// bound costs time only when the checker is blind.
 		cfg.MaxDuration = 120 * time.Second
 		cfg.StopOnViolation = true
 		// The main run's transport (-safety.transport, epoll by default),
-		// as the workload is the main run's. On io_uring, mux's default
-		// since TransportAuto, the first overlap came later (23 and 102 s
-		// in two runs with -race on a quiet machine; none in 120 s under
-		// CI's two CPU burners): its lone callers wait in the kernel and
-		// meet the early expiries' short windows less often.
+		// as the workload is the main run's.
 		cfg.Transport = safetyTransport(t, cl.Addrs())
 		res, err := checker.Run(cfg)
 		require.NoError(t, err)
