@@ -88,10 +88,11 @@ fuzz:
 	done
 
 ## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, 100,000 with undelayed restarts, failovers
-## and rolling restarts (the quarantine), 100,000 of those on Redis Cluster nodes, 100,000 with fencing tokens and zombies, then
-## 10,000 without faults after which no lock key may be left on any node (~40 min); SAFETY_TRANSPORT=io_uring runs its clients on io_uring
+## and rolling restarts (the quarantine), 100,000 of those on Redis Cluster nodes, 100,000 with fencing tokens and zombies, 25,000
+## with late extensions on two resources, then 10,000 without faults after which no lock key may be left on any node (~50 min);
+## SAFETY_TRANSPORT=io_uring runs its clients on io_uring
 safety:
-	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|ClusterRestarts|Fencing)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
+	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|ClusterRestarts|Fencing|LateExtensions)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
 
 ## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker or its scripted test (~12 min)
 mutants:
