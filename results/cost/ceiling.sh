@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Issue 35's same-run comparison on 5 local redis-servers (started here on
+# free loopback ports, stopped by pid on exit):
+#  1. the servers' pipelined ceiling for a lock's commands: one
+#     redis-benchmark (C, -P 16 -c 50) per node, all 5 at once, first
+#     "SET key v NX PX 30000", then the release script by EVALSHA; a node
+#     serves a pair (one of each) in 1/set + 1/release seconds, so the
+#     ceiling in pairs/s is the slowest node's 1/(1/set + 1/release).
+#     The release run's keys are random, so it mostly finds no key (GET,
+#     no DEL): the ceiling is a little high, the ratio below conservative;
+#  2. redis-benchmark's own CPU (user+sys of its 5 processes) per 10
+#     commands, the commands of one pair on 5 nodes;
+#  3. redmux-bench -strategy mux on the same servers: pairs/s and the
+#     library's client CPU per pair (cpu_us_per_op: the harness's share is
+#     reported apart, harness_cpu_us_per_op).
+# Rounds alternate 1-2 and 3; each round prints one line, then the medians.
+# Usage: ceiling.sh BINARY [ROUNDS [C [DURATION [FLAG...]]]]
+# (FLAGs go to redmux-bench: -transport epoll, say.)
+set -euo pipefail
+bin=$1 rounds=${2:-3} c=${3:-256} dur=${4:-8s}
+shift $(($# < 4 ? $# : 4))
+n=${CEILING_N:-200000} # requests per node per redis-benchmark run
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# 5 free loopback ports, never 6379
+mapfile -t ports < <(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1", 0))
+for s in ss: print(s.getsockname()[1])
+for s in ss: s.close()')
+nodes=""
+for p in "${ports[@]}"; do
+	[ "$p" != 6379 ] || { echo "ceiling.sh: drew port 6379; run again" >&2; exit 1; }
+	mkdir -p "$tmp/$p"
+	redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--dir "$tmp/$p" --logfile '' --loglevel warning --protected-mode no >/dev/null &
+	pids+=($!)
+	nodes+="${nodes:+,}127.0.0.1:$p"
+done
+release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
+for p in "${ports[@]}"; do
+	for _ in $(seq 100); do redis-cli -p "$p" PING >/dev/null 2>&1 && break; sleep 0.1; done
+	sha=$(redis-cli -p "$p" SCRIPT LOAD "$release")
+done
+
+# one command on all 5 nodes at once; prints the slowest node's requests/s
+# and appends the processes' CPU seconds to $tmp/cpu
+bench() {
+	local p
+	TIMEFORMAT='%U %S'
+	{ time (
+		for p in "${ports[@]}"; do
+			redis-benchmark -p "$p" -P 16 -c 50 -n "$n" -r 100000000 --csv "$@" >"$tmp/rb.$p" 2>/dev/null &
+		done
+		wait
+	); } 2>>"$tmp/cpu"
+	for p in "${ports[@]}"; do tail -1 "$tmp/rb.$p" | cut -d, -f2 | tr -d '"'; done | sort -g | head -1
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
+printf '%-6s %9s %9s %9s %9s %11s %15s %15s %9s %13s\n' round set/s rel/s ceiling mux/s mux/ceiling "rb us/10cmd" "mux us/pair" mux/rb "harness us/op"
+for r in $(seq "$rounds"); do
+	: >"$tmp/cpu"
+	set_rate=$(bench SET 'k:__rand_int__' v NX PX 30000)
+	rel_rate=$(bench EVALSHA "$sha" 1 'k:__rand_int__' v)
+	rb_us10=$(awk -v n="$n" '{s += $1 + $2} END {printf "%.2f", s / (2 * 5 * n) * 1e6 * 10}' "$tmp/cpu")
+	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+	"$bin" -nodes "$nodes" -fresh-nodes -strategy mux -c "$c" -d "$dur" -out "$tmp/rm" -force -quiet "$@" >/dev/null
+	read -r mux_ops mux_cpu harness < <(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["strategies"][0]
+print(s["ops_per_sec"], s["cpu_us_per_op"], s.get("harness_cpu_us_per_op", 0))' "$tmp/rm/summary.json")
+	ceiling=$(awk -v a="$set_rate" -v b="$rel_rate" 'BEGIN {printf "%.0f", 1 / (1/a + 1/b)}')
+	awk -v r="$r" -v a="$set_rate" -v b="$rel_rate" -v ce="$ceiling" -v m="$mux_ops" -v rb="$rb_us10" -v mc="$mux_cpu" -v h="$harness" \
+		'BEGIN {printf "%-6s %9.0f %9.0f %9.0f %9.0f %11.2f %15.2f %15.2f %9.2f %13.2f\n", r, a, b, ce, m, m/ce, rb, mc, mc/rb, h}' | tee -a "$tmp/rows"
+	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+done
+printf '%-6s' median
+w=(0 0 9 9 9 9 11 15 15 9 13)
+for col in 2 3 4 5 6 7 8 9 10; do printf " %${w[$col]}s" "$(awk -v c=$col '{print $c}' "$tmp/rows" | median)"; done
+echo
