@@ -220,7 +220,7 @@ func TestSafetyLateExtensions(t *testing.T) {
 		cfg.Options = append(cfg.Options, redlock.WithQuarantine(2*safetyTTL))
 		cfg.Resources, cfg.ExtendRate = 2, 0.9
 		cfg.KeepAliveRate, cfg.MultiRate = 0, 0
-		// Most attempts lose (about 230 per acquisition): a quarter of
+		// Most attempts lose (150 to 230 per acquisition): a quarter of
 		// the main run's count costs as much time.
 		cfg.Acquisitions = max(cfg.Acquisitions/4, 1)
 	})
