@@ -60,6 +60,39 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkAcquireRelease256: TryAcquire + Release from 256 goroutines
+// (128 per GOMAXPROCS, 2 on the project's machine; redmux-bench's -c 256),
+// one resource each, on 5 real redis-servers: the client's CPU per lock
+// pair (cpu-ns/op, this process's user+system time; the servers are other
+// processes) at the concurrency issue 35's targets are set at. Beside
+// mux's BenchmarkLockOp256 (the same commands through mux alone) it shows
+// what redlock adds.
+func BenchmarkAcquireRelease256(b *testing.B) {
+	c := newClient(b, redistest.Addrs(redistest.StartN(b, 5, redistest.Options{})), redlock.WithNodeTimeout(time.Second), redlock.WithTrustNodesAtStart())
+	ctx := context.Background()
+	warm(b, c)
+	var id atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
+	cpu0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		key := "bench:" + strconv.FormatInt(id.Add(1), 10)
+		for pb.Next() {
+			l, err := c.TryAcquire(ctx, key)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkExtend: one Extend of a held lock on 5 fake nodes.
 func BenchmarkExtend(b *testing.B) {
 	c := newClient(b, startExternalCluster(b, 5), redlock.WithMaxExtensions(1<<62), redlock.WithNodeTimeout(time.Second))
