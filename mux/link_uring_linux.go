@@ -130,10 +130,20 @@ func (l *uringLink) sendDone(res int32) {
 	l.after(fail, resume)
 }
 
-// nextSend sends what collected in nbuf, if anything (l.mu held).
+// nextSend sends what collected in nbuf, if anything (l.mu held). When
+// nothing did, the link is idle: the kernel is done with sbuf and nbuf is
+// empty, and a buffer a large batch grew past uringSendKeep goes (while
+// batches keep coming, the two buffers alternate and nothing is
+// allocated).
 func (l *uringLink) nextSend() {
 	l.sending = false
 	if len(l.nbuf) == 0 || l.closed {
+		if cap(l.sbuf) > uringSendKeep {
+			l.sbuf = nil
+		}
+		if cap(l.nbuf) > uringSendKeep {
+			l.nbuf = nil
+		}
 		return
 	}
 	l.sbuf, l.nbuf = l.nbuf, l.sbuf[:0]

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/mux/internal/poll"
 )
 
@@ -200,5 +201,51 @@ func TestURingWriteThroughClose(t *testing.T) {
 	l.mu.Unlock()
 	if fd != -1 {
 		t.Fatalf("descriptor %d left open", fd)
+	}
+}
+
+// TestURingLargeBatch: a batch far larger than a send buffer goes out in
+// sends of up to uringSendBuf, not 64 KiB pieces (each full buffer is a
+// short write and a round trip through the token holder: at 64 KiB a 6 MB
+// batch per node took 1.8x epoll's time), and once the links are idle
+// their send buffers are back to at most uringSendKeep.
+func TestURingLargeBatch(t *testing.T) {
+	requireURing(t)
+	srv := redistest.StartN(t, 2, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv), func(cfg *Config) {
+		cfg.Transport, cfg.Conns = TransportIOURing, 1
+	})
+	before := shortWrites.Load()
+	perNode := testLargeBatch(t, c)
+	short := shortWrites.Load() - before
+	// A full buffer is one short write: with 1 MiB buffers about
+	// perNode/1 MiB per node, four times that with slack (64 KiB pieces
+	// made 16 times more).
+	limit := int64(c.N()) * (4*int64(perNode>>20) + 4)
+	t.Logf("%d short writes for %d bytes per node (limit %d)", short, perNode, limit)
+	if short > limit {
+		t.Fatalf("%d short writes for %d bytes per node, want at most %d", short, perNode, limit)
+	}
+	s := c.drv.(*tokenDriver).set.(*uringSet)
+	big := func() (n int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, l := range s.links {
+			if l == nil {
+				continue
+			}
+			l.mu.Lock()
+			if cap(l.sbuf) > uringSendKeep || cap(l.nbuf) > uringSendKeep {
+				n++
+			}
+			l.mu.Unlock()
+		}
+		return n
+	}
+	// The last send's completion may be read after the replies: bounded.
+	for end := time.Now().Add(10 * time.Second); big() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d links keep a send buffer over %d bytes after the batch", big(), uringSendKeep)
+		}
 	}
 }
