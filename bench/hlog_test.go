@@ -9,32 +9,11 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redmux/redmux/bench/internal/hdrtest"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
-
-func randomHist(r *rand.Rand, n int, all *hdr.Histogram) *hdr.Histogram {
-	h := load.NewHistogram()
-	for i := 0; i < n; i++ {
-		// log-uniform from 1us to ~10s
-		v := time.Duration(float64(time.Microsecond) * pow10(r.Float64()*7))
-		load.Record(h, v)
-		if all != nil {
-			load.Record(all, v)
-		}
-	}
-	return h
-}
-
-func pow10(x float64) float64 {
-	out := 1.0
-	for x >= 1 {
-		out *= 10
-		x--
-	}
-	return out * (1 + x*9) // monotone, good enough for spread
-}
 
 func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -48,7 +27,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			for tag, a := range all {
 				from := start.Add(time.Duration(i) * time.Second)
-				require.NoError(t, hw.Write(tag, randomHist(r, 300+m*50, a), from, from.Add(time.Second)))
+				require.NoError(t, hw.Write(tag, hdrtest.RandomHist(r, 300+m*50, a), from, from.Add(time.Second)))
 			}
 		}
 		p := filepath.Join(dir, "m"+string(rune('0'+m))+".hlog")

@@ -47,6 +47,7 @@ var level = map[string]int{
 	"bench/load":               25,
 	"bench/internal/format":    26,
 	"bench/internal/stats":     26,
+	"bench/internal/hdrtest":   26,
 	"bench/internal/hlog":      27,
 	"bench/internal/plot":      27,
 	"redlock/internal/checker": 30,

@@ -10,31 +10,9 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/redmux/redmux/bench/load"
+	"github.com/redmux/redmux/bench/internal/hdrtest"
 	"github.com/stretchr/testify/require"
 )
-
-func randomHist(r *rand.Rand, n int, all *hdr.Histogram) *hdr.Histogram {
-	h := load.NewHistogram()
-	for i := 0; i < n; i++ {
-		// log-uniform from 1us to ~10s
-		v := time.Duration(float64(time.Microsecond) * pow10(r.Float64()*7))
-		load.Record(h, v)
-		if all != nil {
-			load.Record(all, v)
-		}
-	}
-	return h
-}
-
-func pow10(x float64) float64 {
-	out := 1.0
-	for x >= 1 {
-		out *= 10
-		x--
-	}
-	return out * (1 + x*9) // monotone, good enough for spread
-}
 
 func TestHlogRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -44,7 +22,7 @@ func TestHlogRoundTrip(t *testing.T) {
 	var want []*hdr.Histogram
 	tags := []string{"seq.acquire", "seq.release", "mux.acquire_release"}
 	for i := 0; i < 6; i++ {
-		h := randomHist(r, 500+i*100, nil)
+		h := hdrtest.RandomHist(r, 500+i*100, nil)
 		from := start.Add(time.Duration(i) * time.Second)
 		require.NoError(t, hw.Write(tags[i%3], h, from, from.Add(time.Second)))
 		want = append(want, h)
