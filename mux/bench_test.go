@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -60,20 +59,7 @@ func BenchmarkLockOp(b *testing.B) {
 
 // BenchmarkLockOpParallel: the same op from GOMAXPROCS goroutines sharing
 // one client (their commands pipelined on its shared connections).
-func BenchmarkLockOpParallel(b *testing.B) {
-	srv := redistest.StartN(b, 5, redistest.Options{})
-	c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
-	b.ReportAllocs()
-	cpu := startCPU()
-	b.RunParallel(func(pb *testing.PB) {
-		w := newLockWork(c)
-		ctx := context.Background()
-		for pb.Next() {
-			w.op(ctx)
-		}
-	})
-	cpu.report(b)
-}
+func BenchmarkLockOpParallel(b *testing.B) { benchLockOpParallel(b, 1) }
 
 // BenchmarkLockOp256: BenchmarkLockOpParallel's op from 256 goroutines
 // (128 per GOMAXPROCS, 2 on the project's machine; redmux-bench's -c 256)
@@ -81,10 +67,16 @@ func BenchmarkLockOpParallel(b *testing.B) {
 // concurrency issue 35's targets are set at, in a Go benchmark, so that
 // before/after rounds compare with benchstat (results/cost/README.md).
 func BenchmarkLockOp256(b *testing.B) {
+	benchLockOpParallel(b, max(1, 256/runtime.GOMAXPROCS(0)))
+}
+
+// benchLockOpParallel runs the lock op from p goroutines per GOMAXPROCS
+// sharing one client on 5 real redis-servers.
+func benchLockOpParallel(b *testing.B, p int) {
 	srv := redistest.StartN(b, 5, redistest.Options{})
 	c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
 	b.ReportAllocs()
-	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
+	b.SetParallelism(p)
 	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		w := newLockWork(c)
@@ -93,72 +85,6 @@ func BenchmarkLockOp256(b *testing.B) {
 			w.op(ctx)
 		}
 	})
-	cpu.report(b)
-}
-
-// BenchmarkHandoffFloor measures no mux code: 256 goroutines (as in
-// BenchmarkLockOp256) each hand a request to one serving goroutine (a
-// mutex-guarded queue and a kick channel, as callers hand commands to a
-// connection's queue and its reader) and park on a channel of their own
-// until it wakes them. Its cpu-ns/op is what one call's hand-off and
-// wake-up cost the Go runtime on this machine, a floor under any
-// goroutine-per-caller client: a lock pair is two calls. Run it beside
-// BenchmarkLockOp256 and with GOMAXPROCS=1 (results/cost/README.md).
-func BenchmarkHandoffFloor(b *testing.B) {
-	type req struct{ wake chan struct{} }
-	var (
-		mu   sync.Mutex
-		q    []*req
-		kick = make(chan struct{}, 1)
-		stop = make(chan struct{})
-		left atomic.Int64
-		wg   sync.WaitGroup
-	)
-	go func() {
-		var local []*req
-		for {
-			select {
-			case <-kick:
-			case <-stop:
-				return
-			}
-			for {
-				mu.Lock()
-				local, q = q, local[:0]
-				mu.Unlock()
-				if len(local) == 0 {
-					break
-				}
-				for _, r := range local {
-					r.wake <- struct{}{}
-				}
-			}
-		}
-	}()
-	defer close(stop)
-	b.ReportAllocs()
-	left.Store(int64(b.N))
-	cpu := startCPU()
-	b.ResetTimer()
-	for range 256 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &req{wake: make(chan struct{}, 1)}
-			for left.Add(-1) >= 0 {
-				mu.Lock()
-				q = append(q, r)
-				mu.Unlock()
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
-				<-r.wake
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
 	cpu.report(b)
 }
 

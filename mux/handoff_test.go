@@ -6,23 +6,39 @@ import (
 	"testing"
 )
 
-// BenchmarkHandoffConns weighs, without I/O, the write path that issue
-// 35's next step would change (results/cost/README.md): 256 goroutines
-// each queue a 64-byte command and a slot on 5 connections and park until
-// one serving goroutine has taken all 5 slots back and woken them.
+// The hand-off benchmarks measure no mux code: they weigh, without I/O,
+// what a goroutine-per-caller client pays the Go runtime to hand a call
+// to the goroutine that serves it and to be woken, and what the write
+// path adds (results/cost/README.md, issue 35). 256 goroutines (as in
+// BenchmarkLockOp256) each queue a call and park on a channel of their own
+// until one serving goroutine wakes them; cpu-ns/op is per call, a lock
+// pair is two. Run them beside BenchmarkLockOp256 and with GOMAXPROCS=1.
+
+// BenchmarkHandoffFloor: each call is appended to one mutex-guarded queue
+// (and the server kicked through a channel), which the server drains,
+// waking each caller: a floor under any goroutine-per-caller client.
+func BenchmarkHandoffFloor(b *testing.B) { benchHandoff(b, handoffFloor) }
+
+// BenchmarkHandoffConns adds a 64-byte command and a reply slot on each of
+// 5 connections per call, which the server takes back before it wakes the
+// caller:
 //
 //   - locks: as mux does today, each caller takes each connection's lock
 //     to push its slot and append its command, and the server takes each
 //     lock to drain;
-//   - publish: each caller appends itself to one queue, and the server
+//   - publish: each caller appends itself to the one queue, and the server
 //     alone pushes the slots and copies the commands, so the connections'
 //     lines stay on its core.
-//
-// cpu-ns/op is per call; a lock pair is two.
 func BenchmarkHandoffConns(b *testing.B) {
-	b.Run("locks", func(b *testing.B) { benchHandoffConns(b, false) })
-	b.Run("publish", func(b *testing.B) { benchHandoffConns(b, true) })
+	b.Run("locks", func(b *testing.B) { benchHandoff(b, handoffLocks) })
+	b.Run("publish", func(b *testing.B) { benchHandoff(b, handoffPublish) })
 }
+
+const (
+	handoffFloor = iota
+	handoffLocks
+	handoffPublish
+)
 
 type handoffReq struct {
 	wake chan struct{}
@@ -37,7 +53,7 @@ type handoffConn struct {
 	_    [64]byte // one connection per cache line
 }
 
-func benchHandoffConns(b *testing.B, publish bool) {
+func benchHandoff(b *testing.B, mode int) {
 	const nodes = 5
 	var (
 		conns [nodes]handoffConn
@@ -58,25 +74,33 @@ func benchHandoffConns(b *testing.B, publish bool) {
 			}
 			for n := 1; n > 0; {
 				n = 0
-				if publish {
+				if mode != handoffLocks {
 					qmu.Lock()
 					local, q = q, local[:0]
 					qmu.Unlock()
+					n += len(local)
 					for _, r := range local {
+						if mode == handoffFloor {
+							r.wake <- struct{}{}
+							continue
+						}
 						for i := range conns {
 							conns[i].ring = append(conns[i].ring, r)
 							conns[i].buf = append(conns[i].buf, r.cmd[:]...)
 						}
 					}
 				}
+				if mode == handoffFloor {
+					continue
+				}
 				for i := range conns {
 					cn := &conns[i]
-					if !publish {
+					if mode == handoffLocks {
 						cn.mu.Lock()
 					}
 					popped = append(popped[:0], cn.ring...)
 					cn.ring, cn.buf = cn.ring[:0], cn.buf[:0]
-					if !publish {
+					if mode == handoffLocks {
 						cn.mu.Unlock()
 					}
 					n += len(popped)
@@ -101,11 +125,7 @@ func benchHandoffConns(b *testing.B, publish bool) {
 			defer wg.Done()
 			r := &handoffReq{wake: make(chan struct{}, 1)}
 			for left.Add(-1) >= 0 {
-				if publish {
-					qmu.Lock()
-					q = append(q, r)
-					qmu.Unlock()
-				} else {
+				if mode == handoffLocks {
 					for i := range conns {
 						cn := &conns[i]
 						cn.mu.Lock()
@@ -113,6 +133,10 @@ func benchHandoffConns(b *testing.B, publish bool) {
 						cn.buf = append(cn.buf, r.cmd[:]...)
 						cn.mu.Unlock()
 					}
+				} else {
+					qmu.Lock()
+					q = append(q, r)
+					qmu.Unlock()
 				}
 				select {
 				case kick <- struct{}{}:

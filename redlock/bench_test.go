@@ -39,25 +39,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // BenchmarkAcquireReleaseParallel: one resource per goroutine.
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	c := newClient(b, startExternalCluster(b, 5), redlock.WithNodeTimeout(time.Second))
-	ctx := context.Background()
-	warm(b, c)
-	var id atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		key := "bench:" + strconv.FormatInt(id.Add(1), 10)
-		for pb.Next() {
-			l, err := c.TryAcquire(ctx, key)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	benchAcquireReleaseParallel(b, c, 1)
 }
 
 // BenchmarkAcquireRelease256: TryAcquire + Release from 256 goroutines
@@ -69,11 +51,18 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 // what redlock adds.
 func BenchmarkAcquireRelease256(b *testing.B) {
 	c := newClient(b, redistest.Addrs(redistest.StartN(b, 5, redistest.Options{})), redlock.WithNodeTimeout(time.Second), redlock.WithTrustNodesAtStart())
+	benchAcquireReleaseParallel(b, c, max(1, 256/runtime.GOMAXPROCS(0)))
+}
+
+// benchAcquireReleaseParallel runs TryAcquire + Release on c from p
+// goroutines per GOMAXPROCS, one resource each, and reports the process's
+// CPU per pair.
+func benchAcquireReleaseParallel(b *testing.B, c *redlock.Client, p int) {
 	ctx := context.Background()
 	warm(b, c)
 	var id atomic.Int64
 	b.ReportAllocs()
-	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
+	b.SetParallelism(p)
 	cpu0 := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
