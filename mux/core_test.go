@@ -198,12 +198,11 @@ func testConcurrent(t *testing.T, c *Client) {
 
 // testLargeBatch writes far more than the socket buffers hold to every node
 // in one batch, so writes come back short (EAGAIN) and finish through
-// EPOLLOUT while replies are read. Its 30 MB take 0.09-0.13 s on epoll
-// and on io_uring on a 2-core machine, 0.7-1.0 s with -race (io_uring
-// took 5.7 s with -race, and 9.4-10.9 s beside three CPU burners, while
-// it sent 64 KiB at a time): the timeout is generous (it bounds a hang,
-// not the speed).
-// It returns the bytes written to each node.
+// EPOLLOUT while replies are read, and returns the bytes written to each
+// node. Its 30 MB take 0.09-0.13 s on epoll and on io_uring on a 2-core
+// machine, 0.7-1.0 s with -race (io_uring took 5.7 s with -race, and
+// 9.4-10.9 s beside three CPU burners, while it sent 64 KiB at a time):
+// the timeout is generous (it bounds a hang, not the speed).
 func testLargeBatch(t *testing.T, c *Client) int {
 	const cmds = 3000
 	val := strings.Repeat("x", 2048)
