@@ -302,7 +302,12 @@
 // wait, 36.7 without, and 0.81x epoll's client CPU per pair (median of 7
 // interleaved rounds); with 64 callers neither was measurably cheaper
 // (io_uring 1.04x epoll's CPU per pair, rounds 0.90-1.21x; throughput
-// 0.98x): results/cost, issue 35 item 2. Opt out with
+// 0.98x): results/cost, issue 35 item 2. On a 16-core machine with the
+// servers on cores of their own the lone caller's order reversed: io_uring's
+// acquire+release p50 was 1.11-1.32x epoll's (median 1.17, 9 interleaved
+// rounds) and its CPU per pair 1.07-1.28x, with the same throughput under
+// 256 callers (results/cost, "Issue 35 on a 16-core machine"): measure
+// both on your machines (redmux-bench -transport). Opt out with
 // Transport: TransportEpoll (epoll, the lone caller parking in the
 // netpoller unless DirectWait is set) or a negative DirectWait (no direct
 // wait on any transport). TransportIOURing asks for io_uring and falls
