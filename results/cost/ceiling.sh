@@ -17,6 +17,8 @@
 # Usage: ceiling.sh BINARY [ROUNDS [C [DURATION [FLAG...]]]]
 # (FLAGs go to redmux-bench: -transport epoll, say.)
 set -euo pipefail
+# shellcheck source=results/cost/ceiling-lib.sh
+. "$(dirname "$(readlink -f "$0")")/ceiling-lib.sh"
 bin=$1 rounds=${2:-3} c=${3:-256} dur=${4:-8s}
 shift $(($# < 4 ? $# : 4))
 n=${CEILING_N:-200000} # requests per node per redis-benchmark run
@@ -51,35 +53,17 @@ for p in "${ports[@]}"; do
 	sha=$(redis-cli -p "$p" SCRIPT LOAD "$release")
 done
 
-# one command on all 5 nodes at once; prints the slowest node's requests/s
-# and appends the processes' CPU seconds to $tmp/cpu
-bench() {
-	local p
-	TIMEFORMAT='%U %S'
-	{ time (
-		for p in "${ports[@]}"; do
-			redis-benchmark -p "$p" -P 16 -c 50 -n "$n" -r 100000000 --csv "$@" >"$tmp/rb.$p" 2>/dev/null &
-		done
-		wait
-	); } 2>>"$tmp/cpu"
-	for p in "${ports[@]}"; do tail -1 "$tmp/rb.$p" | cut -d, -f2 | tr -d '"'; done | sort -g | head -1
-}
-
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 printf '%-6s %9s %9s %9s %9s %11s %15s %15s %9s %13s\n' round set/s rel/s ceiling mux/s mux/ceiling "rb us/10cmd" "mux us/pair" mux/rb "harness us/op"
 for r in $(seq "$rounds"); do
-	: >"$tmp/cpu"
-	set_rate=$(bench SET 'k:__rand_int__' v NX PX 30000)
-	rel_rate=$(bench EVALSHA "$sha" 1 'k:__rand_int__' v)
-	rb_us10=$(awk -v n="$n" '{s += $1 + $2} END {printf "%.2f", s / (2 * 5 * n) * 1e6 * 10}' "$tmp/cpu")
+	read -r set_rate rel_rate ceiling rb_us10 < <(ceiling_round "$sha" "$n")
 	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
 	"$bin" -nodes "$nodes" -fresh-nodes -strategy mux -c "$c" -d "$dur" -out "$tmp/rm" -force -quiet "$@" >/dev/null
 	read -r mux_ops mux_cpu harness < <(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["strategies"][0]
 print(s["ops_per_sec"], s["cpu_us_per_op"], s.get("harness_cpu_us_per_op", 0))' "$tmp/rm/summary.json")
-	ceiling=$(awk -v a="$set_rate" -v b="$rel_rate" 'BEGIN {printf "%.0f", 1 / (1/a + 1/b)}')
 	awk -v r="$r" -v a="$set_rate" -v b="$rel_rate" -v ce="$ceiling" -v m="$mux_ops" -v rb="$rb_us10" -v mc="$mux_cpu" -v h="$harness" \
 		'BEGIN {printf "%-6s %9.0f %9.0f %9.0f %9.0f %11.2f %15.2f %15.2f %9.2f %13.2f\n", r, a, b, ce, m, m/ce, rb, mc, mc/rb, h}' | tee -a "$tmp/rows"
 	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done

@@ -7,7 +7,7 @@
 #  1. the floor: one redis-benchmark connection (-c 1 -P 1) on one node, SET
 #     then DEL (the issue's floor), and SET NX PX then the release script by
 #     EVALSHA (the lock's own commands on one node); p50 of each;
-#  2. the servers' pipelined ceiling (as ceiling.sh): one redis-benchmark
+#  2. the servers' pipelined ceiling (ceiling-lib.sh, as ceiling.sh): one redis-benchmark
 #     (-P 16 -c 50) per node, all 5 at once, SET NX PX then EVALSHA release;
 #     the processes' CPU (user+sys) per 10 commands;
 #  3. -c 1, defaults: before, after, after on epoll; interleaved rounds;
@@ -21,6 +21,8 @@
 # Env: NODES (run.sh sets it), ROUNDS (3), DUR (5s), FLOOR_N (20000),
 # CEIL_N (1000000 requests per node per redis-benchmark run).
 set -u
+# shellcheck source=results/cost/ceiling-lib.sh
+. "$(dirname "$(readlink -f "$0")")/ceiling-lib.sh"
 parts=" ${PARTS:-floor ceiling c1 cN gmp} "
 want() { [[ $parts == *" $1 "* ]]; }
 out=${1:?usage: device.sh OUTDIR}
@@ -53,25 +55,10 @@ want floor && for r in $(seq "$rounds"); do
 	done
 done | tee "$out/floor.txt"
 
-# 2. ceiling
-n=${CEIL_N:-1000000}
-bench() {
-	local p
-	TIMEFORMAT='%U %S'
-	{ time (
-		for p in "${ports[@]}"; do
-			redis-benchmark -p "$p" -P 16 -c 50 -n "$n" -r 100000000 --csv "$@" >"$out/rb.$p" 2>/dev/null &
-		done
-		wait
-	); } 2>>"$out/ceiling-cpu.$r"
-	for p in "${ports[@]}"; do tail -1 "$out/rb.$p" | cut -d, -f2 | tr -d '"'; done | sort -g | head -1
-}
+# 2. ceiling (ceiling-lib.sh)
 want ceiling && for r in $(seq "$rounds"); do
-	: >"$out/ceiling-cpu.$r"
-	s=$(bench SET 'k:__rand_int__' v NX PX 30000)
-	e=$(bench EVALSHA "$sha" 1 'k:__rand_int__' v)
-	awk -v r="$r" -v s="$s" -v e="$e" -v n="$n" '{c += $1 + $2} END {
-		printf "ceiling %s set/s %.0f rel/s %.0f pairs/s %.0f rb_us_per_10cmd %.2f\n", r, s, e, 1/(1/s+1/e), c/(2*5*n)*1e6*10}' "$out/ceiling-cpu.$r"
+	read -r s e c u < <(ceiling_round "$sha" "${CEIL_N:-1000000}")
+	echo "ceiling $r set/s $s rel/s $e pairs/s $c rb_us_per_10cmd $u"
 	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
 done | tee "$out/ceiling.txt"
 
@@ -107,5 +94,4 @@ done | tee "$out/cN.txt"
 want gmp && for r in 1 2; do
 	for g in 1 2 4; do GOMAXPROCS=$g run "c256-new-gmp$g-$r" "$new" -c 256; done
 done | tee "$out/gmp.txt"
-rm -f "$out"/rb.*
 echo done

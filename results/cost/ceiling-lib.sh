@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# Sourced by ceiling.sh and device.sh: the servers' pipelined ceiling for a
+# lock's commands, on the nodes whose ports are in the array "ports".
+#
+# ceiling_round SHA [N]: one redis-benchmark (C, -P 16 -c 50, N requests,
+# default 200000, random keys) per node, all 5 at once, first
+# "SET key v NX PX 30000", then the release script by EVALSHA SHA. Prints
+# "SET/s RELEASE/s PAIRS/s US_PER_10_COMMANDS": each command's rate on the
+# slowest node; the ceiling in pairs/s, the slowest node's
+# 1/(1/set + 1/release) (a node serves a pair, one of each, in that time);
+# redis-benchmark's own CPU (user+sys of its processes) per 10 commands,
+# the commands of one pair on 5 nodes. The release run's keys are random,
+# so it mostly finds no key (GET, no DEL): the ceiling is a little high.
+ceiling_round() {
+	local sha=$1 n=${2:-200000} d set rel
+	d=$(mktemp -d)
+	set=$(ceiling_bench "$d" "$n" SET 'k:__rand_int__' v NX PX 30000)
+	rel=$(ceiling_bench "$d" "$n" EVALSHA "$sha" 1 'k:__rand_int__' v)
+	awk -v s="$set" -v r="$rel" -v n="$n" -v k="${#ports[@]}" '{c += $1 + $2} END {
+		printf "%.0f %.0f %.0f %.2f\n", s, r, 1/(1/s + 1/r), c / (2*k*n) * 1e6 * 10}' "$d/cpu"
+	rm -rf "$d"
+}
+
+# ceiling_bench DIR N CMD...: CMD on every node at once; prints the slowest
+# node's requests/s and appends the processes' CPU seconds to DIR/cpu.
+ceiling_bench() {
+	local d=$1 n=$2 p
+	shift 2
+	TIMEFORMAT='%U %S'
+	{ time (
+		for p in "${ports[@]}"; do
+			redis-benchmark -p "$p" -P 16 -c 50 -n "$n" -r 100000000 --csv "$@" >"$d/rb.$p" 2>/dev/null &
+		done
+		wait
+	); } 2>>"$d/cpu"
+	for p in "${ports[@]}"; do tail -1 "$d/rb.$p" | cut -d, -f2 | tr -d '"'; done | sort -g | head -1
+}
