@@ -62,7 +62,7 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 	}
 	if p.Transport != mux.TransportAuto && m.Transport() != p.Transport.String() && p.TLS == nil {
 		// A run that asked for io_uring must not quietly measure epoll
-		// (auto, mux's default, measures whichever mux picks).
+		// (auto, mux's default, measures whatever mux picks).
 		_ = m.Close()
 		return nil, fmt.Errorf("-transport %s: the client runs %s", p.Transport, m.Transport())
 	}

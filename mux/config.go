@@ -60,10 +60,10 @@ type Config struct {
 	// arrive, with no runtime park/unpark and no netpoller wake-up in
 	// between. It holds an OS thread (not a CPU) while it waits, and a
 	// ctx cancelled meanwhile is noticed when it ends. 0 means the
-	// transport's default: DefaultDirectWait (1ms) on io_uring and on the
-	// epoll that TransportAuto falls back to (the lone caller waits in
-	// the kernel by default), off on an explicit TransportEpoll (as
-	// before issue 35). Negative is off everywhere: the opt-out. On a
+	// transport's default: DefaultDirectWait (1ms) on TransportAuto's
+	// epoll and on io_uring (the lone caller waits in the kernel by
+	// default), off on an explicit TransportEpoll (as before issue 35).
+	// Negative is off everywhere: the opt-out. On a
 	// shared 2-core machine a 1ms direct wait cut a lone caller's system
 	// calls per acquire+release pair on epoll from 36.7 to 26.4 and its
 	// client CPU to 0.86x (median of 7 rounds; results/cost, issue 35
@@ -74,10 +74,10 @@ type Config struct {
 	DirectWait time.Duration
 	// Transport picks how connections are driven on Linux (see
 	// Transports in the package documentation): TransportAuto, the zero
-	// value, runs io_uring where the kernel allows it and epoll (with a
-	// lone caller's DirectWait) otherwise; TransportEpoll and
-	// TransportIOURing name one (io_uring falls back to epoll where the
-	// kernel or a policy refuses it). Client.Transport says which runs.
+	// value, runs epoll with a lone caller's DirectWait; TransportEpoll
+	// and TransportIOURing name one (io_uring falls back to epoll where
+	// the kernel or a policy refuses it). Client.Transport says which
+	// runs.
 	// Other systems, -tags redmux_portable and TLS clients use net.Conn
 	// whatever it says.
 	Transport Transport
@@ -103,13 +103,16 @@ type Config struct {
 type Transport uint8
 
 const (
-	// TransportAuto, the zero value: a lone caller waits in the kernel
-	// for its replies. io_uring where the kernel allows it (as
-	// TransportIOURing; Client.Transport says "io_uring (auto)"), else
-	// epoll with DirectWait defaulting to DefaultDirectWait
-	// ("epoll (auto; io_uring refused: ...)"). Chosen at New, per
-	// client. Opt out with TransportEpoll (today's epoll, no direct wait
-	// unless DirectWait is set) or a negative DirectWait.
+	// TransportAuto, the zero value, the transport measured best on
+	// both machines the project measures on: epoll, with a lone caller
+	// waiting in the kernel for its replies (DirectWait defaulting to
+	// DefaultDirectWait; Client.Transport says "epoll (auto)"). io_uring
+	// is not chosen for you: on a 16-core machine it was slower and
+	// dearer than this under 1 and 16 callers, and on 2 cores no better
+	// but for a few percent of a lone caller's CPU (results/cost,
+	// "The default transport, measured again"). Opt out with
+	// TransportEpoll (epoll, no direct wait unless DirectWait is set), a
+	// negative DirectWait, or TransportIOURing.
 	TransportAuto Transport = iota
 	// TransportEpoll: raw non-blocking sockets watched by epoll; a lone
 	// caller parks in the netpoller unless DirectWait is positive.
@@ -149,7 +152,7 @@ const (
 	DefaultReconnectMin   = 50 * time.Millisecond
 	DefaultReconnectMax   = 2 * time.Second
 	// DefaultDirectWait is a lone caller's wait in the kernel when
-	// DirectWait is 0, on io_uring and on TransportAuto's epoll.
+	// DirectWait is 0, on TransportAuto's epoll and on io_uring.
 	DefaultDirectWait = time.Millisecond
 	// MaxNodes is the largest number of nodes a Client accepts.
 	MaxNodes = 64

@@ -90,7 +90,7 @@
 // the kernel wakes it directly when its replies arrive, with no runtime
 // park/unpark or netpoller wake-up between; then it parks in the
 // netpoller. By default (TransportAuto) it waits so for up to
-// DefaultDirectWait, 1ms; an explicit TransportEpoll keeps it off unless
+// DefaultDirectWait, 1ms, as on io_uring; an explicit TransportEpoll keeps it off unless
 // DirectWait is set, and a negative DirectWait turns it off everywhere.
 // Callers that come while someone holds it follow: each waits on its batch for a reply
 // wake-up, its deadline, ctx, or Close, whichever comes first. One poller
@@ -292,26 +292,24 @@
 // (TransportIOURing; Linux 5.19, 64-bit little-endian; pure Go over
 // x/sys/unix, in mux/internal/poll): a lone caller's sends and its wait for the replies are one
 // io_uring_enter, and each connection keeps one receive armed into
-// buffers of its own. The default, TransportAuto, chooses at New so that
-// a lone caller waits in the kernel: io_uring where the kernel allows it,
-// else epoll with a 1ms DirectWait (an older kernel, a seccomp policy,
-// the io_uring_disabled sysctl); Client.Transport says which runs
-// ("io_uring (auto)", or "epoll (auto; io_uring refused: ...)"). On a
-// shared 2-core machine, one caller on 5 redis-servers: 5.2 system calls
-// per acquire+release pair on io_uring, 26.4 on epoll with the direct
-// wait, 36.7 without, and 0.81x epoll's client CPU per pair (median of 7
-// interleaved rounds); with 64 callers neither was measurably cheaper
-// (io_uring 1.04x epoll's CPU per pair, rounds 0.90-1.21x; throughput
-// 0.98x): results/cost, issue 35 item 2. On a 16-core machine with the
-// servers on cores of their own the lone caller's order reversed: io_uring's
-// acquire+release p50 was 1.11-1.32x epoll's (median 1.17, 9 interleaved
-// rounds) and its CPU per pair 1.07-1.28x, with the same throughput under
-// 256 callers (results/cost, "Issue 35 on a 16-core machine"): measure
-// both on your machines (redmux-bench -transport). Opt out with
-// Transport: TransportEpoll (epoll, the lone caller parking in the
-// netpoller unless DirectWait is set) or a negative DirectWait (no direct
-// wait on any transport). TransportIOURing asks for io_uring and falls
-// back to epoll the same way. Other systems, and Linux built with -tags redmux_portable
+// buffers of its own. The default, TransportAuto, is epoll with a lone
+// caller waiting in the kernel (a 1ms DirectWait); Client.Transport says
+// which runs ("epoll (auto)", "io_uring", or "epoll (io_uring refused:
+// ...)"). It is the one measured best: on a 16-core machine with the
+// servers on cores of their own, io_uring's acquire+release p50 under one
+// caller was 1.11-1.32x epoll's (median 1.17, 12 interleaved rounds) and
+// its CPU per pair 1.07-1.28x; under 16 callers it served 0.83-0.86x
+// epoll's pairs/s for 1.33x its CPU per pair (2 rounds); under 256 the
+// same. On a shared
+// 2-core machine the two were within each other's noise at 1, 16 and 64
+// callers, io_uring making 5.2 system calls per lone acquire+release pair
+// against epoll's 26.4 (results/cost: issue 35 item 2, and "The default
+// transport, measured again"). Measure both on your machines
+// (redmux-bench -transport). Opt out with Transport: TransportEpoll
+// (epoll, the lone caller parking in the netpoller unless DirectWait is
+// set) or a negative DirectWait (no direct wait on any transport); opt in
+// to io_uring with TransportIOURing (epoll where the kernel or a policy
+// refuses it). Other systems, and Linux built with -tags redmux_portable
 // (tested in CI), use Go's net.Conn: one reader goroutine per connection,
 // writes bounded to short slices so a caller never blocks past its
 // deadline; same API and semantics, more goroutines, and no zero-allocation

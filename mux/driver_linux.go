@@ -4,14 +4,13 @@ package mux
 
 // testTransport, set by the package's tests (REDMUX_TEST_TRANSPORT),
 // replaces the transport of clients that do not name one
-// (TransportAuto), so the whole suite runs on epoll and on io_uring.
+// (TransportAuto), so the whole suite runs on io_uring too.
 var testTransport Transport
 
 // newDriver picks the raw socket transport Config.Transport names
-// (TransportAuto, the default: io_uring where the kernel allows it, else
-// epoll with a lone caller's direct wait; io_uring falls back to epoll
-// when refused), or the net.Conn transport for a client with TLS nodes
-// (tls.go says why).
+// (TransportAuto, the default: epoll with a lone caller's direct wait;
+// TransportIOURing falls back to epoll when refused), or the net.Conn
+// transport for a client with TLS nodes (tls.go says why).
 func newDriver(c *Client) (driver, error) {
 	if c.cfg.tls {
 		c.transport = "net.Conn"
@@ -21,31 +20,27 @@ func newDriver(c *Client) (driver, error) {
 	if want == TransportAuto && testTransport != TransportAuto {
 		want = testTransport
 	}
-	auto := ""
-	if want == TransportAuto {
-		auto = "auto"
-	}
-	var refused string
-	if want != TransportEpoll {
+	note := ""
+	if want == TransportIOURing {
 		d, err := newURingDriver(c)
 		if err == nil {
-			c.transport = TransportIOURing.String() + paren(auto)
+			c.transport = TransportIOURing.String()
 			return d, nil
 		}
-		refused = "io_uring refused: " + err.Error()
+		note = "io_uring refused: " + err.Error()
 	}
 	direct := c.cfg.DirectWait
-	if want == TransportAuto && direct == 0 && !c.cfg.directOff {
-		direct = DefaultDirectWait // the lone caller waits in the kernel by default
+	if want == TransportAuto {
+		note = "auto"
+		if direct == 0 && !c.cfg.directOff {
+			direct = DefaultDirectWait // the lone caller waits in the kernel by default
+		}
 	}
 	d, err := newEpollDriver(c, direct)
 	if err != nil {
 		return nil, err
 	}
-	if auto != "" && refused != "" {
-		auto += "; "
-	}
-	c.transport = TransportEpoll.String() + paren(auto+refused)
+	c.transport = TransportEpoll.String() + paren(note)
 	return d, nil
 }
 

@@ -38,7 +38,7 @@ import (
 // on few cores that showed up as 10-40 ms tail latencies. The one
 // exception is bounded: a leader alone in Do blocks in the kernel (the
 // set's waitFor) for up to the direct budget (Config.DirectWait;
-// DefaultDirectWait when it is 0 on io_uring and on TransportAuto's epoll),
+// DefaultDirectWait when it is 0 on TransportAuto's epoll and on io_uring),
 // because a lone caller's replies come within it and the kernel then wakes it directly, without the
 // netpoller's wake-up, park and unpark (issue 24).
 type tokenDriver struct {

@@ -15,8 +15,7 @@ import (
 // look before a call in driver_token_enter_linux.go, the readySet in
 // set_linux.go), told what is ready by epoll (set_epoll_linux.go, its
 // socket link_raw_linux.go) or an io_uring (set_uring_linux.go, its link
-// link_uring_linux.go; TransportAuto's choice where the kernel allows
-// it), and Go's net.Conn with one reader goroutine per connection
+// link_uring_linux.go; TransportIOURing), and Go's net.Conn with one reader goroutine per connection
 // (driver_net.go, link_net.go: other systems, Linux with -tags
 // redmux_portable, and every client with a TLS node). driver_linux.go
 // and driver_other.go pick one at New.
