@@ -6,7 +6,7 @@ PKGS    := ./...
 # duration expires while a worker is mid-input (golang/go#75804, fixed in
 # Go 1.27); a count has no deadline to race. 300000x is ~30 s per target here.
 FUZZTIME ?= 300000x
-SAFETY_TRANSPORT ?= epoll
+SAFETY_TRANSPORT ?= auto
 
 # staticcheck is a tool run with go run at this pinned version, not a
 # requirement in go.mod; v0.8.2 (2026.2.2) is the release that knows go1.26.
@@ -90,7 +90,7 @@ fuzz:
 ## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, 100,000 with undelayed restarts, failovers
 ## and rolling restarts (the quarantine), 100,000 of those on Redis Cluster nodes, 100,000 with fencing tokens and zombies, 25,000
 ## with late extensions on two resources, then 10,000 without faults after which no lock key may be left on any node (~50 min);
-## SAFETY_TRANSPORT=io_uring runs its clients on io_uring
+## SAFETY_TRANSPORT=epoll or io_uring runs its clients on that transport (default auto, mux's default)
 safety:
 	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|ClusterRestarts|Fencing|LateExtensions)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
 

@@ -23,7 +23,7 @@ var (
 	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
 	safetyOvl  = flag.Bool("safety.overlaps-only", false, "with -safety.stop: stop at the first overlap, not at a contract violation")
-	safetyTr   = flag.String("safety.transport", "epoll", "the clients' mux transport: epoll or io_uring (a machine that refuses io_uring fails the run)")
+	safetyTr   = flag.String("safety.transport", "auto", "the clients' mux transport: auto (mux's default: epoll with a lone caller's direct wait), epoll (without it) or io_uring (a machine that refuses io_uring fails the run)")
 	safetyLeft = flag.Int("safety.leftovers", 800, "successful acquisitions of TestAvailabilityNoLeftovers (make safety uses 10000)")
 )
 
@@ -32,18 +32,21 @@ var (
 func safetyTransport(t *testing.T, addrs []string) mux.Transport {
 	t.Helper()
 	var tr mux.Transport
+	want := ""
 	switch *safetyTr {
+	case "auto":
+		tr, want = mux.TransportAuto, "epoll (auto)"
 	case "epoll":
 		return mux.TransportEpoll
 	case "io_uring":
-		tr = mux.TransportIOURing
+		tr, want = mux.TransportIOURing, "io_uring"
 	default:
-		t.Fatalf("-safety.transport %q: want epoll or io_uring", *safetyTr)
+		t.Fatalf("-safety.transport %q: want auto, epoll or io_uring", *safetyTr)
 	}
 	c, err := mux.New(mux.Config{Addrs: addrs, Transport: tr})
 	require.NoError(t, err)
 	defer c.Close()
-	require.Equal(t, tr.String(), c.Transport(), "-safety.transport %s", tr)
+	require.Equal(t, want, c.Transport(), "-safety.transport %s", *safetyTr)
 	return tr
 }
 
@@ -472,7 +475,7 @@ func TestSafetyFindsClockDriftBeyondBound(t *testing.T) {
 		// bound costs time only when the checker is blind.
 		cfg.MaxDuration = 120 * time.Second
 		cfg.StopOnViolation = true
-		// The main run's transport (-safety.transport, epoll by default),
+		// The main run's transport (-safety.transport, auto by default),
 		// as the workload is the main run's.
 		cfg.Transport = safetyTransport(t, cl.Addrs())
 		res, err := checker.Run(cfg)
