@@ -9,6 +9,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,29 @@ type scriptEngine struct {
 	line   int     // line of the last error() call
 	busy   atomic.Bool
 	kill   atomic.Pointer[scriptKill]
+	// busyMu orders a run's end (endRun) against its busy timer (markBusy),
+	// so that a timer whose Stop came too late cannot mark the node busy
+	// after the script has ended.
+	busyMu sync.Mutex
+}
+
+// markBusy: the script run k has run for ScriptBusyAfter, so other clients
+// get BUSY; nothing once k has ended (its timer fired as it ended, on a
+// loaded machine up to hundreds of milliseconds late).
+func (e *scriptEngine) markBusy(k *scriptKill) {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	if e.kill.Load() == k {
+		e.busy.Store(true)
+	}
+}
+
+// endRun ends the running script's state: no kill target, not busy.
+func (e *scriptEngine) endRun() {
+	e.busyMu.Lock()
+	defer e.busyMu.Unlock()
+	e.kill.Store(nil)
+	e.busy.Store(false)
 }
 
 type scriptKill struct {
@@ -458,7 +482,7 @@ func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]
 	k.reason.Store(killedByUser)
 	e.kill.Store(k)
 	busyAfter, killAfter := n.cfg.ScriptBusyAfter, n.cfg.ScriptKillAfter
-	busyT := time.AfterFunc(busyAfter, func() { e.busy.Store(true) })
+	busyT := time.AfterFunc(busyAfter, func() { e.markBusy(k) })
 	watchStop := make(chan struct{})
 	// The heap is measured from the script's start, though the watcher
 	// starts only if the script runs 20ms: a base taken then (a loaded
@@ -480,8 +504,7 @@ func (n *Node) runScript(c cmdCtx, sha string, f *lua.LFunction, keys, argv [][]
 	killed := ctx.Err() != nil
 	L.RemoveContext()
 	cancel()
-	e.kill.Store(nil)
-	e.busy.Store(false)
+	e.endRun()
 	if err != nil {
 		L.SetTop(0)
 		n.replyScriptError(c, sha, err, killed, k)

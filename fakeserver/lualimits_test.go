@@ -153,3 +153,32 @@ func TestLuaStackLimits(t *testing.T) {
 	}
 	eqReply(t, "served after kill", other.do("PING"), pongReply)
 }
+
+// TestScriptBusyTimerAfterEnd: a script's busy timer that fires as the
+// script ends (its Stop too late, its goroutine run late on a loaded
+// machine) must not leave the node answering BUSY after the script's
+// reply: CI saw PING get BUSY right after a script stopped at 5.13 s with
+// ScriptBusyAfter 5 s. markBusy marks only the run that is still going.
+func TestScriptBusyTimerAfterEnd(t *testing.T) {
+	var e scriptEngine
+	k := &scriptKill{}
+	e.kill.Store(k)
+	e.markBusy(k)
+	if !e.busy.Load() {
+		t.Fatal("a running script's busy timer did not mark the node busy")
+	}
+	e.endRun()
+	if e.busy.Load() || e.kill.Load() != nil {
+		t.Fatal("the script's end left the node busy")
+	}
+	e.markBusy(k) // the timer of the run that just ended, late
+	if e.busy.Load() {
+		t.Fatal("a late busy timer marked the node busy after its script ended")
+	}
+	next := &scriptKill{}
+	e.kill.Store(next)
+	e.markBusy(k) // still the old run's timer, while another script runs
+	if e.busy.Load() {
+		t.Fatal("an ended run's busy timer marked the next script busy early")
+	}
+}
