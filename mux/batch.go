@@ -155,8 +155,8 @@ func (b *Batch) SetKey(key string) {
 
 // Add appends one complete encoded command (for example from
 // resp.AppendCommand) for node. cmd is copied. A cmd that is not exactly one
-// well-formed RESP array, or a node out of range, makes the next Do fail
-// with ErrBadBatch. The reply may be of any kind (see AddExpect).
+// request as Redis reads it (a RESP array of one or more bulk strings), or
+// a node out of range, makes the next Do fail with ErrBadBatch. The reply may be of any kind (see AddExpect).
 func (b *Batch) Add(node int, cmd []byte) { b.AddExpect(node, cmd, ExpectAny) }
 
 // AddExpect is Add for a command whose reply must be of a kind in e (or an
@@ -194,14 +194,50 @@ func (b *Batch) BroadcastExpect(cmd []byte, e Expect) {
 	}
 }
 
-var cmdParser = resp.Parser{}
-
+// oneFrame reports whether cmd is exactly one request as Redis reads it:
+// an array of one or more bulk strings. Redis answers nothing to an empty
+// array (*0 or *-1) and breaks the connection on any other element type,
+// so either would shift every reply after it on a shared connection.
 func oneFrame(cmd []byte) bool {
 	if len(cmd) == 0 || cmd[0] != resp.TypeArray {
 		return false
 	}
-	n, err := cmdParser.Skip(cmd)
-	return err == nil && n == len(cmd)
+	n, i, ok := reqLen(cmd, 1)
+	if !ok || n < 1 {
+		return false
+	}
+	for ; n > 0; n-- {
+		if i >= len(cmd) || cmd[i] != resp.TypeBulkString {
+			return false
+		}
+		var l int
+		if l, i, ok = reqLen(cmd, i+1); !ok || l > len(cmd)-i-2 {
+			return false
+		}
+		i += l
+		if cmd[i] != '\r' || cmd[i+1] != '\n' {
+			return false
+		}
+		i += 2
+	}
+	return i == len(cmd)
+}
+
+// reqLen reads a request header's length at cmd[i:]: decimal digits (no
+// sign, at most 10) and CRLF. It returns the length and the index after
+// the CRLF.
+func reqLen(cmd []byte, i int) (n, next int, ok bool) {
+	start := i
+	for ; i < len(cmd) && cmd[i] >= '0' && cmd[i] <= '9'; i++ {
+		if i-start == 10 {
+			return 0, 0, false
+		}
+		n = n*10 + int(cmd[i]-'0')
+	}
+	if i == start || i+1 >= len(cmd) || cmd[i] != '\r' || cmd[i+1] != '\n' {
+		return 0, 0, false
+	}
+	return n, i + 2, true
 }
 
 // scratchSize is Scratch's first capacity: every lock command (a SET NX PX

@@ -220,6 +220,15 @@ func TestBadConfigAndBatch(t *testing.T) {
 	if _, err := c.Do(context.Background(), b, Policy{}); !errors.Is(err, ErrBadBatch) {
 		t.Fatal("two frames:", err)
 	}
+	// What Redis would answer with nothing (an empty array) or with a
+	// protocol error and a closed connection is refused before it is sent.
+	for _, cmd := range []string{"*0\r\n", "*-1\r\n", "*1\r\n:1\r\n", "*1\r\n*1\r\n$1\r\nx\r\n", "*1\r\n$-1\r\n", "*1\r\n+PING\r\n"} {
+		b.Reset()
+		b.Add(0, []byte(cmd))
+		if _, err := c.Do(context.Background(), b, Policy{}); !errors.Is(err, ErrBadBatch) {
+			t.Fatalf("%q: %v", cmd, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b.Reset()
