@@ -2,6 +2,7 @@ package mux
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -84,7 +85,11 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 	if err := rw.write(cmds, deadline); err != nil {
 		return nil, &setupError{step: "write", text: err.Error(), io: err}
 	}
-	buf := make([]byte, 0, 4096)
+	max := r.MaxReplyBytes
+	if max <= 0 {
+		max = DefaultMaxReplyBytes
+	}
+	buf := make([]byte, 0, min(4096, max))
 	off, step := 0, 0
 	for step < len(steps) {
 		for step < len(steps) {
@@ -113,9 +118,18 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 			break
 		}
 		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), 2*cap(buf))
-			copy(nb, buf)
-			buf = nb
+			// Keep only what is not parsed yet, and no more of it than
+			// one reply may take: a node cannot make the set-up buffer
+			// without bound (a huge bulk, or push frames without end).
+			if len(buf)-off >= max {
+				return nil, &setupError{step: steps[step].name, text: fmt.Sprintf("reply larger than MaxReplyBytes (%d)", max)}
+			}
+			nb := buf[:0]
+			if off == 0 {
+				nb = make([]byte, 0, min(2*cap(buf), max))
+			}
+			buf = append(nb, buf[off:]...)
+			off = 0
 		}
 		n, err := rw.read(buf[len(buf):cap(buf)], deadline)
 		if err != nil {
