@@ -32,6 +32,13 @@ func TestSentinelURL(t *testing.T) {
 		{addr: "redis-sentinel://:pw-secret@[::1]:5000?sentinel=[::1]:5001&sentinelMasterId=my%2Dm&db=4&sentinel_password=a%26b%3Dc",
 			sentinels: []string{"[::1]:5000", "[::1]:5001"}, master: "my-m", pass: "pw-secret", spass: "a&b=c", db: 4, name: "base",
 			display: "redis-sentinel://:***@[::1]:5000/4?sentinelMasterId=my-m&sentinel=[::1]:5001"},
+		// an unescaped '@' in a query value (RFC 3986 allows it)
+		{addr: "redis-sentinel://s1:5000?sentinelMasterId=m&sentinel_password=Tr0ub4dor@horse-secret",
+			sentinels: []string{"s1:5000"}, master: "m", user: "u0", pass: "p0", spass: "Tr0ub4dor@horse-secret", db: 1, name: "base",
+			display: "redis-sentinel://s1:5000?sentinelMasterId=m"},
+		{addr: "redis-sentinel://alice:pw-secret@s1:5000?sentinelMasterId=m&sentinel_password=Tr0ub4dor@horse-secret",
+			sentinels: []string{"s1:5000"}, master: "m", user: "alice", pass: "pw-secret", spass: "Tr0ub4dor@horse-secret", db: 1, name: "base",
+			display: "redis-sentinel://alice:***@s1:5000?sentinelMasterId=m"},
 	}
 	for _, c := range good {
 		ns, err := parseAddr(3, c.addr, &base)

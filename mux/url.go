@@ -55,9 +55,8 @@ func RedactURL(addr string) string {
 		return addr
 	}
 	rest := addr[i+3:]
-	// The user information ends at the last '@': a password may hold any
-	// character, '/', '?' and '#' included, when it was not escaped.
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
+	if at := userinfoAt(addr); at >= 0 {
+		at -= i + 3
 		user := rest[:at]
 		if c := strings.Index(user, ":"); c >= 0 {
 			user = user[:c] + ":***"
@@ -76,6 +75,69 @@ func RedactURL(addr string) string {
 		rest = rest[:q]
 	}
 	return addr[:i+3] + rest
+}
+
+// userinfoAt returns the index in URL a of the '@' that ends its user
+// information, or -1 if it has none. A password may hold any character
+// ('/', '?' and '#' included) when it was not escaped, so that is the
+// last '@' of a, unless the URL parses with every '@' past its host in
+// the values of options where an '@' is at home (client_name,
+// sentinel_password, a file's path...; queryAt): then the user
+// information, if any, ends where the parser found it, before the path
+// and query. What stays ambiguous is a password of digits, an unescaped
+// '?' and such an option ("redis://:12?client_name=a@h"): it is taken
+// for a port and a query.
+func userinfoAt(a string) int {
+	i := strings.Index(a, "://")
+	if i < 0 {
+		return -1
+	}
+	at := strings.LastIndex(a, "@")
+	if at < i+3 {
+		return -1
+	}
+	end := strings.IndexAny(a[i+3:], "/?#") + i + 3
+	if end < i+3 || end > at || !queryAt(a) {
+		return at
+	}
+	if at = strings.LastIndex(a[:end], "@"); at < i+3 {
+		return -1
+	}
+	return at
+}
+
+// atOptions are the options whose values may hold an unescaped '@'.
+var atOptions = []string{"client_name", "cacert", "cert", "key", "sentinelMasterId", "sentinel_username", "sentinel_password"}
+
+// queryAt reports whether a parses as a URL with no fragment, no path but
+// a database number, only options some node URL accepts, and an '@' past
+// its host only in the values of atOptions.
+func queryAt(a string) bool {
+	if strings.Contains(a, "#") {
+		return false
+	}
+	u, err := url.Parse(a)
+	if err != nil || strings.Contains(u.Host, "@") {
+		return false
+	}
+	if p := strings.TrimPrefix(u.Path, "/"); strings.Trim(p, "0123456789") != "" {
+		return false
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return false
+	}
+	for k, vs := range q {
+		if !slices.Contains(urlOptions, k) && !slices.Contains(sentinelOptions, k) && !slices.Contains(clusterOptions, k) {
+			return false
+		}
+		for _, v := range vs {
+			if strings.Contains(v, "@") && !slices.Contains(atOptions, k) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parseAddr resolves one entry of Config.Addrs into a nodeSpec, with the
@@ -293,16 +355,11 @@ func (e addrErr) options(u *url.URL, ns *nodeSpec) (url.Values, error) {
 // urlPassword returns the password in a URL's user information, found
 // without parsing (for scrubbing error texts of a URL that does not parse).
 func urlPassword(a string) string {
-	i := strings.Index(a, "://")
-	if i < 0 {
-		return ""
-	}
-	rest := a[i+3:]
-	at := strings.LastIndex(rest, "@")
+	at := userinfoAt(a)
 	if at < 0 {
 		return ""
 	}
-	user := rest[:at]
+	user := a[strings.Index(a, "://")+3 : at]
 	if c := strings.Index(user, ":"); c >= 0 {
 		return user[c+1:]
 	}
@@ -314,8 +371,8 @@ func urlPassword(a string) string {
 // that a parse error of the result is not in them and quotes neither.
 func withUserinfo(a string, user bool) string {
 	i := strings.Index(a, "://")
-	at := strings.LastIndex(a, "@")
-	if i < 0 || at < i {
+	at := userinfoAt(a)
+	if at < 0 {
 		return a
 	}
 	c := strings.Index(a[i+3:at], ":")

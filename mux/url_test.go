@@ -41,6 +41,9 @@ func TestParseAddr(t *testing.T) {
 		{addr: "rediss://:pw@10.1.1.1:7006?sni=redis.example&skip_verify=true&min_version=1.3&cacert=" + files.CAFile + "&cert=" + files.ClientCertFile + "&key=" + files.ClientKeyFile,
 			host: "10.1.1.1", port: 7006, pass: "pw", db: 1, name: "base", tls: true, sni: "redis.example", skip: true, display: "rediss://:***@10.1.1.1:7006"},
 		{addr: "rediss://h:7007?insecure=1", host: "h", port: 7007, user: "u0", pass: "p0", db: 1, name: "base", tls: true, sni: "h", skip: true, display: "rediss://h:7007"},
+		// an '@' in the query is not the end of a user information
+		{addr: "redis://h:7008/0?client_name=svc@host1", host: "h", port: 7008, user: "u0", pass: "p0", db: 0, name: "svc@host1", display: "redis://h:7008/0"},
+		{addr: "redis://bob:pw@h:7009?client_name=svc@host1", host: "h", port: 7009, user: "bob", pass: "pw", db: 1, name: "svc@host1", display: "redis://bob:***@h:7009"},
 	}
 	for _, c := range cases {
 		ns, err := parseAddr(0, c.addr, &base)
@@ -106,6 +109,11 @@ func TestParseAddrErrors(t *testing.T) {
 		{"redis://alice:Sup3r$$Secret@[::1:6379", "missing ']' in host"},
 		{"redis://al%zz:Sup3rSecret@h:1", "escape special characters of the user name"},
 		{"redis://Sup3rSecret@127.0.0.1:1", "user without password"}, // the password typed where the user goes
+		// A password of digits, then an unescaped '/' or '?': the URL would
+		// parse with the rest in its path or query.
+		{"redis://:12/Secret@h:1", "malformed URL"},
+		{"redis://:12?db=Secret@h:1", "malformed URL"},
+		{"redis://:2024#Secret@h:1", "malformed URL"},
 	}
 	for _, c := range cases {
 		_, err := New(Config{Addrs: []string{c.addr}})
@@ -135,6 +143,12 @@ func TestRedactURL(t *testing.T) {
 		"redis://Sup3rSecret@h:1/0":         "redis://***@h:1/0",
 		"redis://:p/w?x#y@h:1/0":            "redis://:***@h:1/0",
 		"redis://:p@ss@h:1":                 "redis://:***@h:1",
+		"redis://u:12/ab@h:1":               "redis://u:***@h:1",
+		"redis://u:12?db=ab@h:1":            "redis://u:***@h:1",
+		"redis://u:2024#Summer@h:1":         "redis://u:***@h:1",
+		"redis://u:pw@h:1?client_name=a@b":  "redis://u:***@h:1",
+		"redis://h:1/0?client_name=a@b":     "redis://h:1/0",
+		"redis-sentinel://h:26379?sentinelMasterId=m&sentinel_password=Tr0@horse": "redis-sentinel://h:26379",
 	}
 	for in, want := range cases {
 		if got := RedactURL(in); got != want {
