@@ -1,6 +1,7 @@
 package redisproc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,6 +20,9 @@ type ClusterOptions struct {
 	NodeTimeout time.Duration
 	// Password is every node's requirepass (and masterauth).
 	Password string
+	// Host is the loopback address every node listens on (and the
+	// cluster announces): "127.0.0.1" (the default) or "::1".
+	Host string
 }
 
 // Cluster is a Redis Cluster of redis-server processes on free loopback
@@ -47,11 +51,11 @@ func StartCluster(opt ClusterOptions) (*Cluster, error) {
 	}
 	cl := &Cluster{opt: opt, Replicas: make([][]*Server, opt.Primaries)}
 	start := func() (*Server, error) {
-		bus, err := FreePort()
+		bus, err := freePort(cmp.Or(opt.Host, "127.0.0.1"))
 		if err != nil {
 			return nil, err
 		}
-		o := Options{Password: opt.Password, Extra: []string{
+		o := Options{Password: opt.Password, Host: opt.Host, Extra: []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(bus),
 			"--cluster-node-timeout", strconv.FormatInt(opt.NodeTimeout.Milliseconds(), 10),
@@ -99,7 +103,7 @@ func (cl *Cluster) create() error {
 	first := cl.Primaries[0]
 	bus := strconv.Itoa(busPort(first, pw)) // MEET names the bus port of the node met
 	for _, s := range cl.All()[1:] {
-		if _, err := Command(s.Addr, pw, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(first.Port), bus); err != nil {
+		if _, err := Command(s.Addr, pw, "CLUSTER", "MEET", first.Host, strconv.Itoa(first.Port), bus); err != nil {
 			return fmt.Errorf("redisproc: CLUSTER MEET from %s: %w", s.Addr, err)
 		}
 	}
@@ -266,7 +270,7 @@ func (cl *Cluster) MoveSlot(slot int, from, to *Server) (int, error) {
 		if len(keys) == 0 {
 			break
 		}
-		args := []string{"MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000"}
+		args := []string{"MIGRATE", to.Host, strconv.Itoa(to.Port), "", "0", "5000"}
 		if pw != "" {
 			args = append(args, "AUTH", pw)
 		}

@@ -28,7 +28,8 @@ import (
 
 // Server is one running redis-server process.
 type Server struct {
-	Addr string // "127.0.0.1:port"
+	Addr string // "127.0.0.1:port" ("[::1]:port" with Options.Host "::1")
+	Host string // the loopback address it listens on
 	Port int
 	TLS  bool // the port speaks TLS only
 	// Sentinel: a sentinel (redis-server <conf> --sentinel), not a data
@@ -54,8 +55,10 @@ func Binary() string {
 func Available() bool { return Binary() != "" }
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func FreePort() (int, error) { return freePort("127.0.0.1") }
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -75,6 +78,9 @@ type Options struct {
 	// TLS, when set, makes the server speak TLS only (--tls-port; the
 	// plaintext port is off).
 	TLS *TLS
+	// Host is the loopback address to listen on: "127.0.0.1" (the
+	// default) or "::1".
+	Host string
 }
 
 // TLS is a server's TLS set-up: PEM files.
@@ -121,11 +127,17 @@ func Start(opt Options) (*Server, error) {
 	if bin == "" {
 		return nil, errors.New("redisproc: redis-server is not installed")
 	}
+	if opt.Host == "" {
+		opt.Host = "127.0.0.1"
+	}
+	if opt.Host != "127.0.0.1" && opt.Host != "::1" {
+		return nil, fmt.Errorf("redisproc: Host %q: want 127.0.0.1 or ::1", opt.Host)
+	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port := opt.Port
 		if port == 0 {
-			p, err := FreePort()
+			p, err := freePort(opt.Host)
 			if err != nil {
 				return nil, err
 			}
@@ -158,7 +170,7 @@ func start(bin string, port int, opt Options) (*Server, error) {
 			"--tls-ca-cert-file", t.CAFile, "--tls-auth-clients", auth}
 	}
 	args := []string{
-		"--bind", "127.0.0.1",
+		"--bind", opt.Host,
 		"--save", "",
 		"--appendonly", "no",
 		"--daemonize", "no",
@@ -172,12 +184,12 @@ func start(bin string, port int, opt Options) (*Server, error) {
 	}
 	args = append(portArgs, args...)
 	args = append(args, opt.Extra...)
-	return launch(bin, args, dir, port, opt.Password, opt.TLS)
+	return launch(bin, args, dir, opt.Host, port, opt.Password, opt.TLS)
 }
 
 // launch runs redis-server with args in dir (removed when it stops) and
 // waits (up to 10 s) until it answers PING on port.
-func launch(bin string, args []string, dir string, port int, password string, t *TLS) (*Server, error) {
+func launch(bin string, args []string, dir, host string, port int, password string, t *TLS) (*Server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	// Own process group, so signals to the test runner do not reach it and
@@ -187,7 +199,7 @@ func launch(bin string, args []string, dir string, port int, password string, t 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, TLS: t != nil, cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &Server{Addr: net.JoinHostPort(host, strconv.Itoa(port)), Host: host, Port: port, TLS: t != nil, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

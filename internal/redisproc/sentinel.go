@@ -148,7 +148,7 @@ func startSentinel(opt SentinelOptions, primaryPort int) (*Server, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		s, err := launch(bin, []string{file, "--sentinel"}, dir, port, opt.SentinelPassword, nil)
+		s, err := launch(bin, []string{file, "--sentinel"}, dir, "127.0.0.1", port, opt.SentinelPassword, nil)
 		if err == nil {
 			s.Sentinel = true
 			return s, nil
