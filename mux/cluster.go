@@ -209,9 +209,10 @@ func (cn *pconn) redirect(b *Batch, k int, gen uint64, f []byte) bool {
 	if m == nil {
 		return false
 	}
+	target := redirectAddr(fields[2], m.addrs[cn.shard])
 	shard := -1
 	for s, a := range m.addrs {
-		if a != "" && a == fields[2] {
+		if a != "" && a == target {
 			shard = s
 			break
 		}
@@ -231,6 +232,24 @@ func (cn *pconn) redirect(b *Batch, k int, gen uint64, f []byte) bool {
 	}
 	extra := append(append([]byte(nil), askingCmd...), cmd...)
 	return to.queueInternal(extra, slot{b: b, gen: gen, k: -1, exp: ExpectAny, at: at}, one)
+}
+
+// redirectAddr writes the address of a MOVED or ASK reply as the slot map
+// does (endpoint): Redis writes an IPv6 host without brackets
+// ("::1:7000"), and an unknown endpoint as an empty host or "?" (then it
+// is the host of self, the node that answered).
+func redirectAddr(a, self string) string {
+	c := strings.LastIndexByte(a, ':')
+	if c < 0 {
+		return a
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(a[:c], "["), "]")
+	if host == "" || host == "?" {
+		if h, _, err := net.SplitHostPort(self); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, a[c+1:])
 }
 
 // minRefresh is the least time between two slot map fetches of a node: a

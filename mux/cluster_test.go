@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -234,12 +235,49 @@ func TestRedisClusterRoutes(t *testing.T) {
 	}
 }
 
+// onLoopbacks runs test on a cluster on 127.0.0.1 and on one on ::1
+// (Redis writes a redirect's IPv6 host without brackets: "MOVED 12182
+// ::1:7000"), unless this machine has no IPv6 loopback.
+func onLoopbacks(t *testing.T, test func(t *testing.T, host string)) {
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		t.Run(host, func(t *testing.T) {
+			if host == "::1" {
+				l, err := net.Listen("tcp", "[::1]:0")
+				if err != nil {
+					t.Skipf("SKIPPED: no IPv6 loopback on this machine (%v): redirects on IPv6 are not tested", err)
+				}
+				l.Close()
+			}
+			test(t, host)
+		})
+	}
+}
+
+func TestRedirectAddr(t *testing.T) {
+	for _, tc := range []struct{ a, self, want string }{
+		{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7000"},
+		{"::1:7000", "[::1]:7001", "[::1]:7000"},
+		{"[::1]:7000", "[::1]:7001", "[::1]:7000"},
+		{"fe80::1:2:7000", "", "[fe80::1:2]:7000"},
+		{":7000", "10.0.0.5:7001", "10.0.0.5:7000"},
+		{"?:7000", "[::1]:7001", "[::1]:7000"},
+		{"redis-1.example:6379", "", "redis-1.example:6379"},
+		{"nocolon", "", "nocolon"},
+	} {
+		if got := redirectAddr(tc.a, tc.self); got != tc.want {
+			t.Errorf("redirectAddr(%q, %q) = %q, want %q", tc.a, tc.self, got, tc.want)
+		}
+	}
+}
+
 // A slot migrated under the client: a command routed by the old map gets
 // MOVED (the command did nothing), which mux follows at once, resending it
 // to the primary the reply names, and the map is asked for again, so the
 // call succeeds and the next ones go to the new primary directly.
-func TestRedisClusterMoved(t *testing.T) {
-	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+func TestRedisClusterMoved(t *testing.T) { onLoopbacks(t, testRedisClusterMoved) }
+
+func testRedisClusterMoved(t *testing.T, host string) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Host: host})
 	c := clusterClient(t, cl, Config{})
 	b := c.NewBatch()
 	key := "moved:1"
@@ -273,8 +311,10 @@ func TestRedisClusterMoved(t *testing.T) {
 // follows with ASKING and the command on the target, in one write; a key
 // still on the source is served there. The map is unchanged (the slot is
 // still the source's).
-func TestRedisClusterAsk(t *testing.T) {
-	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+func TestRedisClusterAsk(t *testing.T) { onLoopbacks(t, testRedisClusterAsk) }
+
+func testRedisClusterAsk(t *testing.T, host string) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Host: host})
 	c := clusterClient(t, cl, Config{})
 	b := c.NewBatch()
 	old, fresh := "{ask}:old", "{ask}:new"
