@@ -196,8 +196,8 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		}
 		t, err = c.attempt(ctx, w, resource, keys, &s, &l)
 		contended = contended || t.refused > 0
-		if err != nil || (t.granted >= c.quorum && !t.tooShort) || (t.unreachable && !s.noFailFast) {
-			break // acquired, or no point retrying
+		if err != nil || l.st != nil || (t.unreachable && !s.noFailFast) {
+			break // acquired, or no point retrying (a fenced grant without its token is retried)
 		}
 		if try >= tries {
 			break

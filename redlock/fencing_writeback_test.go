@@ -72,3 +72,50 @@ func TestFencingWriteBackRefusedIsNoWitness(t *testing.T) {
 		require.Equal(t, first, v, "node %d's counter", i)
 	}
 }
+
+// TestFencingWriteBackFailedIsRetried: a fenced grant whose write-back
+// falls short of the quorum fails like any other attempt (released
+// everywhere) and Acquire retries it: here only the first attempt's
+// write-back is sabotaged (the key leaves 3 of 5 nodes), and Acquire with
+// 5 tries gets the lock on its second, with a token above the first
+// holder's. It used to stop after that one try, whatever WithTries said.
+func TestFencingWriteBackFailedIsRetried(t *testing.T) {
+	withLowGuess(t)
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithFencing(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
+	warm(t, c)
+	ctx := context.Background()
+	l, err := c.TryAcquire(ctx, "wb")
+	require.NoError(t, err)
+	first := l.Token()
+	waitAllHold(t, addrs, "wb", l)
+	require.NoError(t, l.Release(ctx))
+
+	fired := 0
+	old := hook.Set(func(ctx context.Context, p hook.Point) {
+		if p != hook.FenceWriteBack || ctx.Value(lowGuess{}) == nil {
+			return
+		}
+		if fired++; fired > 1 {
+			return // only the first attempt's write-back is sabotaged
+		}
+		for end := time.Now().Add(5 * time.Second); keysLeft(cl, "wb") < 5; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Errorf("the acquisition did not reach every node")
+				return
+			}
+		}
+		for i := 0; i < 3; i++ {
+			rawDo(t, addrs[i], "DEL", "wb")
+		}
+	})
+	t.Cleanup(func() { hook.Set(old) })
+	actx := context.WithValue(ctx, lowGuess{}, true)
+	l, err = c.Acquire(actx, "wb", redlock.WithTries(5), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+	hook.Set(old)
+	require.NoError(t, err, "a fenced grant without its token was not retried")
+	require.Equal(t, 2, fired, "the second attempt took the write-back path too")
+	require.Greater(t, l.Token(), first)
+	require.NoError(t, l.Release(ctx))
+}
