@@ -115,7 +115,6 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		return nil, ErrClosed
 	}
 	s := &c.ka
-	s.start()
 	hctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,6 +122,7 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		cancel(ErrClosed)
 		return nil, ErrClosed
 	}
+	s.start() // under s.mu, not closed: close sees the goroutines it must stop
 	if st.ka.kept() && st.ka.ctx.Err() != nil {
 		// the previous keep-alive's ctx ended; the loop has not seen it yet
 		s.del(st.ka.idx)

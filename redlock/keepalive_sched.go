@@ -50,6 +50,9 @@ type scheduler struct {
 	ended, spare []Event
 }
 
+// start starts the loop and the workers, once; s.mu is held and the
+// scheduler not closed, so close (which reads s.done under s.mu) stops
+// whatever start started.
 func (s *scheduler) start() {
 	s.once.Do(func() {
 		s.wake = make(chan struct{}, 1)
