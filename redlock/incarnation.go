@@ -116,7 +116,9 @@ func WithQuarantine(d time.Duration) Option {
 // appendonly yes and appendfsync always, so a restart loses no key: a
 // restarted node counts again at once. Failovers are still quarantined (a
 // promoted replica lacks the writes it had not received, whatever the
-// disk). A false declaration gives up mutual exclusion across restarts.
+// disk), and a node first seen as a promoted replica is judged by its
+// uptime as without the declaration. A false declaration gives up mutual
+// exclusion across restarts.
 func WithNodesPersistEveryWrite() Option {
 	return clientOption(func(c *clientConfig) { c.persistent = true })
 }
@@ -195,7 +197,9 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 		}
 	case prev == nil:
 		t.known = p
-		if !ts.trustAtStart && !ts.persistent {
+		// a promoted replica lost what replication had not carried,
+		// whatever its disk: persistence lifts restarts' quarantine only
+		if !ts.trustAtStart && (!ts.persistent || p.Promoted) {
 			from, cause, quarantine = monoOf(p.Start()), ErrNodeRestarted, true
 		}
 	case prev.Same(p):

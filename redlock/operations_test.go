@@ -144,6 +144,16 @@ func TestQuarantineFailover(t *testing.T) {
 	}, "the failover was not quarantined (or the restart was): %v", a.Quarantined())
 	require.Contains(t, obs.causes(4), redlock.ErrNodeFailover)
 	require.Equal(t, []error{redlock.ErrNodeRestarted}, obs.causes(3))
+
+	// A client that first sees the promoted node (and the restarted one)
+	// after the fact: the promoted one is judged by its uptime, as without
+	// the declaration (persistence lifts restarts' quarantine only); the
+	// restarted one is trusted.
+	b := newClient(t, cl.Addrs(), redlock.WithTTL(10*time.Second), redlock.WithNodesPersistEveryWrite())
+	warm(t, b)
+	q := b.Quarantined()
+	require.Contains(t, q, 4, "a promoted node first seen under WithNodesPersistEveryWrite counted at once")
+	require.NotContains(t, q, 3)
 }
 
 // The second repro, on the fake: a lock kept alive with a 1.5 s
