@@ -79,6 +79,10 @@ type trust struct {
 	// guarded by trusts.mu
 	known *mux.Incarnation // the last known (INFO answered) incarnation
 	cause error
+	// unknownSaid: ErrIncarnationUnknown was reported for the node, and
+	// no known incarnation was judged since (it is said once, not at
+	// every set-up)
+	unknownSaid bool
 }
 
 // failedOver is an incarnation that began with a failover, and the
@@ -237,10 +241,18 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 	if prev != nil && p != nil && p.Known && !prev.Same(p) {
 		ts.gen.Add(1)
 	}
+	// a first sight that needs no quarantine is no event; an unknown
+	// incarnation is one when first met
+	say := cause != nil && (left > 0 || prev != nil || cause == ErrIncarnationUnknown && !t.unknownSaid)
+	switch {
+	case p != nil && p.Known:
+		t.unknownSaid = false
+	case say && cause == ErrIncarnationUnknown:
+		t.unknownSaid = true
+	}
 	t.seen.Store(p)
 	ts.mu.Unlock()
-	// a first sight that needs no quarantine is no event
-	if c.obs != nil && cause != nil && (left > 0 || prev != nil || cause == ErrIncarnationUnknown) {
+	if c.obs != nil && say {
 		e := Event{Op: OpIncarnation, Node: i, Addr: c.addrs[i], Duration: left,
 			Err: &QuarantineError{Node: i, Addr: c.addrs[i], Cause: cause, Left: left}}
 		if w != nil {

@@ -3,7 +3,9 @@ package redlock_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,10 +135,36 @@ func TestRealIncarnationUnknown(t *testing.T) {
 	require.Equal(t, []error{redlock.ErrIncarnationUnknown}, obs.causes(0))
 	require.Contains(t, c.Quarantined(), 0, "a node that stopped telling its incarnation is quarantined once")
 
+	// its connections set up again twice, still without INFO: said once
+	for k := 0; k < 2; k++ {
+		before := clientIDs(t, srv[0].Addr)
+		rawDo(t, srv[0].Addr, "CLIENT", "KILL", "USER", "app")
+		eventually(t, 10*time.Second, func() bool {
+			_ = c.Quarantined()
+			now := clientIDs(t, srv[0].Addr)
+			return len(now) > 0 && !slices.ContainsFunc(now, func(id string) bool { return slices.Contains(before, id) })
+		}, "node 0's connections were not set up again")
+		_ = c.Quarantined() // judges the new incarnation
+	}
+	require.Equal(t, []error{redlock.ErrIncarnationUnknown}, obs.causes(0), "an unknown incarnation is said once, not at every set-up")
+
 	// a new client meets node 0 unknown at first sight: not quarantined
 	d := newClient(t, addrs, redlock.WithTTL(time.Minute), redlock.WithTrustNodesAtStart())
 	l, err = d.TryAcquire(ctx, "real:acl2")
 	require.NoError(t, err, "an unknown incarnation at first sight blocked the lock")
 	require.NoError(t, l.Release(ctx))
 	require.Empty(t, d.Quarantined())
+}
+
+// clientIDs returns the ids of user app's connections to addr.
+func clientIDs(t *testing.T, addr string) []string {
+	t.Helper()
+	v := rawDo(t, addr, "CLIENT", "LIST")
+	var ids []string
+	for _, line := range strings.Split(string(v.Data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "id=") && slices.Contains(f, "user=app") {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
 }
