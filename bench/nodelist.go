@@ -140,13 +140,11 @@ func shownNode(a string) string {
 }
 
 // nodeSecrets returns the texts of address a that may be a password, for
-// scrubbing messages: a URL's password (unescaped and as written), a
-// suspect port (suspectPort), the user information of a host:port.
+// scrubbing messages: a URL's password and sentinel_password values
+// (unescaped and as written, mux.URLSecrets), a suspect port
+// (suspectPort), the user information of a host:port.
 func nodeSecrets(a string) []string {
-	var out []string
-	if pw := mux.URLPassword(a); pw != "" {
-		out = append(out, pw, urlEscapedPassword(a))
-	}
+	out := mux.URLSecrets(a)
 	if p := suspectPort(a); p != "" {
 		out = append(out, p)
 	}

@@ -181,3 +181,18 @@ func withoutPasswordWarning(t *testing.T, stderr string) string {
 	}
 	return rest
 }
+
+// A redis-sentinel:// node's sentinel_password is a password too: hidden in
+// the recorded command line (report.md, summary.json, the hlog header),
+// scrubbed from errors, and warned about on the command line. It was
+// recorded as given.
+func TestSentinelPasswordHidden(t *testing.T) {
+	node := "redis-sentinel://127.0.0.1:1?sentinelMasterId=locks&sentinel_password=SentPW77"
+	cfg, err := ParseArgs([]string{"-nodes", node, "-strategy", "mux"}, noEnv)
+	require.NoError(t, err)
+	require.NotContains(t, cfg.Command, "SentPW77")
+	require.Contains(t, cfg.Command, "sentinel_password=***")
+	require.Contains(t, cfg.secrets(), "SentPW77")
+	require.Contains(t, passwordsIn([]string{"-nodes", node}, nil), "SentPW77")
+	require.Equal(t, "redis-sentinel://127.0.0.1:1?sentinelMasterId=locks&sentinel_password=***&sentinel=x", hideURLPasswords(node+"&sentinel=x"))
+}

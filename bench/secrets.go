@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"strings"
+
+	"github.com/redmux/redmux/mux"
 )
 
 // secrets are the passwords no output may show: -password's,
@@ -100,19 +102,13 @@ func commandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// hideURLPasswords replaces the password of every URL in a -nodes list by
-// ***, keeping the rest (options included) as given.
+// hideURLPasswords replaces the passwords of every URL in a -nodes list
+// (its user information's and its sentinel_password options') by ***,
+// keeping the rest (options included) as given.
 func hideURLPasswords(list string) string {
 	parts := splitNodes(list)
 	for i, a := range parts {
-		k := strings.Index(a, "://")
-		at := strings.LastIndex(a, "@")
-		if k < 0 || at < k {
-			continue
-		}
-		if c := strings.Index(a[k+3:at], ":"); c >= 0 {
-			parts[i] = a[:k+3+c+1] + "***" + a[at:]
-		}
+		parts[i] = mux.HideURLSecrets(a)
 	}
 	for i, a := range parts {
 		// What a malformed address may show of a password (its run
@@ -135,19 +131,6 @@ func (c *Config) secrets() secrets {
 		out = append(out, nodeSecrets(a)...)
 	}
 	return out
-}
-
-// urlEscapedPassword is a URL's password as written (percent-escapes kept).
-func urlEscapedPassword(a string) string {
-	k := strings.Index(a, "://")
-	at := strings.LastIndex(a, "@")
-	if k < 0 || at < k {
-		return ""
-	}
-	if c := strings.Index(a[k+3:at], ":"); c >= 0 {
-		return a[k+3+c+1 : at]
-	}
-	return ""
 }
 
 func shellQuote(s string) string {

@@ -35,7 +35,7 @@ func TestParseTLSAndURLErrors(t *testing.T) {
 	c, err := ParseArgs([]string{"-nodes", "redis://:pw%2Fin-url@127.0.0.1:7000/2,rediss://bob:bobs-pw@h:7001?cacert=" + files.CAFile, "-c", "2"}, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, "redmux-bench -nodes 'redis://:***@127.0.0.1:7000/2,rediss://bob:***@h:7001?cacert="+files.CAFile+"' -c 2", c.Command)
-	require.ElementsMatch(t, []string{"pw/in-url", "pw%2Fin-url", "bobs-pw", "bobs-pw"}, c.secrets())
+	require.ElementsMatch(t, []string{"pw/in-url", "pw%2Fin-url", "bobs-pw"}, c.secrets())
 	// A usage error next to a URL password does not echo it.
 	_, err = ParseArgs([]string{"-nodes=redis://:pw-in-url@127.0.0.1:7000", "-c", "pw-in-url"}, noEnv)
 	require.Error(t, err)
