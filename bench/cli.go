@@ -116,7 +116,7 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 	rep, err := runSweep(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = strings.TrimSuffix(cfg.Out, "/") + "/" + fileSweepReport
+		where = reportAt(cfg.Out, fileSweepReport)
 	}
 	switch {
 	case err == nil:
@@ -148,7 +148,7 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 	rep, err := Run(ctx, cfg, o)
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = strings.TrimSuffix(cfg.Out, "/") + "/" + fileReport
+		where = reportAt(cfg.Out, fileReport)
 	}
 	switch {
 	case err == nil:
@@ -170,6 +170,17 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 	}
 	fmt.Fprintf(stderr, "redmux-bench: %s\n", oneLine(hide(err.Error())))
 	return ExitFailure
+}
+
+// reportAt is the path of the report file name in the -out directory out,
+// or "" when it was not written (no error names a report that is not
+// there).
+func reportAt(out, name string) string {
+	p := strings.TrimSuffix(out, "/") + "/" + name
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

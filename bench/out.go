@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -13,11 +14,15 @@ import (
 // an -out directory that exists and is not empty, without -force.
 var errOutNotEmpty = errors.New("-out directory not empty")
 
-// checkOut refuses an -out directory given on the command line that
-// exists and holds anything, unless -force: a run must not write over
+// checkOut refuses, before the run, outputs that could not be written
+// after it (checkFiles), and an -out directory given on the command line
+// that exists and holds anything, unless -force: a run must not write over
 // another's report silently. The default directory (results/latest) is
 // the latest run's by name and is written over.
 func checkOut(c *Config) error {
+	if err := checkFiles(c); err != nil {
+		return err
+	}
 	if c.Out == "" || c.Force || !c.OutSet {
 		return nil
 	}
@@ -26,6 +31,41 @@ func checkOut(c *Config) error {
 		return err
 	}
 	return &outError{dir: c.Out, fresh: freshOut(c.Out), names: names}
+}
+
+// checkFiles refuses -json, -csv and -hlog files that could not be
+// written once the run is over: one that is a directory, one in a
+// directory that does not exist (the -out directory, made with the
+// report, excepted), two flags naming the same file.
+func checkFiles(c *Config) error {
+	seen := map[string]string{}
+	for _, f := range []struct{ flag, path string }{{"-json", c.JSON}, {"-csv", c.CSV}, {"-hlog", c.Hlog}} {
+		if f.path == "" || f.path == "-" && f.flag != "-hlog" {
+			continue
+		}
+		clean := filepath.Clean(f.path)
+		if other, ok := seen[clean]; ok {
+			return usagef("%s %s: the same file as %s", f.flag, f.path, other)
+		}
+		seen[clean] = f.flag
+		if st, err := os.Stat(clean); err == nil && st.IsDir() {
+			return usagef("%s %s: is a directory", f.flag, f.path)
+		}
+		dir := filepath.Dir(clean)
+		if c.Out != "" && dir == filepath.Clean(c.Out) {
+			continue
+		}
+		st, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return usagef("%s %s: directory %s does not exist", f.flag, f.path, dir)
+		case err != nil:
+			return usagef("%s %s: %v", f.flag, f.path, err)
+		case !st.IsDir():
+			return usagef("%s %s: %s is not a directory", f.flag, f.path, dir)
+		}
+	}
+	return nil
 }
 
 // outNotice is what a run says before it writes over the default -out

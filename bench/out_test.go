@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,66 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 	err := checkOut(&Config{Out: mk("direct", "x"), OutSet: true})
 	if !errors.Is(err, errOutNotEmpty) || !errors.Is(err, ErrUsage) {
 		t.Errorf("checkOut: %v, want errOutNotEmpty and ErrUsage", err)
+	}
+}
+
+// -json, -csv and -hlog files that could not be written after the run are
+// refused before it (exit 2, nothing run, nothing claimed); an -hlog in
+// the -out directory is written (the directory first); and a file that
+// fails to be written after the run keeps neither the others nor the -out
+// directory from being written, and no error names a report that is not
+// there.
+func TestOutputFilesCheckedBeforeTheRun(t *testing.T) {
+	base := t.TempDir()
+	run := []string{"-fake", "1", "-strategy", "mux", "-c", "1", "-n", "20", "-warmup", "0s", "-quiet"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-json", filepath.Join(base, "missing", "x.json")}, "does not exist"},
+		{[]string{"-csv", base}, "is a directory"},
+		{[]string{"-hlog", filepath.Join(base, "missing", "x.hlog")}, "does not exist"},
+		{[]string{"-json", filepath.Join(base, "same"), "-csv", filepath.Join(base, "same")}, "the same file as -json"},
+	} {
+		out := filepath.Join(base, "out-refused")
+		var stdout, stderr bytes.Buffer
+		code := Main(append(append(run, "-out", out), tc.args...), &stdout, &stderr, noEnv)
+		if code != ExitUsage || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), "report:") {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: -out written: %v", tc.args, err)
+		}
+	}
+
+	out := filepath.Join(base, "out")
+	var stdout, stderr bytes.Buffer
+	if code := Main(append(run, "-out", out, "-hlog", filepath.Join(out, "run.hlog")), &stdout, &stderr, noEnv); code != ExitOK {
+		t.Fatalf("-hlog in -out: exit %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{"run.hlog", fileReport} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("-hlog in -out: %v", err)
+		}
+	}
+
+	// a -json that fails after the run (its directory gone meanwhile)
+	dir := filepath.Join(base, "late")
+	a := &artifacts{
+		json:  func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err },
+		csv:   func(w io.Writer) error { _, err := io.WriteString(w, "a,b"); return err },
+		files: []artifact{{fileReport, func(w io.Writer) error { _, err := io.WriteString(w, "# report"); return err }}},
+	}
+	cfg := &Config{Out: filepath.Join(dir, "out"), JSON: filepath.Join(dir, "gone", "x.json"), CSV: filepath.Join(dir, "x.csv")}
+	if err := a.write(cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "x.json") {
+		t.Fatalf("write: %v, want the -json file's error", err)
+	}
+	for _, f := range []string{filepath.Join(dir, "out", fileReport), filepath.Join(dir, "x.csv")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("not written past the failed -json: %v", err)
+		}
+	}
+	if got := reportAt(filepath.Join(dir, "none"), fileReport); got != "" {
+		t.Errorf("reportAt of a report never written: %q", got)
 	}
 }

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,35 +53,39 @@ type artifacts struct {
 }
 
 // write writes the outputs cfg asks for; Run and runSweep both write
-// theirs with it.
+// theirs with it. The -out directory comes first (an -hlog inside it needs
+// it), and a file that fails does not keep the others from being written:
+// the error says which failed.
 func (a *artifacts) write(cfg *Config, stdout io.Writer) error {
+	var errs []error
+	if cfg.Out != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, f := range a.files {
+				if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
+					errs = append(errs, err)
+					break
+				}
+			}
+		}
+	}
 	if cfg.JSON != "" {
 		if err := writeTo(cfg.JSON, stdout, a.json); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
 	if cfg.CSV != "" {
 		if err := writeTo(cfg.CSV, stdout, a.csv); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
 	if cfg.Hlog != "" && a.hlog != nil {
 		if err := writeFile(cfg.Hlog, a.hlog); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	if cfg.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
-	}
-	for _, f := range a.files {
-		if err := writeFile(filepath.Join(cfg.Out, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // writeOutputs writes a run's outputs: -json, -csv, -hlog and the -out
