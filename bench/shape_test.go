@@ -27,6 +27,19 @@ func TestShapeFlags(t *testing.T) {
 	c, err := ParseArgs([]string{"-real-local", "2", "-shape", "cluster"}, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, []string{strategyMux}, c.Strategies, "-strategy all with a cluster shape")
+
+	// the same for cluster and Sentinel nodes given in -nodes: seq and
+	// fanout are refused before anything runs, "all" is mux alone
+	for _, node := range []string{"redis-cluster://127.0.0.1:7000?seed=127.0.0.1:7001", "redis-sentinel://127.0.0.1:26379?sentinelMasterId=m"} {
+		for _, strategy := range []string{"seq", "fanout,mux"} {
+			_, err := ParseArgs([]string{"-nodes", "127.0.0.1:7005," + node, "-strategy", strategy}, noEnv)
+			require.ErrorIs(t, err, ErrUsage, "%s %s", node, strategy)
+			require.Contains(t, err.Error(), "runs -strategy mux only", "%s %s", node, strategy)
+		}
+		c, err := ParseArgs([]string{"-nodes", node}, noEnv)
+		require.NoError(t, err)
+		require.Equal(t, []string{strategyMux}, c.Strategies, "-strategy all with %s", node)
+	}
 }
 
 // -real-local -shape cluster starts one Redis Cluster per node, measures

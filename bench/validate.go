@@ -174,15 +174,28 @@ func checkShape(c *Config, set map[string]bool) error {
 	return nil
 }
 
-// parseStrategies sets c.Strategies from -strategy.
+// parseStrategies sets c.Strategies from -strategy. seq and fanout dial
+// fixed addresses: with cluster or Sentinel nodes (-shape, or
+// redis-cluster:// and redis-sentinel:// in -nodes) "all" is mux alone,
+// and naming them is a usage error.
 func parseStrategies(c *Config, strategy string) error {
+	routed := ""
+	if c.Shape != shapeStandalone {
+		routed = "-shape " + c.Shape
+	}
+	for _, a := range c.Nodes {
+		for _, scheme := range []string{mux.SentinelScheme, mux.ClusterScheme} {
+			if routed == "" && strings.HasPrefix(strings.ToLower(a), scheme+"://") {
+				routed = "a " + scheme + ":// node"
+			}
+		}
+	}
 	for _, s := range strings.Split(strategy, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "all":
-			if c.Workload == load.WorkloadFenced || c.Shape != shapeStandalone {
+			if c.Workload == load.WorkloadFenced || routed != "" {
 				// mux is the only one with fencing tokens, and with
-				// cluster and Sentinel nodes (seq and fanout dial fixed
-				// addresses)
+				// cluster and Sentinel nodes
 				c.Strategies = append(c.Strategies, strategyMux)
 				continue
 			}
@@ -191,8 +204,8 @@ func parseStrategies(c *Config, strategy string) error {
 			if c.Workload == load.WorkloadFenced {
 				return usagef("-workload fenced runs -strategy mux only (seq and fanout have no fencing tokens)")
 			}
-			if c.Shape != shapeStandalone {
-				return usagef("-shape %s runs -strategy mux only (seq and fanout dial fixed addresses)", c.Shape)
+			if routed != "" {
+				return usagef("%s runs -strategy mux only (seq and fanout dial fixed addresses)", routed)
 			}
 			c.Strategies = append(c.Strategies, s)
 		case strategyMux:
