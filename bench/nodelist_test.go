@@ -71,6 +71,7 @@ func TestNodesPasswordWithComma(t *testing.T) {
 	sum, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
 	require.Contains(t, string(sum), "redis://:***@"+c.Addrs()[0])
+	require.Contains(t, string(sum), `"password_set": true`, "the nodes' URLs carry a password")
 
 	// A wrong password with a comma: refused, never echoed.
 	errb.Reset()

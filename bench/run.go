@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -366,7 +367,7 @@ func reportConfig(cfg *Config, t *target, p lockParams) ReportConfig {
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, MuxTransport: cfg.transportName(), DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
-		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "", DB: cfg.DB,
+		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "" || slices.ContainsFunc(t.addrs, func(a string) bool { return len(mux.URLSecrets(a)) > 0 }), DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
