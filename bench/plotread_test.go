@@ -94,4 +94,12 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	var h bytes.Buffer
 	writeHeadroom(&h, &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", Knee: &sweepStep{}, KneeRate: 100}}})
 	require.NotContains(t, h.String(), "| mux |", "no all-dash headroom table")
+	// no knee and no -capacity-rate: no plan stated, no Provisioning
+	// bounds invoked that were not computed
+	require.NotContains(t, h.String(), "Planning at")
+	require.NotContains(t, h.String(), "upper bounds stand")
+	require.Contains(t, h.String(), "no capacity to plan at 70% of")
+	h.Reset()
+	writeHeadroom(&h, &sweepReport{Config: ReportConfig{CapacityRate: 500}, Strategies: []*sweepStrategy{{Name: "mux", Knee: &sweepStep{}, KneeRate: 100}}})
+	require.Contains(t, h.String(), "The Provisioning section's upper bounds stand.")
 }

@@ -306,6 +306,9 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 			}
 			if st == ss.Knee {
 				verdict = "**knee**"
+				if !ss.Saturated {
+					verdict = "held, the highest rate tried (the knee is above it)"
+				}
 			}
 			if st.Refinement {
 				verdict += " (refinement)"
@@ -608,6 +611,22 @@ func writeHeadroom(w io.Writer, rep *sweepReport) {
 	}
 	fmt.Fprintln(w, "### Headroom")
 	fmt.Fprintln(w)
+	planned := false
+	for _, ss := range rep.Strategies {
+		planned = planned || ss.Knee != nil && ss.Saturated
+	}
+	if !planned {
+		// No all-dash table, and no plan stated that is not made.
+		fmt.Fprintf(w, "No strategy reached a knee (none saturated, or none held): there is no capacity to plan at %.0f%% of.", utilisation*100)
+		if len(rates) > 0 {
+			fmt.Fprint(w, " The Provisioning section's upper bounds stand.")
+		} else {
+			fmt.Fprint(w, " Sweep to higher rates to find it.")
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w)
+		return
+	}
 	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", utilisation*100, n)
 	if len(rates) == 0 {
 		fmt.Fprintln(w, " Give -capacity-rate to size a target.")
@@ -615,16 +634,6 @@ func writeHeadroom(w io.Writer, rep *sweepReport) {
 	} else {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w)
-	}
-	planned := false
-	for _, ss := range rep.Strategies {
-		planned = planned || ss.Knee != nil && ss.Saturated
-	}
-	if !planned {
-		// No all-dash table.
-		fmt.Fprintln(w, "No strategy reached a knee (none saturated, or none held): there is no capacity to plan at 70% of. The Provisioning section's upper bounds stand.")
-		fmt.Fprintln(w)
-		return
 	}
 	head := []string{"strategy", "planned ops/s (70% of knee)"}
 	for _, r := range rates {
