@@ -31,7 +31,7 @@ func TestParseDefaults(t *testing.T) {
 func TestParseValues(t *testing.T) {
 	c, err := ParseArgs([]string{"-nodes", "10.0.0.1:6379, 10.0.0.2:6379,[::1]:7000", "-strategy", "seq,mux", "-c", "3",
 		"-n", "1000", "-keys", "7", "-ttl", "2s", "-rate", "500", "-workload", "acquire-extend-release",
-		"-user", "u", "-db", "2", "-json", "x.json", "-hlog", "x.hlog", "-out", "", "-quiet"}, noEnv)
+		"-user", "u", "-password", "pw", "-db", "2", "-json", "x.json", "-hlog", "x.hlog", "-out", "", "-quiet"}, noEnv)
 	require.NoError(t, err)
 	require.Equal(t, []string{"10.0.0.1:6379", "10.0.0.2:6379", "[::1]:7000"}, c.Nodes)
 	require.Equal(t, []string{"seq", "mux"}, c.Strategies)
@@ -109,7 +109,10 @@ func TestPasswordFromEnvAndRedacted(t *testing.T) {
 }
 
 func TestMainUsageExitCodes(t *testing.T) {
-	for _, args := range [][]string{{"-bogus"}, {"-d", "soon"}, {"merge"}, {"merge", "-x"}, {"-strategy", "nope"}} {
+	for _, args := range [][]string{{"-bogus"}, {"-d", "soon"}, {"merge"}, {"merge", "-x"}, {"-strategy", "nope"},
+		// refused before anything runs (they failed after "measuring:", exit 1)
+		{"-nodes", "127.0.0.1:99999"}, {"-nodes", "127.0.0.1:0"}, {"-ttl", "2ms"}, {"-user", "app"},
+		{"-nodes", "127.0.0.1:7000", "-tls", "-cacert", "/nonexistent/ca.pem"}} {
 		var out, errb bytes.Buffer
 		code := Main(args, &out, &errb, noEnv)
 		require.Equal(t, ExitUsage, code, "%v", args)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/redmux/redmux/mux"
@@ -171,8 +172,12 @@ func checkNode(a string) error {
 	if strings.Contains(a, "@") {
 		return usagef("bad -nodes address %q: want host:port, or a redis:// or rediss:// URL for a user and password (redis://[user]:password@host:port)", shownNode(a))
 	}
-	if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil || port == "" {
 		return usagef("bad -nodes address %q: want host:port or a redis:// or rediss:// URL", a)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return usagef("bad -nodes address %q: the port must be 1..65535", a)
 	}
 	return nil
 }

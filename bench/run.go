@@ -176,13 +176,21 @@ type session struct {
 	env    Env
 }
 
+// driftFactor and driftFixed are the clock drift allowance of every
+// strategy's locks: validity = ttl - elapsed - (ttl*driftFactor +
+// driftFixed), the Redlock page's and redlock's defaults.
+const (
+	driftFactor = 0.01
+	driftFixed  = 2 * time.Millisecond
+)
+
 // prepare sets up the target of cfg (starting the embedded cluster or local
 // servers), checks every node, applies -latency, -node-cap and -fault, and
 // describes the run. The caller closes sess.t.
 func prepare(ctx context.Context, cfg *Config) (*session, error) {
 	params := lockParams{
 		TTL: cfg.TTL, Timeout: cfg.Timeout, DialTimeout: time.Second,
-		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond,
+		DriftFactor: driftFactor, DriftFixed: driftFixed,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
 		Fencing: cfg.Workload == load.WorkloadFenced, DirectWait: cfg.DirectWait,
 		Transport: cfg.Transport,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/load"
+	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -58,6 +59,12 @@ func checkTLS(c *Config, set map[string]bool) error {
 	case (c.Cert == "") != (c.Key == ""):
 		return usagef("-cert and -key go together")
 	}
+	if c.TLS && c.RealLocal == 0 {
+		// the files are read now, not after "measuring:"
+		if _, err := c.tlsConfig(); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	for _, a := range c.Nodes {
 		if c.TLS && strings.HasPrefix(a, "redis://") {
 			return usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
@@ -105,6 +112,10 @@ func checkRanges(c *Config, set map[string]bool) error {
 		return usagef("-keys must be 1..10000000, got %d", c.Keys)
 	case c.TTL < time.Millisecond:
 		return usagef("-ttl must be at least 1ms, got %v", c.TTL)
+	case lockrule.Drift(c.TTL, driftFactor, driftFixed) >= c.TTL:
+		return usagef("-ttl %v leaves no validity after the clock drift allowance %v (ttl*%g + %v): give at least 3ms", c.TTL, lockrule.Drift(c.TTL, driftFactor, driftFixed), driftFactor, driftFixed)
+	case c.User != "" && c.Password == "":
+		return usagef("-user %s needs a password: $%s (or -password)", c.User, envPassword)
 	case c.Timeout <= 0:
 		return usagef("-timeout must be positive, got %v", c.Timeout)
 	case c.Rate < 0:
