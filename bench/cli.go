@@ -101,7 +101,9 @@ func (c *cli) lockRun(args []string, parse func([]string, func(string) string) (
 		fmt.Fprintln(c.stderr, passwordWarning)
 	}
 	c.secrets = append(c.secrets, cfg.Password)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a terminal closed under a run stops it as Ctrl-C does
+	// (the report written, local servers stopped), not killed outright
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		// After the first signal, a second one ends the process at once.

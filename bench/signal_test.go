@@ -22,7 +22,14 @@ import (
 // interrupted, and the exit status is 130. (-timeout 2s: under load a 50ms
 // stall fails a release, which is not what this tests; two full -race runs
 // on 2 shared cores at load average 5-8 saw release_no_quorum:2 that way.)
-func TestSIGINTKeepsFinishedResults(t *testing.T) {
+func TestSIGINTKeepsFinishedResults(t *testing.T) { signalKeepsFinishedResults(t, syscall.SIGINT) }
+
+// SIGHUP (the terminal closed under a run) stops it as cleanly, the
+// report written (it killed the process outright: no report, and
+// -real-local's temporary directories were left behind).
+func TestSIGHUPKeepsFinishedResults(t *testing.T) { signalKeepsFinishedResults(t, syscall.SIGHUP) }
+
+func signalKeepsFinishedResults(t *testing.T, sig syscall.Signal) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -65,7 +72,7 @@ wait:
 			t.Fatalf("no mux progress line within 30s: %q", got)
 		}
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, cmd.Process.Signal(sig))
 	for l := range lines {
 		got = append(got, l)
 	}
