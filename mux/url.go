@@ -47,11 +47,15 @@ var urlOptions = []string{"db", "protocol", "client_name", "skip_verify", "insec
 // replaced by *** (user:*** for user:password, *** for a user information
 // without a colon, which is often a password typed without it), and its
 // query left out. Anything that is not a URL is
-// returned as it is. It works on malformed URLs too, so that an error about
-// one never shows its password.
+// returned as it is, but for what precedes an '@' (no host:port holds one:
+// a password typed in, ":secret@host:port"), shown as ***. It works on
+// malformed URLs too, so that an error about one never shows its password.
 func RedactURL(addr string) string {
 	i := strings.Index(addr, "://")
 	if i < 0 {
+		if at := strings.LastIndexByte(addr, '@'); at >= 0 {
+			return "***" + addr[at:]
+		}
 		return addr
 	}
 	rest := addr[i+3:]

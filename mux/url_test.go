@@ -114,6 +114,9 @@ func TestParseAddrErrors(t *testing.T) {
 		{"redis://:12/Secret@h:1", "malformed URL"},
 		{"redis://:12?db=Secret@h:1", "malformed URL"},
 		{"redis://:2024#Secret@h:1", "malformed URL"},
+		// a host:port with a password typed in (no URL)
+		{":Sup3rSecret@127.0.0.1:6380", "want host:port"},
+		{"app:Sup3rSecret@127.0.0.1:6380", "want host:port"},
 	}
 	for _, c := range cases {
 		_, err := New(Config{Addrs: []string{c.addr}})
@@ -149,6 +152,7 @@ func TestRedactURL(t *testing.T) {
 		"redis://u:pw@h:1?client_name=a@b":  "redis://u:***@h:1",
 		"redis://h:1/0?client_name=a@b":     "redis://h:1/0",
 		"redis-sentinel://h:26379?sentinelMasterId=m&sentinel_password=Tr0@horse": "redis-sentinel://h:26379",
+		":pw@127.0.0.1:6380": "***@127.0.0.1:6380",
 	}
 	for in, want := range cases {
 		if got := RedactURL(in); got != want {
