@@ -17,10 +17,11 @@ import (
 // with -tags redmux_portable, and for every client with a TLS node; same
 // engine, same semantics, more goroutines.
 type netDriver struct {
-	c    *Client
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	live map[*netLink]struct{}
+	c      *Client
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	live   map[*netLink]struct{}
+	closed bool // close has begun: spawn starts nothing more
 }
 
 var _ driver = (*netDriver)(nil)
@@ -118,8 +119,26 @@ func (d *netDriver) setup(node, shard int, nc net.Conn, deadline time.Time) (lin
 
 func (d *netDriver) closing() {} // dials watch the client's life context
 
+// spawn runs f on a goroutine that close waits for, unless close has
+// begun (then it reports false and runs nothing: the connections are
+// being closed, nothing is left to write).
+func (d *netDriver) spawn(f func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f()
+	}()
+	return true
+}
+
 func (d *netDriver) close() {
 	d.mu.Lock()
+	d.closed = true
 	for l := range d.live {
 		l.abort()
 	}

@@ -58,7 +58,10 @@ func (l *netLink) wantWrite(on bool) error {
 	}
 	if on {
 		cn := l.cn
-		time.AfterFunc(time.Millisecond, cn.writable)
+		l.d.spawn(func() {
+			time.Sleep(time.Millisecond)
+			cn.writable()
+		})
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func (e *tlsError) Unwrap() []error { return []error{ErrTLS, e.err} }
 func (d *netDriver) dialTLS(node int, nc net.Conn, deadline time.Time) (link, error) {
 	c := d.c
 	ns := &c.cfg.nodes[node]
-	sc := &spillConn{Conn: nc}
+	sc := &spillConn{Conn: nc, d: d}
 	cfg, noCert := watchClientCert(ns.tls)
 	tc := tls.Client(sc, cfg)
 	_ = tc.SetDeadline(deadline)
@@ -159,6 +159,7 @@ type spillConn struct {
 	resume   bool   // the engine waits for the flush (wantWrite(true))
 	cn       *pconn // the link's connection, set by start
 	err      error  // the flush failed: the connection is broken
+	d        *netDriver
 }
 
 // Write is called by the TLS layer with whole records, one caller at a
@@ -185,7 +186,10 @@ func (s *spillConn) Write(b []byte) (int, error) {
 		shortWrites.Add(1)
 		s.spill = append(s.spill[:0], b[n:]...)
 		s.flushing = true
-		go s.flush()
+		if !s.d.spawn(s.flush) {
+			s.flushing = false
+			return n, ErrClosed
+		}
 	}
 	return len(b), nil
 }
@@ -246,5 +250,5 @@ func (s *spillConn) wantWrite(cn *pconn) {
 		s.resume = true
 		return
 	}
-	go cn.writable()
+	s.d.spawn(cn.writable)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -359,4 +360,41 @@ func TestTLSHandshakeBoundedByDialTimeout(t *testing.T) {
 		t.Fatalf("New took %v with DialTimeout 200ms", d)
 	}
 	checkAllDown(t, c, ErrTLS, "no handshake within DialTimeout (200ms)", "")
+}
+
+// TestRealTLSCloseDuringFlush closes a client while a spilled TLS write
+// is being flushed to a paused node: when Close returns, the flush (and
+// any writer it would resume) has ended, as Close promises: no goroutine
+// of the client remains.
+func TestRealTLSCloseDuringFlush(t *testing.T) {
+	files := redistest.Certs(t, redisproc.CertOptions{})
+	srv := redistest.StartN(t, 1, redistest.Options{TLS: files})
+	c, err := New(Config{Addrs: redistest.Addrs(srv), TLS: tlsConfig(t, files), Conns: 1, Timeout: time.Second, HardTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	short := shortWrites.Load()
+	val := strings.Repeat("x", 256<<10)
+	_ = srv[0].Pause()
+	defer func() { _ = srv[0].Resume() }()
+	b := c.NewBatch()
+	for i := 0; i < 200 && shortWrites.Load() == short; i++ {
+		b.Reset()
+		b.Broadcast(resp.AppendCommand(b.Scratch(), "SET", uniqueKey("big"), val))
+		if _, err := c.Do(context.Background(), b, Policy{Timeout: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if shortWrites.Load() == short {
+		t.Fatal("200 large writes to a paused node never found the socket full")
+	}
+	c.Close()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range []string{"(*spillConn).flush", "(*pconn).writable", "(*pconn).readable"} {
+		if strings.Contains(stacks, f) {
+			t.Fatalf("%s still runs after Close returned:\n%s", f, stacks)
+		}
+	}
 }
