@@ -109,8 +109,9 @@ type Event struct {
 	Err error
 	// Attempts (OpAcquire): attempts made.
 	Attempts int
-	// Contended (OpAcquire): an attempt found the resource held by another
-	// value on some node.
+	// Contended (OpAcquire): an attempt that failed found the resource
+	// held by another value on some node (the winning attempt's answers
+	// are not read for it: a grant at the quorum returns before the rest).
 	Contended bool
 	// Node, Addr (OpNodeError): the node's index and address (without a
 	// password); In: the operation it failed in. Node is -1 otherwise.
