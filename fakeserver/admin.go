@@ -233,9 +233,10 @@ func fakeDown(x adminCtx) {
 	n := x.n
 	x.ok()
 	n.afterReply(x.cmdCtx, func() {
-		n.Down()
+		gen := n.down()
 		if d > 0 && n.sleep(d) {
-			n.Up()
+			_, _ = n.upIf(gen) // not if the node was taken down again meanwhile
+			n.timerRuns.Add(1)
 		}
 	})
 }
@@ -246,11 +247,12 @@ func fakeBlackhole(x adminCtx) {
 		return
 	}
 	n := x.n
-	n.Blackhole()
+	gen := n.blackhole()
 	if d > 0 {
 		n.goBG(func() {
 			if n.sleep(d) {
-				n.Heal()
+				n.endBlackhole(gen) // this blackhole only, if still current
+				n.timerRuns.Add(1)
 			}
 		})
 	}
@@ -360,11 +362,12 @@ func fakePartition(x adminCtx) {
 		}
 	}
 	n := x.n
-	n.Partition(d)
+	gen := n.partition(d)
 	if after > 0 && d != NoPartition {
 		n.goBG(func() {
-			if n.sleep(after) && n.Partitioned() == d {
-				n.Partition(NoPartition)
+			if n.sleep(after) {
+				n.endPartition(gen) // this partition only, if still current
+				n.timerRuns.Add(1)
 			}
 		})
 	}

@@ -267,25 +267,25 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 			} else {
 				cnt.PartitionRequests.Add(1)
 			}
-			n.Partition(dir)
+			gen := n.partition(dir)
 			sleepCtx(ctx, d)
-			n.Partition(NoPartition)
+			n.endPartition(gen)
 		}})
 	}
 	if p.DownUp {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.Down.Add(1)
-			n.Down()
+			gen := n.down()
 			sleepCtx(ctx, d)
-			n.Up()
+			_, _ = n.upIf(gen)
 		}})
 	}
 	if p.Blackhole {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.Blackhole.Add(1)
-			n.Blackhole()
+			gen := n.blackhole()
 			sleepCtx(ctx, d)
-			n.Heal()
+			n.endBlackhole(gen)
 		}})
 	}
 	if p.RestartKeep {

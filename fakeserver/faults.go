@@ -74,9 +74,32 @@ func (n *Node) SetReplyDelay(fixed, jitter time.Duration) { n.SetLatency(fixed, 
 // arrived would be reset (a byte stream cannot skip a reply, so the
 // client's reply matching stays true). Only one direction is cut at a
 // time; a second call replaces the first.
-func (n *Node) Partition(d Direction) {
+func (n *Node) Partition(d Direction) { n.partition(d) }
+
+// partition is Partition; it returns the generation of this call, for
+// endPartition.
+func (n *Node) partition(d Direction) uint64 {
 	n.faultMu.Lock()
 	defer n.faultMu.Unlock()
+	n.partGen++
+	n.setPartLocked(d)
+	return n.partGen
+}
+
+// endPartition ends the partition set by the partition call of generation
+// gen, if no later Partition call replaced it: a timer ends only its own
+// fault.
+func (n *Node) endPartition(gen uint64) {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if n.partGen == gen {
+		n.setPartLocked(NoPartition)
+	}
+}
+
+// setPartLocked sets the partition; ending one closes the connections that
+// lost a request or a reply. Callers hold faultMu.
+func (n *Node) setPartLocked(d Direction) {
 	old := Direction(n.part.Swap(int32(d)))
 	if d == NoPartition && old != NoPartition {
 		n.closeLost()
@@ -251,11 +274,37 @@ func randDuration(max time.Duration) time.Duration {
 // Blackhole makes the node a partition: it keeps accepting connections and
 // reading requests but executes and answers nothing (FAKE admin commands
 // excepted) until Heal.
-func (n *Node) Blackhole() {
+func (n *Node) Blackhole() { n.blackhole() }
+
+// blackhole is Blackhole; it returns the generation of this call, for
+// endBlackhole. A call while a blackhole is on keeps its held requests and
+// takes it over (a timer of the earlier call no longer ends it).
+func (n *Node) blackhole() uint64 {
 	n.faultMu.Lock()
 	defer n.faultMu.Unlock()
+	n.holeGen++
 	if n.hole.Load() == nil {
 		n.hole.Store(&gate{ch: make(chan struct{})})
+	}
+	return n.holeGen
+}
+
+// endBlackhole ends the blackhole set by the blackhole call of generation
+// gen, if no later Blackhole call took it over; it leaves partitions alone.
+func (n *Node) endBlackhole(gen uint64) {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	if n.holeGen == gen {
+		n.openHoleLocked()
+	}
+}
+
+// openHoleLocked ends the blackhole, if any: its held requests run.
+// Callers hold faultMu.
+func (n *Node) openHoleLocked() {
+	if g := n.hole.Load(); g != nil {
+		n.hole.Store(nil)
+		close(g.ch)
 	}
 }
 
@@ -267,13 +316,8 @@ func (n *Node) Blackhole() {
 func (n *Node) Heal() {
 	n.faultMu.Lock()
 	defer n.faultMu.Unlock()
-	if g := n.hole.Load(); g != nil {
-		n.hole.Store(nil)
-		close(g.ch)
-	}
-	if n.part.Swap(int32(NoPartition)) != int32(NoPartition) {
-		n.closeLost()
-	}
+	n.openHoleLocked()
+	n.setPartLocked(NoPartition)
 }
 
 // SetClock skews the node's clock, used for every expiry decision:

@@ -85,7 +85,7 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	n.Down()
+	gen := n.down()
 	n.mu.Lock()
 	cut := int64(time.Since(n.base) - lag)
 	for db := range n.dbs {
@@ -98,5 +98,5 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 	n.touchDB(-1)
 	n.mu.Unlock()
 	n.newLife(0, false, true)
-	return n.comeBack(delay)
+	return n.comeBack(gen, delay)
 }

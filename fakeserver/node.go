@@ -107,12 +107,16 @@ type Node struct {
 	reqFixed  atomic.Int64 // request delay (faults.go)
 	reqJitter atomic.Int64
 	part      atomic.Int32 // Direction cut by Partition
+	holeGen   uint64       // Blackhole calls so far, guarded by faultMu (a timer ends only its own)
+	partGen   uint64       // Partition calls so far, guarded by faultMu
+	timerRuns atomic.Int64 // fault timers that have run out (acted or not); tests wait on it
 	capEvery  atomic.Int64 // throughput cap: ns of service per command (faults.go); 0 = none
 	capMu     sync.Mutex
 	capNext   int64 // unix ns when the next command may run, guarded by capMu
 
 	// lifecycle
 	ctl       sync.Mutex // serializes Down/Up/Restart/Close
+	downGen   uint64     // Down calls so far (Restart's and Failover's included), guarded by ctl
 	ln        net.Listener
 	serveDone chan struct{}
 	connMu    sync.Mutex
@@ -311,10 +315,15 @@ func (n *Node) Close() error {
 
 // Down closes the listener (new connections are refused) and drops every
 // open connection. It returns once they are all gone.
-func (n *Node) Down() {
+func (n *Node) Down() { n.down() }
+
+// down is Down; it returns the generation of this Down, for upIf.
+func (n *Node) down() uint64 {
 	n.ctl.Lock()
 	defer n.ctl.Unlock()
+	n.downGen++
 	n.downLocked()
+	return n.downGen
 }
 
 func (n *Node) downLocked() {
@@ -344,6 +353,23 @@ func (n *Node) Up() { _ = n.up() }
 func (n *Node) up() error {
 	n.ctl.Lock()
 	defer n.ctl.Unlock()
+	return n.upLocked()
+}
+
+// upIf brings the node up only if the Down of generation gen is still the
+// latest: a timer that ends a down (FAKE DOWN <duration>, a restart's
+// delay) must not undo a later Down. superseded is true if it did nothing
+// for that reason.
+func (n *Node) upIf(gen uint64) (superseded bool, err error) {
+	n.ctl.Lock()
+	defer n.ctl.Unlock()
+	if n.downGen != gen {
+		return true, nil
+	}
+	return false, n.upLocked()
+}
+
+func (n *Node) upLocked() error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
@@ -374,24 +400,27 @@ func (n *Node) IsDown() bool {
 
 // Restart drops every connection, wipes the keyspace and the script cache
 // if loseData, stays unreachable (connections refused) for delay, then
-// accepts again on the same address. It returns when the node is back.
+// accepts again on the same address. It returns when the node is back, or
+// after delay if a Down during the delay took the node down again (it then
+// stays down: the later Down wins).
 // The node comes back as a new process: a new run_id, uptime from zero,
 // and a new master_replid when it lost its data (docs/OPERATIONS.md).
 func (n *Node) Restart(loseData bool, delay time.Duration) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	n.Down()
+	gen := n.down()
 	if loseData {
 		n.wipe()
 	}
 	n.newLife(0, !loseData, false)
-	return n.comeBack(delay)
+	return n.comeBack(gen, delay)
 }
 
-// comeBack ends a Restart or Failover: the node stays away for delay,
-// then accepts again on its address.
-func (n *Node) comeBack(delay time.Duration) error {
+// comeBack ends a Restart or Failover whose Down had generation gen: the
+// node stays away for delay, then accepts again on its address, unless
+// another Down came meanwhile.
+func (n *Node) comeBack(gen uint64, delay time.Duration) error {
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
@@ -401,7 +430,7 @@ func (n *Node) comeBack(delay time.Duration) error {
 			return ErrClosed
 		}
 	}
-	if err := n.up(); err != nil {
+	if _, err := n.upIf(gen); err != nil {
 		return err
 	}
 	n.stats.restarts.Add(1)
