@@ -42,7 +42,7 @@ func init() {
 		{name: "HEAL", min: 0, max: 0, run: func(x adminCtx) { x.n.Heal(); x.ok() },
 			help: []string{"End a blackhole; held requests are then executed and answered in order."}},
 		{name: "RESTART", args: "[LOSE|KEEP] [<delay>]", min: 0, max: 2, run: fakeRestart,
-			help: []string{"Drop all connections, optionally wipe data and scripts (LOSE), stay unreachable for delay, accept again."}},
+			help: []string{"Drop all connections and the script cache, optionally wipe data (LOSE), stay unreachable for delay, accept again."}},
 		{name: "CLOCK", args: "<offset> [<driftrate>]", min: 1, max: 2, run: fakeClock,
 			help: []string{"Node clock = real + offset + driftrate*elapsed; used for expiry. Offset may be negative (-2s)."}},
 		{name: "FAILNEXT", args: "<k> <error text ...>", min: 2, max: -1, run: fakeFailNext,

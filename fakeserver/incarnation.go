@@ -77,7 +77,8 @@ func (n *Node) infoReplication(line func(k, v string)) {
 // Failover models a failover to a replica that lagged lag behind: every
 // connection is dropped, every key written (set, changed or extended) in
 // the last lag is lost (a key changed within it is gone, not put back to
-// its older value: a harsher loss than a real replica's), and the node
+// its older value: a harsher loss than a real replica's), the script
+// cache is emptied (EVALSHA answers NOSCRIPT), and the node
 // comes back after delay as a promoted replica: a new run_id and
 // master_replid, the old one as master_replid2, second_repl_offset set,
 // uptime from zero. It returns when the node is back.
@@ -97,6 +98,7 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 	}
 	n.touchDB(-1)
 	n.mu.Unlock()
+	n.flushScripts() // a promoted replica's script cache is its own
 	n.newLife(0, false, true)
 	return n.comeBack(gen, delay)
 }

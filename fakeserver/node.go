@@ -398,8 +398,9 @@ func (n *Node) IsDown() bool {
 	return n.ln == nil
 }
 
-// Restart drops every connection, wipes the keyspace and the script cache
-// if loseData, stays unreachable (connections refused) for delay, then
+// Restart drops every connection, wipes the keyspace if loseData, empties
+// the script cache (always: Redis never persists EVAL scripts, so EVALSHA
+// answers NOSCRIPT after any restart), stays unreachable (connections refused) for delay, then
 // accepts again on the same address. It returns when the node is back, or
 // after delay if a Down during the delay took the node down again (it then
 // stays down: the later Down wins).
@@ -413,6 +414,7 @@ func (n *Node) Restart(loseData bool, delay time.Duration) error {
 	if loseData {
 		n.wipe()
 	}
+	n.flushScripts()
 	n.newLife(0, !loseData, false)
 	return n.comeBack(gen, delay)
 }
@@ -442,9 +444,16 @@ func (n *Node) wipe() {
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
+	n.touchDB(-1)
+	n.mu.Unlock()
+}
+
+// flushScripts empties the script cache and drops the Lua state, as a new
+// process starts with neither (Restart, Failover).
+func (n *Node) flushScripts() {
+	n.mu.Lock()
 	n.scripts = make(map[string]string)
 	n.resetLua()
-	n.touchDB(-1)
 	n.mu.Unlock()
 }
 
