@@ -142,6 +142,7 @@ func (n *Node) luaState() *scriptEngine {
 		}))
 	}
 	limitBuiltins(L)
+	fixBase(L) // luabase.go
 	for _, name := range []string{"dofile", "loadfile", "loadstring", "load", "module", "require", "newproxy", "collectgarbage", "print", "_printregs"} {
 		g.RawSetString(name, lua.LNil)
 	}
