@@ -180,6 +180,8 @@ func (n *Node) luaState() *scriptEngine {
 		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
 		r.RawSetString(k, lua.LNumber(v))
 	}
+	r.RawSetString("REDIS_VERSION", lua.LString(Version)) // as INFO's redis_version
+	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
 	g.RawSetString("redis", r)
 	e.keys, e.argv = L.NewTable(), L.NewTable()
 	g.RawSetString("KEYS", e.keys)

@@ -32,3 +32,24 @@ func TestLuaPcallReturnsErrString(t *testing.T) {
 		{`local ok, e = pcall(redis.call, 'SET', 'k') return e`, bulk("ERR Wrong number of args calling Redis command from script")},
 	})
 }
+
+// math.huge is +Inf, and redis.REDIS_VERSION/REDIS_VERSION_NUM match INFO's
+// redis_version (real redis-server 7.0.15: 1, "7.0.15", 458767).
+func TestLuaMathHugeAndRedisVersion(t *testing.T) {
+	evalCases(t, []struct{ script, want string }{
+		{`return 1e308*10 == math.huge and 1 or 0`, ":1\r\n"},
+		{`return -1e308*10 == -math.huge and 1 or 0`, ":1\r\n"},
+		{`return math.huge > 1.7976931348623157e308 and 1 or 0`, ":1\r\n"},
+		{`return redis.REDIS_VERSION`, bulk(Version)},
+		{`return redis.REDIS_VERSION_NUM`, ":458767\r\n"},
+		{`return type(redis.REDIS_VERSION_NUM)`, bulk("number")},
+	})
+	if Version != "7.0.15" {
+		t.Errorf("Version %q: update REDIS_VERSION_NUM's expected value", Version)
+	}
+	for v, want := range map[string]int{"7.0.15": 0x07000f, "6.2.14": 0x06020e, "7.2": 0x070200} {
+		if got := versionNum(v); got != want {
+			t.Errorf("versionNum(%q) = %#x, want %#x", v, got, want)
+		}
+	}
+}
