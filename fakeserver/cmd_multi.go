@@ -40,7 +40,7 @@ func cmdDiscard(n *Node, c cmdCtx) {
 		return
 	}
 	c.fc.inMulti, c.fc.multiDirty, c.fc.multiQ = false, false, nil
-	n.unwatchAll(c.fc, c.held)
+	n.dropWatches(c.fc, c.held)
 	c.ok()
 }
 
@@ -57,9 +57,9 @@ func cmdExec(n *Node, c cmdCtx) {
 		c.err("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	if n.lua.busy.Load() {
-		n.unwatchAll(fc, c.held)
-		c.err(busyErr)
+	if n.lua.busy.Load() { // turned busy since dispatch looked
+		n.dropWatches(fc, c.held)
+		c.err("EXECABORT Transaction discarded because of: " + busyErr)
 		return
 	}
 	n.mu.Lock()
@@ -78,6 +78,16 @@ func cmdExec(n *Node, c cmdCtx) {
 	}
 	n.unwatchLocked(fc)
 	n.mu.Unlock()
+}
+
+// execAbort is Redis's execCommandAbort, for an EXEC rejected before it
+// runs (wrong arity, a busy script): the transaction, if any, and the
+// watches are discarded, and EXEC answers "-EXECABORT Transaction discarded
+// because of: <why>".
+func (n *Node) execAbort(fc *fconn, why string) {
+	fc.inMulti, fc.multiDirty, fc.multiQ = false, false, nil
+	n.dropWatches(fc, false)
+	fc.out.WriteError("EXECABORT Transaction discarded because of: " + why)
 }
 
 func cmdWatch(n *Node, c cmdCtx) {
@@ -103,9 +113,27 @@ func cmdUnwatch(n *Node, c cmdCtx) {
 	c.ok()
 }
 
+// dropWatches drops fc's watches at once without waiting for n.mu (a busy
+// script holds it, and DISCARD or an aborted EXEC must answer meanwhile):
+// if n.mu is not free, their references in n.watched are released by the
+// next unwatchLocked of fc.
+func (n *Node) dropWatches(fc *fconn, held bool) {
+	switch {
+	case len(fc.watches) == 0:
+	case held:
+		n.unwatchLocked(fc)
+	case n.mu.TryLock():
+		n.unwatchLocked(fc)
+		n.mu.Unlock()
+	default:
+		fc.stale = append(fc.stale, fc.watches...)
+		fc.watches = nil
+	}
+}
+
 // unwatchAll drops fc's watches, taking n.mu unless held.
 func (n *Node) unwatchAll(fc *fconn, held bool) {
-	if len(fc.watches) == 0 {
+	if len(fc.watches) == 0 && len(fc.stale) == 0 {
 		return
 	}
 	if !held {
@@ -116,11 +144,13 @@ func (n *Node) unwatchAll(fc *fconn, held bool) {
 }
 
 func (n *Node) unwatchLocked(fc *fconn) {
-	for _, r := range fc.watches {
-		r.w.refs--
-		if r.w.refs == 0 && n.watched[r.key] == r.w {
-			delete(n.watched, r.key)
+	for _, list := range [2][]watchRef{fc.watches, fc.stale} {
+		for _, r := range list {
+			r.w.refs--
+			if r.w.refs == 0 && n.watched[r.key] == r.w {
+				delete(n.watched, r.key)
+			}
 		}
 	}
-	fc.watches = nil
+	fc.watches, fc.stale = nil, nil
 }

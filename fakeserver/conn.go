@@ -72,6 +72,9 @@ type fconn struct {
 	multiDirty bool
 	multiQ     []queuedCmd
 	watches    []watchRef
+	// dropped watches whose references in n.watched are not yet released
+	// (dropWatches could not take n.mu: a busy script holds it)
+	stale []watchRef
 
 	// read side (redcon goroutine only)
 	rbuf     []byte

@@ -228,10 +228,7 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		st.rejected.Add(1)
 		msg := "ERR wrong number of arguments for '" + def.name + "' command"
 		if def.name == "exec" {
-			// a rejected EXEC aborts the transaction (if any), as in Redis
-			fc.inMulti, fc.multiDirty, fc.multiQ = false, false, nil
-			n.unwatchAll(fc, false)
-			out.WriteError("EXECABORT Transaction discarded because of: " + msg[len("ERR "):])
+			n.execAbort(fc, msg[len("ERR "):])
 			return
 		}
 		fc.multiDirty = fc.inMulti
@@ -245,6 +242,22 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		return
 	}
 	c := cmdCtx{rc: out, fc: fc, args: args, idx: idx}
+	// While a script is busy, as Redis's processCommand: the check comes
+	// before queueing (a queued command gets BUSY and dooms its
+	// transaction), and EXEC, with or without MULTI, is aborted. SCRIPT
+	// KILL is allow-busy: queued in MULTI, run otherwise (below).
+	busy := n.lua.busy.Load() && !def.allowBusy && !def.admin
+	isKill := idx == scriptIdx && len(args) == 2 && eqFold(args[1], "kill")
+	if busy && !isKill {
+		st.rejected.Add(1)
+		if def.name == "exec" {
+			n.execAbort(fc, busyErr)
+			return
+		}
+		fc.multiDirty = fc.multiDirty || fc.inMulti
+		out.WriteError(busyErr)
+		return
+	}
 	if fc.inMulti && !def.noMulti {
 		if msg := n.slotRefusal(def, args); msg != "" {
 			// refused when queued, as a cluster node does (EXEC then aborts)
@@ -261,13 +274,8 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 		out.WriteString("QUEUED")
 		return
 	}
-	if n.lua.busy.Load() && !def.allowBusy && !def.admin {
-		if idx == scriptIdx && len(args) == 2 && eqFold(args[1], "kill") {
-			n.scriptKillCmd(c)
-			return
-		}
-		st.rejected.Add(1)
-		out.WriteError(busyErr)
+	if busy { // SCRIPT KILL
+		n.scriptKillCmd(c)
 		return
 	}
 	if !def.noLock {
