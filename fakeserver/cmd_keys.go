@@ -302,10 +302,10 @@ func cmdFlushAll(n *Node, c cmdCtx) {
 	if !flushArgs(c) {
 		return
 	}
+	n.touchFlushed(-1)
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
-	n.touchDB(-1)
 	c.ok()
 }
 
@@ -313,7 +313,7 @@ func cmdFlushDB(n *Node, c cmdCtx) {
 	if !flushArgs(c) {
 		return
 	}
+	n.touchFlushed(c.fc.db)
 	n.dbs[c.fc.db] = make(map[string]entry)
-	n.touchDB(c.fc.db)
 	c.ok()
 }

@@ -184,11 +184,27 @@ func (n *Node) touch(db int, key string) {
 	}
 }
 
-// touchDB bumps every watched key of db (FLUSHDB), or of every database
-// when db < 0 (FLUSHALL, data loss). Callers hold n.mu.
+// touchDB bumps every watched key of db, or of every database when db < 0
+// (data loss: a restart losing data, a failover). Callers hold n.mu.
 func (n *Node) touchDB(db int) {
 	for k, w := range n.watched {
 		if db < 0 || k.db == db {
+			w.ver++
+		}
+	}
+}
+
+// touchFlushed bumps the watched keys of db (every database when db < 0)
+// that exist there, before FLUSHDB/FLUSHALL empties it: as Redis's
+// touchAllWatchedKeysInDb, a watched key the flush does not remove (it did
+// not exist) does not fail its transaction. A key expired but not yet
+// removed still exists, as in Redis's dictionary. Callers hold n.mu.
+func (n *Node) touchFlushed(db int) {
+	for k, w := range n.watched {
+		if db >= 0 && k.db != db {
+			continue
+		}
+		if _, ok := n.dbs[k.db][k.key]; ok {
 			w.ver++
 		}
 	}
