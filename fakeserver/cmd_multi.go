@@ -63,6 +63,12 @@ func cmdExec(n *Node, c cmdCtx) {
 		return
 	}
 	n.mu.Lock()
+	if msg := n.execSlotRefusal(q); msg != "" { // cluster mode, under mu (slots.go)
+		n.unwatchLocked(fc)
+		n.mu.Unlock()
+		c.err(msg)
+		return
+	}
 	for _, r := range fc.watches {
 		if r.w.ver != r.ver {
 			n.unwatchLocked(fc)

@@ -186,6 +186,35 @@ func (n *Node) slotRefusal(def *cmdDef, args [][]byte) string {
 	return "MOVED " + strconv.Itoa(slot) + " " + r.group.nodes[k].Addr()
 }
 
+// execSlotRefusal is slotRefusal for EXEC over its queued commands, as
+// Redis checks a transaction as one request: CROSSSLOT if their keys span
+// slots, MOVED if this node does not serve their slot (now: a migration may
+// have moved it since they were queued), or "". Callers hold n.mu.
+func (n *Node) execSlotRefusal(q []queuedCmd) string {
+	r := n.shard.Load()
+	if r == nil {
+		return ""
+	}
+	slot := -1
+	for _, qc := range q {
+		keys, _ := commandKeys(&commandTable[qc.idx], qc.args)
+		for _, k := range keys {
+			s := keyHashSlot(k)
+			if slot >= 0 && s != slot {
+				return "CROSSSLOT Keys in request don't hash to the same slot"
+			}
+			slot = s
+		}
+	}
+	if slot < 0 {
+		return ""
+	}
+	if k := int(r.group.owner.Load()[slot]); k != r.k {
+		return "MOVED " + strconv.Itoa(slot) + " " + r.group.nodes[k].Addr()
+	}
+	return ""
+}
+
 // ranges returns the group's slot ranges in order: [lo, hi, node index].
 func (g *shardGroup) ranges() [][3]int {
 	owner := g.owner.Load()
