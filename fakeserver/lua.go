@@ -306,6 +306,11 @@ func (n *Node) luaCall(L *lua.LState, raise bool) int {
 	if !arityOK(def.arity, argc) {
 		return fail("ERR Wrong number of args calling Redis command from script")
 	}
+	if n.slotRefusal(def, args) != "" {
+		// a cluster node: a key of a slot it does not serve, or keys of
+		// several slots in one command (slots.go), as Redis 7.0
+		return fail("ERR Script attempted to access a non local key in a cluster node")
+	}
 	if def.write {
 		e.wrote = true
 		if k := e.kill.Load(); k != nil {
