@@ -42,6 +42,10 @@ func cmdSelect(n *Node, c cmdCtx) {
 		c.notInt()
 		return
 	}
+	if v != 0 && n.shard.Load() != nil {
+		c.err("ERR SELECT is not allowed in cluster mode")
+		return
+	}
 	if v < 0 || v >= numDBs {
 		c.err("ERR DB index is out of range")
 		return
@@ -169,7 +173,7 @@ func cmdHello(n *Node, c cmdCtx) {
 	c.rc.WriteBulkString("id")
 	c.rc.WriteInt64(c.fc.id)
 	c.rc.WriteBulkString("mode")
-	c.rc.WriteBulkString("standalone")
+	c.rc.WriteBulkString(n.mode())
 	c.rc.WriteBulkString("role")
 	c.rc.WriteBulkString("master")
 	c.rc.WriteBulkString("modules")
@@ -371,7 +375,7 @@ func cmdInfo(n *Node, c cmdCtx) {
 		s := strings.ToLower(string(a))
 		switch s {
 		case "all", "everything":
-			want["server"], want["clients"], want["keyspace"], want["commandstats"], want["stats"], want["replication"] = true, true, true, true, true, true
+			want["server"], want["clients"], want["keyspace"], want["commandstats"], want["stats"], want["replication"], want["cluster"] = true, true, true, true, true, true, true
 		case "default":
 			all = true
 		default:
@@ -379,7 +383,7 @@ func cmdInfo(n *Node, c cmdCtx) {
 		}
 	}
 	if all {
-		want["server"], want["clients"], want["keyspace"], want["stats"], want["replication"] = true, true, true, true, true
+		want["server"], want["clients"], want["keyspace"], want["stats"], want["replication"], want["cluster"] = true, true, true, true, true, true
 	}
 	var b strings.Builder
 	section := func(name string, body func()) {
@@ -395,7 +399,7 @@ func cmdInfo(n *Node, c cmdCtx) {
 	line := func(k, v string) { b.WriteString(k + ":" + v + "\r\n") }
 	section("Server", func() {
 		line("redis_version", Version)
-		line("redis_mode", "standalone")
+		line("redis_mode", n.mode())
 		line("fake_server", "redmux-fakeserver")
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
 		line("arch_bits", "64")
@@ -426,6 +430,13 @@ func cmdInfo(n *Node, c cmdCtx) {
 			line("cmdstat_"+commandTable[i].name, "calls="+strconv.FormatInt(calls, 10)+
 				",usec=0,usec_per_call=0.00,rejected_calls="+strconv.FormatInt(st.rejected.Load(), 10)+
 				",failed_calls="+strconv.FormatInt(st.failed.Load(), 10))
+		}
+	})
+	section("Cluster", func() {
+		if n.shard.Load() != nil {
+			line("cluster_enabled", "1")
+		} else {
+			line("cluster_enabled", "0")
 		}
 	})
 	section("Keyspace", func() {

@@ -98,6 +98,9 @@ func TestCommandProperties(t *testing.T) {
 		{"evalsha", "locked noscript"},
 		{"role", "noscript"},
 		{"cluster", "noscript"},
+		{"readonly", ""},
+		{"readwrite", ""},
+		{"asking", ""},
 		{"fake", "nomulti admin noscript"},
 	} {
 		want[r.name] = r.props

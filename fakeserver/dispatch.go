@@ -119,6 +119,9 @@ func init() {
 		{name: "evalsha", arity: -3, flags: []string{"noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"}, fn: cmdEvalSHA},
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, noLock: true, fn: cmdRole},
 		{name: "cluster", arity: -2, flags: []string{"noscript", "loading", "stale"}, noLock: true, fn: cmdCluster},
+		{name: "readonly", arity: 1, flags: []string{"loading", "stale", "fast"}, noLock: true, fn: cmdClusterConn},
+		{name: "readwrite", arity: 1, flags: []string{"loading", "stale", "fast"}, noLock: true, fn: cmdClusterConn},
+		{name: "asking", arity: 1, flags: []string{"fast"}, noLock: true, fn: cmdClusterConn},
 		{name: "fake", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, noLock: true, noMulti: true, fn: cmdFake},
 	}
 	defer func() { scriptIdx = commandIndex["script"] }()

@@ -267,6 +267,27 @@ func cmdCluster(n *Node, c cmdCtx) {
 	}
 }
 
+// mode is HELLO's mode and INFO's redis_mode: "cluster" for a sharded
+// cluster's node, else "standalone".
+func (n *Node) mode() string {
+	if n.shard.Load() != nil {
+		return "cluster"
+	}
+	return "standalone"
+}
+
+// cmdClusterConn is READONLY, READWRITE and ASKING: +OK on a cluster node
+// (a fake cluster has no replicas to read from, and no slot is ever
+// importing: MoveSlot moves a slot at once, so ASKING changes nothing),
+// refused as Redis refuses them elsewhere.
+func cmdClusterConn(n *Node, c cmdCtx) {
+	if n.shard.Load() == nil {
+		c.err("ERR This instance has cluster support disabled")
+		return
+	}
+	c.ok()
+}
+
 // cmdRole answers ROLE as a primary with no replicas does: a fake node is
 // always a primary (a failover is a new replication history, not a role).
 func cmdRole(n *Node, c cmdCtx) {
