@@ -58,14 +58,17 @@ func parseCLI(args []string, stderr io.Writer) (*cliOptions, error) {
 	if o.nodes < 1 || o.nodes > 1000 {
 		return nil, fmt.Errorf("-nodes %d: want 1..1000", o.nodes)
 	}
+	if o.sweep <= 0 {
+		return nil, fmt.Errorf("-sweep %v: want a positive interval", o.sweep)
+	}
 	if o.port < 0 || o.port+o.nodes-1 > 65535 {
 		return nil, fmt.Errorf("-port %d: nodes would not fit below 65536", o.port)
 	}
 	var err error
-	if o.latency, err = cliDurations("latency", lat, o.nodes); err != nil {
+	if o.latency, err = cliList("latency", lat, o.nodes, nonNegative(time.ParseDuration)); err != nil {
 		return nil, err
 	}
-	if o.jitter, err = cliDurations("jitter", jit, o.nodes); err != nil {
+	if o.jitter, err = cliList("jitter", jit, o.nodes, nonNegative(time.ParseDuration)); err != nil {
 		return nil, err
 	}
 	if o.clockOffset, err = cliDurations("clock-offset", off, o.nodes); err != nil {
@@ -79,10 +82,10 @@ func parseCLI(args []string, stderr io.Writer) (*cliOptions, error) {
 			return nil, fmt.Errorf("-clock-offset/-clock-drift for node %d: %v", i, err)
 		}
 	}
-	if o.failNext, err = cliList("fail-next", fail, o.nodes, strconv.Atoi); err != nil {
+	if o.failNext, err = cliList("fail-next", fail, o.nodes, nonNegative(strconv.Atoi)); err != nil {
 		return nil, err
 	}
-	if o.malform, err = cliList("malform-next", malform, o.nodes, strconv.Atoi); err != nil {
+	if o.malform, err = cliList("malform-next", malform, o.nodes, nonNegative(strconv.Atoi)); err != nil {
 		return nil, err
 	}
 	if o.down, err = cliIndexSet("down", down, o.nodes); err != nil {
@@ -123,6 +126,18 @@ func cliList[T any](name, s string, n int, parse func(string) (T, error)) ([]T, 
 
 func cliDurations(name, s string, n int) ([]time.Duration, error) {
 	return cliList(name, s, n, time.ParseDuration)
+}
+
+// nonNegative wraps parse to refuse a negative value: a latency, a jitter
+// or a count below zero is a mistake, not a request for none.
+func nonNegative[T int | time.Duration](parse func(string) (T, error)) func(string) (T, error) {
+	return func(s string) (T, error) {
+		v, err := parse(s)
+		if err == nil && v < 0 {
+			return v, fmt.Errorf("negative")
+		}
+		return v, err
+	}
 }
 
 func cliIndexSet(name, s string, n int) (map[int]bool, error) {

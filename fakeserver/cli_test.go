@@ -192,6 +192,12 @@ func TestCLIBadFlags(t *testing.T) {
 		{"-port", "0", "-clock-drift", "NaN"},
 		{"-port", "0", "-clock-drift", "-1"},
 		{"-port", "0", "-clock-offset", "1000000h"},
+		// negative latencies and counts (accepted silently before)
+		{"-port", "0", "-latency", "-5ms"},
+		{"-port", "0", "-jitter", "1ms,-1ms,0,0,0"},
+		{"-port", "0", "-fail-next", "-1"},
+		{"-port", "0", "-malform-next", "-2"},
+		{"-port", "0", "-sweep", "0"},
 	} {
 		err := Main(context.Background(), args, io.Discard, io.Discard)
 		if err == nil {
