@@ -212,6 +212,13 @@ func cmdKeys(n *Node, c cmdCtx) {
 // or removed meanwhile may be missed or repeated.
 func cmdScan(n *Node, c cmdCtx) {
 	cur, ok := parseUint(c.args[1])
+	if a := c.args[1]; !ok && len(a) > 1 && a[0] == '-' {
+		// Redis reads the cursor with strtoull, which takes a sign: a
+		// negative cursor wraps to one past every key ("0" and nothing)
+		if _, digits := parseUint(a[1:]); digits {
+			cur, ok = math.MaxUint64, true
+		}
+	}
 	if !ok {
 		c.err("ERR invalid cursor")
 		return

@@ -235,7 +235,7 @@ func diffSequences() []sequence {
 		{"keys-scan", []step{
 			s("SET", "user:1", "a"), s("SET", "user:2", "b"), s("HSET", "uh", "f", "v"), step{args: []string{"KEYS", "user:*"}, mode: sorted},
 			s("KEYS", "user:1"), s("KEYS", "nomatch*"), step{args: []string{"KEYS", "*"}, mode: sorted}, s("KEYS", "u?er:[1]"), s("KEYS", "user:[^1]"),
-			s("KEYS", "user:[0-1]"), s("KEYS"), s("SCAN", "0", "MATCH", "uh"), s("SCAN", "0", "TYPE", "hash"), s("SCAN", "0", "COUNT", "0"), s("SCAN", "x"),
+			s("KEYS", "user:[0-1]"), s("KEYS"), s("SCAN", "0", "MATCH", "uh"), s("SCAN", "0", "TYPE", "hash"), s("SCAN", "0", "COUNT", "0"), s("SCAN", "x"), shape("SCAN", "-1"), s("SCAN", "-x"), shape("SCAN", "-1", "COUNT", "5"),
 			s("SCAN", "0", "MATCH"), s("SCAN", "0", "BOGUS", "1"), s("SCAN"), s("FLUSHDB"), s("SCAN", "0"), s("SET", "only", "1"), s("SCAN", "0"),
 		}},
 		{"multi", []step{
