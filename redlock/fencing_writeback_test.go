@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/hook"
 )
@@ -24,52 +25,21 @@ import (
 // only 2 nodes' counters carry, which a later grant on the other 3 could
 // repeat.
 func TestFencingWriteBackRefusedIsNoWitness(t *testing.T) {
-	withLowGuess(t)
-	cl := startCluster(t, 5)
-	addrs := cl.Addrs()
-	c := newClient(t, addrs, redlock.WithFencing(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
-	warm(t, c)
-	ctx := context.Background()
-	// a first grant sets the counters to the clock's proposal: a proposal
-	// of 1 is below them (the write-back path)
-	l, err := c.TryAcquire(ctx, "wb")
-	require.NoError(t, err)
-	first := l.Token()
-	waitAllHold(t, addrs, "wb", l)
-	require.NoError(t, l.Release(ctx))
-
+	f := startWriteBack(t)
 	type marker struct{}
-	fired := 0
-	old := hook.Set(func(ctx context.Context, p hook.Point) {
-		if p != hook.FenceWriteBack || ctx.Value(marker{}) == nil {
-			return
-		}
-		fired++
-		// every node ran the acquisition (the grant returned at the
-		// quorum), then the key leaves 3 of them
-		for end := time.Now().Add(5 * time.Second); keysLeft(cl, "wb") < 5; time.Sleep(time.Millisecond) {
-			if time.Now().After(end) {
-				t.Errorf("the acquisition did not reach every node")
-				return
-			}
-		}
-		for i := 0; i < 3; i++ {
-			rawDo(t, addrs[i], "DEL", "wb")
-		}
-	})
-	t.Cleanup(func() { hook.Set(old) })
-	actx := context.WithValue(context.WithValue(ctx, lowGuess{}, true), marker{}, true)
-	l, err = c.TryAcquire(actx, "wb")
-	hook.Set(old)
-	require.Equal(t, 1, fired, "the grant took the write-back path")
+	fired := f.sabotage(t, func(ctx context.Context, n int) bool { return ctx.Value(marker{}) != nil })
+	actx := context.WithValue(context.WithValue(context.Background(), lowGuess{}, true), marker{}, true)
+	l, err := f.c.TryAcquire(actx, "wb")
+	f.restore()
+	require.Equal(t, 1, *fired, "the grant took the write-back path")
 	var ne *redlock.NotAcquiredError
-	require.True(t, errors.As(err, &ne), "a token written back to 2 of 5 nodes was handed out: token %d (first %d), err %v", l.Token(), first, err)
+	require.True(t, errors.As(err, &ne), "a token written back to 2 of 5 nodes was handed out: token %d (first %d), err %v", l.Token(), f.first, err)
 	require.True(t, ne.FenceFailed, "%v", err)
 	require.False(t, l.Held())
 	// the nodes that refused kept their counters: the token reached 2
 	for _, i := range []int{0, 1, 2} {
-		v, _ := fenceCounter(t, addrs[i], "wb:fence")
-		require.Equal(t, first, v, "node %d's counter", i)
+		v, _ := fenceCounter(t, f.addrs[i], "wb:fence")
+		require.Equal(t, f.first, v, "node %d's counter", i)
 	}
 }
 
@@ -80,42 +50,70 @@ func TestFencingWriteBackRefusedIsNoWitness(t *testing.T) {
 // 5 tries gets the lock on its second, with a token above the first
 // holder's. It used to stop after that one try, whatever WithTries said.
 func TestFencingWriteBackFailedIsRetried(t *testing.T) {
-	withLowGuess(t)
-	cl := startCluster(t, 5)
-	addrs := cl.Addrs()
-	c := newClient(t, addrs, redlock.WithFencing(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
-	warm(t, c)
-	ctx := context.Background()
-	l, err := c.TryAcquire(ctx, "wb")
-	require.NoError(t, err)
-	first := l.Token()
-	waitAllHold(t, addrs, "wb", l)
-	require.NoError(t, l.Release(ctx))
+	f := startWriteBack(t)
+	// only the first attempt's write-back is sabotaged
+	fired := f.sabotage(t, func(_ context.Context, n int) bool { return n == 1 })
+	actx := context.WithValue(context.Background(), lowGuess{}, true)
+	l, err := f.c.Acquire(actx, "wb", redlock.WithTries(5), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+	f.restore()
+	require.NoError(t, err, "a fenced grant without its token was not retried")
+	require.Equal(t, 2, *fired, "the second attempt took the write-back path too")
+	require.Greater(t, l.Token(), f.first)
+	require.NoError(t, l.Release(context.Background()))
+}
 
-	fired := 0
+// writeBack is a 5-node fake cluster and a fenced client whose first grant
+// of "wb" set the counters to the clock's proposal, so that with the
+// proposal forced to 1 (lowGuess in the ctx) a grant takes the write-back
+// path.
+type writeBack struct {
+	cl      *fakeserver.Cluster
+	addrs   []string
+	c       *redlock.Client
+	first   uint64 // the first grant's token
+	restore func()
+}
+
+func startWriteBack(t *testing.T) *writeBack {
+	withLowGuess(t)
+	f := &writeBack{cl: startCluster(t, 5), restore: func() {}}
+	f.addrs = f.cl.Addrs()
+	f.c = newClient(t, f.addrs, redlock.WithFencing(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
+	warm(t, f.c)
+	l, err := f.c.TryAcquire(context.Background(), "wb")
+	require.NoError(t, err)
+	f.first = l.Token()
+	waitAllHold(t, f.addrs, "wb", l)
+	require.NoError(t, l.Release(context.Background()))
+	return f
+}
+
+// sabotage makes the n-th write-back (1-based) of a ctx with lowGuess for
+// which when says so find "wb" gone from 3 of the 5 nodes (as after an
+// expiry on fast node clocks), once the acquisition has reached every
+// node; it returns the count of write-backs so far. f.restore puts the
+// hook back.
+func (f *writeBack) sabotage(t *testing.T, when func(ctx context.Context, n int) bool) *int {
+	fired := new(int)
 	old := hook.Set(func(ctx context.Context, p hook.Point) {
 		if p != hook.FenceWriteBack || ctx.Value(lowGuess{}) == nil {
 			return
 		}
-		if fired++; fired > 1 {
-			return // only the first attempt's write-back is sabotaged
+		*fired++
+		if !when(ctx, *fired) {
+			return
 		}
-		for end := time.Now().Add(5 * time.Second); keysLeft(cl, "wb") < 5; time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(5 * time.Second); keysLeft(f.cl, "wb") < 5; time.Sleep(time.Millisecond) {
 			if time.Now().After(end) {
 				t.Errorf("the acquisition did not reach every node")
 				return
 			}
 		}
 		for i := 0; i < 3; i++ {
-			rawDo(t, addrs[i], "DEL", "wb")
+			rawDo(t, f.addrs[i], "DEL", "wb")
 		}
 	})
-	t.Cleanup(func() { hook.Set(old) })
-	actx := context.WithValue(ctx, lowGuess{}, true)
-	l, err = c.Acquire(actx, "wb", redlock.WithTries(5), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
-	hook.Set(old)
-	require.NoError(t, err, "a fenced grant without its token was not retried")
-	require.Equal(t, 2, fired, "the second attempt took the write-back path too")
-	require.Greater(t, l.Token(), first)
-	require.NoError(t, l.Release(ctx))
+	f.restore = func() { hook.Set(old) }
+	t.Cleanup(f.restore)
+	return fired
 }
