@@ -6,6 +6,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/redmux/redmux/resp"
 )
@@ -27,7 +28,9 @@ func connHeap(t *testing.T, tr Transport, addrs []string, conns int) (perConn fl
 		return ms.HeapInuse
 	}
 	before := heap()
-	c, err := New(Config{Addrs: addrs, Conns: conns, Scripts: lockScripts(), Transport: tr})
+	// a generous Timeout: this measures memory, and CI beside other work
+	// once saw a fresh connection's first SET miss the 50ms default
+	c, err := New(Config{Addrs: addrs, Conns: conns, Scripts: lockScripts(), Transport: tr, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

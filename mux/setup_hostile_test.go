@@ -47,7 +47,7 @@ func TestSetupSkipsManyPushFrames(t *testing.T) {
 		}
 	})
 	c, err := New(Config{Addrs: []string{h.addr()}, MaxReplyBytes: 64 << 10, DialTimeout: 30 * time.Second,
-		ReconnectMin: time.Hour, ReconnectMax: time.Hour})
+		Timeout: 10 * time.Second, ReconnectMin: time.Hour, ReconnectMax: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
