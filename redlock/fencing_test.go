@@ -322,7 +322,19 @@ func lostCounter(t *testing.T, low bool) {
 		last = l.Token()
 		require.NoError(t, l.Release(ctx))
 	}
-	time.Sleep(50 * time.Millisecond) // every write-back landed
+	// every write-back landed (they may still be on their way when the
+	// grant returns at the quorum)
+	allAt := func(want uint64) func() bool {
+		return func() bool {
+			for _, a := range addrs {
+				if v, _ := fenceCounter(t, a, "lost:fence"); v != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	eventually(t, 10*time.Second, allAt(last), "the counters did not all reach %d", last)
 	for _, i := range []int{0, 1} {
 		rawDo(t, addrs[i], "DEL", "lost:fence")
 	}
@@ -331,28 +343,34 @@ func lostCounter(t *testing.T, low bool) {
 	require.Greater(t, l.Token(), last)
 	last = l.Token()
 	require.NoError(t, l.Release(ctx))
-	time.Sleep(50 * time.Millisecond)
-	for i, a := range addrs {
-		v, _ := fenceCounter(t, a, "lost:fence")
-		require.Equal(t, last, v, "node %d re-seeded", i)
-	}
+	eventually(t, 10*time.Second, allAt(last), "the lost counters were not re-seeded to %d", last)
 	// one node's counter that is not a counter (or another incarnation's)
 	// vouches for nothing, denies nothing, and is re-seeded (issue 34, R4)
+	// by the write-back of a grant that has its answer in hand: a grant
+	// decided at the quorum before node 4 answered (CI beside other work
+	// saw it) takes the one-round-trip path and leaves it, so a few
+	// grants are allowed
 	rawDo(t, addrs[4], "SET", "lost:fence", "not-a-number")
-	l, err = c.Acquire(ctx, "lost")
-	require.NoError(t, err, "one node's junk counter denied the lock")
-	require.Greater(t, l.Token(), last)
-	last = l.Token()
-	require.NoError(t, l.Release(ctx))
-	eventually(t, 2*time.Second, func() bool { v, _ := fenceCounter(t, addrs[4], "lost:fence"); return v == last },
-		"the junk counter was not re-seeded")
+	reseeded := false
+	for i := 0; i < 20 && !reseeded; i++ {
+		l, err = c.Acquire(ctx, "lost")
+		require.NoError(t, err, "one node's junk counter denied the lock")
+		require.Greater(t, l.Token(), last)
+		last = l.Token()
+		require.NoError(t, l.Release(ctx))
+		for end := time.Now().Add(time.Second); !reseeded && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			v, _ := fenceCounter(t, addrs[4], "lost:fence")
+			reseeded = v == last
+		}
+	}
+	require.True(t, reseeded, "the junk counter was not re-seeded by 20 grants")
 	for _, i := range []int{0, 1, 2} { // a majority: no quorum of counters to vouch for a token
 		rawDo(t, addrs[i], "SET", "lost:fence", "not-a-number")
 	}
 	_, err = c.Acquire(ctx, "lost")
 	require.ErrorIs(t, err, redlock.ErrFencingUnknown)
 	// the release after a failed attempt waits for its first answer only
-	eventually(t, 2*time.Second, func() bool { return keyAbsent(t, addrs, "lost") }, "the grant without a token was not released")
+	eventually(t, 10*time.Second, func() bool { return keyAbsent(t, addrs, "lost") }, "the grant without a token was not released")
 }
 
 // TestFencingStaleAfterFailover: a failover promotes replicas whose
