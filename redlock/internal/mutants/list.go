@@ -250,6 +250,23 @@ var mutants = []Mutant{
 			"out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isInt, Timeout: timeout})"}},
 	},
 	{
+		// a fenced grant whose write-back fell short ends Acquire (the
+		// retries WithTries asked for are not made): liveness, so a
+		// scripted test, not the checker
+		Name: "fence-failed-not-retried", Class: "a fenced grant whose token write-back fell short not retried by Acquire", Test: "TestFencingWriteBackFailedIsRetried", Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"if err != nil || l.st != nil || (t.unreachable && !s.noFailFast) {",
+			"if err != nil || l.st != nil || t.fenceFailed || (t.unreachable && !s.noFailFast) {"}},
+	},
+	{
+		// KeepAlive starts the scheduler before its closed check, outside
+		// the scheduler's lock: racing Close, it leaves one running
+		Name: "keepalive-start-after-close", Class: "KeepAlive racing Close starts a keep-alive scheduler nobody stops", Test: "TestKeepAliveRacingClose", Scripted: true,
+		Edits: []Edit{{"redlock/keepalive.go",
+			"\ts := &c.ka\n\thctx, cancel := context.WithCancelCause(ctx)\n",
+			"\ts := &c.ka\n\ts.start()\n\thctx, cancel := context.WithCancelCause(ctx)\n"}},
+	},
+	{
 		Name: "multi-first-key-only", Class: "a multi-resource acquisition that checks only its first key (not all or nothing)", Test: safetyTest,
 		Edits: []Edit{{"redlock/scripts/scripts.go",
 			"for i = 1, #KEYS do\n    if redis.call(\"exists\",KEYS[i]) == 1 then",
