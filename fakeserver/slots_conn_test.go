@@ -12,11 +12,7 @@ import (
 // READONLY, READWRITE and ASKING answer +OK. A standalone node answers as
 // a standalone redis-server.
 func TestShardedConnectionCommands(t *testing.T) {
-	cl, err := StartShardedCluster(2, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := startSharded(t, 2)
 	c := dial(t, cl.Nodes[0].Addr())
 	eqReply(t, "select 1", c.do("SELECT", "1"), errReply("ERR SELECT is not allowed in cluster mode"))
 	eqReply(t, "select 16", c.do("SELECT", "16"), errReply("ERR SELECT is not allowed in cluster mode"))

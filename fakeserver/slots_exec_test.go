@@ -10,11 +10,7 @@ import (
 // CROSSSLOT, a slot moved away since the commands were queued answers MOVED;
 // either way the transaction is discarded and nothing runs.
 func TestShardedExecChecksSlots(t *testing.T) {
-	cl, err := StartShardedCluster(3, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := startSharded(t, 3)
 	n2 := cl.Nodes[2]
 	c := dial(t, n2.Addr())
 	// another key node 2 serves, in a slot other than foo's (12182)

@@ -12,11 +12,7 @@ import (
 // non local key in a cluster node"; keys of two slots both served here,
 // in separate commands, are allowed (scripts without a shebang).
 func TestShardedScriptNonLocalKey(t *testing.T) {
-	cl, err := StartShardedCluster(3, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := startSharded(t, 3)
 	c := dial(t, cl.Nodes[0].Addr()) // "foo" (12182) is node 2's
 	const msg = "ERR Script attempted to access a non local key in a cluster node"
 	r := c.do("EVAL", "return redis.call('set', 'foo', '1')", "0")

@@ -12,11 +12,7 @@ import (
 // it elsewhere), keys of several slots are CROSSSLOT, and CLUSTER SHARDS
 // is unknown (as before Redis 7).
 func TestShardedCluster(t *testing.T) {
-	cl, err := StartShardedCluster(3, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := startSharded(t, 3)
 	c0 := dial(t, cl.Nodes[0].Addr())
 	slots := c0.do("CLUSTER", "SLOTS")
 	for k, n := range cl.Nodes {
@@ -67,11 +63,7 @@ func TestRole(t *testing.T) {
 // once: the old node answers MOVED to the new one, CLUSTER SLOTS splits
 // the old range, and other slots stay.
 func TestShardedMoveSlot(t *testing.T) {
-	cl, err := StartShardedCluster(3, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
+	cl := startSharded(t, 3)
 	c2 := dial(t, cl.Nodes[2].Addr())
 	// "foo" and "{foo}x" share slot 12182 (the third shard's); "zap" does not
 	for _, kv := range [][2]string{{"foo", "1"}, {"{foo}x", "2"}} {
@@ -108,4 +100,16 @@ func TestShardedMoveSlot(t *testing.T) {
 	if got := c2.do("EXEC"); !strings.HasPrefix(got, "-EXECABORT") {
 		t.Fatalf("EXEC: %q", got)
 	}
+}
+
+// startSharded starts a sharded cluster of n nodes, closed at the end of
+// the test.
+func startSharded(t *testing.T, n int) *Cluster {
+	t.Helper()
+	cl, err := StartShardedCluster(n, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
 }
