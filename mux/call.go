@@ -26,6 +26,12 @@ type Policy struct {
 	// (ErrPolicyPanic) to its caller, and the reader goes on with the
 	// other calls.
 	Success func(node int, r resp.Reply) bool
+	// SuccessAll, when set, is used instead of Success: it is called with
+	// every reply of the node's commands (Replies), for a node whose
+	// commands all got a reply that is not an error. The same rules as
+	// Success apply (the reader's goroutine, the batch locked, a
+	// package-level func or one closure made once, panics recovered).
+	SuccessAll func(node int, rs Replies) bool
 	// Timeout overrides Config.Timeout for this call when > 0. The deadline
 	// is also bounded by ctx's.
 	Timeout time.Duration
@@ -135,9 +141,12 @@ func (b *Batch) complete(node int) {
 			break
 		}
 	}
-	if ok && cl.pol.Success != nil {
+	switch {
+	case ok && cl.pol.SuccessAll != nil:
+		ok = b.success(node, resp.Reply{}, true)
+	case ok && cl.pol.Success != nil:
 		last := &rs[len(rs)-1]
-		ok = b.success(node, last.reply(cl.rbuf))
+		ok = b.success(node, last.reply(cl.rbuf), false)
 	}
 	if ok {
 		cl.succ++
@@ -147,17 +156,42 @@ func (b *Batch) complete(node int) {
 	b.decide()
 }
 
-// success runs the call's predicate, recovering a panic: the call is
-// then decided at once and Do returns the panic as its error.
-func (b *Batch) success(node int, rep resp.Reply) (ok bool) {
+// success runs the call's predicate (SuccessAll with all, else Success
+// on rep), recovering a panic: the call is then decided at once and Do
+// returns the panic as its error.
+func (b *Batch) success(node int, rep resp.Reply, all bool) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			b.call.panicked = &PanicError{Node: node, Value: v, Stack: debug.Stack()}
 			ok = false
 		}
 	}()
+	if all {
+		return b.call.pol.SuccessAll(node, Replies{b: b, node: node})
+	}
 	return b.call.pol.Success(node, rep)
 }
+
+// Replies is one node's replies to its commands of a call, in command
+// order, as Policy.SuccessAll sees them. It is valid only during that
+// call of SuccessAll.
+type Replies struct {
+	b    *Batch
+	node int
+}
+
+// Len returns how many commands (and replies) the node has.
+func (r Replies) Len() int { return len(r.b.call.res[r.node]) }
+
+// At returns the reply to the node's command k (0-based).
+func (r Replies) At(k int) resp.Reply {
+	return r.b.call.res[r.node][k].reply(r.b.call.rbuf)
+}
+
+// Redirected reports whether command k was resent after a Redis Cluster
+// MOVED or ASK: its reply came from another primary than the node's
+// other commands' (see the package documentation, Redis Cluster).
+func (r Replies) Redirected(k int) bool { return r.b.call.res[r.node][k].redirected }
 
 func (b *Batch) decide() {
 	cl := &b.call

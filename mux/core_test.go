@@ -108,6 +108,58 @@ func testMultiCommand(t *testing.T, c *Client) {
 	}
 }
 
+// testSuccessAll: SuccessAll sees every reply of a node, in command
+// order, and decides the quorum by them; a node with an error reply is
+// not asked.
+func testSuccessAll(t *testing.T, c *Client) {
+	key := uniqueKey("succall")
+	b := c.NewBatch()
+	b.SetKey(key)
+	for i := 0; i < c.N(); i++ {
+		v := "odd"
+		if i%2 == 0 {
+			v = "even"
+		}
+		b.Add(i, resp.AppendCommand(nil, "SET", key, v))
+		b.Add(i, resp.AppendCommand(nil, "GET", key))
+	}
+	var asked [64]int
+	pol := Policy{SuccessAll: func(node int, rs Replies) bool {
+		asked[node]++
+		if rs.Len() != 2 || rs.Redirected(0) || rs.Redirected(1) {
+			t.Errorf("node %d: %d replies", node, rs.Len())
+			return false
+		}
+		return rs.At(0).IsOK() && string(rs.At(1).Data) == "even"
+	}}
+	out, err := c.Do(context.Background(), b, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (c.N() + 1) / 2; out.Successes != want || out.Failures != c.N()-want {
+		t.Fatalf("SuccessAll counted %+v, want %d successes", out, want)
+	}
+	for i := 0; i < c.N(); i++ {
+		if asked[i] != 1 {
+			t.Fatalf("node %d asked %d times", i, asked[i])
+		}
+	}
+	// an error reply to any command fails the node without asking
+	b.Reset()
+	for i := 0; i < c.N(); i++ {
+		b.Add(i, resp.AppendCommand(nil, "INCR", key)) // not an integer
+		b.Add(i, resp.AppendCommand(nil, "GET", key))
+	}
+	asked = [64]int{}
+	out, err = c.Do(context.Background(), b, pol)
+	if err != nil || out.Failures != c.N() {
+		t.Fatalf("error replies: %+v %v", out, err)
+	}
+	if asked != [64]int{} {
+		t.Fatalf("SuccessAll asked about a node with an error reply: %v", asked[:c.N()])
+	}
+}
+
 func testNoScript(t *testing.T, c *Client) {
 	// Flush the script cache on every node (every connection sees the
 	// same server-side cache).
@@ -239,6 +291,7 @@ func testLargeBatch(t *testing.T, c *Client) int {
 func runCore(t *testing.T, c *Client) {
 	t.Run("AllReplies", func(t *testing.T) { testAllReplies(t, c) })
 	t.Run("MultiCommand", func(t *testing.T) { testMultiCommand(t, c) })
+	t.Run("SuccessAll", func(t *testing.T) { testSuccessAll(t, c) })
 	t.Run("NoScript", func(t *testing.T) { testNoScript(t, c) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, c) })
 	t.Run("LargeBatch", func(t *testing.T) { testLargeBatch(t, c) })
