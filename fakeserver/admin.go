@@ -50,7 +50,7 @@ func init() {
 		{name: "MALFORM", args: "<k>", min: 1, max: 1, run: fakeMalform,
 			help: []string{"Replace the next k replies with malformed bytes (invalid type byte '?'); not executed."}},
 		{name: "CLEAR", min: 0, max: 0, run: func(x adminCtx) { x.n.ClearFaults(); x.ok() },
-			help: []string{"Remove latency and delays, throughput cap, blackhole and partitions, injected errors, malformed replies and clock skew."}},
+			help: []string{"Remove latency and delays, throughput cap, blackhole and partitions, injected errors, malformed replies, a refused INFO and clock skew."}},
 		{name: "HELP", min: 0, max: -1, run: fakeHelp,
 			help: []string{"Print this help."}},
 		{name: "DELAY", args: "REQUEST|REPLY <fixed> [<jitter>]", min: 2, max: 3, run: fakeDelay,
@@ -68,6 +68,10 @@ func init() {
 				"Cap the node at this many commands per second (0: no cap), as a single-threaded server with a fixed cost per",
 				"command: commands wait for their slot in arrival order, so latency grows without bound above the cap.",
 			}},
+		{name: "REFUSE-INFO", args: "ON|OFF", min: 1, max: 1, run: fakeRefuseInfo,
+			help: []string{"ON: answer INFO with NOPERM (as for a user whose ACL forbids it), until OFF or CLEAR."}},
+		{name: "RESYNC", min: 0, max: 0, run: func(x adminCtx) { x.n.Resync(nil); x.ok() },
+			help: []string{"Replace the data set with an empty one, connections kept: a full resync from an empty server, then REPLICAOF NO ONE."}},
 		{name: "CLOCKSTEP", args: "<delta> [<driftrate>]", min: 1, max: 2, run: fakeClockStep,
 			help: []string{"Move the node clock by delta from its current reading (negative: back) and set its drift rate from now."}},
 	}
@@ -196,6 +200,19 @@ func (x adminCtx) count(i int) (int, bool) {
 		return 0, false
 	}
 	return int(k), true
+}
+
+func fakeRefuseInfo(x adminCtx) {
+	switch strings.ToUpper(string(x.a[0])) {
+	case "ON":
+		x.n.RefuseInfo(true)
+	case "OFF":
+		x.n.RefuseInfo(false)
+	default:
+		x.bad("want ON or OFF")
+		return
+	}
+	x.ok()
 }
 
 func fakeHelp(x adminCtx) {

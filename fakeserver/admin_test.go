@@ -85,6 +85,7 @@ func TestFakeBadArguments(t *testing.T) {
 		{[]string{"THROUGHPUT", "2e9"}, "invalid rate '2e9' (commands per second, 0..1e9; 0 = no cap)"},
 		{[]string{"CLOCKSTEP", "yesterday"}, "invalid delta 'yesterday' " + faultDur},
 		{[]string{"CLOCKSTEP", "1s", "Inf"}, "invalid drift rate 'Inf' (a float > -1, e.g. 0.01)"},
+		{[]string{"REFUSE-INFO", "maybe"}, "want ON or OFF"},
 	}
 	covered := map[string]bool{}
 	for _, tc := range bad {
@@ -98,7 +99,7 @@ func TestFakeBadArguments(t *testing.T) {
 		}
 	}
 	eqReply(t, "unknown", c.do("FAKE", "NOPE"), "-ERR unknown FAKE subcommand 'NOPE'. Try FAKE HELP.\r\n")
-	if n.IsDown() || n.hole.Load() != nil || n.Partitioned() != NoPartition || n.Throughput() != 0 || n.ClockSkew() > 1e9 {
+	if n.IsDown() || n.hole.Load() != nil || n.infoRefused.Load() || n.Partitioned() != NoPartition || n.Throughput() != 0 || n.ClockSkew() > 1e9 {
 		t.Error("a refused FAKE command changed the node")
 	}
 	eqReply(t, "still serving", c.do("PING"), pongReply)

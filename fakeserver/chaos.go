@@ -51,6 +51,17 @@ type ChaosProfile struct {
 	// RollingEvery (default 3*MaxTTL): a rolling upgrade without the delay.
 	Rolling      bool
 	RollingEvery time.Duration
+	// Data-set faults (docs/OPERATIONS.md, rule 4) a client learns of
+	// only from the data set itself, since no connection is set up again:
+	// Wipes empties a node's data set keeping its connections (FLUSHALL,
+	// Node.Flush); Resyncs replaces it with a copy of another node's or an
+	// empty one (a full resync, Node.Resync); InfoRefused makes a node
+	// refuse INFO for U[MinFault, MaxFault) and restart losing its data,
+	// back at once, in the middle of it. RestartLag restarts a node from
+	// an older snapshot of its own (Node.RestartLag): the writes of the
+	// last U[0, FailoverLag) are lost, older keys (its marker) kept, so
+	// only the new run_id and the uptime tell (rule 2).
+	Wipes, Resyncs, InfoRefused, RestartLag bool
 
 	// Migrations: on the nodes of sharded clusters (StartShardedCluster),
 	// the slot of a key a node holds (or of a random slot it serves)
@@ -66,12 +77,14 @@ type ChaosProfile struct {
 type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
 	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling, Migrations atomic.Int64
+	Wipes, Resyncs, InfoRefused, RestartLag atomic.Int64
 }
 
 func (c *ChaosCounts) String() string {
-	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d failovers, %d rolling restarts, %d clock steps, %d slot migrations",
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d restarts from an older snapshot, %d failovers, %d rolling restarts, %d wipes, %d resyncs, %d INFO refusals with a restart, %d clock steps, %d slot migrations",
 		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
-		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.Failovers.Load(), c.Rolling.Load(), c.ClockSteps.Load(), c.Migrations.Load())
+		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.RestartLag.Load(), c.Failovers.Load(), c.Rolling.Load(),
+		c.Wipes.Load(), c.Resyncs.Load(), c.InfoRefused.Load(), c.ClockSteps.Load(), c.Migrations.Load())
 }
 
 // Chaos injects a profile's faults into a cluster. Its Inject method fits
@@ -315,6 +328,40 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			cnt.Failovers.Add(1)
 			_ = n.Failover(span(rng, 0, p.FailoverLag), 0)
+		}})
+	}
+	if p.RestartLag {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			cnt.RestartLag.Add(1)
+			_ = n.RestartLag(span(rng, 0, p.FailoverLag))
+		}})
+	}
+	if p.Wipes {
+		// no connection breaks and the node answers throughout, but what
+		// it held is gone: it impairs the node as a restart does
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.Wipes.Add(1)
+			n.Flush()
+		}})
+	}
+	if p.Resyncs {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			cnt.Resyncs.Add(1)
+			var from *Node
+			if k := rng.IntN(len(ch.cl.Nodes) + 1); k < len(ch.cl.Nodes) && ch.cl.Nodes[k] != n {
+				from = ch.cl.Nodes[k] // a sibling's data set, marker and all
+			}
+			n.Resync(from)
+		}})
+	}
+	if p.InfoRefused {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.InfoRefused.Add(1)
+			n.RefuseInfo(true)
+			sleepCtx(ctx, d/2)
+			_ = n.Restart(true, 0)
+			sleepCtx(ctx, d/2)
+			n.RefuseInfo(false)
 		}})
 	}
 	if p.Migrations {

@@ -369,6 +369,10 @@ func writeCommandInfo(c cmdCtx, d *cmdDef) {
 }
 
 func cmdInfo(n *Node, c cmdCtx) {
+	if n.infoRefused.Load() {
+		c.err(infoRefusedErr)
+		return
+	}
 	all := len(c.args) == 1
 	want := map[string]bool{}
 	for _, a := range c.args[1:] {

@@ -363,9 +363,10 @@ func (n *Node) FailNext(k int, errText string) {
 func (n *Node) MalformNext(k int) { n.malformN.Store(int64(k)) }
 
 // ClearFaults removes reply and request delays, blackhole and partitions,
-// injected errors and malformed replies, and resets the clock to real
-// time. It does not bring a down node up (use Up).
+// injected errors and malformed replies, a refused INFO, and resets the
+// clock to real time. It does not bring a down node up (use Up).
 func (n *Node) ClearFaults() {
+	n.RefuseInfo(false)
 	n.SetLatency(0, 0)
 	n.SetRequestDelay(0, 0)
 	n.SetThroughput(0)

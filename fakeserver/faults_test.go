@@ -247,7 +247,7 @@ func TestAdminCommand(t *testing.T) {
 	n := startNode(t, Config{})
 	c := dial(t, n.Addr())
 	help := c.do("FAKE", "HELP")
-	if !hasPrefix(help, "*32\r\n+FAKE <subcommand>") {
+	if !hasPrefix(help, fmt.Sprintf("*%d\r\n+FAKE <subcommand>", len(adminHelp()))) {
 		t.Errorf("help = %.60q", help)
 	}
 	for _, tc := range []struct {

@@ -52,14 +52,23 @@ func (n *Node) newLife(ago time.Duration, keepRepl, promoted bool) {
 // Failover).
 func (n *Node) RunID() string { return n.life.Load().runID }
 
-// infoServerLife writes INFO server's incarnation lines.
+// infoServerLife writes INFO server's incarnation lines. The uptime is
+// Redis's: the difference of two whole-second wall clock stamps (its
+// cached unixtime minus stat_starttime), so it overstates the process's
+// age by up to 1 s (a node started at wall .98 says 1 when 40 ms old),
+// which a client's estimate of the start must allow for
+// (docs/OPERATIONS.md, rule 2).
 func (n *Node) infoServerLife(line func(k, v string)) {
 	inc := n.life.Load()
 	line("run_id", inc.runID)
-	up := int64(time.Since(inc.start) / time.Second)
+	up := uptimeSeconds(time.Now(), inc.start)
 	line("uptime_in_seconds", strconv.FormatInt(up, 10))
 	line("uptime_in_days", strconv.FormatInt(up/86400, 10))
 }
+
+// uptimeSeconds is Redis's uptime_in_seconds at now for a process started
+// at start: whole seconds of the wall clock, each stamp rounded down.
+func uptimeSeconds(now, start time.Time) int64 { return max(now.Unix()-start.Unix(), 0) }
 
 // infoReplication writes INFO replication: a primary without replicas.
 func (n *Node) infoReplication(line func(k, v string)) {
@@ -87,17 +96,7 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 		return ErrClosed
 	}
 	gen := n.down()
-	n.mu.Lock()
-	cut := int64(time.Since(n.base) - lag)
-	for db := range n.dbs {
-		for k, e := range n.dbs[db] {
-			if e.at > cut {
-				delete(n.dbs[db], k)
-			}
-		}
-	}
-	n.touchDB(-1)
-	n.mu.Unlock()
+	n.loseRecent(lag)
 	n.flushScripts() // a promoted replica's script cache is its own
 	n.newLife(0, false, true)
 	return n.comeBack(gen, delay)

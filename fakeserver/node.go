@@ -97,22 +97,23 @@ type Node struct {
 	driftAt  int64 // monotonic ns since base when SetClock was called
 
 	// faults
-	latFixed  atomic.Int64
-	latJitter atomic.Int64
-	hole      atomic.Pointer[gate]
-	failN     atomic.Int64
-	failText  atomic.Pointer[string]
-	malformN  atomic.Int64
-	faultMu   sync.Mutex
-	reqFixed  atomic.Int64 // request delay (faults.go)
-	reqJitter atomic.Int64
-	part      atomic.Int32 // Direction cut by Partition
-	holeGen   uint64       // Blackhole calls so far, guarded by faultMu (a timer ends only its own)
-	partGen   uint64       // Partition calls so far, guarded by faultMu
-	timerRuns atomic.Int64 // fault timers that have run out (acted or not); tests wait on it
-	capEvery  atomic.Int64 // throughput cap: ns of service per command (faults.go); 0 = none
-	capMu     sync.Mutex
-	capNext   int64 // unix ns when the next command may run, guarded by capMu
+	latFixed    atomic.Int64
+	latJitter   atomic.Int64
+	hole        atomic.Pointer[gate]
+	failN       atomic.Int64
+	failText    atomic.Pointer[string]
+	malformN    atomic.Int64
+	faultMu     sync.Mutex
+	reqFixed    atomic.Int64 // request delay (faults.go)
+	reqJitter   atomic.Int64
+	part        atomic.Int32 // Direction cut by Partition
+	infoRefused atomic.Bool  // RefuseInfo: INFO answers NOPERM (dataset.go)
+	holeGen     uint64       // Blackhole calls so far, guarded by faultMu (a timer ends only its own)
+	partGen     uint64       // Partition calls so far, guarded by faultMu
+	timerRuns   atomic.Int64 // fault timers that have run out (acted or not); tests wait on it
+	capEvery    atomic.Int64 // throughput cap: ns of service per command (faults.go); 0 = none
+	capMu       sync.Mutex
+	capNext     int64 // unix ns when the next command may run, guarded by capMu
 
 	// lifecycle
 	ctl       sync.Mutex // serializes Down/Up/Restart/Close

@@ -1,0 +1,126 @@
+package fakeserver
+
+import (
+	"time"
+)
+
+// This file holds the faults that change a node's data set without
+// (Flush, Resync) or with (RestartLag) a restart, and a node that refuses
+// INFO: what a lock client must see by the data itself
+// (docs/OPERATIONS.md, rule 4), since INFO read at connection set-up does
+// not tell it.
+
+// Flush empties every database and keeps every connection, as FLUSHALL:
+// no client is disconnected, the process and its INFO are unchanged.
+func (n *Node) Flush() {
+	n.mu.Lock()
+	n.touchFlushed(-1)
+	for i := range n.dbs {
+		n.dbs[i] = make(map[string]entry)
+	}
+	n.mu.Unlock()
+}
+
+// Resync replaces the node's data set with a copy of from's (nil: an empty
+// one) and keeps every connection: what REPLICAOF from, its full
+// synchronisation, then REPLICAOF NO ONE do to a Redis primary. The
+// process stays (same run_id); its replication history is new, continuing
+// from's (master_replid2, second_repl_offset set), as after a promotion.
+// Expiry times are copied as they are (absolute, as Redis replicates
+// them) and read on this node's clock.
+func (n *Node) Resync(from *Node) {
+	var dbs [numDBs]map[string]entry
+	fromRepl := noReplID
+	if from != nil && from != n {
+		from.mu.Lock()
+		for i := range from.dbs {
+			dbs[i] = make(map[string]entry, len(from.dbs[i]))
+			for k, e := range from.dbs[i] {
+				dbs[i][k] = e.clone()
+			}
+		}
+		from.mu.Unlock()
+		fromRepl = from.life.Load().replID
+	}
+	n.mu.Lock()
+	n.touchFlushed(-1)
+	at := int64(time.Since(n.base))
+	for i := range n.dbs {
+		if dbs[i] == nil {
+			dbs[i] = make(map[string]entry)
+		}
+		for k, e := range dbs[i] {
+			e.at = at // written now, on this node
+			dbs[i][k] = e
+		}
+		n.dbs[i] = dbs[i]
+	}
+	n.mu.Unlock()
+	old := n.life.Load()
+	n.life.Store(&incarnation{runID: old.runID, replID: randomID(), replID2: fromRepl, secondOff: 1, start: old.start})
+}
+
+// RestartLag restarts the node from an older snapshot of its own data: as
+// Restart keeping data (a new run_id, connections dropped, the script
+// cache emptied), but every key written (set, changed or extended) in the
+// last lag is lost, as after a crash of a server whose last RDB or AOF
+// fsync is lag old. Keys older than that, a data-set marker among them,
+// survive. It returns when the node is back (at once).
+func (n *Node) RestartLag(lag time.Duration) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	gen := n.down()
+	n.loseRecent(lag)
+	n.flushScripts()
+	n.newLife(0, true, false)
+	return n.comeBack(gen, 0)
+}
+
+// loseRecent deletes every key written in the last lag (Failover,
+// RestartLag).
+func (n *Node) loseRecent(lag time.Duration) {
+	n.mu.Lock()
+	cut := int64(time.Since(n.base) - lag)
+	for db := range n.dbs {
+		for k, e := range n.dbs[db] {
+			if e.at > cut {
+				delete(n.dbs[db], k)
+			}
+		}
+	}
+	n.touchDB(-1)
+	n.mu.Unlock()
+}
+
+// RefuseInfo makes INFO an error reply (NOPERM, as Redis answers a user
+// whose ACL forbids it) while on is set: a node that does not tell its
+// incarnation (a managed service, a renamed command).
+func (n *Node) RefuseInfo(on bool) { n.infoRefused.Store(on) }
+
+// infoRefusedErr is Redis 7.0's reply to INFO for a user without the
+// permission.
+const infoRefusedErr = "NOPERM this user has no permissions to run the 'info' command"
+
+// clone is a deep copy of e (Resync's copy of another node's data set).
+func (e entry) clone() entry {
+	e.val = append([]byte(nil), e.val...)
+	if e.hash != nil {
+		h := newHash()
+		for i, name := range e.hash.names {
+			h.set(name, e.hash.vals[i]) // copies the value
+		}
+		e.hash = h
+	}
+	if e.list != nil {
+		l := &listVal{}
+		for _, v := range e.list.front {
+			l.front = append(l.front, append([]byte(nil), v...))
+		}
+		for _, v := range e.list.back {
+			l.back = append(l.back, append([]byte(nil), v...))
+		}
+		e.list = l
+	}
+	return e
+}
