@@ -55,6 +55,9 @@ type slotMap struct {
 	owner [ClusterSlots]uint8
 	addrs [MaxClusterShards]string // host:port; "" for an unused index
 	from  string                   // the member that answered
+	// anchor is each shard's anchor slot (Anchor): the highest slot it
+	// serves
+	anchor [MaxClusterShards]uint16
 }
 
 // clusterState is a cluster node's routing state.

@@ -294,6 +294,7 @@ func buildMap(ranges []slotRange, old *slotMap) (*slotMap, error) {
 				return nil, fmt.Errorf("the slot map gives slot %d to two primaries", s)
 			}
 			m.owner[s] = uint8(k)
+			m.anchor[k] = uint16(max(int(m.anchor[k]), s))
 		}
 	}
 	return m, nil

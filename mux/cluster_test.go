@@ -398,3 +398,32 @@ func TestClusterBadSeeds(t *testing.T) {
 		t.Fatalf("NodeErr: %v", err)
 	}
 }
+
+// SlotTag gives a tag for every slot, the same in every process, and
+// Anchor the highest slot of the key's shard.
+func TestSlotTagAndAnchor(t *testing.T) {
+	start := time.Now()
+	for s := 0; s < ClusterSlots; s++ {
+		tag := SlotTag(s)
+		if tag == "" || KeySlot("{"+tag+"}") != s || KeySlot("x{"+tag+"}y") != s {
+			t.Fatalf("slot %d: tag %q hashes to %d", s, tag, KeySlot("{"+tag+"}"))
+		}
+	}
+	t.Logf("every slot's tag in %v; slot 0: %q, slot 16383: %q", time.Since(start), SlotTag(0), SlotTag(ClusterSlots-1))
+	if SlotTag(-1) != "" || SlotTag(ClusterSlots) != "" {
+		t.Fatal("a tag for a slot out of range")
+	}
+	m, err := buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}, {lo: 100, hi: 100, addr: "x"}}, nil)
+	if err == nil {
+		t.Fatal("a slot given twice was accepted")
+	}
+	m, err = buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range []uint16{5460, 10922, 16383} {
+		if m.anchor[k] != want {
+			t.Fatalf("shard %d (%s): anchor %d, want %d", k, m.addrs[k], m.anchor[k], want)
+		}
+	}
+}
