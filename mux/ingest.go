@@ -147,12 +147,14 @@ func (cn *pconn) ingest(l link) bool {
 					ok = i
 					break
 				}
-				// A Sentinel node whose process answers READONLY or
-				// LOADING is no longer its primary: this reply is
-				// delivered, then the connection is replaced (error
-				// replies only: nothing on the success path).
-				if rd.frames[i].isErr && cn.c.cfg.nodes[cn.node].sentinel != nil {
-					if demoted = demotedReply(rd.buf[rd.frames[i].off:]); demoted != nil {
+				// A node whose process answers READONLY or LOADING is
+				// no longer a writable primary (made a replica behind
+				// the client's back, or restarting): this reply is
+				// delivered, then the connection is replaced, and the
+				// set-up judges the process again (error replies only:
+				// nothing on the success path).
+				if rd.frames[i].isErr {
+					if demoted = demotedReply(rd.buf[rd.frames[i].off:], cn.c.cfg.nodes[cn.node].sentinel != nil); demoted != nil {
 						ok = i + 1
 						break
 					}

@@ -3,8 +3,12 @@ package mux
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
 )
@@ -93,4 +97,43 @@ func TestRealQuorumEarlyPaused(t *testing.T) {
 	srv := redistest.StartN(t, 5, redistest.Options{})
 	c := newTestClient(t, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 2 })
 	testQuorumEarly(t, c, func() { _ = srv[4].Pause() }, func() { _ = srv[4].Resume() }, 4)
+}
+
+// A plain node made a replica behind the client's back (REPLICAOF, which
+// keeps every connection) answers READONLY: the reply is delivered, then
+// the connection is replaced and the node set up again, so its
+// incarnation is learned anew (role slave, the master's history): what
+// redlock judges (docs/OPERATIONS.md, rule 1).
+func TestRealReadOnlyPlainNode(t *testing.T) {
+	srv := redistest.StartN(t, 2, redistest.Options{})
+	c := newTestClient(t, redistest.Addrs(srv[:1]), func(cfg *Config) { cfg.Incarnations = true })
+	key := uniqueKey("ro")
+	if err := setNode0(c, key, "x"); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Incarnation(0)
+	if before == nil || before.Role != "master" {
+		t.Fatalf("incarnation before: %+v", before)
+	}
+	if _, err := redisproc.Command(srv[0].Addr, "", "REPLICAOF", "127.0.0.1", strconv.Itoa(srv[1].Port)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = redisproc.Command(srv[0].Addr, "", "REPLICAOF", "NO", "ONE") }()
+	err := setNode0(c, key, "y")
+	var se *ServerError
+	if !errors.As(err, &se) || !strings.HasPrefix(se.Text, "READONLY") {
+		t.Fatalf("write to the node made a replica: %v, want READONLY", err)
+	}
+	end := time.Now().Add(10 * time.Second)
+	for {
+		inc := c.Incarnation(0)
+		if inc != before && inc != nil && inc.Role == "slave" {
+			t.Logf("set up again: role %s, history %s (was %s)", inc.Role, inc.ReplID, before.ReplID)
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the connection was not set up again after READONLY: incarnation %+v, node error %v", inc, c.NodeErr(0))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -31,10 +31,13 @@ var ErrSentinel = errors.New("mux: no primary from the sentinels")
 
 // Causes of a Sentinel node's connection replaced in the background.
 var (
-	errDemoted   = errors.New("the primary answered READONLY (it is a replica now): connection replaced, the sentinels are asked again")
-	errLoading   = errors.New("the primary answered LOADING (it is loading its data set): connection replaced, the sentinels are asked again")
-	errSwitched  = errors.New("a sentinel announced +switch-master: connection replaced, the sentinels are asked again")
-	errNotMaster = errors.New("not a primary")
+	errDemoted = errors.New("the primary answered READONLY (it is a replica now): connection replaced, the sentinels are asked again")
+	errLoading = errors.New("the primary answered LOADING (it is loading its data set): connection replaced, the sentinels are asked again")
+	// the same on a node of another kind: the node is set up again
+	errReadOnly     = errors.New("the node answered READONLY (it is a replica now): connection replaced, the node set up again")
+	errLoadingPlain = errors.New("the node answered LOADING (it is loading its data set): connection replaced, the node set up again")
+	errSwitched     = errors.New("a sentinel announced +switch-master: connection replaced, the sentinels are asked again")
+	errNotMaster    = errors.New("not a primary")
 )
 
 // sentinelError is a failed resolution: what every sentinel asked said.
@@ -272,17 +275,22 @@ func (c *Client) Primary(i int) string {
 	return ""
 }
 
-// demotedReply tells whether the error frame f (a reply of a Sentinel
-// node) says its process is no longer a writable primary: READONLY (it
-// was made a replica) or LOADING (it restarted and loads its data set),
-// and the cause to break the connection with. Cold path: error replies
-// only.
-func demotedReply(f []byte) error {
+// demotedReply tells whether the error frame f (a reply of any node)
+// says its process is no longer a writable primary: READONLY (it was made
+// a replica) or LOADING (it restarted and loads its data set), and the
+// cause to break the connection with; the set-up that follows learns the
+// process again (its incarnation and role; a Sentinel node's, from the
+// sentinels). Cold path: error replies only.
+func demotedReply(f []byte, sentinel bool) error {
 	switch {
-	case bytes.HasPrefix(f, []byte("-READONLY")):
+	case bytes.HasPrefix(f, []byte("-READONLY")) && sentinel:
 		return errDemoted
-	case bytes.HasPrefix(f, []byte("-LOADING")):
+	case bytes.HasPrefix(f, []byte("-READONLY")):
+		return errReadOnly
+	case bytes.HasPrefix(f, []byte("-LOADING")) && sentinel:
 		return errLoading
+	case bytes.HasPrefix(f, []byte("-LOADING")):
+		return errLoadingPlain
 	}
 	return nil
 }
