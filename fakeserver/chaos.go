@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redmux/redmux/redlock/scripts"
 )
 
 // ChaosProfile says which faults a Chaos injects. Durations of timed
@@ -330,40 +333,7 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 			_ = n.Failover(span(rng, 0, p.FailoverLag), 0)
 		}})
 	}
-	if p.RestartLag {
-		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
-			cnt.RestartLag.Add(1)
-			_ = n.RestartLag(span(rng, 0, p.FailoverLag))
-		}})
-	}
-	if p.Wipes {
-		// no connection breaks and the node answers throughout, but what
-		// it held is gone: it impairs the node as a restart does
-		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
-			cnt.Wipes.Add(1)
-			n.Flush()
-		}})
-	}
-	if p.Resyncs {
-		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
-			cnt.Resyncs.Add(1)
-			var from *Node
-			if k := rng.IntN(len(ch.cl.Nodes) + 1); k < len(ch.cl.Nodes) && ch.cl.Nodes[k] != n {
-				from = ch.cl.Nodes[k] // a sibling's data set, marker and all
-			}
-			n.Resync(from)
-		}})
-	}
-	if p.InfoRefused {
-		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
-			cnt.InfoRefused.Add(1)
-			n.RefuseInfo(true)
-			sleepCtx(ctx, d/2)
-			_ = n.Restart(true, 0)
-			sleepCtx(ctx, d/2)
-			n.RefuseInfo(false)
-		}})
-	}
+	actions = append(actions, ch.dataSetActions(ctx)...)
 	if p.Migrations {
 		actions = append(actions, chaosAction{false, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			r := n.shard.Load()
@@ -380,11 +350,17 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	return actions
 }
 
-// someSlot returns the slot of a key n holds, else a slot it serves, else
-// any (the fault's target: migrations that move keys matter most).
+// someSlot returns the slot of a lock key n holds, else a slot it
+// serves, else any (the fault's target: migrations that move keys matter
+// most). A data-set marker's key (redlock's, scripts.MarkerPrefix) is no
+// lock key: its slot moves only when drawn among the served slots, as a
+// resharding moves it rarely.
 func (n *Node) someSlot(rng *rand.Rand) int {
 	n.mu.Lock()
 	for key := range n.dbs[0] {
+		if strings.HasPrefix(key, scripts.MarkerPrefix) {
+			continue
+		}
 		n.mu.Unlock()
 		return keyHashSlot([]byte(key))
 	}

@@ -310,6 +310,7 @@ func cmdFlushAll(n *Node, c cmdCtx) {
 		return
 	}
 	n.touchFlushed(-1)
+	n.dataGen.Add(1)
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
@@ -321,6 +322,7 @@ func cmdFlushDB(n *Node, c cmdCtx) {
 		return
 	}
 	n.touchFlushed(c.fc.db)
+	n.dataGen.Add(1)
 	n.dbs[c.fc.db] = make(map[string]entry)
 	c.ok()
 }

@@ -1,6 +1,8 @@
 package fakeserver
 
 import (
+	"context"
+	"math/rand/v2"
 	"time"
 )
 
@@ -15,6 +17,7 @@ import (
 func (n *Node) Flush() {
 	n.mu.Lock()
 	n.touchFlushed(-1)
+	n.dataGen.Add(1)
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
@@ -44,6 +47,7 @@ func (n *Node) Resync(from *Node) {
 	}
 	n.mu.Lock()
 	n.touchFlushed(-1)
+	n.dataGen.Add(1)
 	at := int64(time.Since(n.base))
 	for i := range n.dbs {
 		if dbs[i] == nil {
@@ -93,6 +97,12 @@ func (n *Node) loseRecent(lag time.Duration) {
 	n.mu.Unlock()
 }
 
+// DataGen counts the times the node's data set was lost or replaced whole
+// without a new process (a checker's witness: Flush, Resync, FLUSHALL,
+// FLUSHDB, and a Restart that lost its data). A restart's new run_id
+// (RunID) tells the rest.
+func (n *Node) DataGen() uint64 { return n.dataGen.Load() }
+
 // RefuseInfo makes INFO an error reply (NOPERM, as Redis answers a user
 // whose ACL forbids it) while on is set: a node that does not tell its
 // incarnation (a managed service, a renamed command).
@@ -123,4 +133,45 @@ func (e entry) clone() entry {
 		e.list = l
 	}
 	return e
+}
+
+// dataSetActions are the data-set faults the profile enables (Chaos.actions).
+func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
+	p, cnt := ch.p, &ch.Counts
+	var actions []chaosAction
+	if p.RestartLag {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			cnt.RestartLag.Add(1)
+			_ = n.RestartLag(span(rng, 0, p.FailoverLag))
+		}})
+	}
+	if p.Wipes {
+		// no connection breaks and the node answers throughout, but what
+		// it held is gone: it impairs the node as a restart does
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
+			cnt.Wipes.Add(1)
+			n.Flush()
+		}})
+	}
+	if p.Resyncs {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			cnt.Resyncs.Add(1)
+			var from *Node
+			if k := rng.IntN(len(ch.cl.Nodes) + 1); k < len(ch.cl.Nodes) && ch.cl.Nodes[k] != n {
+				from = ch.cl.Nodes[k] // a sibling's data set, marker and all
+			}
+			n.Resync(from)
+		}})
+	}
+	if p.InfoRefused {
+		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
+			cnt.InfoRefused.Add(1)
+			n.RefuseInfo(true)
+			sleepCtx(ctx, d/2)
+			_ = n.Restart(true, 0)
+			sleepCtx(ctx, d/2)
+			n.RefuseInfo(false)
+		}})
+	}
+	return actions
 }

@@ -106,12 +106,13 @@ type Node struct {
 	faultMu     sync.Mutex
 	reqFixed    atomic.Int64 // request delay (faults.go)
 	reqJitter   atomic.Int64
-	part        atomic.Int32 // Direction cut by Partition
-	infoRefused atomic.Bool  // RefuseInfo: INFO answers NOPERM (dataset.go)
-	holeGen     uint64       // Blackhole calls so far, guarded by faultMu (a timer ends only its own)
-	partGen     uint64       // Partition calls so far, guarded by faultMu
-	timerRuns   atomic.Int64 // fault timers that have run out (acted or not); tests wait on it
-	capEvery    atomic.Int64 // throughput cap: ns of service per command (faults.go); 0 = none
+	part        atomic.Int32  // Direction cut by Partition
+	infoRefused atomic.Bool   // RefuseInfo: INFO answers NOPERM (dataset.go)
+	dataGen     atomic.Uint64 // data sets lost or replaced whole (DataGen)
+	holeGen     uint64        // Blackhole calls so far, guarded by faultMu (a timer ends only its own)
+	partGen     uint64        // Partition calls so far, guarded by faultMu
+	timerRuns   atomic.Int64  // fault timers that have run out (acted or not); tests wait on it
+	capEvery    atomic.Int64  // throughput cap: ns of service per command (faults.go); 0 = none
 	capMu       sync.Mutex
 	capNext     int64 // unix ns when the next command may run, guarded by capMu
 
@@ -441,6 +442,7 @@ func (n *Node) comeBack(gen uint64, delay time.Duration) error {
 }
 
 func (n *Node) wipe() {
+	n.dataGen.Add(1)
 	n.mu.Lock()
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
