@@ -22,7 +22,7 @@ func TestMuxWorkerZeroAllocs(t *testing.T) {
 	}
 	defer c.Close()
 	p := lockParams{TTL: 10 * time.Second, Timeout: time.Second, DialTimeout: time.Second,
-		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond}
+		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond, FreshNodes: true}
 	s, err := newMuxStrategy(c.Addrs(), p, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func TestStartAtAndMerge(t *testing.T) {
 		wg.Add(1)
 		go func(m int) {
 			defer wg.Done()
-			cfg, err := ParseArgs([]string{"-nodes", strings.Join(c.Addrs(), ","), "-strategy", "mux,fanout", "-c", "2", "-d", d.String(),
+			cfg, err := ParseArgs([]string{"-nodes", strings.Join(c.Addrs(), ","), "-strategy", "mux,fanout", "-fresh-nodes", "-c", "2", "-d", d.String(),
 				"-warmup", warmup.String(), "-start-at", fmt.Sprintf("%.3f", float64(startAt.UnixMilli())/1e3), "-quiet", "-out", "",
 				"-hlog", filepath.Join(dir, fmt.Sprintf("m%d.hlog", m))}, noEnv)
 			if err != nil {

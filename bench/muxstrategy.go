@@ -97,8 +97,9 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 		return nil, err
 	}
 	// Nodes the lock may not count (up for less than the TTL: just started,
-	// or restarted without the delay) would fail every acquisition: say so
-	// rather than measure failures.
+	// or restarted without the delay; or a data set without a marker, as
+	// at the first use of a set of nodes) would fail every acquisition:
+	// say so rather than measure failures.
 	if q := c.Quarantined(); len(q) > c.N()-c.Quorum() {
 		_ = c.Close()
 		_ = m.Close()
@@ -108,7 +109,7 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 				fmt.Fprintf(&b, "; node %s: %v left", mux.RedactURL(addrs[i]), left.Round(time.Millisecond))
 			}
 		}
-		return nil, fmt.Errorf("%d of %d nodes started less than the lock's TTL ago: the lock quarantines them (docs/OPERATIONS.md)%s; wait, or pass -fresh-nodes if they hold no lock", len(q), c.N(), b.String())
+		return nil, fmt.Errorf("%d of %d nodes started less than the lock's TTL ago, or their data sets are new to redmux clients (no data-set marker yet: the first use of these nodes): the lock quarantines them (docs/OPERATIONS.md)%s; wait, or pass -fresh-nodes if they hold no lock", len(q), c.N(), b.String())
 	}
 	s := &muxStrategy{c: c, m: m, n: c.N(), quorum: c.Quorum(), params: p, store: fencedCounter{top: map[string]uint64{}}}
 	if p.Fencing {

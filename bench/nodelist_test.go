@@ -57,7 +57,7 @@ func TestNodesPasswordWithComma(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "out")
 	var out, errb bytes.Buffer
-	code := Main([]string{"-nodes", nodes, "-strategy", "all", "-c", "2", "-d", "200ms", "-warmup", "0s", "-timeout", "2s", "-out", dir}, &out, &errb, noEnv)
+	code := Main([]string{"-nodes", nodes, "-fresh-nodes", "-strategy", "all", "-c", "2", "-d", "200ms", "-warmup", "0s", "-timeout", "2s", "-out", dir}, &out, &errb, noEnv)
 	require.Equal(t, ExitOK, code, errb.String())
 	requireNoSecret(t, out.String()+errb.String(), "output")
 	entries, err := os.ReadDir(dir)

@@ -49,7 +49,7 @@ func BenchmarkLockTLS(b *testing.B) {
 		addrs := redistest.Addrs(srv)
 		b.Run(mode+"/redmux", func(b *testing.B) {
 			// The per-node timeout redsync uses here: 1% of the 10s expiry.
-			c, err := redlock.New(addrs, redlock.WithMuxConfig(mux.Config{TLS: tc}), redlock.WithNodeTimeout(100*time.Millisecond))
+			c, err := redlock.New(addrs, redlock.WithTrustNodesAtStart(), redlock.WithMuxConfig(mux.Config{TLS: tc}), redlock.WithNodeTimeout(100*time.Millisecond))
 			if err != nil {
 				b.Fatal(err)
 			}

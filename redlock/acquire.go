@@ -97,10 +97,14 @@ func checkResources(rs []string) error {
 
 // reservedName refuses a resource whose key is a fencing counter's (its
 // name ends with lockcmd.FenceSuffix): locking it would collide with the
-// counter of the resource before the suffix (issue 34, R4).
+// counter of the resource before the suffix (issue 34, R4); or a
+// data-set marker's (scripts.MarkerPrefix).
 func reservedName(r string) error {
 	if strings.HasSuffix(r, lockcmd.FenceSuffix) {
 		return fmt.Errorf("%w: resource %q: names ending in %q are the fencing counters' keys", ErrBadOption, r, lockcmd.FenceSuffix)
+	}
+	if strings.HasPrefix(r, scripts.MarkerPrefix) {
+		return fmt.Errorf("%w: resource %q: names beginning with %q are the data-set markers' keys (docs/OPERATIONS.md, rule 4)", ErrBadOption, r, scripts.MarkerPrefix)
 	}
 	return nil
 }
@@ -249,12 +253,17 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		timeout = lim // waiting longer could only end with no validity
 	}
 	c.trust.noteTTL(ttl)
+	if !c.declare(ctx, w, ttl, timeout) {
+		// the TTL is not recorded on a quorum (rule 5): no grant may use it
+		return c.declareFailed(w), nil
+	}
 	c.sync(nil) // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	b := w.b
 	b.Reset()
 	b.SetKey(resource) // one connection per node for this resource: a release never overtakes its SET
-	// SET NX answers +OK or nil; a quarantined node's OK is no grant
-	granted, expect := c.preds.ok, mux.ExpectSimple|mux.ExpectNil
+	// SET NX answers +OK or nil; a grant counts on a trusted node whose
+	// marker, read right after it, is the accepted one (rules 2 and 4)
+	granted, expect := w.grantSet, mux.ExpectSimple|mux.ExpectNil
 	pol := mux.Policy{Quorum: c.quorum, Timeout: timeout}
 	switch {
 	case s.fencing:
@@ -275,19 +284,26 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	default:
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.AcquireMulti.SHA, keys, w.val[:], ttlMillis(ttl))
-		granted, expect = c.preds.one, mux.ExpectInt
+		granted, expect = w.grantMulti, mux.ExpectInt
 	}
 	// a reply of another kind means the connection is out of step: mux
 	// breaks it rather than hand the reply to this attempt
 	if !s.fencing {
 		b.BroadcastExpect(w.cmd, expect)
 	}
+	// the data set's marker, read after the lock command on the same
+	// connection (rule 4)
+	c.prepMarkers(w, b, resource)
 
 	t1 := mono() // step 1: before the first byte is sent
-	pol.Success = granted
+	pol.SuccessAll = granted
 	out, err := c.m.Do(ctx, b, pol)
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
+	if c.noteMarkers(w, b, markerAt) {
+		// off the grant's path: once this attempt is decided
+		defer c.markerWork(ctx, w, resource, s.nodeTimeout)
+	}
 	if c.obs != nil {
 		c.observeNodes(nil, b, OpAcquire, resource, 0)
 	}
@@ -345,7 +361,8 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	t := tally{granted: out.Successes, pending: out.Pending, recorded: true}
 	down := 0
 	for i := 0; i < c.n; i++ {
-		r, err := w.b.Last(i)
+		r, err := w.b.Reply(i, 0)
+		mr, merr := w.b.Reply(i, markerAt)
 		rec := nodeRec{}
 		staleGrant := false
 		if g, _, stale, ok := fencedReply(r); err == nil && ok {
@@ -354,20 +371,29 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 			staleGrant = g == 1 && (stale || c.m.Incarnation(i) != w.incs[i])
 		}
 		v, isInt := r.Int()
+		grant := err == nil && (r.IsOK() || multi && isInt && v == 1)
 		switch {
 		case staleGrant:
 			// a fenced grant that did not count: its counters vouch for
 			// nothing (another incarnation's, or not counters)
 			rec.status, rec.err = NodeFailed, errStaleCounter
 			t.fencingUnknown = true
-		case err == nil && (r.IsOK() || multi && isInt && v == 1) && !c.trusted(i):
+		case grant && (errors.Is(merr, mux.ErrTimeout) || errors.Is(merr, mux.ErrPending)):
+			rec.status, rec.err = NodePending, merr // the marker's answer had not come
+		case grant && merr != nil:
+			rec.status, rec.err = NodeFailed, closedErr(merr)
+		case grant && !c.trusted(i):
 			// a grant that did not count: the node is quarantined
 			rec.status, rec.err = NodeFailed, c.quarantineErr(i)
 			if rec.err == nil {
 				rec.err = &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrNodeRestarted}
 			}
 			t.quarantined++
-		case err == nil && (r.IsOK() || multi && isInt && v == 1):
+		case grant && !markerOK(w.mstate[i], mr):
+			// its data set is new, or not the one this client knows (rule 4)
+			rec.status, rec.err = NodeFailed, c.markerErr(i, w.mstate[i])
+			t.quarantined++
+		case grant:
 			rec.status = NodeGranted
 		case err == nil && (r.IsNil() || multi && isInt && v == 0):
 			rec.status = NodeRefused
@@ -387,6 +413,18 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	t.failed = c.n - t.granted - t.refused - t.pending
 	t.unreachable = lockrule.QuorumLost(down, c.quorum, c.n)
 	return t
+}
+
+// declareFailed is the tally of an attempt whose TTL could not be
+// declared on a quorum (declare filled w.nodes): every node failed.
+func (c *Client) declareFailed(w *worker) tally {
+	down := 0
+	for i := 0; i < c.n; i++ {
+		if unreachable(w.nodes[i].err) {
+			down++
+		}
+	}
+	return tally{failed: c.n, recorded: true, unreachable: lockrule.QuorumLost(down, c.quorum, c.n)}
 }
 
 // releaseQuick sends the release of w.val for resource to all N nodes and
@@ -504,7 +542,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	var top int64
 	fast := true
 	for i := 0; i < c.n; i++ {
-		r, err := b.Last(i)
+		r, err := b.Reply(i, 0)
 		if err != nil {
 			continue
 		}

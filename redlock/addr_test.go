@@ -23,7 +23,7 @@ func TestNewWithURLs(t *testing.T) {
 		urls = append(urls, "redis://:"+testPassword+"@"+a+"/2")
 		wrong = append(wrong, "redis://default:not-"+testPassword+"@"+a)
 	}
-	c := newClient(t, urls)
+	c := newClient(t, urls, redlock.WithTrustNodesAtStart()) // the nodes were just started
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "url")
 	require.NoError(t, err)

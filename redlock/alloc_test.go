@@ -171,6 +171,7 @@ func TestAllocsCountTheWholeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Close() })
+	seedMarkers(t, cl.Addrs()...)
 	tests := []struct {
 		name     string
 		addrs    []string

@@ -14,7 +14,6 @@ import (
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
-	"github.com/redmux/redmux/resp"
 )
 
 // ValueSize is the length in bytes of a lock value.
@@ -39,11 +38,14 @@ type Client struct {
 	// written: a fenced acquisition's token guess is above it.
 	fenceSeen atomic.Uint64
 	trust     trusts        // the nodes' incarnations (incarnation.go)
+	mk        markers       // the nodes' data-set markers and TTL record (marker.go)
 	restored  atomic.Uint64 // keys put back by extensions (Lock.restore)
-	preds     grantPreds    // the grants' Success predicates
 	obsPanics atomic.Uint64 // observer panics recovered (ObserverPanics)
 	workers   atomic.Uint64 // workers made: each numbers its locks from its own base (Lock.ID)
 	cluster   int           // a Redis Cluster node's index (keys must share a slot), or -1
+	// unprotected: grants count every node that grants (tests' controls:
+	// withoutQuarantine)
+	unprotected bool
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -62,8 +64,21 @@ type worker struct {
 	// incs are the incarnations a fenced attempt's commands named (their
 	// run_ids tag the counters); fencedOK, its Success predicate, counts
 	// a node only while its incarnation is still that one.
-	incs     []*mux.Incarnation
-	fencedOK func(int, resp.Reply) bool
+	incs []*mux.Incarnation
+	// the grants' SuccessAll predicates (a lock command, then the
+	// marker's MGET): a SET NX's +OK, the multi-resource script's 1, the
+	// fenced script's grant, each on a trusted node whose marker is the
+	// accepted one (grantable). Made once per worker: Do allocates nothing.
+	grantSet, grantMulti, fencedOK func(int, mux.Replies) bool
+	// where the attempt reads each node's marker (prepMarkers): the
+	// anchor slot on a cluster node (-1 elsewhere), the data set's state,
+	// and the MGET's encoding buffer
+	anchor []int
+	mstate []*markerNode
+	mcmd   []byte
+	// seen: what noteMarkers kept for markerWork; cb: the cold batch
+	seen []markerSeen
+	cb   *mux.Batch
 	// pend: the observer events of an operation under st.op (its node
 	// errors, the incarnations it judged), delivered by flush once st.op
 	// is released; room for 2N, so that keeping them allocates nothing
@@ -89,8 +104,8 @@ func mono() int64 { return int64(time.Since(epoch)) }
 // NewWithMux must have them in Config.Scripts so that EVALSHA hits and a
 // NOSCRIPT reply falls back to EVAL.
 func MuxScripts() []mux.Script {
-	out := make([]mux.Script, 0, len(scripts.All)+len(scripts.Multi)+len(scripts.Fenced))
-	for _, s := range append(append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...), scripts.Fenced...) {
+	out := make([]mux.Script, 0, len(scripts.All)+len(scripts.Multi)+len(scripts.Fenced)+len(scripts.Markers))
+	for _, s := range append(append(append(append([]scripts.Script(nil), scripts.All...), scripts.Multi...), scripts.Fenced...), scripts.Markers...) {
 		out = append(out, mux.Script{Text: s.Text, SHA: s.SHA})
 	}
 	return out
@@ -193,11 +208,12 @@ func mergeScripts(user []mux.Script) []mux.Script {
 }
 
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
-	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs}
+	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs, unprotected: cfg.unprotected}
 	c.pool.New = func() any { return c.newWorker() }
 	c.states.New = func() any { return &lockState{c: c} }
 	c.ka.c = c
 	c.initTrust(cfg)
+	c.setupMarkers()
 	c.cluster = -1
 	for i := 0; i < c.n; i++ {
 		if m.IsCluster(i) {
@@ -205,19 +221,50 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 			break
 		}
 	}
+	if cfg.trustAtStart {
+		// what New sees is trusted: every node's incarnation now
+		for i := 0; i < c.n; i++ {
+			if p := m.Incarnation(i); p != nil {
+				c.judge(i, p, nil, true)
+			}
+		}
+	}
+	c.prime(cfg.trustAtStart)
 	return c
 }
+
+// startTimeout is the least time New waits for the nodes' first answers
+// (prime).
+const startTimeout = 500 * time.Millisecond
 
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n)}
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
+		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128)}
 	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
-	w.fencedOK = func(i int, r resp.Reply) bool {
-		g, _, stale, ok := fencedReply(r)
-		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && c.trusted(i)
+	w.grantSet = func(i int, rs mux.Replies) bool {
+		return rs.Len() == 2 && rs.At(0).IsOK() && w.grantable(c, i, rs)
+	}
+	w.grantMulti = func(i int, rs mux.Replies) bool {
+		return rs.Len() == 2 && isOne(i, rs.At(0)) && w.grantable(c, i, rs)
+	}
+	w.fencedOK = func(i int, rs mux.Replies) bool {
+		if rs.Len() != 2 {
+			return false
+		}
+		g, _, stale, ok := fencedReply(rs.At(0))
+		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
 	}
 	return w
+}
+
+// grantable reports whether node i's granting reply counts (rules 2 and
+// 4): the lock command and the marker's MGET ran on one process (neither
+// was redirected), the node is trusted, and its marker is the accepted one
+// with no young key.
+func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
+	return !rs.Redirected(0) && !rs.Redirected(markerAt) && (c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(markerAt)))
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }

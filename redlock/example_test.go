@@ -22,7 +22,12 @@ func Example() {
 	}
 	defer cl.Close()
 
-	c, err := redlock.New(cl.Addrs(), redlock.WithTTL(2*time.Second))
+	// The example's nodes were started just now and hold no lock, so the
+	// client trusts them as it finds them. Nodes already in service need
+	// no option; without it, the very first use of a set of nodes waits
+	// one quarantine while their data-set markers are made
+	// (docs/OPERATIONS.md, rule 4).
+	c, err := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTTL(2*time.Second))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -56,7 +61,7 @@ func Example() {
 func ExampleClient_TryAcquire() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -72,7 +77,7 @@ func ExampleClient_TryAcquire() {
 func ExampleClient_Acquire() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -92,7 +97,7 @@ func ExampleClient_Acquire() {
 func ExampleLock_Extend() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -107,7 +112,7 @@ func ExampleLock_Extend() {
 func ExampleLock_Release() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -125,7 +130,7 @@ func ExampleLock_Release() {
 func ExampleLock_KeepAlive() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -153,7 +158,7 @@ func ExampleLock_KeepAlive() {
 func ExampleLock_KeepAlive_lost() {
 	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -171,7 +176,7 @@ func ExampleLock_KeepAlive_lost() {
 func ExampleClient_AcquireMulti() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -193,7 +198,7 @@ func ExampleClient_AcquireMulti() {
 func ExampleClient_Inspect() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -213,7 +218,7 @@ func ExampleClient_Inspect() {
 func ExampleWithBackoff() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs(), redlock.WithBackoff(5*time.Millisecond, 200*time.Millisecond))
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithBackoff(5*time.Millisecond, 200*time.Millisecond))
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -228,7 +233,7 @@ func ExampleWithBackoff() {
 func ExampleWithRetryFunc() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTrustNodesAtStart())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -248,7 +253,7 @@ func ExampleWithRetryFunc() {
 func ExampleNotAcquiredError() {
 	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{Password: "right"})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs(), redlock.WithMuxConfig(mux.Config{Password: "wrong"}))
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithMuxConfig(mux.Config{Password: "wrong"}))
 	defer c.Close()
 
 	_, err := c.Acquire(context.Background(), "k")
@@ -269,7 +274,7 @@ func ExampleNotAcquiredError() {
 func ExampleWithFencing() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs(), redlock.WithFencing())
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithFencing())
 	defer c.Close()
 	ctx := context.Background()
 
@@ -328,7 +333,7 @@ func ExampleWithObserver() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
 	m := &lockMetrics{}
-	c, _ := redlock.New(cl.Addrs(), redlock.WithObserver(m))
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithObserver(m))
 	defer c.Close()
 	ctx := context.Background()
 
@@ -345,12 +350,14 @@ func ExampleWithObserver() {
 // A node that restarts without its data and comes back at once is
 // quarantined (its grants do not count) for the largest TTL in use, so a
 // lock it had granted cannot be handed out again through it
-// (docs/OPERATIONS.md). WithQuarantine sets the period when other clients
-// use longer TTLs than this one.
+// (docs/OPERATIONS.md). The clients share the largest TTL through the
+// nodes (rule 5); WithQuarantine sets a longer period. The quarantine
+// counts from the latest instant the new process can have started: its
+// uptime is rounded to the second, so up to 1 s more than the period.
 func ExampleWithQuarantine() {
 	cl, _ := fakeserver.StartCluster(5, fakeserver.Config{})
 	defer cl.Close()
-	c, _ := redlock.New(cl.Addrs(), redlock.WithTTL(2*time.Second), redlock.WithQuarantine(5*time.Second),
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithTTL(2*time.Second), redlock.WithQuarantine(5*time.Second),
 		redlock.WithNodeTimeout(time.Second)) // generous: a busy machine runs the examples too
 	defer c.Close()
 	ctx := context.Background()
@@ -361,14 +368,14 @@ func ExampleWithQuarantine() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	left := c.Quarantined()[0]
-	fmt.Println("node 0 quarantined for about 5s:", left > 4*time.Second && left <= 5100*time.Millisecond)
+	fmt.Println("node 0 quarantined for 5s to 6s:", left > 4*time.Second && left <= 6100*time.Millisecond)
 	// the lock still holds on the 4 others, and the extension puts the
 	// key back on node 0, where it counts once the quarantine is over
 	fmt.Println("extend:", l.Extend(ctx, 2*time.Second))
 	fmt.Println("keys put back:", c.Restored())
 	fmt.Println("release:", l.Release(ctx))
 	// Output:
-	// node 0 quarantined for about 5s: true
+	// node 0 quarantined for 5s to 6s: true
 	// extend: <nil>
 	// keys put back: 1
 	// release: <nil>

@@ -2,8 +2,11 @@ package redlock_test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,16 +14,35 @@ import (
 
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/scripts"
 	"github.com/redmux/redmux/resp"
 )
 
 // startCluster starts an n-node fake cluster closed at the end of the test.
+// Its nodes are in service: each has a data-set marker a client made long
+// ago (seedMarkers), as they report an uptime of an hour.
 func startCluster(t testing.TB, n int) *fakeserver.Cluster {
 	t.Helper()
 	cl, err := fakeserver.StartCluster(n, fakeserver.Config{SweepInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
+	seedMarkers(t, cl.Addrs()...)
 	return cl
+}
+
+// seedMarkers gives each node at addrs (host:port, no password) a
+// data-set marker without a young key, as a client of this version made
+// it long ago (docs/OPERATIONS.md, rule 4): nodes in service, which a new
+// client trusts at once. A node restarted without its data loses it, as
+// a real one does.
+func seedMarkers(t testing.TB, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		var id [16]byte
+		_, _ = crand.Read(id[:])
+		r := rawDo(t, a, "SET", scripts.MarkerKey, hex.EncodeToString(id[:]), "NX")
+		require.True(t, r.IsOK() || r.IsNil(), "seeding %s's marker: %s", a, r.String())
+	}
 }
 
 // newClient returns a client on addrs closed at the end of the test.
@@ -130,4 +152,20 @@ func waitAllHold(t testing.TB, addrs []string, key string, l redlock.Lock) {
 	t.Helper()
 	eventually(t, 2*time.Second, func() bool { return count(holders(t, addrs, key, l.Value())) == len(addrs) },
 		"not every node got the SET of %q", key)
+}
+
+// lockKeys returns the keys on the node at addr that are not its data-set
+// marker's (docs/OPERATIONS.md, rule 4).
+func lockKeys(t testing.TB, addr string) []string {
+	t.Helper()
+	r := rawDo(t, addr, "KEYS", "*")
+	var out []string
+	it := r.Iter()
+	var k resp.Reply
+	for it.Next(&k) {
+		if !strings.HasPrefix(string(k.Data), scripts.MarkerPrefix) {
+			out = append(out, string(k.Data))
+		}
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
-	"github.com/redmux/redmux/resp"
 )
 
 // This file is the client-enforced delayed restart (docs/OPERATIONS.md,
@@ -43,7 +42,7 @@ var (
 type QuarantineError struct {
 	Node  int
 	Addr  string
-	Cause error         // ErrNodeRestarted, ErrNodeFailover or ErrIncarnationUnknown
+	Cause error         // ErrNodeRestarted, ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced or ErrIncarnationUnknown
 	Left  time.Duration // quarantine left when the error was made (0: none)
 }
 
@@ -52,13 +51,21 @@ func (e *QuarantineError) Error() string {
 	switch e.Cause {
 	case ErrNodeFailover:
 		what = "after failover"
+	case ErrDataSetNew:
+		what = "while its data set is new (no marker, or a young one: a wipe, a restart without persistence, or the nodes' first use)"
+	case ErrDataSetReplaced:
+		what = "after its data set was replaced (its marker changed)"
 	case ErrIncarnationUnknown:
 		if e.Left > 0 {
 			return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (it told it before), quarantined, " + e.Left.Round(time.Millisecond).String() + " left"
 		}
-		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown: restarts cannot be quarantined"
+		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown: restarts are seen by its data-set marker only"
 	}
-	return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined " + what + ", " + e.Left.Round(time.Millisecond).String() + " left"
+	left := e.Left.Round(time.Millisecond).String()
+	if e.Left > 0 && e.Left < time.Millisecond {
+		left = "an unknown time" // a young key this client did not make, its PTTL not read yet
+	}
+	return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined " + what + ", " + left + " left"
 }
 
 // Is matches ErrQuarantined (while time is left) and the cause.
@@ -77,7 +84,7 @@ type trust struct {
 	// from before it are stale, see fenceTag)
 	failover atomic.Pointer[failedOver]
 	// guarded by trusts.mu
-	known *mux.Incarnation // the last known (INFO answered) incarnation
+	prev  incPrev // the last known (INFO answered) incarnation
 	cause error
 	// unknownSaid: ErrIncarnationUnknown was reported for the node, and
 	// no known incarnation was judged since (it is said once, not at
@@ -100,18 +107,23 @@ type trusts struct {
 	// an extension that sees it move puts its key back on every node that
 	// did not confirm it (Lock.extend), not only on those that said 0
 	gen    atomic.Uint64
-	maxTTL atomic.Int64 // the largest TTL used (ns): the default quarantine
+	maxTTL atomic.Int64 // the largest TTL used (ns)
+	// record is the largest TTL record read from the nodes (ns; rule 5)
+	record atomic.Int64
 
-	quarantine   time.Duration // WithQuarantine; 0: the largest TTL used
+	quarantine   time.Duration // WithQuarantine; 0: unset
 	persistent   bool          // WithNodesPersistEveryWrite
 	trustAtStart bool          // WithTrustNodesAtStart
 }
 
-// WithQuarantine sets how long a node whose incarnation is new (restarted,
-// failed over, or first seen with a shorter uptime) does not count towards
-// grants: the client-enforced delayed restart (docs/OPERATIONS.md). It
-// must be at least the largest TTL any client of these nodes uses. Default:
-// the largest TTL this Client has used, at least its default TTL.
+// WithQuarantine sets the least time a node whose data set may have lost
+// keys (restarted, failed over, wiped, first seen with a shorter uptime)
+// does not count towards grants: the client-enforced delayed restart
+// (docs/OPERATIONS.md). The quarantine is the largest of d, the largest
+// TTL this Client has used and the TTL record read from the nodes (the
+// largest TTL any client declared, rule 5), so it needs no setting; d at
+// least the largest TTL any client of these nodes uses closes rule 5's
+// residue. d below the Client's default TTL is refused (ErrBadOption).
 func WithQuarantine(d time.Duration) Option {
 	return clientOption(func(c *clientConfig) { c.quarantine = d; c.quarantineSet = true })
 }
@@ -127,13 +139,16 @@ func WithNodesPersistEveryWrite() Option {
 	return clientOption(func(c *clientConfig) { c.persistent = true })
 }
 
-// WithTrustNodesAtStart trusts the incarnation each node has when this
-// Client first sees it, whatever its uptime, for nodes the caller knows
-// have granted no lock yet (servers it has just started and no other
-// client uses). Without it a node first seen with an uptime below the
-// quarantine is quarantined for the rest of it, which is what protects a
-// client started after an undelayed restart. Later restarts and failovers
-// are quarantined either way.
+// WithTrustNodesAtStart trusts each node as New finds it, whatever its
+// uptime and whether or not its data set has a marker (New creates one
+// without the young key where none is), for nodes the caller knows have
+// granted no lock yet (servers it has just started and no other client
+// uses). Only what New sees is trusted: a node New could not reach, and
+// every later restart, failover or wipe, is judged as without it.
+// Without it a node first seen with an uptime below the quarantine, or
+// without a marker, is quarantined for the rest of it (the first use of a
+// set of nodes waits the quarantine once), which is what protects a
+// client started after an undelayed restart.
 func WithTrustNodesAtStart() Option {
 	return clientOption(func(c *clientConfig) { c.trustAtStart = true })
 }
@@ -150,13 +165,21 @@ func (ts *trusts) noteTTL(ttl time.Duration) {
 }
 
 // period is the quarantine period with its drift allowance (the node's
-// clock measures the TTLs it expires).
+// clock measures the TTLs it expires): rule 5's Q, the largest of the TTL
+// record, the TTLs used and WithQuarantine, plus drift(Q).
 func (ts *trusts) period(s *lockSettings) time.Duration {
-	q := ts.quarantine
-	if q <= 0 {
-		q = time.Duration(ts.maxTTL.Load())
-	}
+	q := quarantinePeriod(time.Duration(ts.record.Load()), time.Duration(ts.maxTTL.Load()), ts.quarantine)
 	return q + lockrule.Drift(q, s.driftFactor, s.driftFixed)
+}
+
+// noteRecord raises the TTL record this client has read (rule 5).
+func (ts *trusts) noteRecord(ttl time.Duration) {
+	for {
+		old := ts.record.Load()
+		if int64(ttl) <= old || ts.record.CompareAndSwap(old, int64(ttl)) {
+			return
+		}
+	}
 }
 
 // sync judges every node whose mux incarnation changed since the last
@@ -169,14 +192,23 @@ func (ts *trusts) period(s *lockSettings) time.Duration {
 func (c *Client) sync(w *worker) {
 	for i := range c.trust.nodes {
 		if p := c.m.Incarnation(i); p != c.trust.nodes[i].seen.Load() {
-			c.judge(i, p, w)
+			c.judge(i, p, w, false)
 		}
 	}
 }
 
-// judge applies the quarantine rule to node i's incarnation p (its event:
-// see sync).
-func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
+// obsOf is p in plain values for judgeIncarnation.
+func obsOf(p *mux.Incarnation) incObs {
+	if p == nil {
+		return incObs{Nil: true}
+	}
+	return incObs{Known: p.Known, RunID: p.RunID, ReplID: p.ReplID, Promoted: p.Promoted, Seen: monoOf(p.Seen), Uptime: p.Uptime}
+}
+
+// judge applies rules 1 and 2 to node i's incarnation p
+// (judgeIncarnation), stores the verdict and reports it (its event: see
+// sync). atStart: p is what New saw, under WithTrustNodesAtStart.
+func (c *Client) judge(i int, p *mux.Incarnation, w *worker, atStart bool) {
 	ts := &c.trust
 	ts.mu.Lock()
 	t := &ts.nodes[i]
@@ -184,82 +216,62 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker) {
 		ts.mu.Unlock()
 		return
 	}
-	prev := t.known
-	var from int64 // mono instant the incarnation is trusted from
-	var cause error
-	quarantine := false
-	switch {
-	case p == nil:
-	case !p.Known:
-		cause = ErrIncarnationUnknown
-		if prev != nil {
-			// it told its incarnation before and no longer does (an ACL
-			// change?): it may have restarted; quarantined once, from now
-			// (forgotten: it is judged as at first sight if it tells again)
-			from, quarantine = monoOf(p.Seen), true
-			t.known = nil
-		}
-	case prev == nil:
-		t.known = p
-		// a promoted replica lost what replication had not carried,
-		// whatever its disk: persistence lifts restarts' quarantine only
-		if !ts.trustAtStart && (!ts.persistent || p.Promoted) {
-			from, cause, quarantine = monoOf(p.Start()), ErrNodeRestarted, true
-		}
-	case prev.Same(p):
-		t.known = p
-	default:
-		t.known = p
-		// the same process with a new history, or a new process that was
-		// promoted: a failover; a new process otherwise: a restart
-		failover := prev.RunID == p.RunID || p.Promoted
-		switch {
-		case failover:
-			from, cause, quarantine = monoOf(p.Seen), ErrNodeFailover, true
-			t.failover.Store(&failedOver{inc: p, tag: "=" + p.RunID})
-		case ts.persistent:
-			cause = ErrNodeRestarted
-		default:
-			from, cause, quarantine = monoOf(p.Start()), ErrNodeRestarted, true
-		}
+	hadKnown := t.prev.Known
+	v := judgeIncarnation(t.prev, obsOf(p), incRules{Persistent: ts.persistent, AtStart: atStart})
+	t.prev = v.Prev
+	if v.Failover {
+		t.failover.Store(&failedOver{inc: p, tag: "=" + p.RunID})
 	}
 	var left time.Duration
-	if quarantine {
-		until := from + int64(ts.period(&c.def))
-		now := mono()
-		if until > now && until > t.until.Load() {
-			t.until.Store(until)
-		}
-		left = time.Duration(t.until.Load() - now)
-		if left <= 0 {
-			left = 0
-		}
+	if v.Quarantine {
+		left = c.quarantineFrom(t, v.From)
 	}
-	if cause != nil {
-		t.cause = cause
+	if v.Cause != nil {
+		t.cause = v.Cause
 	}
-	if prev != nil && p != nil && p.Known && !prev.Same(p) {
+	if v.Changed {
 		ts.gen.Add(1)
 	}
 	// a first sight that needs no quarantine is no event; an unknown
 	// incarnation is one when first met
-	say := cause != nil && (left > 0 || prev != nil || cause == ErrIncarnationUnknown && !t.unknownSaid)
+	unknown := v.Cause == ErrIncarnationUnknown
+	say := v.Cause != nil && (left > 0 || hadKnown || unknown && !t.unknownSaid)
 	switch {
 	case p != nil && p.Known:
 		t.unknownSaid = false
-	case say && cause == ErrIncarnationUnknown:
+	case say && unknown:
 		t.unknownSaid = true
 	}
 	t.seen.Store(p)
 	ts.mu.Unlock()
-	if c.obs != nil && say {
-		e := Event{Op: OpIncarnation, Node: i, Addr: c.addrs[i], Duration: left,
-			Err: &QuarantineError{Node: i, Addr: c.addrs[i], Cause: cause, Left: left}}
-		if w != nil {
-			w.pend = append(w.pend, e)
-		} else {
-			c.emit(e)
-		}
+	if say {
+		c.report(i, v.Cause, left, w)
+	}
+}
+
+// quarantineFrom quarantines node t for the period from the mono instant
+// from (never shortening one already on) and returns what is left now.
+// ts.mu held.
+func (c *Client) quarantineFrom(t *trust, from int64) time.Duration {
+	until := from + int64(c.trust.period(&c.def))
+	now := mono()
+	if until > now && until > t.until.Load() {
+		t.until.Store(until)
+	}
+	return max(time.Duration(t.until.Load()-now), 0)
+}
+
+// report delivers node i's OpIncarnation event (see sync for w).
+func (c *Client) report(i int, cause error, left time.Duration, w *worker) {
+	if c.obs == nil {
+		return
+	}
+	e := Event{Op: OpIncarnation, Node: i, Addr: c.addrs[i], Duration: left,
+		Err: &QuarantineError{Node: i, Addr: c.addrs[i], Cause: cause, Left: left}}
+	if w != nil {
+		w.pend = append(w.pend, e)
+	} else {
+		c.emit(e)
 	}
 }
 
@@ -305,13 +317,20 @@ func (c *Client) quarantineErr(i int) error {
 }
 
 // Quarantined returns the nodes quarantined now and the time each has
-// left (docs/OPERATIONS.md), for health checks and tests.
+// left (docs/OPERATIONS.md): by their incarnation (rule 2), a marker that
+// changed, or a young data set this client knows the end of (rule 4), for
+// health checks and tests. A node whose young key this client has not
+// timed yet is listed with 1ns left.
 func (c *Client) Quarantined() map[int]time.Duration {
 	c.sync(nil)
 	out := map[int]time.Duration{}
+	now := mono()
 	for i := range c.trust.nodes {
 		if qe, ok := c.quarantineErr(i).(*QuarantineError); ok && qe != nil {
 			out[i] = qe.Left
+		}
+		if y := c.youngLeft(i, now); y > out[i] {
+			out[i] = y
 		}
 	}
 	return out
@@ -320,17 +339,15 @@ func (c *Client) Quarantined() map[int]time.Duration {
 // monoOf converts t (with a monotonic reading) to this package's clock.
 func monoOf(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
-// grantPreds are the Success predicates of grants: the reply grants, and
-// the node is trusted. Made once per Client (closures over it), so Do
-// stays allocation-free.
-type grantPreds struct {
-	ok, one func(int, resp.Reply) bool // a fenced attempt's is its worker's (fencedOK)
-}
-
-// checkQuarantine validates WithQuarantine.
+// checkQuarantine validates WithQuarantine: positive, and not below the
+// client's own TTL (a quarantine shorter than a TTL in use lets a node
+// count again while keys it lost are still held: rule 5).
 func checkQuarantine(cfg *clientConfig) error {
 	if cfg.quarantineSet && cfg.quarantine <= 0 {
 		return fmt.Errorf("%w: quarantine %v (to turn it off for restarts, declare persistence with WithNodesPersistEveryWrite)", ErrBadOption, cfg.quarantine)
+	}
+	if cfg.quarantineSet && cfg.quarantine < cfg.lock.ttl {
+		return fmt.Errorf("%w: quarantine %v is below the TTL %v: it must be at least the largest TTL any client of these nodes uses (the default needs no setting: docs/OPERATIONS.md, rule 5)", ErrBadOption, cfg.quarantine, cfg.lock.ttl)
 	}
 	return nil
 }
@@ -341,6 +358,4 @@ func (c *Client) initTrust(cfg *clientConfig) {
 	c.trust.persistent = cfg.persistent
 	c.trust.trustAtStart = cfg.trustAtStart
 	c.trust.noteTTL(cfg.lock.ttl)
-	c.preds.ok = func(i int, r resp.Reply) bool { return isOK(i, r) && c.trusted(i) }
-	c.preds.one = func(i int, r resp.Reply) bool { return isOne(i, r) && c.trusted(i) }
 }

@@ -23,7 +23,7 @@ func TestKeepAliveRacingClose(t *testing.T) {
 	defer cl.Close()
 	ctx := context.Background()
 	for i := 0; i < 200; i++ {
-		c, err := New(cl.Addrs(), WithTTL(time.Second))
+		c, err := New(cl.Addrs(), WithTTL(time.Second), WithTrustNodesAtStart())
 		if err != nil {
 			t.Fatal(err)
 		}

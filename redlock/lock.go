@@ -265,6 +265,11 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 		timeout = remaining
 	}
 	c.trust.noteTTL(ttl)
+	if !c.declare(ctx, w, ttl, timeout) {
+		// the TTL is not recorded on a quorum (rule 5): the extension is
+		// not made, the lock is as it was
+		return &ExtendError{Resource: l.name(), Failed: c.n, Err: errNotDeclared, Expired: mono() >= end}
+	}
 	c.sync(w) // judge new incarnations before anything is sent (docs/OPERATIONS.md)
 	b := w.b
 	b.Reset()
@@ -275,8 +280,9 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
 	}
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
-	// a quarantined node's extension does not count (docs/OPERATIONS.md)
-	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: c.preds.one, Timeout: timeout})
+	// every node that extended the holder's key counts, quarantined or
+	// not (docs/OPERATIONS.md, rule 3 A)
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {

@@ -22,5 +22,6 @@ func startExternalCluster(tb testing.TB, n int) []string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
+	seedMarkers(tb, c.Addrs()...) // nodes in service, as startCluster's
 	return c.Addrs()
 }

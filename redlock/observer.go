@@ -164,7 +164,7 @@ func (c *Client) observe(op Op, l *Lock, t0 int64, err error) {
 // errors; timeouts are.
 func (c *Client) observeNodes(w *worker, b *mux.Batch, in Op, resource string, id uint64) {
 	for i := 0; i < c.n; i++ {
-		_, err := b.Last(i)
+		err := b.Err(i) // any of its commands' (an acquisition has two)
 		if err == nil || errors.Is(err, mux.ErrPending) {
 			continue
 		}

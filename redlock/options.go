@@ -315,6 +315,9 @@ type clientConfig struct {
 	quarantine               time.Duration
 	quarantineSet            bool
 	persistent, trustAtStart bool
+	// unprotected turns rules 2 and 4 off for grants: tests only (the
+	// controls that show what the quarantine prevents; export_test.go)
+	unprotected bool
 }
 
 type clientOption func(*clientConfig)

@@ -770,8 +770,8 @@ func TestReleaseNeverOvertakesItsSet(t *testing.T) {
 		rawDo(t, a, "PING")
 	}
 	eventually(t, 2*time.Second, func() bool {
-		for _, n := range cl.Nodes {
-			if n.DBSize() != 0 {
+		for _, a := range addrs {
+			if len(lockKeys(t, a)) != 0 {
 				return false
 			}
 		}

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"flag"
+	"strconv"
 	"testing"
 	"time"
 
@@ -82,7 +83,8 @@ func safetyProfile(ttl time.Duration) fakeserver.ChaosProfile {
 }
 
 // chaosLives is the fake cluster's Chaos with its nodes' lives (the
-// checker's end check, EndCheckRate): a node's run_id, "" while down.
+// checker's end check, EndCheckRate): a node's run_id and data-set
+// generation (a wipe or resync keeps the process), "" while down.
 type chaosLives struct {
 	*fakeserver.Chaos
 	cl *fakeserver.Cluster
@@ -92,7 +94,7 @@ func (c chaosLives) Lives() []string {
 	out := make([]string, len(c.cl.Nodes))
 	for i, n := range c.cl.Nodes {
 		if !n.IsDown() {
-			out[i] = n.RunID()
+			out[i] = n.RunID() + ":" + strconv.FormatUint(n.DataGen(), 10)
 		}
 	}
 	return out
@@ -181,31 +183,56 @@ func TestSafetyUnderFaults(t *testing.T) {
 
 // restartProfile is safetyProfile with the faults the client's quarantine
 // makes safe (docs/OPERATIONS.md): restarts losing data and back at once,
-// failovers to a replica that lags up to half a TTL, and a rolling restart
-// of every node in turn, one every 3 TTLs, without the operator's delay.
+// restarts from an older snapshot (the last half TTL of writes lost),
+// failovers to a replica that lags up to half a TTL, wipes and resyncs
+// that keep the connections (FLUSHALL, REPLICAOF another node or an empty
+// one), nodes that refuse INFO and restart meanwhile, and a rolling
+// restart of every node in turn, one every longTTL (a restarted node is
+// quarantined about that long), without the operator's delay. The largest TTL in use is longTTL (the long-TTL clients of
+// restartTTLs), so the delayed restarts stay away longer than it.
 func restartProfile(ttl time.Duration) fakeserver.ChaosProfile {
 	p := safetyProfile(ttl)
+	p.MaxTTL = longTTL(ttl)
 	p.RestartNoDelay, p.Failover, p.Rolling = true, true, true
+	p.Wipes, p.Resyncs, p.InfoRefused, p.RestartLag = true, true, true, true
 	p.FailoverLag = ttl / 2
-	p.RollingEvery = 3 * ttl
+	p.RollingEvery = longTTL(ttl) // a restarted node is out for about that long
 	return p
+}
+
+// longTTL is the TTL of the long-TTL clients of restartTTLs: above every
+// TTL the other clients use, their extensions included (up to 2 TTLs).
+func longTTL(ttl time.Duration) time.Duration { return 3 * ttl }
+
+// restartTTLs are the clients' TTLs under restartProfile: one client of
+// four locks with longTTL, as a service with longer locks beside others on
+// the same nodes, and none sets WithQuarantine (docs/OPERATIONS.md, rule
+// 5: the TTL record on the nodes makes every client's quarantine the
+// longest).
+func restartTTLs(ttl time.Duration) []time.Duration {
+	return []time.Duration{ttl, ttl, ttl, longTTL(ttl)}
 }
 
 // TestSafetyRestarts is TestSafetyUnderFaults with nodes that restart
 // losing their data and come back at once, fail over losing their last
-// writes, and restart one after another (issue 32): outside the Redis
-// page's assumptions, safe with the client-enforced delayed restart. The
-// clients quarantine for 2 TTLs, the largest TTL the holders use (kept-alive
-// holders extend themselves up to 2 TTLs), as a service sets
-// WithQuarantine to its largest TTL. Kept-alive locks live through the
-// restarts: extensions put their keys back.
+// writes, restart one after another, lose their data without a restart
+// (wipes, resyncs) or while refusing INFO, and restart from older
+// snapshots (issues 32 and 44): outside the Redis page's assumptions, safe
+// with the client-enforced delayed restart and the data-set markers. One
+// client of four locks with a TTL of 3 TTLs and none sets WithQuarantine:
+// the TTL record makes the quarantine the longest TTL for all. Kept-alive
+// locks live through the restarts: extensions put their keys back.
 func TestSafetyRestarts(t *testing.T) {
 	res, chaos := runSafety(t, restartProfile(safetyTTL), func(cfg *checker.Config) {
-		cfg.Options = append(cfg.Options, redlock.WithQuarantine(2*safetyTTL))
+		cfg.TTLs = restartTTLs(safetyTTL)
 	})
 	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
 	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
 	require.Positive(t, chaos.Counts.Rolling.Load(), "rolling restarts")
+	require.Positive(t, chaos.Counts.Wipes.Load(), "wipes")
+	require.Positive(t, chaos.Counts.Resyncs.Load(), "resyncs")
+	require.Positive(t, chaos.Counts.InfoRefused.Load(), "INFO refused")
+	require.Positive(t, chaos.Counts.RestartLag.Load(), "restarts from an older snapshot")
 	require.Positive(t, res.Extended, "extensions succeeded")
 }
 
@@ -220,7 +247,7 @@ func TestSafetyRestarts(t *testing.T) {
 // has eight contenders retrying within 300us when a late extension lands.
 func TestSafetyLateExtensions(t *testing.T) {
 	res, _ := runSafety(t, restartProfile(safetyTTL), func(cfg *checker.Config) {
-		cfg.Options = append(cfg.Options, redlock.WithQuarantine(2*safetyTTL))
+		cfg.TTLs = restartTTLs(safetyTTL)
 		cfg.Resources, cfg.ExtendRate = 2, 0.9
 		cfg.KeepAliveRate, cfg.MultiRate = 0, 0
 		// Most attempts lose (150 to 230 per acquisition): a quarter of
@@ -318,7 +345,7 @@ func TestSafetyRestartScripted(t *testing.T) {
 			const ttl = time.Second
 			var off []redlock.Option
 			if tc.noQuar {
-				off = append(off, redlock.WithNodesPersistEveryWrite()) // false here: the quarantine off
+				off = append(off, redlock.WithoutQuarantine()) // the control: rules 2 and 4 off
 			}
 			a := newClient(t, addrs, append(off, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond))...)
 			b := newClient(t, addrs, append(off, redlock.WithTTL(ttl), redlock.WithNodeTimeout(30*time.Millisecond),
@@ -364,8 +391,8 @@ func TestSafetyRestartScripted(t *testing.T) {
 }
 
 // Randomized: nodes restarting without persistence and without the delay
-// break safety when the client does not quarantine them (here a false
-// WithNodesPersistEveryWrite), and the checker finds it;
+// break safety when the client does not quarantine them (here
+// WithoutQuarantine, the tests' control), and the checker finds it;
 // TestSafetyRestartWithoutDelayQuarantined is the same run with the
 // quarantine on.
 func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
@@ -375,7 +402,7 @@ func TestSafetyFindsRestartWithoutDelay(t *testing.T) {
 		RestartNoDelay: true, MaxTTL: ttl, Every: 10 * time.Millisecond, MaxImpaired: 5,
 	})
 	res, err := checker.Run(checker.Config{
-		Options:         []redlock.Option{redlock.WithNodesPersistEveryWrite()},
+		Options:         []redlock.Option{redlock.WithoutQuarantine()},
 		Addrs:           cl.Addrs(),
 		Clients:         3,
 		Resources:       2,

@@ -33,7 +33,7 @@ func workload(t *testing.T, obs redlock.Observer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	c, err := redlock.New(cl.Addrs(), redlock.WithObserver(o), redlock.WithNodeTimeout(100*time.Millisecond))
+	c, err := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithObserver(o), redlock.WithNodeTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func ExampleNewPrometheus() {
 		fmt.Println(err)
 		return
 	}
-	c, _ := redlock.New(cl.Addrs(), redlock.WithObserver(obs))
+	c, _ := redlock.New(cl.Addrs(), redlock.WithTrustNodesAtStart(), redlock.WithObserver(obs)) // nodes just started
 	defer c.Close()
 	l, _ := c.Acquire(context.Background(), "job")
 	_ = l.Release(context.Background())

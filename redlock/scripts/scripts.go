@@ -252,3 +252,63 @@ return 1`)
 // Fenced lists the fencing scripts, loaded on every connection after
 // Multi.
 var Fenced = []Script{AcquireFenced, FenceWriteBack}
+
+// The data-set marker (docs/OPERATIONS.md, rules 4 and 5): three keys each
+// node's data set carries, kept by redmux clients. MarkerKey names the
+// data set (a random id, no TTL); YoungKey, created beside it when the
+// data set may have lost keys, lives for the quarantine period, so while
+// it exists the data set is younger than that by the node's own clock;
+// TTLKey records the largest lock TTL (milliseconds) any client of the
+// nodes declared. On a Redis Cluster node each shard has its own three,
+// with a hash tag of a slot the shard serves (MarkerKeys).
+const (
+	MarkerKey = "redmux:node:dataset"
+	YoungKey  = "redmux:node:young"
+	TTLKey    = "redmux:node:ttl"
+	// MarkerPrefix begins every marker key; lock resources may not.
+	MarkerPrefix = "redmux:node:"
+)
+
+// MarkerKeys returns the three marker keys, with the hash tag {tag} when
+// tag is not empty (a Redis Cluster shard's).
+func MarkerKeys(tag string) (marker, young, ttl string) {
+	if tag == "" {
+		return MarkerKey, YoungKey, TTLKey
+	}
+	t := "{" + tag + "}"
+	return MarkerKey + t, YoungKey + t, TTLKey + t
+}
+
+// MarkerInit creates a data set's marker: if KEYS[1] (the marker) is the
+// value expected, ARGV[1] ("" for absent), it sets KEYS[2] (the young
+// key) to ARGV[2] with PX ARGV[3] (unless ARGV[3] is "0": a data set
+// declared to hold no lock) and then KEYS[1] to ARGV[2], the new id; in
+// one script, so no client ever sees the marker without its young key.
+// Replies the marker now in place: ARGV[2] when it was set, else the
+// other id found ("" when absent).
+var MarkerInit = newScript("marker-init", `local cur = redis.call("get",KEYS[1])
+if (cur == false and ARGV[1] == "") or cur == ARGV[1] then
+    if ARGV[3] ~= "0" then
+        redis.call("set",KEYS[2],ARGV[2],"px",ARGV[3])
+    end
+    redis.call("set",KEYS[1],ARGV[2])
+    return ARGV[2]
+end
+if cur == false then
+    return ""
+end
+return cur`)
+
+// TTLRaise raises the TTL record KEYS[1] to ARGV[1] milliseconds if that
+// is more (a value that is not a number counts as 0). Replies the record
+// now in place.
+var TTLRaise = newScript("ttl-raise", `local v = tonumber(redis.call("get",KEYS[1])) or 0
+local n = tonumber(ARGV[1])
+if n > v then
+    redis.call("set",KEYS[1],ARGV[1])
+    return n
+end
+return v`)
+
+// Markers are the marker's scripts.
+var Markers = []Script{MarkerInit, TTLRaise}

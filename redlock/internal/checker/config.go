@@ -49,8 +49,13 @@ type Config struct {
 	Acquisitions     int // stop after this many successful acquisitions
 	MaxDuration      time.Duration
 	TTL              time.Duration // lock TTL; default 30ms, so that delays are a real fraction of it
-	NodeTimeout      time.Duration // default TTL/6
-	Seed             uint64
+	// TTLs, when set, are the clients' default TTLs instead: client i
+	// locks with TTLs[i%len(TTLs)] (services with different TTLs sharing
+	// the nodes, docs/OPERATIONS.md rule 5); extensions still take theirs
+	// from TTL
+	TTLs        []time.Duration
+	NodeTimeout time.Duration // default TTL/6
+	Seed        uint64
 
 	// Holder behaviour, each drawn per holding.
 	CrashRate  float64       // holders that never release (hold to the end of validity)

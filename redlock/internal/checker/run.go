@@ -98,9 +98,13 @@ func newClients(cfg *Config) ([]*redlock.Client, []*endCounter, error) {
 	obs := make([]*endCounter, cfg.Clients)
 	for i := 0; i < cfg.Clients; i++ {
 		obs[i] = newEndCounter()
+		ttl := cfg.TTL
+		if len(cfg.TTLs) > 0 {
+			ttl = cfg.TTLs[i%len(cfg.TTLs)]
+		}
 		opts := append([]redlock.Option{
 			redlock.WithObserver(obs[i]),
-			redlock.WithTTL(cfg.TTL),
+			redlock.WithTTL(ttl),
 			redlock.WithNodeTimeout(cfg.NodeTimeout),
 			redlock.WithTries(1000), // bounded by the run's ctx in practice
 			redlock.WithRetryDelay(0, cfg.RetryMax),

@@ -75,6 +75,58 @@ var mutants = []Mutant{
 			"\tif u == 0 {\n\t\treturn true\n\t}\n\tif mono() < u {",
 			"\tif u == 0 || true {\n\t\treturn true\n\t}\n\tif mono() < u {"}},
 	},
+	// Issue 44: the data set's own marker (rule 4), the TTL record every
+	// client shares (rule 5), uptime's rounding (rule 2), trust at start.
+	{
+		Name: "marker-unchecked", Class: "a grant counted without its node's data-set marker read with it: wipes and resyncs without a reconnect unseen (issue 44)", Test: restartTest, Short: true,
+		Edits: []Edit{{"redlock/client.go",
+			"(c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(markerAt)))",
+			"(c.unprotected || c.trusted(i))"}},
+	},
+	{
+		Name: "young-ignored", Class: "a data set younger than the quarantine (its young key alive) counted (issue 44)", Test: restartTest, Short: true,
+		Edits: []Edit{{"redlock/marker.go",
+			"return it.Next(&a) && (a.Null || st.trustYoung.Load())",
+			"return it.Next(&a)"}},
+	},
+	{
+		Name: "copied-data-set-accepted", Class: "a marker that changed, or is another node's too (a data set copied from a sibling), accepted and counted at once (issue 44)", Test: "TestMarkerCopiedDataSet", Scripted: true,
+		Edits: []Edit{
+			{"redlock/trust.go", "\tcase duplicate:\n\t\treturn markReinit\n", "\tcase duplicate && false:\n\t\treturn markReinit\n"},
+			{"redlock/marker.go", "\t\t\tst.young.Store(0)\n\t\t\tc.quarantineNow(i, ErrDataSetReplaced)\n", "\t\t\tst.young.Store(0)\n"},
+		},
+	},
+	{
+		Name: "ttl-record-ignored", Class: "the quarantine from the client's own TTLs only: a wiped node counts again while another client's longer lock is held (issue 44)", Test: restartTest,
+		Edits: []Edit{{"redlock/trust.go",
+			"\treturn max(record, used, configured)\n",
+			"\treturn max(used, configured)\n"}},
+	},
+	{
+		Name: "uptime-rounded-down", Class: "a new process trusted from seen - uptime: Redis's uptime overstates the age by up to 1 s (issue 44)", Test: "TestQuarantineUptimeRounding", Scripted: true,
+		Edits: []Edit{{"redlock/trust.go",
+			"\treturn min(seen, seen-int64(uptime)+int64(uptimeSlack))\n",
+			"\treturn seen - int64(uptime)\n"}},
+	},
+	{
+		Name: "trust-at-first-use", Class: "WithTrustNodesAtStart trusts the incarnation met at the first operation, not the one New saw (issue 44)", Test: "TestTrustAtStartOnlyWhatNewSaw", Scripted: true,
+		Edits: []Edit{
+			{"redlock/client.go", "\tif cfg.trustAtStart {\n\t\t// what New sees is trusted", "\tif false {\n\t\t// what New sees is trusted"},
+			{"redlock/incarnation.go", "\t\t\tc.judge(i, p, w, false)\n", "\t\t\tc.judge(i, p, w, c.trust.trustAtStart && c.trust.nodes[i].seen.Load() == nil)\n"},
+		},
+	},
+	{
+		Name: "short-quarantine-accepted", Class: "WithQuarantine below the client's own TTL accepted (issue 44)", Test: "TestQuarantineFirstSight", Scripted: true, Short: true,
+		Edits: []Edit{{"redlock/incarnation.go",
+			"\tif cfg.quarantineSet && cfg.quarantine < cfg.lock.ttl {\n",
+			"\tif false {\n"}},
+	},
+	{
+		Name: "readonly-plain-kept", Class: "a plain node's READONLY (made a replica behind the client's back) keeps the connection: the node is not judged again (issue 44)", Test: "TestRealReadOnlyPlainNode", Scripted: true, Pkg: "./mux",
+		Edits: []Edit{{"mux/ingest.go",
+			"\t\t\t\tif rd.frames[i].isErr {\n\t\t\t\t\tif demoted = demotedReply(",
+			"\t\t\t\tif rd.frames[i].isErr && cn.c.cfg.nodes[cn.node].sentinel != nil {\n\t\t\t\t\tif demoted = demotedReply("}},
+	},
 	{
 		Name: "cluster-incarnation-one-shard", Class: "a Redis Cluster node's incarnation taken from its first shard only: a restart or failover of another shard counted at once (issue 33)", Test: clusterTest, Short: true,
 		Edits: []Edit{{"mux/cluster.go",
