@@ -34,9 +34,10 @@ func (c *Client) dialRaw(i, shard, efd int) (int, []byte, error) {
 		// the primary the sentinels name (sentinel.go)
 		var fd int
 		var rest []byte
-		err := c.dialViaSentinels(i, func(host string, port int, deadline time.Time) (err error) {
+		err := c.dialViaSentinels(i, func(host string, port int, deadline time.Time) (func(), error) {
+			var err error
 			fd, rest, err = c.dialRawTo(i, 0, efd, host, port, deadline)
-			return err
+			return func() { _ = unix.Close(fd) }, err
 		})
 		if err != nil {
 			return -1, nil, err

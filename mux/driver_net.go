@@ -73,9 +73,10 @@ func (d *netDriver) dial(node, shard int) (link, error) {
 	if ns.sentinel != nil {
 		// the primary the sentinels name (sentinel.go)
 		var l link
-		err := c.dialViaSentinels(node, func(host string, port int, deadline time.Time) (err error) {
+		err := c.dialViaSentinels(node, func(host string, port int, deadline time.Time) (func(), error) {
+			var err error
 			l, err = d.dialTo(node, 0, host, port, deadline)
-			return err
+			return func() { l.close() }, err
 		})
 		return l, err
 	}

@@ -13,7 +13,12 @@ type node struct {
 	wake    chan struct{}               // wakes this node's supervisor (buffered 1)
 	inc     atomic.Pointer[Incarnation] // learned by the newest set-up (Config.Incarnations)
 	primary atomic.Pointer[string]      // a Sentinel node's primary, host:port, of the newest set-up
-	cluster *clusterState               // a Redis Cluster node's slot map (nil: any other node)
+	// a Sentinel node's: the replicas its sentinels saw at the newest
+	// set-up (Replicas), and the switches announced (a set-up under way
+	// when one comes is not kept)
+	replicas  atomic.Int32
+	switchGen atomic.Uint64
+	cluster   *clusterState // a Redis Cluster node's slot map (nil: any other node)
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and

@@ -61,13 +61,14 @@ func (e *sentinelError) Unwrap() []error { return append([]error{ErrSentinel}, e
 // last one that worked) is asked for the primary's address
 // (SENTINEL GET-MASTER-ADDR-BY-NAME, bounded by DialTimeout), and dial
 // connects to it and runs the set-up (ROLE must say master), bounded by
-// DialTimeout again. The first primary set up wins; an address that
-// already failed in this round is not dialled twice. Sentinels that
-// disagree are thus settled by the processes themselves: a stale answer
-// names a process that is no longer the primary (ROLE says slave) or is
-// down. Each sentinel is asked once per call, so a call ends within
-// 2 x DialTimeout per sentinel.
-func (c *Client) dialViaSentinels(i int, dial func(host string, port int, deadline time.Time) error) error {
+// DialTimeout again; then a majority of the sentinels must name that
+// process, asked all at once (bounded by DialTimeout), and no switch may
+// have been announced since the dial began (sentinel_confirm.go), or the
+// connection is closed (undo) and the next sentinel asked. The first
+// primary confirmed wins; an address that already failed in this round is
+// not dialled twice. Each sentinel is asked once per call, so a call ends
+// within 3 x DialTimeout per sentinel.
+func (c *Client) dialViaSentinels(i int, dial func(host string, port int, deadline time.Time) (undo func(), err error)) error {
 	ss := c.cfg.nodes[i].sentinel
 	n := len(ss.addrs)
 	first := int(ss.first.Load())
@@ -92,11 +93,26 @@ func (c *Client) dialViaSentinels(i int, dial func(host string, port int, deadli
 			se.tries = append(se.tries, fmt.Errorf("sentinel %s names %s (failed above)", sa, hp))
 			continue
 		}
-		err = dial(host, port, time.Now().Add(c.cfg.DialTimeout))
+		gen := c.nodes[i].switchGen.Load()
+		prevInc := c.nodes[i].inc.Load()
+		undo, err := dial(host, port, time.Now().Add(c.cfg.DialTimeout))
 		if err == nil {
-			ss.first.Store(int32(s))
-			c.nodes[i].primary.Store(&hp)
-			return nil
+			// a set-up that began before a switch, or reached a process
+			// the sentinels' majority no longer names, is not kept
+			learned := c.nodes[i].inc.Load()
+			var replicas int
+			replicas, err = c.confirmPrimary(ss, hp, time.Now().Add(c.cfg.DialTimeout))
+			if err == nil && c.nodes[i].switchGen.Load() != gen {
+				err = errSwitchedDuringSetup
+			}
+			if err == nil {
+				ss.first.Store(int32(s))
+				c.nodes[i].replicas.Store(int32(replicas))
+				c.nodes[i].primary.Store(&hp)
+				return nil
+			}
+			undo()
+			c.nodes[i].inc.CompareAndSwap(learned, prevInc) // never the node's incarnation
 		}
 		if errors.Is(err, ErrClosed) || c.closed.Load() {
 			return ErrClosed
@@ -249,7 +265,7 @@ func (sc *sentinelConn) reply(deadline time.Time) (resp.Reply, error) {
 		k, err := sc.nc.Read(sc.buf[len(sc.buf):cap(sc.buf)])
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-				return resp.Reply{}, errors.New("no reply within DialTimeout")
+				return resp.Reply{}, errNoReply
 			}
 			return resp.Reply{}, err
 		}
@@ -347,18 +363,36 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 		return
 	}
 	if h, p, err := masterAddr(rep, ss.master); err == nil {
-		c.switched(i, net.JoinHostPort(h, strconv.Itoa(p)))
+		// one sentinel's answer: its majority settles it (a lagging one
+		// cuts nothing off)
+		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp) {
+			c.switched(i, hp)
+		}
 	}
 	if rep, err = sc.reply(deadline); err != nil || rep.IsError() {
 		return
 	}
-	// Subscribed: wait for messages, without deadline (Close closes the
-	// connection; TCP keep-alive finds a dead sentinel).
+	// Subscribed: wait for messages; when none came for watchPing, a PING
+	// must be answered within pingWait, or the sentinel hangs (SIGSTOP, a
+	// partition) and the next one is subscribed to (issue 45).
+	pinged := false
 	for {
-		rep, err := sc.reply(time.Time{})
+		wait := watchPing
+		if pinged {
+			wait = min(c.cfg.DialTimeout, pingWait)
+		}
+		rep, err := sc.reply(time.Now().Add(wait))
+		if err == errNoReply && !pinged {
+			if sc.send(time.Now().Add(pingWait), "PING") != nil {
+				return
+			}
+			pinged = true
+			continue
+		}
 		if err != nil {
 			return
 		}
+		pinged = false // anything it says shows it is alive (a PING's reply is ["pong", ""])
 		// ["message", "+switch-master", "<name> <old-ip> <old-port> <new-ip> <new-port>"]
 		if rep.Type != resp.TypeArray || rep.Len() != 3 {
 			continue
@@ -379,12 +413,17 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 }
 
 // switched replaces node i's connections when primary (host:port, as a
-// sentinel names it) is not the one they were set up with.
+// sentinel names it) is not the one they were set up with, and fails the
+// set-ups under way (the switch generation moves on: dialViaSentinels).
 func (c *Client) switched(i int, primary string) {
 	cur := c.nodes[i].primary.Load()
-	if cur == nil || *cur == primary {
+	if cur != nil && *cur == primary {
 		return
 	}
+	if cur == nil {
+		return // not set up yet: the dial asks the sentinels' majority
+	}
+	c.nodes[i].switchGen.Add(1)
 	for _, cn := range c.nodeConns(i) {
 		cn.abort(ErrConnBroken, errSwitched)
 	}

@@ -1,0 +1,188 @@
+package mux
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redmux/redmux/resp"
+)
+
+// This file holds what makes a Sentinel node's connection the primary its
+// sentinels' majority names (docs/OPERATIONS.md, "One primary per
+// Sentinel node", issue 45): a set-up is kept only if, once it is done, a
+// majority of the node's sentinels name the process it reached and no
+// switch was announced meanwhile; the replicas they know are how many
+// acknowledgements a grant waits for (Replicas).
+
+// errSwitchedDuringSetup fails a set-up whose node saw a switch announced
+// while it ran.
+var errSwitchedDuringSetup = errors.New("a sentinel announced +switch-master while the connection was set up: set up again")
+
+// sentinelView is what one sentinel said of the master: its primary and
+// how many of its replicas it sees healthy (flags exactly "slave").
+type sentinelView struct {
+	addr     string // the sentinel
+	primary  string // host:port; "" when it did not answer one
+	replicas int
+	err      error
+}
+
+// askAll asks every sentinel of ss at once, each bounded by deadline, for
+// the primary (SENTINEL GET-MASTER-ADDR-BY-NAME) and its replicas
+// (SENTINEL REPLICAS), in one pipeline per sentinel.
+func (c *Client) askAll(ss *sentinelSpec, deadline time.Time) []sentinelView {
+	out := make([]sentinelView, len(ss.addrs))
+	var wg sync.WaitGroup
+	for k, sa := range ss.addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[k] = c.askView(ss, sa, deadline)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Client) askView(ss *sentinelSpec, sa string, deadline time.Time) sentinelView {
+	v := sentinelView{addr: sa}
+	sc, err := c.sentinelDial(ss, sa, deadline)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	defer sc.close()
+	if err := sc.send(deadline, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", ss.master); err != nil {
+		v.err = err
+		return v
+	}
+	if err := sc.send(deadline, "SENTINEL", "REPLICAS", ss.master); err != nil {
+		v.err = err
+		return v
+	}
+	rep, err := sc.reply(deadline)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	host, port, err := masterAddr(rep, ss.master)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	v.primary = net.JoinHostPort(host, strconv.Itoa(port))
+	if rep, err = sc.reply(deadline); err == nil {
+		v.replicas = healthyReplicas(rep)
+	}
+	return v
+}
+
+// healthyReplicas counts the replicas of a SENTINEL REPLICAS reply whose
+// flags are "slave" alone (not s_down, o_down or disconnected). A reply
+// of another shape counts none.
+func healthyReplicas(rep resp.Reply) int {
+	if rep.Type != resp.TypeArray && rep.Type != resp.TypeSet {
+		return 0
+	}
+	n := 0
+	it := rep.Iter()
+	var r resp.Reply
+	for it.Next(&r) {
+		if flags, ok := field(r, "flags"); ok && bytes.Equal(flags, []byte("slave")) {
+			n++
+		}
+	}
+	return n
+}
+
+// field returns the value of key in a flat array of name, value pairs
+// (RESP2) or a map (RESP3).
+func field(r resp.Reply, key string) ([]byte, bool) {
+	if r.Type != resp.TypeArray && r.Type != resp.TypeMap {
+		return nil, false
+	}
+	it := r.Iter()
+	var k, v resp.Reply
+	for it.Next(&k) && it.Next(&v) {
+		if string(k.Data) == key {
+			return v.Data, true
+		}
+	}
+	return nil, false
+}
+
+// confirmPrimary reports whether a majority of ss's sentinels name
+// primary now, and the replicas they see (the median of the counts of
+// those that name it, so that no one sentinel's stale count decides); the
+// error says what they said when they do not.
+func (c *Client) confirmPrimary(ss *sentinelSpec, primary string, deadline time.Time) (int, error) {
+	views := c.askAll(ss, deadline)
+	var counts []int
+	var said []string
+	for _, v := range views {
+		switch {
+		case v.err != nil:
+			said = append(said, "sentinel "+v.addr+": "+v.err.Error())
+		case v.primary == primary:
+			counts = append(counts, v.replicas)
+		default:
+			said = append(said, "sentinel "+v.addr+" names "+v.primary)
+		}
+	}
+	if 2*len(counts) <= len(views) {
+		return 0, fmt.Errorf("%s, which answers ROLE master, is named by %d of %d sentinels, not a majority (%s): not the node's primary for the sentinels, or they cannot tell",
+			primary, len(counts), len(views), strings.Join(said, "; "))
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2], nil
+}
+
+// Replicas returns how many replicas node i's sentinels saw healthy when
+// its newest connection was set up (the median of the majority that
+// named its primary), the acknowledgements a grant on the node waits for
+// (redlock, WAIT; docs/OPERATIONS.md); -1 for any node that is not a
+// Sentinel node, or before its first set-up.
+func (c *Client) Replicas(i int) int {
+	if i < 0 || i >= c.n || c.cfg.nodes[i].sentinel == nil {
+		return -1
+	}
+	if p := c.nodes[i].primary.Load(); p == nil {
+		return -1
+	}
+	return int(c.nodes[i].replicas.Load())
+}
+
+// errNoReply: a sentinel (or cluster member) did not answer by the
+// deadline.
+var errNoReply = errors.New("no reply within DialTimeout")
+
+// The switch watcher's liveness check: a PING after watchPing without a
+// message, answered within pingWait (or DialTimeout, if shorter).
+const (
+	watchPing = 500 * time.Millisecond
+	pingWait  = time.Second
+)
+
+// majorityNamesCurrent reports whether a majority of ss's sentinels name
+// node i's current primary (not other, what one sentinel said): then
+// other is a lagging or bogus answer, and nothing is cut off.
+func (c *Client) majorityNamesCurrent(i int, ss *sentinelSpec, other string) bool {
+	cur := c.nodes[i].primary.Load()
+	if cur == nil || *cur == other {
+		return false
+	}
+	n := 0
+	for _, v := range c.askAll(ss, time.Now().Add(c.cfg.DialTimeout)) {
+		if v.err == nil && v.primary == *cur {
+			n++
+		}
+	}
+	return 2*n > len(ss.addrs)
+}
