@@ -64,6 +64,7 @@ type Config struct {
 	Faults       []Fault       // -fault (embedded cluster)
 	InProcess    bool          // -inprocess: embedded cluster in this process
 	FreshNodes   bool          // -fresh-nodes: trust the -nodes at first sight (redlock.WithTrustNodesAtStart)
+	ReplicaAcks  int           // -replica-acks: redlock.WithReplicaAcks (-1: the library's default)
 	NodeCap      float64       // -node-cap (embedded cluster): commands/s per node
 	CapacityRate float64       // -capacity-rate (sweep)
 	Quiet        bool          // -quiet

@@ -49,6 +49,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.Float64Var(&c.NodeCap, "node-cap", 0, "embedded cluster: every node serves at most this many `commands/s` (a lock operation is 2 commands per node), as a single-threaded server; plants a capacity knee (0 = none)")
 	fs.BoolVar(&c.InProcess, "inprocess", false, "run the embedded cluster inside this process (allocs and CPU per op then include the server's)")
 	fs.BoolVar(&c.FreshNodes, "fresh-nodes", false, "the -nodes were just started and hold no lock: the mux strategy's lock trusts them at once (else it quarantines a node up for less than the TTL, as after an undelayed restart, and, at the first use of a set of nodes, one without a data-set marker: docs/OPERATIONS.md)")
+	fs.IntVar(&c.ReplicaAcks, "replica-acks", -1, "mux strategy: replica acknowledgements a grant waits for (WAIT; redlock.WithReplicaAcks): -1 = the library's default (a Sentinel node's replicas), 0 = none, N = N on nodes other than Sentinel nodes")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line, no table")
 	durationVar(fs, &c.Progress, "progress", defaultProgressEvery, "when stderr is not a terminal, a progress line this often (0 = none): % done, ETA, and the average rate since the strategy's start (on a terminal: a live line, the last second's rate)")
 	fs.StringVar(&c.Title, "title", "", "report title")

@@ -91,6 +91,9 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 	if p.FreshNodes {
 		opts = append(opts, redlock.WithTrustNodesAtStart())
 	}
+	if p.ReplicaAcks >= 0 {
+		opts = append(opts, redlock.WithReplicaAcks(p.ReplicaAcks))
+	}
 	c, err := redlock.NewWithMux(m, opts...)
 	if err != nil {
 		_ = m.Close()

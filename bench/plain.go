@@ -56,6 +56,8 @@ type lockParams struct {
 	// (redlock.WithTrustNodesAtStart); nodes given with -nodes are judged
 	// by their uptime, as a service's client would (docs/OPERATIONS.md).
 	FreshNodes bool
+	// ReplicaAcks: mux only: redlock.WithReplicaAcks, when >= 0
+	ReplicaAcks int
 }
 
 func (p lockParams) drift() time.Duration {

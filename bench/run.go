@@ -193,7 +193,7 @@ func prepare(ctx context.Context, cfg *Config) (*session, error) {
 		DriftFactor: driftFactor, DriftFixed: driftFixed,
 		User: cfg.User, Password: cfg.Password, DB: cfg.DB,
 		Fencing: cfg.Workload == load.WorkloadFenced, DirectWait: cfg.DirectWait,
-		Transport: cfg.Transport,
+		Transport: cfg.Transport, ReplicaAcks: cfg.ReplicaAcks,
 	}
 	opt := &connOpts{user: cfg.User, password: cfg.Password, db: cfg.DB, dialTimeout: time.Second, timeout: cfg.Timeout}
 	secrets := cfg.secrets()

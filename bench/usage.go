@@ -18,7 +18,7 @@ type flagGroup struct {
 // out; a defined flag no group names goes to "Other" (TestUsageListsEveryFlagOnce
 // keeps that group empty).
 var flagGroups = []flagGroup{
-	{"Target (default: an embedded 5-node fake cluster)", []string{"nodes", "real-local", "shape", "shards", "fake", "user", "password", "db", "timeout", "fresh-nodes"}},
+	{"Target (default: an embedded 5-node fake cluster)", []string{"nodes", "real-local", "shape", "shards", "fake", "user", "password", "db", "timeout", "fresh-nodes", "replica-acks"}},
 	{"TLS", []string{"tls", "cacert", "cert", "key", "sni", "insecure"}},
 	{"Embedded cluster", []string{"latency", "fault", "node-cap", "inprocess"}},
 	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at", "segment"}},

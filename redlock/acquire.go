@@ -291,8 +291,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	if !s.fencing {
 		b.BroadcastExpect(w.cmd, expect)
 	}
-	// the data set's marker, read after the lock command on the same
-	// connection (rule 4)
+	// the replicas' acknowledgement (wait.go), then the data set's
+	// marker, read after the lock command on the same connection (rule 4)
+	c.prepWait(w, b, timeout)
 	c.prepMarkers(w, b, resource)
 
 	t1 := mono() // step 1: before the first byte is sent
@@ -300,7 +301,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	out, err := c.m.Do(ctx, b, pol)
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
-	if c.noteMarkers(w, b, markerAt) {
+	if c.noteMarkers(w, b, -1) {
 		// off the grant's path: once this attempt is decided
 		defer c.markerWork(ctx, w, resource, s.nodeTimeout)
 	}
@@ -362,7 +363,14 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	down := 0
 	for i := 0; i < c.n; i++ {
 		r, err := w.b.Reply(i, 0)
-		mr, merr := w.b.Reply(i, markerAt)
+		mr, merr := w.b.Reply(i, w.layout(i))
+		acked, aerr := true, error(nil)
+		if w.waitN[i] > 0 {
+			var wr resp.Reply
+			wr, aerr = w.b.Reply(i, 1)
+			v, ok := wr.Int()
+			acked = aerr == nil && ok && v >= int64(w.waitN[i])
+		}
 		rec := nodeRec{}
 		staleGrant := false
 		if g, _, stale, ok := fencedReply(r); err == nil && ok {
@@ -378,6 +386,12 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 			// nothing (another incarnation's, or not counters)
 			rec.status, rec.err = NodeFailed, errStaleCounter
 			t.fencingUnknown = true
+		case grant && (errors.Is(aerr, mux.ErrTimeout) || errors.Is(aerr, mux.ErrPending)):
+			rec.status, rec.err = NodePending, aerr // the replicas' acknowledgement had not come
+		case grant && aerr != nil:
+			rec.status, rec.err = NodeFailed, closedErr(aerr)
+		case grant && !acked:
+			rec.status, rec.err = NodeFailed, errNotReplicated
 		case grant && (errors.Is(merr, mux.ErrTimeout) || errors.Is(merr, mux.ErrPending)):
 			rec.status, rec.err = NodePending, merr // the marker's answer had not come
 		case grant && merr != nil:

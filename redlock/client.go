@@ -46,6 +46,11 @@ type Client struct {
 	// unprotected: grants count every node that grants (tests' controls:
 	// withoutQuarantine)
 	unprotected bool
+	// replica acknowledgements (wait.go): waitOff, none anywhere
+	// (WithReplicaAcks(0)); waitPlain, how many on nodes other than
+	// Sentinel nodes
+	waitOff   bool
+	waitPlain int
 }
 
 // worker is the per-call state: a mux batch, a command buffer, a random
@@ -70,6 +75,12 @@ type worker struct {
 	// fenced script's grant, each on a trusted node whose marker is the
 	// accepted one (grantable). Made once per worker: Do allocates nothing.
 	grantSet, grantMulti, fencedOK func(int, mux.Replies) bool
+	// extendOK: an extension's script said 1, and its WAIT was met
+	extendOK func(int, mux.Replies) bool
+	// waitN: the replica acknowledgements each node's command of this
+	// call waits for (0: no WAIT; prepWait), encoded into wcmd
+	waitN []int
+	wcmd  []byte
 	// where the attempt reads each node's marker (prepMarkers): the
 	// anchor slot on a cluster node (-1 elsewhere), the data set's state,
 	// and the MGET's encoding buffer
@@ -187,6 +198,9 @@ func buildConfig(n int, opts []Option) (*clientConfig, error) {
 	if err := checkQuarantine(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkWait(cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -208,7 +222,8 @@ func mergeScripts(user []mux.Script) []mux.Script {
 }
 
 func newClient(m *mux.Client, cfg *clientConfig) *Client {
-	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs, unprotected: cfg.unprotected}
+	c := &Client{m: m, n: m.N(), addrs: m.Addrs(), quorum: cfg.quorum, def: cfg.lock, values: cfg.values, obs: cfg.obs, unprotected: cfg.unprotected,
+		waitOff: cfg.waitSet && cfg.waitPlain == 0, waitPlain: cfg.waitPlain}
 	c.pool.New = func() any { return c.newWorker() }
 	c.states.New = func() any { return &lockState{c: c} }
 	c.ka.c = c
@@ -241,30 +256,44 @@ func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
 	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
-		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128)}
+		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128), waitN: make([]int, c.n), wcmd: make([]byte, 0, 32)}
 	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
 	w.grantSet = func(i int, rs mux.Replies) bool {
-		return rs.Len() == 2 && rs.At(0).IsOK() && w.grantable(c, i, rs)
+		return rs.At(0).IsOK() && w.grantable(c, i, rs)
 	}
 	w.grantMulti = func(i int, rs mux.Replies) bool {
-		return rs.Len() == 2 && isOne(i, rs.At(0)) && w.grantable(c, i, rs)
+		return isOne(i, rs.At(0)) && w.grantable(c, i, rs)
 	}
 	w.fencedOK = func(i int, rs mux.Replies) bool {
-		if rs.Len() != 2 {
-			return false
-		}
 		g, _, stale, ok := fencedReply(rs.At(0))
 		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
+	}
+	w.extendOK = func(i int, rs mux.Replies) bool {
+		return isOne(i, rs.At(0)) && w.acked(i, rs)
 	}
 	return w
 }
 
 // grantable reports whether node i's granting reply counts (rules 2 and
-// 4): the lock command and the marker's MGET ran on one process (neither
-// was redirected), the node is trusted, and its marker is the accepted one
-// with no young key.
+// 4, and the replicas' acknowledgement): the lock command, its WAIT (if
+// any) and the marker's MGET (the last) ran on one process (none was
+// redirected), the replicas acknowledged the grant, the node is trusted,
+// and its marker is the accepted one with no young key.
 func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
-	return !rs.Redirected(0) && !rs.Redirected(markerAt) && (c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(markerAt)))
+	last := rs.Len() - 1
+	if last != w.layout(i) || rs.Redirected(0) || rs.Redirected(last) || !w.acked(i, rs) {
+		return false
+	}
+	return c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(last))
+}
+
+// layout is the index of node i's MGET in an acquisition batch: after the
+// lock command and its WAIT, if any.
+func (w *worker) layout(i int) int {
+	if w.waitN[i] > 0 {
+		return 2
+	}
+	return 1
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }

@@ -280,9 +280,10 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
 	}
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
+	c.prepWait(w, b, timeout) // a new TTL the replicas do not have would not survive a failover
 	// every node that extended the holder's key counts, quarantined or
-	// not (docs/OPERATIONS.md, rule 3 A)
-	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
+	// not (docs/OPERATIONS.md, rule 3 A), once its replicas have it
+	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, SuccessAll: w.extendOK, Timeout: timeout})
 	hook.At(ctx, hook.ExtendReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
 	if c.obs != nil {
@@ -317,7 +318,7 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 	// key (scripts.Extend), so the old end stands, unless the lock is lost.
 	e := &ExtendError{Resource: l.name(), Extended: out.Successes, Pending: out.Pending, Err: closedErr(err)}
 	for i := 0; i < c.n; i++ {
-		if r, err := b.Last(i); err == nil {
+		if r, err := b.Reply(i, 0); err == nil {
 			if v, ok := r.Int(); ok && v == 0 {
 				e.Refused++
 			}
@@ -338,7 +339,7 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 func missing(b *mux.Batch, n int) uint64 {
 	var m uint64
 	for i := 0; i < n; i++ {
-		if r, err := b.Last(i); err == nil {
+		if r, err := b.Reply(i, 0); err == nil {
 			if v, ok := r.Int(); ok && v == 0 {
 				m |= 1 << i
 			}
@@ -352,7 +353,7 @@ func missing(b *mux.Batch, n int) uint64 {
 func unconfirmed(b *mux.Batch, n int) uint64 {
 	var m uint64
 	for i := 0; i < n; i++ {
-		if r, err := b.Last(i); err != nil || !isOne(i, r) {
+		if r, err := b.Reply(i, 0); err != nil || !isOne(i, r) {
 			m |= 1 << i
 		}
 	}

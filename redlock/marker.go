@@ -170,10 +170,6 @@ func markerOK(st *markerNode, r resp.Reply) bool {
 	return it.Next(&a) && (a.Null || st.trustYoung.Load())
 }
 
-// markerAt is the index of the MGET in each node's commands of an
-// acquisition batch: right after the lock command.
-const markerAt = 1
-
 // readRecord parses the TTL record's bulk value (milliseconds), -1 when it
 // is absent or not a whole number in range. No allocation.
 func readRecord(a resp.Reply) int64 {
@@ -197,8 +193,9 @@ func (c *Client) noteRecordMS(ms int64) {
 	}
 }
 
-// noteMarkers reads every node's MGET, command k of b (an acquisition's:
-// what arrived before Do returned; w.mstate says whose data set each is),
+// noteMarkers reads every node's MGET, command k of b (-1: its last, as
+// in an acquisition: what arrived before Do returned; w.mstate says whose
+// data set each is),
 // learns the TTL records, and reports whether some node needs work off
 // the grant's path (markerWork), which it prepares in w.seen. The common
 // case, every marker accepted, no young key and every record up to date,
@@ -209,7 +206,11 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 	now := int64(-1)
 	for i := 0; i < c.n; i++ {
 		w.seen[i].got = false
-		r, err := b.Reply(i, k)
+		at := k
+		if at < 0 {
+			at = b.Commands(i) - 1
+		}
+		r, err := b.Reply(i, at)
 		if err != nil || r.Type != resp.TypeArray || r.Len() != 3 {
 			continue
 		}

@@ -325,6 +325,10 @@ func TestTrustAtStartOnlyWhatNewSaw(t *testing.T) {
 		require.NoError(t, cl.Nodes[i].RestartLag(200*time.Millisecond))
 	}
 	require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "at-start", la.Value()), "A's keys were lost")
+	// c's first operation comes after its connections were set up again
+	// with the new processes (redials back off 250 ms at most): what it
+	// meets first is not what New saw
+	time.Sleep(time.Second)
 	eventually(t, 5*time.Second, func() bool {
 		_, err = c.TryAcquire(ctx, "at-start")
 		return !errors.Is(err, redlock.ErrUnreachable) // c reconnected to the restarted nodes
@@ -363,5 +367,78 @@ func TestMarkerCopiedDataSet(t *testing.T) {
 		}, "%s: nodes 0 and 4 did not come back: %v", name, err)
 		require.ErrorIs(t, err, redlock.ErrNotAcquired, "%s: a second holder while A's validity is %v", name, la.Validity())
 		require.Positive(t, la.Validity())
+	}
+}
+
+// A wipe without a restart (docs/OPERATIONS.md, rule 4): A holds a lock;
+// nodes 0-2 lose their data and keep every connection (FLUSHALL; a full
+// resync from an empty server), so INFO is not read again. A client
+// connected throughout and a new one retry for half a second: every
+// attempt is refused, by the markers (gone, then young) alone.
+func TestQuarantineWipeWithoutRestart(t *testing.T) {
+	for _, wipe := range []string{"flush", "resync"} {
+		t.Run(wipe, func(t *testing.T) {
+			cl := startCluster(t, 5)
+			addrs := cl.Addrs()
+			ctx := context.Background()
+			a := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			b := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			warm(t, b)
+			la, err := a.Acquire(ctx, "wiped")
+			require.NoError(t, err)
+			waitAllHold(t, addrs, "wiped", la)
+			for i := 0; i < 3; i++ {
+				if wipe == "flush" {
+					cl.Nodes[i].Flush()
+				} else {
+					cl.Nodes[i].Resync(nil)
+				}
+			}
+			require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "wiped", la.Value()), "A's keys were wiped")
+			fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				for name, c := range map[string]*redlock.Client{"the connected client": b, "a new client": fresh} {
+					if _, err := c.TryAcquire(ctx, "wiped"); err == nil {
+						t.Fatalf("%s took A's lock (validity %v) on nodes wiped without a restart", name, la.Validity())
+					}
+				}
+			}
+			for name, c := range map[string]*redlock.Client{"the connected client": b, "a new client": fresh} {
+				q := c.Quarantined()
+				for i := 0; i < 3; i++ {
+					require.Contains(t, q, i, "%s: node %d", name, i)
+				}
+			}
+		})
+	}
+}
+
+// A restart from an older snapshot (docs/OPERATIONS.md, rule 2): nodes
+// 0-2 restart keeping their markers but losing A's keys (written after
+// their last snapshot), so only the new run_id tells. A client connected
+// throughout and a new one are refused.
+func TestQuarantineRestartKeepsMarker(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	ctx := context.Background()
+	time.Sleep(300 * time.Millisecond) // the markers are older than the writes lost below
+	a := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	b := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	warm(t, b)
+	la, err := a.Acquire(ctx, "snapshot")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "snapshot", la)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, cl.Nodes[i].RestartLag(200*time.Millisecond))
+	}
+	require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "snapshot", la.Value()), "A's keys were lost")
+	fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	for name, c := range map[string]*redlock.Client{"the connected client": b, "a new client": fresh} {
+		var err error
+		eventually(t, 5*time.Second, func() bool {
+			_, err = c.TryAcquire(ctx, "snapshot")
+			return !errors.Is(err, redlock.ErrUnreachable)
+		}, "%s: the nodes did not come back: %v", name, err)
+		require.ErrorIs(t, err, redlock.ErrQuarantined, "%s: a second holder while A's validity is %v", name, la.Validity())
 	}
 }

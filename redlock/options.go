@@ -318,6 +318,10 @@ type clientConfig struct {
 	// unprotected turns rules 2 and 4 off for grants: tests only (the
 	// controls that show what the quarantine prevents; export_test.go)
 	unprotected bool
+	// replica acknowledgements (wait.go): waitSet says WithReplicaAcks
+	// was given, waitPlain its count for nodes other than Sentinel nodes
+	waitSet   bool
+	waitPlain int
 }
 
 type clientOption func(*clientConfig)

@@ -113,3 +113,75 @@ func TestSentinelFailoverLock(t *testing.T) {
 	require.NoError(t, err, "B after A's release")
 	require.NoError(t, lb.Release(ctx))
 }
+
+// A grant on a Sentinel node counts only once the node's replica holds
+// it (WAIT, issue 45): node 0 of three is a Sentinel service whose
+// replica lags (paused, its replication link cut: what the primary writes
+// now never reaches it), node 2 holds someone else's key for a second.
+// A's acquisition needs node 0, whose WAIT is not met: not acquired. The
+// control (WithReplicaAcks(0)) acquires on node 0's primary and node 1;
+// then the primary dies, the lagging replica (without the key) is
+// promoted, node 2's foreign key expires, and a client made after the
+// failover takes the lock too: two holders, which the default prevents.
+// The replica has been up longer than the quarantine (8 s TTL), so the
+// new client trusts the promoted replica by its uptime (rule 2's limit):
+// only the WAIT stands between it and A's lost key.
+func TestSentinelWaitGrant(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		name := "default"
+		if control {
+			name = "control: WithReplicaAcks(0)"
+		}
+		t.Run(name, func(t *testing.T) {
+			const ttl = 8 * time.Second
+			g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+			started := time.Now()
+			solo := redistest.StartN(t, 2, redistest.Options{})
+			node0 := "redis-sentinel://" + g.SentinelAddrs()[0] + "?sentinelMasterId=" + g.Name +
+				"&sentinel=" + g.SentinelAddrs()[1] + "&sentinel=" + g.SentinelAddrs()[2]
+			addrs := []string{node0, solo[0].Addr, solo[1].Addr}
+			ctx := context.Background()
+			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithNodeTimeout(200 * time.Millisecond)}
+			if control {
+				opts = append(opts, redlock.WithReplicaAcks(0))
+			}
+			a := newClient(t, addrs, opts...)
+			warm(t, a)
+			primary, replica := g.Data[0], g.Data[1]
+			if control {
+				time.Sleep(time.Until(started.Add(ttl + 2*time.Second))) // the replica is older than a quarantine
+			}
+			require.NoError(t, replica.Pause())
+			rawDo(t, primary.Addr, "CLIENT", "KILL", "TYPE", "replica") // what follows is not replicated
+			r := rawDo(t, solo[1].Addr, "SET", "sentinel:wait", "someone-else", "PX", "1000")
+			require.True(t, r.IsOK())
+			la, err := a.TryAcquire(ctx, "sentinel:wait")
+			if !control {
+				var ne *redlock.NotAcquiredError
+				require.ErrorAs(t, err, &ne, "a grant on node 0 counted before its replica had it")
+				require.Len(t, ne.Nodes, 3)
+				// a WAIT not met answers at its timeout, which Redis
+				// checks every 100 ms (hz 10): after the call, or before
+				require.NotEqual(t, redlock.NodeGranted, ne.Nodes[0].Status, "node 0: %+v", ne.Nodes[0])
+				t.Logf("node 0: %v", ne.Nodes[0].Err)
+				require.NoError(t, replica.Resume())
+				return
+			}
+			require.NoError(t, err, "the control acquires on node 0's primary and node 1")
+			primary.Stop() // its last writes die with it
+			require.NoError(t, replica.Resume())
+			_, err = g.WaitFailover(primary, 60*time.Second)
+			require.NoError(t, err)
+			b := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithReplicaAcks(0))
+			var lb redlock.Lock
+			var berr error
+			eventually(t, la.Validity(), func() bool {
+				lb, berr = b.TryAcquire(ctx, "sentinel:wait")
+				return berr == nil
+			}, "the control's second client never got the lock")
+			require.Positive(t, la.Validity(), "two holders at once: what WAIT prevents")
+			t.Logf("control: two holders, A valid for %v", la.Validity().Round(time.Millisecond))
+			_ = lb.Release(ctx)
+		})
+	}
+}

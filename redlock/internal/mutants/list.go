@@ -70,7 +70,10 @@ var mutants = []Mutant{
 		},
 	},
 	{
-		Name: "quarantine-off", Class: "a node's new incarnation counted at once after a restart or failover (no client-enforced delayed restart, issue 32)", Test: restartTest, Short: true,
+		// The checker (TestSafetyRestarts) catches it too, in about 2
+		// minutes since the markers cover restarts without persistence:
+		// only failovers and restarts from older snapshots are left to it.
+		Name: "quarantine-off", Class: "a node's new incarnation counted at once after a restart or failover (no client-enforced delayed restart, issue 32)", Test: "TestQuarantineRestartKeepsMarker", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/incarnation.go",
 			"\tif u == 0 {\n\t\treturn true\n\t}\n\tif mono() < u {",
 			"\tif u == 0 || true {\n\t\treturn true\n\t}\n\tif mono() < u {"}},
@@ -78,13 +81,14 @@ var mutants = []Mutant{
 	// Issue 44: the data set's own marker (rule 4), the TTL record every
 	// client shares (rule 5), uptime's rounding (rule 2), trust at start.
 	{
-		Name: "marker-unchecked", Class: "a grant counted without its node's data-set marker read with it: wipes and resyncs without a reconnect unseen (issue 44)", Test: restartTest, Short: true,
+		// TestSafetyRestarts catches it too, in about a minute
+		Name: "marker-unchecked", Class: "a grant counted without its node's data-set marker read with it: wipes and resyncs without a reconnect unseen (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/client.go",
-			"(c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(markerAt)))",
-			"(c.unprotected || c.trusted(i))"}},
+			"\treturn c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(last))\n",
+			"\treturn c.unprotected || c.trusted(i)\n"}},
 	},
 	{
-		Name: "young-ignored", Class: "a data set younger than the quarantine (its young key alive) counted (issue 44)", Test: restartTest, Short: true,
+		Name: "young-ignored", Class: "a data set younger than the quarantine (its young key alive) counted (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/marker.go",
 			"return it.Next(&a) && (a.Null || st.trustYoung.Load())",
 			"return it.Next(&a)"}},
@@ -126,6 +130,26 @@ var mutants = []Mutant{
 		Edits: []Edit{{"mux/ingest.go",
 			"\t\t\t\tif rd.frames[i].isErr {\n\t\t\t\t\tif demoted = demotedReply(",
 			"\t\t\t\tif rd.frames[i].isErr && cn.c.cfg.nodes[cn.node].sentinel != nil {\n\t\t\t\t\tif demoted = demotedReply("}},
+	},
+	// Issue 45: one primary per Sentinel node, as the sentinels' majority
+	// sees it, and grants that wait for the replicas.
+	{
+		Name: "sentinel-role-master-enough", Class: "a Sentinel node's connection kept to any process answering ROLE master: no majority of the sentinels asked, no switch checked (issue 45)", Test: "TestSentinelLaggingSentinelNotTrusted", Scripted: true, Pkg: "./mux",
+		Edits: []Edit{{"mux/sentinel.go",
+			"\t\t\treplicas, err = c.confirmPrimary(ss, hp, time.Now().Add(c.cfg.DialTimeout))\n\t\t\tif err == nil && c.nodes[i].switchGen.Load() != gen {\n",
+			"\t\t\treplicas, err = 1, nil\n\t\t\tif false {\n"}},
+	},
+	{
+		Name: "watcher-no-liveness", Class: "the +switch-master watcher waits on its sentinel without a deadline: a hung sentinel keeps the client on a replaced primary (issue 45)", Test: "TestSentinelHungWatcher", Scripted: true, Pkg: "./mux",
+		Edits: []Edit{{"mux/sentinel.go",
+			"\t\trep, err := sc.reply(time.Now().Add(wait))\n",
+			"\t\trep, err := sc.reply(time.Time{})\n"}},
+	},
+	{
+		Name: "wait-ignored", Class: "a grant on a Sentinel node counted without its replicas' acknowledgement (WAIT): a failover loses it (issue 45)", Test: "TestSentinelWaitGrant", Scripted: true,
+		Edits: []Edit{{"redlock/wait.go",
+			"\tn := w.waitN[i]\n\tif n <= 0 {\n",
+			"\tn := w.waitN[i]\n\tif n <= 0 || true {\n"}},
 	},
 	{
 		Name: "cluster-incarnation-one-shard", Class: "a Redis Cluster node's incarnation taken from its first shard only: a restart or failover of another shard counted at once (issue 33)", Test: clusterTest, Short: true,
