@@ -187,10 +187,14 @@
 // caller's path): the sentinels are asked in turn, from the last one whose
 // answer worked, with SENTINEL GET-MASTER-ADDR-BY-NAME (bounded by
 // DialTimeout), and the process named is dialled with ROLE in its set-up
-// pipeline: it must answer "master". The first named process that does is
-// the node (so sentinels that disagree are settled by the processes
-// themselves); a process that answers as a replica, or cannot be reached,
-// sends the dial on to the next sentinel. When none works the node is
+// pipeline: it must answer "master"; then every sentinel is asked at once,
+// and the connection is kept only if a majority of them name that process
+// and no switch was announced while it was set up (a replaced primary
+// answers "master" for about 10 s). A process that answers as a replica,
+// cannot be reached or is not confirmed sends the dial on to the next
+// sentinel. Client.Replicas says how many replicas the confirming
+// sentinels see healthy (redlock waits for their acknowledgement). When
+// none works the node is
 // down with a cause that wraps ErrSentinel and says what each sentinel
 // answered, e.g.
 //
@@ -202,8 +206,10 @@
 // LOADING (checked on error replies only: nothing is added to the success
 // path), and when a sentinel announces +switch-master to another address:
 // one background goroutine per Sentinel node stays subscribed to one
-// sentinel at a time, and asks it for the primary each time it
-// subscribes. Client.Primary says which process a node's newest
+// sentinel at a time, asks it for the primary each time it subscribes
+// (an answer that differs is checked with the majority first), and PINGs
+// it when it is quiet: a sentinel that does not answer within a second is
+// left for the next one. Client.Primary says which process a node's newest
 // connection was set up with; with Config.Incarnations the new primary's
 // incarnation (promoted: a new replication history) is learned before its
 // connection carries a command, which is how redlock quarantines it

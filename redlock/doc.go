@@ -85,15 +85,24 @@
 // # Restarts and failovers
 //
 // mux learns each node's incarnation (run_id, replication id, uptime) when
-// it connects. A node that restarted, failed over, or is first seen with an
+// it connects, and every acquisition reads the node's data-set marker
+// (keys redmux:node:*) right after its lock command: a data set that is
+// new, wiped (FLUSHALL, a full resync) or replaced is seen at the grant
+// itself, whether or not a connection was set up again. A node that
+// restarted, failed over, lost its data set, or is first seen with an
 // uptime below the quarantine does not count towards a grant until the
 // quarantine has passed: the Redis page's delayed restart, enforced by the
-// client (WithQuarantine, default the largest TTL used; WithNodesPersistEveryWrite
-// where every node runs appendfsync always; WithTrustNodesAtStart for nodes
-// just started; Client.Quarantined; OpIncarnation events). Extensions put a
-// lost key back on the nodes that lost it (Client.Restored), so a kept-alive
-// lock lives through rolling restarts. Rules and safety arguments:
-// docs/OPERATIONS.md.
+// client. The quarantine is the largest TTL any client of the nodes uses,
+// which every client declares on the nodes before using it (WithQuarantine
+// may only raise it; WithNodesPersistEveryWrite where every node runs
+// appendfsync always; WithTrustNodesAtStart for nodes just started;
+// Client.Quarantined; OpIncarnation events, with ErrNodeRestarted,
+// ErrNodeFailover, ErrDataSetNew or ErrDataSetReplaced). Extensions count
+// every node that extended the holder's key, quarantined or not, and put a
+// lost key back (Client.Restored), so a kept-alive lock lives through
+// rolling restarts. On Sentinel nodes a grant or an extension counts only
+// once the node's replicas acknowledged it (WAIT; WithReplicaAcks).
+// Rules and safety arguments: docs/OPERATIONS.md.
 //
 // # Observing
 //

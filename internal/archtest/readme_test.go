@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -347,4 +348,52 @@ func TestReadmeChecksCatchDrift(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadmeMutantCounts: README's Make targets give the number of planted
+// bugs (make mutants) and of the cheap ones (make mutants-short); they
+// are the mutation list's.
+func TestReadmeMutantCounts(t *testing.T) {
+	root := moduleRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile(filepath.Join(root, "redlock/internal/mutants/list.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := checkMutantCounts(string(readme), string(list)); len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+	if bad := checkMutantCounts(strings.Replace(string(readme), "every planted bug (", "every planted bug (1", 1), string(list)); len(bad) != 1 {
+		t.Fatalf("a stale count was not caught: %v", bad)
+	}
+}
+
+var (
+	mutantsAll   = regexp.MustCompile(`every planted bug \((\d+)\)`)
+	mutantsShort = regexp.MustCompile(`the (\d+) cheap-to-catch mutants`)
+	mutantName   = regexp.MustCompile(`(?m)^\t\tName: "`)
+	mutantShort  = regexp.MustCompile(`Short: true`)
+)
+
+// checkMutantCounts compares README's counts of mutants with list.go's.
+func checkMutantCounts(readme, list string) []string {
+	var bad []string
+	for _, c := range []struct {
+		re   *regexp.Regexp
+		want int
+		what string
+	}{{mutantsAll, len(mutantName.FindAllString(list, -1)), "planted bugs"}, {mutantsShort, len(mutantShort.FindAllString(list, -1)), "short mutants"}} {
+		m := c.re.FindStringSubmatch(readme)
+		if m == nil {
+			bad = append(bad, "README.md gives no count of "+c.what)
+			continue
+		}
+		if m[1] != strconv.Itoa(c.want) {
+			bad = append(bad, fmt.Sprintf("README.md says %s %s, redlock/internal/mutants/list.go has %d", m[1], c.what, c.want))
+		}
+	}
+	return bad
 }

@@ -137,13 +137,13 @@ var mutants = []Mutant{
 		Name: "sentinel-role-master-enough", Class: "a Sentinel node's connection kept to any process answering ROLE master: no majority of the sentinels asked, no switch checked (issue 45)", Test: "TestSentinelLaggingSentinelNotTrusted", Scripted: true, Pkg: "./mux",
 		Edits: []Edit{{"mux/sentinel.go",
 			"\t\t\treplicas, err = c.confirmPrimary(ss, hp, time.Now().Add(c.cfg.DialTimeout))\n\t\t\tif err == nil && c.nodes[i].switchGen.Load() != gen {\n",
-			"\t\t\treplicas, err = 1, nil\n\t\t\tif false {\n"}},
+			"\t\t\treplicas, err = 1, nil\n\t\t\tif gen != gen {\n"}},
 	},
 	{
 		Name: "watcher-no-liveness", Class: "the +switch-master watcher waits on its sentinel without a deadline: a hung sentinel keeps the client on a replaced primary (issue 45)", Test: "TestSentinelHungWatcher", Scripted: true, Pkg: "./mux",
 		Edits: []Edit{{"mux/sentinel.go",
 			"\t\trep, err := sc.reply(time.Now().Add(wait))\n",
-			"\t\trep, err := sc.reply(time.Time{})\n"}},
+			"\t\trep, err := sc.reply(time.Time{})\n\t\t_ = wait\n"}},
 	},
 	{
 		Name: "wait-ignored", Class: "a grant on a Sentinel node counted without its replicas' acknowledgement (WAIT): a failover loses it (issue 45)", Test: "TestSentinelWaitGrant", Scripted: true,
