@@ -193,6 +193,15 @@ func (r Replies) At(k int) resp.Reply {
 // other commands' (see the package documentation, Redis Cluster).
 func (r Replies) Redirected(k int) bool { return r.b.call.res[r.node][k].redirected }
 
+// Resent reports whether command k was sent again after its first reply
+// (a MOVED or ASK followed, or EVALSHA's NOSCRIPT fallback to EVAL): it
+// ran after the node's commands that followed it in the batch, not
+// before them.
+func (r Replies) Resent(k int) bool {
+	res := &r.b.call.res[r.node][k]
+	return res.redirected || res.retried
+}
+
 func (b *Batch) decide() {
 	cl := &b.call
 	if cl.panicked != nil {

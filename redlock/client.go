@@ -87,9 +87,14 @@ type worker struct {
 	anchor []int
 	mstate []*markerNode
 	mcmd   []byte
-	// seen: what noteMarkers kept for markerWork; cb: the cold batch
-	seen []markerSeen
-	cb   *mux.Batch
+	// seen: what noteMarkers kept for markerWork; cb: the cold batch;
+	// steady: the nodes whose MGET the grant predicate found steady (a bit
+	// each; set on mux's reader, read after Do returns); want: the TTL
+	// record (ms) a steady node holds
+	seen   []markerSeen
+	cb     *mux.Batch
+	steady uint64
+	want   int64
 	// pend: the observer events of an operation under st.op (its node
 	// errors, the incarnations it judged), delivered by flush once st.op
 	// is released; room for 2N, so that keeping them allocates nothing
@@ -281,10 +286,20 @@ func (c *Client) newWorker() *worker {
 // and its marker is the accepted one with no young key.
 func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 	last := rs.Len() - 1
-	if last != w.layout(i) || rs.Redirected(0) || rs.Redirected(last) || !w.acked(i, rs) {
+	// a lock command resent (NOSCRIPT's EVAL, a redirect) ran after the
+	// MGET: the marker would not be evidence read after the grant
+	if last != w.layout(i) || rs.Resent(0) || rs.Redirected(last) || !w.acked(i, rs) {
 		return false
 	}
-	return c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(last))
+	want := w.want
+	if w.anchor[i] >= 0 {
+		want = -1 // a cluster shard's MGET has no record in it
+	}
+	ok, steady := markerCheck(w.mstate[i], rs.At(last), want)
+	if steady {
+		w.steady |= 1 << i // noteMarkers passes over it
+	}
+	return c.unprotected || c.trusted(i) && ok
 }
 
 // layout is the index of node i's MGET in an acquisition batch: after the

@@ -442,3 +442,26 @@ func TestQuarantineRestartKeepsMarker(t *testing.T) {
 		require.ErrorIs(t, err, redlock.ErrQuarantined, "%s: a second holder while A's validity is %v", name, la.Validity())
 	}
 }
+
+// A lock script resent after NOSCRIPT (mux's EVAL fallback) runs after
+// the data-set marker's MGET that followed it in the pipeline: that MGET
+// is no evidence read after the grant (docs/OPERATIONS.md, rule 4), so
+// the node does not count in that attempt. The fallback loads the script
+// again: the next attempt counts it.
+func TestNoScriptResentNotCounted(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	warm(t, c)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		rawDo(t, addrs[i], "SCRIPT", "FLUSH")
+	}
+	_, err := c.TryAcquireMulti(ctx, []string{"ns:a", "ns:b"})
+	var ne *redlock.NotAcquiredError
+	require.ErrorAs(t, err, &ne, "the resent scripts' nodes counted")
+	require.LessOrEqual(t, ne.Granted, 2)
+	l, err := c.TryAcquireMulti(ctx, []string{"ns:a", "ns:b"})
+	require.NoError(t, err, "the scripts were loaded again")
+	require.NoError(t, l.Release(ctx))
+}
