@@ -172,10 +172,16 @@ func (cn *pconn) ingest(l link) bool {
 			cn.arrived++
 			cn.freeRoom()
 			cn.mu.Unlock()
-			for i := 0; i < ok; i++ {
-				f := rd.frames[i]
-				cn.deliver(rd.popped[i], rd.buf[f.off:f.off+f.n], f.isErr, f.shape)
-				rd.popped[i] = slot{}
+			// consecutive replies of one call (a batch's commands to this
+			// node) are delivered under one lock of its batch
+			for i := 0; i < ok; {
+				j := i + 1
+				for j < ok && rd.popped[j].b == rd.popped[i].b && rd.popped[j].gen == rd.popped[i].gen {
+					j++
+				}
+				cn.deliverRun(rd.popped[i:j], rd.frames[i:j], rd.buf)
+				clear(rd.popped[i:j])
+				i = j
 			}
 			if demoted != nil {
 				cn.fail(ErrConnBroken, demoted)
@@ -225,28 +231,43 @@ func isNoScript(f []byte) bool {
 	return len(next) > 0 && (next[0] == ' ' || next[0] == '\r')
 }
 
-// deliver hands a reply to the batch its slot belongs to, if that batch's
-// call is still waiting; otherwise the reply is dropped. sh is the frame's
-// parse, kept with the copy so the batch never parses it again.
-func (cn *pconn) deliver(s slot, f []byte, isErr bool, sh resp.Shape) {
-	b := s.b
-	if b == nil || s.k < 0 {
+// deliverRun hands replies to the batch their slots belong to (one batch
+// and call generation: consecutive replies of one call), if that batch's
+// call is still waiting; otherwise they are dropped. Each frame's parse
+// is kept with its copy so the batch never parses it again. The batch is
+// locked once for the run.
+func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte) {
+	b := slots[0].b
+	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	cl := &b.call
-	if cl.gen == s.gen && cl.live {
-		k := int(s.k)
-		switch {
-		case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].cluster != nil && cn.redirect(b, k, s.gen, f):
-			cl.res[cn.node][k].redirected = true
-		case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
-			cl.res[cn.node][k].retried = true
-		default:
-			b.store(cn.node, k, f, isErr, sh)
+	if cl.gen == slots[0].gen && cl.live {
+		for i, s := range slots {
+			if s.k < 0 {
+				continue // an internal command's reply (SCRIPT LOAD)
+			}
+			f := frames[i]
+			cn.deliverLocked(b, s, buf[f.off:f.off+f.n], f.isErr, f.shape)
 		}
 	}
 	b.mu.Unlock()
+}
+
+// deliverLocked is one reply of deliverRun, with b.mu held and b's call
+// live in s's generation.
+func (cn *pconn) deliverLocked(b *Batch, s slot, f []byte, isErr bool, sh resp.Shape) {
+	cl := &b.call
+	k := int(s.k)
+	switch {
+	case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].cluster != nil && cn.redirect(b, k, s.gen, f):
+		cl.res[cn.node][k].redirected = true
+	case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
+		cl.res[cn.node][k].retried = true
+	default:
+		b.store(cn.node, k, f, isErr, sh)
+	}
 }
 
 var evalshaName = []byte("EVALSHA")
