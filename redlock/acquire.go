@@ -296,6 +296,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	c.prepWait(w, b, timeout)
 	c.prepMarkers(w, b, resource)
 
+	w.steady, w.want = 0, c.wantRecord()
 	t1 := mono() // step 1: before the first byte is sent
 	pol.SuccessAll = granted
 	out, err := c.m.Do(ctx, b, pol)

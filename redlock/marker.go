@@ -155,19 +155,38 @@ func appendTagged(dst []byte, key, tag string) []byte {
 // id and the young key is absent. It runs in the grant's Success predicate
 // (mux's reader): no allocation, no lock.
 func markerOK(st *markerNode, r resp.Reply) bool {
+	ok, _ := markerCheck(st, r, -1)
+	return ok
+}
+
+// markerCheck is markerOK, and whether the MGET needs no work off the
+// grant's path (steady: the marker accepted, no young key, and, unless
+// want < 0, the TTL record at least want). It runs in the grant's
+// predicate, so that noteMarkers passes over the nodes it found steady
+// without reading their replies again.
+func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	if r.Type != resp.TypeArray || r.Len() != 3 {
-		return false
+		return false, false
 	}
 	p := st.id.Load()
 	if p == nil {
-		return false
+		return false, false
 	}
 	it := r.Iter()
 	var a resp.Reply
-	if !it.Next(&a) || a.Null || string(a.Data) != *p {
-		return false
+	if !it.Next(&a) || a.Null || string(a.Data) != *p || !it.Next(&a) {
+		return false, false
 	}
-	return it.Next(&a) && (a.Null || st.trustYoung.Load())
+	if !a.Null {
+		return st.trustYoung.Load(), false
+	}
+	if st.young.Load() != 0 {
+		st.young.Store(0) // the young key is gone: over
+	}
+	if want < 0 {
+		return true, true
+	}
+	return true, it.Next(&a) && readRecord(a) >= want
 }
 
 // readRecord parses the TTL record's bulk value (milliseconds), -1 when it
@@ -206,6 +225,9 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 	now := int64(-1)
 	for i := 0; i < c.n; i++ {
 		w.seen[i].got = false
+		if w.steady&(1<<i) != 0 {
+			continue // its predicate found it steady
+		}
 		at := k
 		if at < 0 {
 			at = b.Commands(i) - 1
