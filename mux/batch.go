@@ -29,6 +29,7 @@ type Batch struct {
 	cmds    [][]byte   // per node: its commands, concatenated
 	offs    [][]int    // per node: start offset of each command in cmds
 	exp     [][]Expect // per node: the reply kinds each command expects
+	nshared []int      // per node: its trailing shared commands (AddShared)
 	claims  []*pconn   // Do's claimed writer roles (reused; cap n)
 	bad     error      // set by Add when a command is not exactly one frame
 	scratch []byte
@@ -85,12 +86,13 @@ func (c *Client) NewBatch() *Batch {
 
 func newBatch(n int) *Batch {
 	return &Batch{
-		n:      n,
-		cmds:   make([][]byte, n),
-		offs:   make([][]int, n),
-		exp:    make([][]Expect, n),
-		claims: make([]*pconn, 0, n),
-		wake:   make(chan struct{}, 1),
+		n:       n,
+		cmds:    make([][]byte, n),
+		offs:    make([][]int, n),
+		exp:     make([][]Expect, n),
+		nshared: make([]int, n),
+		claims:  make([]*pconn, 0, n),
+		wake:    make(chan struct{}, 1),
 		call: call{
 			res:  make([][]result, n),
 			got:  make([]int, n),
@@ -109,6 +111,7 @@ func (b *Batch) Reset() {
 		b.cmds[i] = b.cmds[i][:0]
 		b.offs[i] = b.offs[i][:0]
 		b.exp[i] = b.exp[i][:0]
+		b.nshared[i] = 0
 	}
 	b.bad = nil
 	b.clearResults()
@@ -175,6 +178,9 @@ func (b *Batch) AddExpect(node int, cmd []byte, e Expect) {
 }
 
 func (b *Batch) add(node int, cmd []byte, e Expect) {
+	if b.nshared[node] > 0 {
+		b.bad = ErrBadBatch // a shared command must come last (AddShared)
+	}
 	b.offs[node] = append(b.offs[node], len(b.cmds[node]))
 	b.exp[node] = append(b.exp[node], e)
 	b.cmds[node] = append(b.cmds[node], cmd...)

@@ -16,6 +16,7 @@ var shortWrites, sockWrites atomic.Int64
 
 // slot is one expected reply on a connection, in send order.
 type slot struct {
+	grp *sharedGroup // a shared command's (shared.go): b is nil, the group says whose it is
 	b   *Batch
 	gen uint64 // b's call generation when queued: a mismatch means abandoned
 	k   int32  // the command's index in b for this node; -1: internal (SCRIPT LOAD)
@@ -82,6 +83,9 @@ type pconn struct {
 	room     chan struct{} // closed when queued bytes drop below the cap (back-pressure)
 
 	rd reader // read side; owned by the reader
+
+	// pend: shared commands waiting for the next write (shared.go); mu
+	pend []*sharedGroup
 }
 
 // send queues node's commands of b (call generation gen) and writes them
@@ -140,10 +144,14 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 		}
 		cn.mu.Lock()
 	}
-	for k, e := range b.exp[cn.node] {
+	n, end := b.unshared(cn.node)
+	for k, e := range b.exp[cn.node][:n] {
 		cn.q.push(slot{b: b, gen: gen, k: int32(k), exp: e, at: deadline})
 	}
-	cn.wq = append(cn.wq, cmds...)
+	cn.wq = append(cn.wq, cmds[:end]...)
+	for k := n; k < len(b.offs[cn.node]); k++ {
+		cn.share(b, gen, k, deadline) // sent at the next take (writeLocked)
+	}
 	if !cn.writing {
 		cn.writing = true
 		if hold {
@@ -217,6 +225,7 @@ func (cn *pconn) queueInternal(extra []byte, slots ...slot) bool {
 // write syscall runs mu is released, and other callers append to the queue:
 // the loop writes what they appended too.
 func (cn *pconn) writeLocked() {
+	cn.flushShared()
 	for len(cn.wq) > 0 {
 		l := cn.link
 		if l == nil {
@@ -264,6 +273,7 @@ func (cn *pconn) writeLocked() {
 			return // still writing: the reader side owns the next write
 		}
 		cn.spare = buf[:0]
+		cn.flushShared() // behind what the others queued during the write
 	}
 	cn.writing = false
 	cn.freeRoom()
@@ -320,8 +330,17 @@ func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
 	cause := cn.cause
 	cn.link, cn.cause = nil, nil
 	for cn.q.n > 0 {
-		into = append(into, cn.q.pop())
+		if s := cn.q.pop(); s.grp != nil {
+			into = expand(into, s.grp)
+		} else {
+			into = append(into, s)
+		}
 	}
+	for i, g := range cn.pend {
+		into = expand(into, g)
+		cn.pend[i] = nil
+	}
+	cn.pend = cn.pend[:0]
 	cn.wq = cn.wq[:0]
 	cn.waitOut = false
 	if !cn.inWrite {

@@ -38,6 +38,7 @@ type reader struct {
 	r, w   int
 	frames [32]frame
 	popped [32]slot
+	gidx   [32]int8 // the shared commands' slots among popped (ingest)
 
 	// Read marks, for a caller that cannot read itself (the epoll set's
 	// marks; driver_token_enter_linux.go, enter): begun counts the turns of
@@ -173,13 +174,29 @@ func (cn *pconn) ingest(l link) bool {
 			cn.freeRoom()
 			cn.mu.Unlock()
 			// consecutive replies of one call (a batch's commands to this
-			// node) are delivered under one lock of its batch
+			// node) are delivered under one lock of its batch, with the
+			// replies of the shared commands it subscribed to that this
+			// window holds too (shared.go)
+			ng := 0
+			for i := 0; i < ok; i++ {
+				if rd.popped[i].grp != nil {
+					rd.gidx[ng] = int8(i)
+					ng++
+				}
+			}
 			for i := 0; i < ok; {
+				if g := rd.popped[i].grp; g != nil {
+					f := rd.frames[i]
+					cn.deliverShared(g, rd.buf[f.off:f.off+f.n], f.isErr, f.shape)
+					rd.popped[i] = slot{}
+					i++
+					continue
+				}
 				j := i + 1
-				for j < ok && rd.popped[j].b == rd.popped[i].b && rd.popped[j].gen == rd.popped[i].gen {
+				for j < ok && rd.popped[j].b == rd.popped[i].b && rd.popped[j].gen == rd.popped[i].gen && rd.popped[j].grp == nil {
 					j++
 				}
-				cn.deliverRun(rd.popped[i:j], rd.frames[i:j], rd.buf)
+				cn.deliverRun(rd.popped[i:j], rd.frames[i:j], rd.buf, later{rd.popped[:ok], rd.frames[:ok], rd.gidx[:ng], j})
 				clear(rd.popped[i:j])
 				i = j
 			}
@@ -236,14 +253,14 @@ func isNoScript(f []byte) bool {
 // call is still waiting; otherwise they are dropped. Each frame's parse
 // is kept with its copy so the batch never parses it again. The batch is
 // locked once for the run.
-func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte) {
-	b := slots[0].b
+func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte, after later) {
+	b, gen := slots[0].b, slots[0].gen
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	cl := &b.call
-	if cl.gen == slots[0].gen && cl.live {
+	if cl.gen == gen && cl.live {
 		for i, s := range slots {
 			if s.k < 0 {
 				continue // an internal command's reply (SCRIPT LOAD)
@@ -251,8 +268,38 @@ func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte) {
 			f := frames[i]
 			cn.deliverLocked(b, s, buf[f.off:f.off+f.n], f.isErr, f.shape)
 		}
+		after.take(cn, b, gen, buf)
 	}
 	b.mu.Unlock()
+}
+
+// later is the rest of an ingest window after a run of one batch's
+// replies: the shared commands' replies it holds (their indices in slots
+// and frames, from from on), which the run's batch takes under its lock.
+type later struct {
+	slots  []slot
+	frames []frame
+	gidx   []int8
+	from   int
+}
+
+// take stores, for b's call gen, the replies of the later shared commands
+// it subscribed to, and marks it done in their groups (deliverShared
+// passes over it). b.mu held.
+func (l later) take(cn *pconn, b *Batch, gen uint64, buf []byte) {
+	for _, gi := range l.gidx {
+		if int(gi) < l.from {
+			continue
+		}
+		g := l.slots[gi].grp
+		for k := range g.subs {
+			if s := &g.subs[k]; s.b == b && s.gen == gen {
+				f := l.frames[gi]
+				b.store(cn.node, int(s.k), buf[f.off:f.off+f.n], f.isErr, f.shape)
+				s.b = nil
+			}
+		}
+	}
 }
 
 // deliverLocked is one reply of deliverRun, with b.mu held and b's call

@@ -112,20 +112,22 @@ func tagOf(anchor int) string {
 // its marker (w.anchor, w.mstate) and adds the MGET to b after the lock
 // command: the untagged keys, or on a cluster node the keys tagged with
 // the anchor of resource's shard, encoded into w.mcmd (no allocation once
-// it has grown).
+// it has grown). The MGET is a shared command (mux.Batch.AddShared): the
+// acquisitions one write carries to a connection share one, sent after
+// all their lock commands, which is all rule 4 asks of it.
 func (c *Client) prepMarkers(w *worker, b *mux.Batch, resource string) {
 	if c.cluster < 0 {
 		for i := 0; i < c.n; i++ {
 			w.anchor[i], w.mstate[i] = -1, &c.mk.nodes[i]
 		}
-		b.BroadcastExpect(c.mk.mget, mux.ExpectAggregate)
+		b.BroadcastShared(c.mk.mget, mux.ExpectAggregate)
 		return
 	}
 	for i := 0; i < c.n; i++ {
 		a := c.m.Anchor(i, resource)
 		w.anchor[i], w.mstate[i] = a, c.markerState(i, a)
 		if a < 0 {
-			b.AddExpect(i, c.mk.mget, mux.ExpectAggregate)
+			b.AddShared(i, c.mk.mget, mux.ExpectAggregate)
 			continue
 		}
 		tag := mux.SlotTag(a)
@@ -134,7 +136,7 @@ func (c *Client) prepMarkers(w *worker, b *mux.Batch, resource string) {
 		w.mcmd = appendTagged(w.mcmd, scripts.MarkerKey, tag)
 		w.mcmd = appendTagged(w.mcmd, scripts.YoungKey, tag)
 		w.mcmd = appendTagged(w.mcmd, scripts.TTLKey, tag)
-		b.AddExpect(i, w.mcmd, mux.ExpectAggregate) // copied
+		b.AddShared(i, w.mcmd, mux.ExpectAggregate) // copied
 	}
 }
 

@@ -75,7 +75,7 @@ func (c *Client) prepWait(w *worker, b *mux.Batch, timeout time.Duration) {
 		w.wcmd = resp.AppendBulkString(w.wcmd, "WAIT")
 		w.wcmd = appendBulkInt(w.wcmd, int64(n))
 		w.wcmd = appendBulkInt(w.wcmd, ms)
-		b.AddExpect(i, w.wcmd, mux.ExpectInt)
+		b.AddShared(i, w.wcmd, mux.ExpectInt) // one WAIT covers every write before it
 	}
 }
 
