@@ -413,11 +413,11 @@ func TestSlotTagAndAnchor(t *testing.T) {
 	if SlotTag(-1) != "" || SlotTag(ClusterSlots) != "" {
 		t.Fatal("a tag for a slot out of range")
 	}
-	m, err := buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}, {lo: 100, hi: 100, addr: "x"}}, nil)
+	_, err := buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}, {lo: 100, hi: 100, addr: "x"}}, nil)
 	if err == nil {
 		t.Fatal("a slot given twice was accepted")
 	}
-	m, err = buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}}, nil)
+	m, err := buildMap([]slotRange{{lo: 0, hi: 5460, addr: "a:1"}, {lo: 5461, hi: 10922, addr: "b:1"}, {lo: 10923, hi: 16383, addr: "c:1"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -406,7 +406,6 @@ func (w *worker) sleep(ctx context.Context, d time.Duration) error {
 
 // Success predicates for mux (package-level: Do does not allocate).
 var (
-	isOK  = mux.ReplyOK
 	isOne = mux.ReplyOne
 	isInt = mux.ReplyInt
 )
