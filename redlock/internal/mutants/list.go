@@ -84,14 +84,14 @@ var mutants = []Mutant{
 		// TestSafetyRestarts catches it too, in about a minute
 		Name: "marker-unchecked", Class: "a grant counted without its node's data-set marker read with it: wipes and resyncs without a reconnect unseen (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/client.go",
-			"\treturn c.unprotected || c.trusted(i) && markerOK(w.mstate[i], rs.At(last))\n",
+			"\treturn c.unprotected || c.trusted(i) && ok\n",
 			"\treturn c.unprotected || c.trusted(i)\n"}},
 	},
 	{
 		Name: "young-ignored", Class: "a data set younger than the quarantine (its young key alive) counted (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/marker.go",
-			"return it.Next(&a) && (a.Null || st.trustYoung.Load())",
-			"return it.Next(&a)"}},
+			"\tif !a.Null {\n\t\treturn st.trustYoung.Load(), false\n\t}\n",
+			"\tif !a.Null {\n\t\treturn true, false\n\t}\n"}},
 	},
 	{
 		Name: "copied-data-set-accepted", Class: "a marker that changed, or is another node's too (a data set copied from a sibling), accepted and counted at once (issue 44)", Test: "TestMarkerCopiedDataSet", Scripted: true,
@@ -371,7 +371,7 @@ var mutants = []Mutant{
 		// mutant never crashes, and only the checker can find it.
 		Name: "mux-wrong-call", Class: "a late reply matched to a later call of the same batch (generation check dropped)", Test: safetyTest,
 		Edits: []Edit{{"mux/ingest.go",
-			"if cl.gen == s.gen && cl.live {",
-			"if cl.live && int(s.k) < len(cl.res[cn.node]) {"}},
+			"\tif cl.gen == gen && cl.live {\n\t\tfor i, s := range slots {\n\t\t\tif s.k < 0 {",
+			"\tif cl.live {\n\t\tfor i, s := range slots {\n\t\t\tif s.k < 0 || int(s.k) >= len(cl.res[cn.node]) {"}},
 	},
 }
