@@ -173,33 +173,7 @@ func (cn *pconn) ingest(l link) bool {
 			cn.arrived++
 			cn.freeRoom()
 			cn.mu.Unlock()
-			// consecutive replies of one call (a batch's commands to this
-			// node) are delivered under one lock of its batch, with the
-			// replies of the shared commands it subscribed to that this
-			// window holds too (shared.go)
-			ng := 0
-			for i := 0; i < ok; i++ {
-				if rd.popped[i].grp != nil {
-					rd.gidx[ng] = int8(i)
-					ng++
-				}
-			}
-			for i := 0; i < ok; {
-				if g := rd.popped[i].grp; g != nil {
-					f := rd.frames[i]
-					cn.deliverShared(g, rd.buf[f.off:f.off+f.n], f.isErr, f.shape)
-					rd.popped[i] = slot{}
-					i++
-					continue
-				}
-				j := i + 1
-				for j < ok && rd.popped[j].b == rd.popped[i].b && rd.popped[j].gen == rd.popped[i].gen && rd.popped[j].grp == nil {
-					j++
-				}
-				cn.deliverRun(rd.popped[i:j], rd.frames[i:j], rd.buf, later{rd.popped[:ok], rd.frames[:ok], rd.gidx[:ng], j})
-				clear(rd.popped[i:j])
-				i = j
-			}
+			cn.deliverWindow(ok)
 			if demoted != nil {
 				cn.fail(ErrConnBroken, demoted)
 				return false
@@ -232,6 +206,38 @@ func (cn *pconn) ingest(l link) bool {
 		}
 	}
 	return true
+}
+
+// deliverWindow delivers the first ok replies of the read window (their
+// slots popped into rd.popped): consecutive replies of one call (a
+// batch's commands to this node) under one lock of its batch, with the
+// replies of the shared commands it subscribed to that the window holds
+// too (shared.go).
+func (cn *pconn) deliverWindow(ok int) {
+	rd := &cn.rd
+	ng := 0
+	for i := 0; i < ok; i++ {
+		if rd.popped[i].grp != nil {
+			rd.gidx[ng] = int8(i)
+			ng++
+		}
+	}
+	for i := 0; i < ok; {
+		if g := rd.popped[i].grp; g != nil {
+			f := rd.frames[i]
+			cn.deliverShared(g, rd.buf[f.off:f.off+f.n], f.isErr, f.shape)
+			rd.popped[i] = slot{}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < ok && rd.popped[j].b == rd.popped[i].b && rd.popped[j].gen == rd.popped[i].gen && rd.popped[j].grp == nil {
+			j++
+		}
+		cn.deliverRun(rd.popped[i:j], rd.frames[i:j], rd.buf, later{rd.popped[:ok], rd.frames[:ok], rd.gidx[:ng], j})
+		clear(rd.popped[i:j])
+		i = j
+	}
 }
 
 var noscriptPrefix = []byte("-NOSCRIPT")
