@@ -204,7 +204,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 	for i := range cmds {
 		cmds[i] = exec.Command(exe, "-nodes", strings.Join(c.Addrs(), ","), "-segment", fmt.Sprintf("%d/2", i),
 			"-start-at", startAt.UTC().Format(time.RFC3339), "-strategy", "mux", "-rate", fmt.Sprint(rate), "-c", fmt.Sprint(workers),
-			"-keys", fmt.Sprint(keys), "-d", "3s", "-warmup", "200ms", "-timeout", "2s", "-quiet", "-out", filepath.Join(dir, fmt.Sprint("s", i)))
+			"-keys", fmt.Sprint(keys), "-d", "3s", "-warmup", "200ms", "-timeout", "2s", "-quiet", "-fresh-nodes", "-out", filepath.Join(dir, fmt.Sprint("s", i)))
 		cmds[i].Env = append(os.Environ(), envRunMain+"=1")
 		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
 		require.NoError(t, cmds[i].Start())

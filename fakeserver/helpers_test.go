@@ -57,7 +57,9 @@ func (c *tconn) send(args ...string) {
 
 func (c *tconn) read() string {
 	c.t.Helper()
-	s, err := c.tryRead(5 * time.Second)
+	// generous: a reply that must come (a hostile script stopped by its
+	// limits runs seconds under -race beside other work)
+	s, err := c.tryRead(30 * time.Second)
 	if err != nil {
 		c.t.Fatalf("read reply: %v", err)
 	}
