@@ -31,7 +31,7 @@ run:
 ## test: gofmt check, go vet, and every test with the race detector; then mux's suite again
 ## with every client on io_uring (said and skipped where the kernel refuses io_uring; a failure under REDMUX_REQUIRE_IOURING=1, as CI sets) (~15 min)
 test: fmt-check vet
-	$(GO) test -race -shuffle=on -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -shuffle=on -count=1 -timeout 45m $(PKGS)
 	REDMUX_TEST_TRANSPORT=io_uring $(GO) test -race -shuffle=on -count=1 -timeout 10m ./mux
 
 ## install-check: README's Install recipes (replace, workspace; each also for the Prometheus/OTel
