@@ -291,11 +291,7 @@ func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 	if last != w.layout(i) || rs.Resent(0) || rs.Redirected(last) || !w.acked(i, rs) {
 		return false
 	}
-	want := w.want
-	if w.anchor[i] >= 0 {
-		want = -1 // a cluster shard's MGET has no record in it
-	}
-	ok, steady := markerCheck(w.mstate[i], rs.At(last), want)
+	ok, steady := markerCheck(w.mstate[i], rs.At(last), w.want)
 	if steady {
 		w.steady |= 1 << i // noteMarkers passes over it
 	}

@@ -23,8 +23,10 @@ import (
 //
 // A node's data set is one marker; on a Redis Cluster node each shard's
 // is, at its anchor slot (mux.Client.Anchor): the marker's keys carry
-// the anchor's tag and the state is kept per anchor. The TTL record of a
-// cluster node is its untagged key, on the shard that serves its slot.
+// the anchor's tag and the state is kept per anchor, its TTL record too:
+// each shard holds its own, read in its MGET and re-seeded like a plain
+// node's (the untagged record, on the shard that serves its slot, is
+// where a cluster node's declaration goes).
 
 // More causes of a QuarantineError (rule 4).
 var (
@@ -70,7 +72,7 @@ type markerSeen struct {
 	present bool
 	id      string
 	young   bool
-	record  int64 // ms; -1: absent or not a number; -2: not read (a cluster node)
+	record  int64 // ms; -1: absent or not a number
 }
 
 func (c *Client) setupMarkers() {
@@ -163,9 +165,10 @@ func markerOK(st *markerNode, r resp.Reply) bool {
 
 // markerCheck is markerOK, and whether the MGET needs no work off the
 // grant's path (steady: the marker accepted, no young key, and, unless
-// want < 0, the TTL record at least want). It runs in the grant's
-// predicate, so that noteMarkers passes over the nodes it found steady
-// without reading their replies again.
+// want < 0, the TTL record exactly want: one below is re-seeded, one
+// above is learned). It runs in the grant's predicate, so that
+// noteMarkers passes over the nodes it found steady without reading their
+// replies again.
 func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	if r.Type != resp.TypeArray || r.Len() != 3 {
 		return false, false
@@ -188,8 +191,16 @@ func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	if want < 0 {
 		return true, true
 	}
-	return true, it.Next(&a) && readRecord(a) >= want
+	if !it.Next(&a) {
+		return true, false
+	}
+	v := readRecord(a)
+	return true, v == want || v > want && want >= maxTTLMillis
 }
+
+// maxTTLMillis is maxTTL in milliseconds: a record above it is learned as
+// maxTTL, and is steady once learned.
+const maxTTLMillis = int64(maxTTL / time.Millisecond)
 
 // readRecord parses the TTL record's bulk value (milliseconds), -1 when it
 // is absent or not a whole number in range. No allocation.
@@ -243,14 +254,11 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 		it.Next(&m)
 		it.Next(&y)
 		it.Next(&t)
-		rec := int64(-2) // a cluster node's record is not in its shard's MGET
-		if w.anchor[i] < 0 {
-			rec = readRecord(t)
-			c.noteRecordMS(rec)
-		}
+		rec := readRecord(t) // a cluster shard's own record
+		c.noteRecordMS(rec)
 		st := w.mstate[i]
 		p := st.id.Load()
-		steady := !m.Null && p != nil && string(m.Data) == *p && (rec == -2 || rec >= want)
+		steady := !m.Null && p != nil && string(m.Data) == *p && rec >= want
 		if y.Null && st.young.Load() != 0 {
 			st.young.Store(0) // the young key is gone: over
 		}
@@ -298,7 +306,7 @@ func (c *Client) markerWork(ctx context.Context, w *worker, resource string, tim
 		if !s.got {
 			continue
 		}
-		if s.record != -2 && s.record < want {
+		if s.record < want {
 			reseed = append(reseed, i)
 		}
 		st := w.mstate[i]
@@ -337,10 +345,11 @@ func (c *Client) markerWork(ctx context.Context, w *worker, resource string, tim
 	}
 	if len(reseed) > 0 {
 		cb.Reset()
-		cb.SetKey(scripts.TTLKey)
-		raise := resp.AppendCommand(nil, "EVALSHA", scripts.TTLRaise.SHA, "1", scripts.TTLKey, strconv.FormatInt(c.wantRecord(), 10))
+		cb.SetKey(resource) // a cluster node's anchor is on resource's shard
+		ms := strconv.FormatInt(c.wantRecord(), 10)
 		for _, i := range reseed {
-			cb.Add(i, raise)
+			_, _, tk := scripts.MarkerKeys(tagOf(w.anchor[i]))
+			cb.Add(i, raiseCmd(tk, ms))
 		}
 		_, _ = c.m.Do(ctx, cb, mux.Policy{Timeout: timeout})
 	}
@@ -370,9 +379,12 @@ func (c *Client) markerWork(ctx context.Context, w *worker, resource string, tim
 	}
 }
 
-// readRecords reads the TTL record of every node that answers within
-// timeout and learns it (rule 5: before a young key is made).
+// readRecords reads the TTL records of every node that answers within
+// timeout and learns them (rule 5: before a young key is made): the
+// untagged record, and on a cluster node every shard's own, one batch per
+// shard (routed by its anchor), all at once.
 func (c *Client) readRecords(ctx context.Context, cb *mux.Batch, timeout time.Duration) {
+	done := c.onShardRecords(ctx, timeout, func(tk string) []byte { return resp.AppendCommand(nil, "GET", tk) })
 	cb.Reset()
 	cb.SetKey(scripts.TTLKey)
 	cb.Broadcast(resp.AppendCommand(nil, "GET", scripts.TTLKey))
@@ -382,6 +394,46 @@ func (c *Client) readRecords(ctx context.Context, cb *mux.Batch, timeout time.Du
 			c.noteRecordMS(readRecord(r))
 		}
 	}
+	done()
+}
+
+// onShardRecords sends, to every shard of every cluster node, the command
+// cmd(its TTL record's key), one batch per shard routed by its anchor,
+// all at once (cold path: it allocates), and learns the records they
+// answer: a bulk value (GET) or an integer (TTLRaise). done waits for
+// them all (each bounded by timeout).
+func (c *Client) onShardRecords(ctx context.Context, timeout time.Duration, cmd func(tk string) []byte) (done func()) {
+	var wg sync.WaitGroup
+	for i := 0; i < c.n; i++ {
+		if !c.m.IsCluster(i) {
+			continue
+		}
+		for _, a := range c.m.Anchors(i) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tag := tagOf(a)
+				_, _, tk := scripts.MarkerKeys(tag)
+				b := c.m.NewBatch()
+				b.SetKey("{" + tag + "}")
+				b.Add(i, cmd(tk))
+				_, _ = c.m.Do(ctx, b, mux.Policy{Timeout: timeout})
+				if r, err := b.Reply(i, 0); err == nil {
+					if v, ok := r.Int(); ok {
+						c.noteRecordMS(v)
+					} else {
+						c.noteRecordMS(readRecord(r))
+					}
+				}
+			}()
+		}
+	}
+	return wg.Wait
+}
+
+// raiseCmd is TTLRaise of the record at key tk to ms milliseconds.
+func raiseCmd(tk, ms string) []byte {
+	return resp.AppendCommand(nil, "EVALSHA", scripts.TTLRaise.SHA, "1", tk, ms)
 }
 
 // duplicateID reports whether id, node i's marker, is another node's
@@ -471,7 +523,8 @@ func (c *Client) prime(trustAtStart bool) {
 	cb.Reset()
 	cb.SetKey(scripts.TTLKey)
 	ms := strconv.FormatInt(ttlMillis(c.def.ttl), 10)
-	cb.BroadcastExpect(resp.AppendCommand(nil, "EVALSHA", scripts.TTLRaise.SHA, "1", scripts.TTLKey, ms), mux.ExpectInt)
+	shards := c.onShardRecords(ctx, timeout, func(tk string) []byte { return raiseCmd(tk, ms) })
+	cb.BroadcastExpect(raiseCmd(scripts.TTLKey, ms), mux.ExpectInt)
 	if c.cluster < 0 {
 		cb.BroadcastExpect(c.mk.mget, mux.ExpectAggregate)
 	}
@@ -485,6 +538,7 @@ func (c *Client) prime(trustAtStart bool) {
 			}
 		}
 	}
+	shards()
 	if raised >= c.quorum {
 		c.mk.declared.Store(int64(c.def.ttl))
 	}
@@ -539,11 +593,8 @@ func (c *Client) primeMarkers(ctx context.Context, w *worker, cb *mux.Batch, rou
 		it.Next(&m)
 		it.Next(&y)
 		it.Next(&t)
-		rec := int64(-2)
-		if w.anchor[i] < 0 {
-			rec = readRecord(t)
-			c.noteRecordMS(rec)
-		}
+		rec := readRecord(t)
+		c.noteRecordMS(rec)
 		w.seen[i] = markerSeen{got: true, present: !m.Null, young: !y.Null, record: rec}
 		if !m.Null {
 			w.seen[i].id = string(m.Data)
@@ -628,10 +679,14 @@ func (c *Client) declare(ctx context.Context, w *worker, ttl time.Duration, time
 	if int64(ttl) <= c.mk.declared.Load() {
 		return true
 	}
+	ms := strconv.FormatInt(ttlMillis(ttl), 10)
+	// every cluster shard's own record too (best effort: the untagged one
+	// is the declaration), so that a shard's wipe leaves it on the others
+	defer c.onShardRecords(ctx, timeout, func(tk string) []byte { return raiseCmd(tk, ms) })()
 	cb := w.coldBatch(c)
 	cb.Reset()
 	cb.SetKey(scripts.TTLKey)
-	cb.BroadcastExpect(resp.AppendCommand(nil, "EVALSHA", scripts.TTLRaise.SHA, "1", scripts.TTLKey, strconv.FormatInt(ttlMillis(ttl), 10)), mux.ExpectInt)
+	cb.BroadcastExpect(raiseCmd(scripts.TTLKey, ms), mux.ExpectInt)
 	out, err := c.m.Do(ctx, cb, mux.Policy{Quorum: c.quorum, Success: isInt, Timeout: timeout})
 	for i := 0; i < c.n; i++ {
 		if r, err := cb.Reply(i, 0); err == nil {

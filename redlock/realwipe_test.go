@@ -319,3 +319,52 @@ func TestRealRollingRestartsKeepAlive(t *testing.T) {
 		})
 	}
 }
+
+// The TTL record is learned from every acquisition (rule 5), on plain
+// nodes and on each shard of a Redis Cluster node: a 1 s client made
+// before a 30 s client declared its TTL, which has since acquired (and
+// so read the records), must quarantine with 30 s after every node was
+// wiped by FLUSHALL (no record left anywhere, no reconnection). Before,
+// a record above the client's own was passed over as steady, and a
+// cluster shard's was not read at all: the 1 s client re-initialised
+// the nodes with a 1 s young key and took A's lock a second later.
+func TestRealRecordLearned(t *testing.T) {
+	for _, shape := range []string{"plain", "cluster"} {
+		t.Run(shape, func(t *testing.T) {
+			for run := 0; run < realRuns(t); run++ {
+				var addrs, primaries []string
+				if shape == "plain" {
+					_, addrs = startRealFive(t)
+					primaries = addrs
+				} else {
+					var cls []*redisproc.Cluster
+					cls, addrs = startClusters(t, 3)
+					for _, cl := range cls {
+						primaries = append(primaries, cl.Addrs()...)
+					}
+				}
+				ctx := context.Background()
+				short := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithTrustNodesAtStart())
+				warm(t, short)
+				a := newClient(t, addrs, redlock.WithTTL(30*time.Second), redlock.WithTrustNodesAtStart())
+				la, err := a.Acquire(ctx, "real:learned")
+				require.NoError(t, err)
+				for k := 0; k < 8; k++ { // on every shard: the records are read
+					l, err := short.TryAcquire(ctx, "real:learned:"+strconv.Itoa(k))
+					require.NoError(t, err)
+					require.NoError(t, l.Release(ctx))
+				}
+				for _, p := range primaries {
+					_, err := redisproc.Command(p, "", "FLUSHALL")
+					require.NoError(t, err, p)
+				}
+				err = refusedWhileValid(t, short, "real:learned", la, shape+": the 1 s client, run "+strconv.Itoa(run))
+				q := short.Quarantined()
+				for i, v := range q {
+					require.Greater(t, v, 25*time.Second, "node %d: the 1 s client's quarantine is A's 30 s TTL: %v", i, q)
+				}
+				t.Logf("%s run %d: refused while A's validity is %v; quarantines %v: %v", shape, run, la.Validity().Round(time.Millisecond), q, err)
+			}
+		})
+	}
+}
