@@ -22,7 +22,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 #          (ErrHoldLimit: ...) or what a group of declarations is.
 STATICCHECK_CHECKS ?= all,-ST1003,-ST1016,-ST1020,-ST1021,-ST1022
 
-.PHONY: install-check interop run test test-short vet fmt-check lint staticcheck bench-micro fuzz bench-real baselines sweeps safety mutants mutants-short tidy-check clean
+.PHONY: install-check interop run test test-short vet fmt-check lint staticcheck bench-micro fuzz bench-real baselines sweeps safety sentinel-soak mutants mutants-short tidy-check clean
 
 ## run: the main job — lock benchmark on the embedded 5-node fake cluster (~20 s)
 run:
@@ -93,6 +93,11 @@ fuzz:
 ## SAFETY_TRANSPORT=epoll or io_uring runs its clients on that transport (default auto, mux's default)
 safety:
 	$(GO) test -run '^(TestSafety(UnderFaults|Restarts|ClusterRestarts|Fencing|LateExtensions)|TestAvailabilityNoLeftovers)$$' -count=1 -timeout 90m -v ./redlock -safety.acquisitions=100000 -safety.leftovers=10000 -safety.transport=$(SAFETY_TRANSPORT)
+
+## sentinel-soak: issue 45's soak on 15 real processes (3 Sentinel groups, 4 clients, 3 resources; a resumed old primary, a hung
+## sentinel through SENTINEL FAILOVER, double lag failovers and a new client after them): 0 overlaps (~1.5 min; needs redis-server)
+sentinel-soak:
+	REDMUX_SENTINEL_SOAK=1 REDMUX_REQUIRE_REDIS=1 $(GO) test -run '^TestSentinelGroupsSoak$$' -count=1 -timeout 15m -v ./redlock
 
 ## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker or its scripted test (~12 min)
 mutants:

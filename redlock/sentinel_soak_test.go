@@ -58,7 +58,7 @@ func TestSentinelFailoverSoak(t *testing.T) {
 		"&sentinel=" + g.SentinelAddrs()[1] + "&sentinel=" + g.SentinelAddrs()[2]
 	addrs := []string{node0, solo[0].Addr, solo[1].Addr}
 
-	s := &soak{seed: seed, errs: map[string]int{}, kept: map[*soakHold]bool{}}
+	s := newSoak(seed, 2)
 	for i := range s.clients {
 		s.obs[i] = &soakObs{}
 		s.clients[i] = newClient(t, addrs, redlock.WithTTL(soakTTL), redlock.WithTrustNodesAtStart(),
@@ -86,7 +86,7 @@ func TestSentinelFailoverSoak(t *testing.T) {
 	defer stop() // before t.Cleanup closes the clients and stops the servers
 	for id := 0; id < 4; id++ {
 		s.wg.Add(1)
-		go s.holder(ctx, id, s.clients[id/2], id%2 == 0)
+		go s.holder(ctx, id, id/2, id%2 == 0)
 	}
 
 	var runs []soakRun
@@ -140,6 +140,7 @@ type soakEv struct {
 }
 
 type soakInc struct {
+	node  int
 	at    time.Time
 	left  time.Duration
 	cause string
@@ -151,8 +152,8 @@ func (o *soakObs) Observe(e redlock.Event) {
 		var qe *redlock.QuarantineError
 		at := time.Now()
 		o.mu.Lock()
-		if e.Node == 0 && errors.As(e.Err, &qe) && errors.Is(qe, redlock.ErrNodeFailover) {
-			o.fo = append(o.fo, soakInc{at: at, left: e.Duration, cause: qe.Error()})
+		if errors.As(e.Err, &qe) && errors.Is(qe, redlock.ErrNodeFailover) {
+			o.fo = append(o.fo, soakInc{node: e.Node, at: at, left: e.Duration, cause: qe.Error()})
 		} else {
 			if o.otherInc == nil {
 				o.otherInc = map[string]int{}
@@ -194,12 +195,12 @@ func (o *soakObs) history(id uint64, t0 time.Time) []string {
 	return out
 }
 
-// after returns node 0's first failover report after t0.
-func (o *soakObs) after(t0 time.Time) (soakInc, bool) {
+// after returns node's first failover report after t0.
+func (o *soakObs) after(node int, t0 time.Time) (soakInc, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, f := range o.fo {
-		if f.at.After(t0) {
+		if f.node == node && f.at.After(t0) {
 			return f, true
 		}
 	}
@@ -219,6 +220,7 @@ type soakRes struct {
 // soakHold is one hold: began is when its acquisition attempt began.
 type soakHold struct {
 	holder int
+	client int
 	lock   redlock.Lock
 	began  time.Time
 	token  uint64
@@ -226,8 +228,8 @@ type soakHold struct {
 
 type soak struct {
 	seed    uint64
-	clients [2]*redlock.Client
-	obs     [2]*soakObs
+	clients []*redlock.Client
+	obs     []*soakObs
 	res     []*soakRes
 	wg      sync.WaitGroup
 
@@ -247,6 +249,13 @@ type soak struct {
 	kept    map[*soakHold]bool // the holds kept alive now
 }
 
+// newSoak is a soak of n clients (made by the caller) with its holders'
+// random choices from seed.
+func newSoak(seed uint64, n int) *soak {
+	return &soak{seed: seed, errs: map[string]int{}, kept: map[*soakHold]bool{},
+		clients: make([]*redlock.Client, n), obs: make([]*soakObs, n)}
+}
+
 func (s *soak) note(format string, args ...any) {
 	s.mu.Lock()
 	if len(s.notes) < 200 {
@@ -257,8 +266,9 @@ func (s *soak) note(format string, args ...any) {
 
 // holder acquires random resources until ctx ends: long holders keep each
 // lock alive for 2-8 s, short ones hold it 5-50 ms.
-func (s *soak) holder(ctx context.Context, id int, c *redlock.Client, long bool) {
+func (s *soak) holder(ctx context.Context, id, client int, long bool) {
 	defer s.wg.Done()
+	c := s.clients[client]
 	rng := rand.New(rand.NewPCG(s.seed, uint64(id)))
 	for i := 0; i < 1_000_000 && ctx.Err() == nil; i++ {
 		r := s.res[rng.IntN(len(s.res))]
@@ -269,7 +279,7 @@ func (s *soak) holder(ctx context.Context, id int, c *redlock.Client, long bool)
 			soakSleep(ctx, time.Duration(5+rng.IntN(25))*time.Millisecond)
 			continue
 		}
-		h := &soakHold{holder: id, lock: l, began: began, token: l.Token()}
+		h := &soakHold{holder: id, client: client, lock: l, began: began, token: l.Token()}
 		s.enter(r, h)
 		if long {
 			s.holdLong(ctx, r, h, time.Duration(2000+rng.IntN(6000))*time.Millisecond)
@@ -405,7 +415,7 @@ func (s *soak) holdLong(ctx context.Context, r *soakRes, h *soakHold, d time.Dur
 			s.losses = map[string]int{}
 		}
 		s.losses[soakCause(cause)]++
-		s.lost = append(s.lost, soakLoss{client: h.holder / 2, id: h.lock.ID(), began: h.began})
+		s.lost = append(s.lost, soakLoss{client: h.client, id: h.lock.ID(), began: h.began})
 		s.mu.Unlock()
 		s.note("keep-alive loss: holder %d %s token %d after %v, acquisition began %v after the last pause (failovers begun %d, followed %d; validity now %v): %v",
 			h.holder, r.name, h.token, held, h.began.Sub(time.Unix(0, s.pausedAt.Load())).Round(time.Millisecond),
@@ -494,7 +504,7 @@ func (s *soak) failover(t *testing.T, g *redisproc.SentinelGroup, f int, last ti
 		ok := true
 		for i, o := range s.obs {
 			var seen bool
-			got[i], seen = o.after(r.paused)
+			got[i], seen = o.after(0, r.paused)
 			ok = ok && seen
 		}
 		return ok
@@ -567,7 +577,7 @@ func (s *soak) report(t *testing.T, runs []soakRun) {
 			seenQ++
 		}
 	}
-	var events [2]int
+	events := make([]int, len(s.obs))
 	var other []string
 	kaLost := 0
 	for i, o := range s.obs {
