@@ -245,17 +245,10 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 		if at < 0 {
 			at = b.Commands(i) - 1
 		}
-		r, err := b.Reply(i, at)
-		if err != nil || r.Type != resp.TypeArray || r.Len() != 3 {
+		m, y, rec, ok := c.readMGET(b, i, at)
+		if !ok {
 			continue
 		}
-		it := r.Iter()
-		var m, y, t resp.Reply
-		it.Next(&m)
-		it.Next(&y)
-		it.Next(&t)
-		rec := readRecord(t) // a cluster shard's own record
-		c.noteRecordMS(rec)
 		st := w.mstate[i]
 		p := st.id.Load()
 		steady := !m.Null && p != nil && string(m.Data) == *p && rec >= want
@@ -279,6 +272,24 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 		}
 	}
 	return work
+}
+
+// readMGET reads node i's marker MGET, command k of b: the marker, the
+// young key and the TTL record (learned: rule 5), ok false when no
+// three-key reply arrived. No allocation.
+func (c *Client) readMGET(b *mux.Batch, i, k int) (m, y resp.Reply, rec int64, ok bool) {
+	r, err := b.Reply(i, k)
+	if err != nil || r.Type != resp.TypeArray || r.Len() != 3 {
+		return m, y, -1, false
+	}
+	it := r.Iter()
+	var t resp.Reply
+	it.Next(&m)
+	it.Next(&y)
+	it.Next(&t)
+	rec = readRecord(t) // a cluster shard's own record on a cluster node
+	c.noteRecordMS(rec)
+	return m, y, rec, true
 }
 
 // wantRecord is the TTL record (ms) every node should hold: the largest
@@ -584,17 +595,10 @@ func (c *Client) primeMarkers(ctx context.Context, w *worker, cb *mux.Batch, rou
 		if cb.Commands(i) == 0 {
 			continue
 		}
-		r, err := cb.Reply(i, cb.Commands(i)-1)
-		if err != nil || r.Type != resp.TypeArray || r.Len() != 3 {
+		m, y, rec, ok := c.readMGET(cb, i, cb.Commands(i)-1)
+		if !ok {
 			continue
 		}
-		it := r.Iter()
-		var m, y, t resp.Reply
-		it.Next(&m)
-		it.Next(&y)
-		it.Next(&t)
-		rec := readRecord(t)
-		c.noteRecordMS(rec)
 		w.seen[i] = markerSeen{got: true, present: !m.Null, young: !y.Null, record: rec}
 		if !m.Null {
 			w.seen[i].id = string(m.Data)
