@@ -342,7 +342,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 			keys:        keys,
 			value:       w.val,
 			driftFactor: s.driftFactor,
-			driftFixed:  s.driftFixed,
+			driftFixed:  s.driftFixed + s.moveDrift,
 			nodeTimeout: s.nodeTimeout,
 			maxExt:      s.maxExt,
 			token:       token,

@@ -238,6 +238,7 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	for i := 0; i < c.n; i++ {
 		if m.IsCluster(i) {
 			c.cluster = i
+			c.def.moveDrift = clusterMoveDrift
 			break
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -169,7 +168,7 @@ func (ts *trusts) noteTTL(ttl time.Duration) {
 // record, the TTLs used and WithQuarantine, plus drift(Q).
 func (ts *trusts) period(s *lockSettings) time.Duration {
 	q := quarantinePeriod(time.Duration(ts.record.Load()), time.Duration(ts.maxTTL.Load()), ts.quarantine)
-	return q + lockrule.Drift(q, s.driftFactor, s.driftFixed)
+	return q + s.drift(q)
 }
 
 // noteRecord raises the TTL record this client has read (rule 5).

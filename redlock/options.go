@@ -37,6 +37,9 @@ type lockSettings struct {
 	retryMax    time.Duration
 	driftFactor float64
 	driftFixed  time.Duration
+	// moveDrift: clusterMoveDrift where a node is a Redis Cluster (a key
+	// whose slot moves loses up to 1 ms of its life), else 0
+	moveDrift   time.Duration
 	nodeTimeout time.Duration
 	maxExt      int
 	minValidity time.Duration
@@ -61,10 +64,20 @@ func defaultLockSettings() lockSettings {
 	}
 }
 
-// drift is the clock drift allowance for ttl: ttl*factor + fixed.
+// drift is the clock drift allowance for ttl: ttl*factor + fixed, plus
+// the slot move's rounding on Redis Cluster nodes.
 func (s *lockSettings) drift(ttl time.Duration) time.Duration {
-	return lockrule.Drift(ttl, s.driftFactor, s.driftFixed)
+	return lockrule.Drift(ttl, s.driftFactor, s.driftFixed+s.moveDrift)
 }
+
+// clusterMoveDrift is what a key loses of its life, at most, when its
+// slot moves to another shard (MIGRATE, a resharding): the remaining TTL
+// travels in whole milliseconds, read on the source's clock and counted
+// from the target's, so the fractions of a millisecond of both clocks'
+// readings are lost or gained (docs/OPERATIONS.md, Redis Cluster rule 5).
+// Every lock of a client with a cluster node budgets it: one move of a
+// key's slot while the key lives.
+const clusterMoveDrift = time.Millisecond
 
 func (s *lockSettings) validate() error {
 	switch {

@@ -110,6 +110,12 @@ var mutants = []Mutant{
 			"\treturn max(used, configured)\n"}},
 	},
 	{
+		Name: "cluster-move-drift-ignored", Class: "a Redis Cluster node's slot move not budgeted: a migrated key loses up to 1 ms of its life to the remaining TTL's rounding, and outlives no validity counted to the last millisecond (rule 5, Redis Cluster)", Test: "TestClusterMoveKeepsValidity", Scripted: true, Short: true,
+		Edits: []Edit{{"redlock/client.go",
+			"\t\t\tc.def.moveDrift = clusterMoveDrift\n",
+			"\t\t\t_ = clusterMoveDrift\n"}},
+	},
+	{
 		// a record above the client's own passed over as steady: learned
 		// only before an init, so a client whose nodes were all wiped
 		// re-initialises them with its own TTL
