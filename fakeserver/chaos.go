@@ -69,7 +69,10 @@ type ChaosProfile struct {
 	// Migrations: on the nodes of sharded clusters (StartShardedCluster),
 	// the slot of a key a node holds (or of a random slot it serves)
 	// moves, keys and all, to another shard of its cluster (MoveSlot):
-	// a resharding; clients meet MOVED.
+	// a resharding; clients meet MOVED. A slot moves at most once in
+	// MaxTTL: each move costs a key up to 1 ms of its life (the remaining
+	// TTL travels in whole milliseconds, as MIGRATE's does), and a lock
+	// budgets one move (redlock's clusterMoveDrift).
 	Migrations bool
 
 	// Outside every assumption:
@@ -341,6 +344,9 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 				return
 			}
 			slot := n.someSlot(rng)
+			if r.group.movedWithin(slot, p.MaxTTL) {
+				return // a key meets one move in its life (see Migrations)
+			}
 			to := r.group.nodes[(r.k+1+rng.IntN(len(r.group.nodes)-1))%len(r.group.nodes)]
 			if _, err := MoveSlot(slot, to); err == nil {
 				cnt.Migrations.Add(1)

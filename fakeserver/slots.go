@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Redis Cluster mode: the nodes of a ShardedCluster each serve one range
@@ -38,6 +39,16 @@ type shardGroup struct {
 	nodes []*Node
 	owner atomic.Pointer[[clusterSlots]uint8]
 	migMu sync.Mutex // one migration at a time
+	// movedAt: when each slot last moved (under migMu; nil until one has)
+	movedAt map[int]time.Time
+}
+
+// movedWithin reports whether slot moved less than d ago.
+func (g *shardGroup) movedWithin(slot int, d time.Duration) bool {
+	g.migMu.Lock()
+	defer g.migMu.Unlock()
+	at, ok := g.movedAt[slot]
+	return ok && time.Since(at) < d
 }
 
 // StartShardedCluster starts shards nodes (cfg as StartCluster's) as one
@@ -113,6 +124,10 @@ func MoveSlot(slot int, to *Node) (int, error) {
 	owner := *g.owner.Load()
 	owner[slot] = uint8(r.k)
 	g.owner.Store(&owner)
+	if g.movedAt == nil {
+		g.movedAt = map[int]time.Time{}
+	}
+	g.movedAt[slot] = time.Now()
 	return moved, nil
 }
 
