@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redmux/redmux/resp"
@@ -36,20 +35,43 @@ type sentinelView struct {
 
 // askAll asks every sentinel of ss at once, each bounded by deadline, for
 // the primary (SENTINEL GET-MASTER-ADDR-BY-NAME) and its replicas
-// (SENTINEL REPLICAS), in one pipeline per sentinel.
-func (c *Client) askAll(ss *sentinelSpec, deadline time.Time) []sentinelView {
-	out := make([]sentinelView, len(ss.addrs))
-	var wg sync.WaitGroup
-	for k, sa := range ss.addrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[k] = c.askView(ss, sa, deadline)
-		}()
+// (SENTINEL REPLICAS), in one pipeline per sentinel. It returns once the
+// question about primary is settled: a majority of the sentinels named
+// it, or so many answered otherwise that no majority can. A sentinel that
+// hangs then costs nothing while the others agree (issue 45's hung
+// sentinel cost every set-up and every switch check the whole
+// DialTimeout); the views of those not waited for say errNotWaited.
+func (c *Client) askAll(ss *sentinelSpec, deadline time.Time, primary string) []sentinelView {
+	type answer struct {
+		k int
+		v sentinelView
 	}
-	wg.Wait()
+	n := len(ss.addrs)
+	ch := make(chan answer, n) // the askers never block, waited for or not
+	out := make([]sentinelView, n)
+	for k, sa := range ss.addrs {
+		out[k] = sentinelView{addr: sa, err: errNotWaited}
+		go func() { ch <- answer{k, c.askView(ss, sa, deadline)} }()
+	}
+	yes, no := 0, 0
+	for range n {
+		a := <-ch
+		out[a.k] = a.v
+		if a.v.err == nil && a.v.primary == primary {
+			yes++
+		} else {
+			no++
+		}
+		if 2*yes > n || 2*(n-no) <= n {
+			break
+		}
+	}
 	return out
 }
+
+// errNotWaited: a sentinel's answer was not waited for, the others had
+// settled the question.
+var errNotWaited = errors.New("not waited for: the others settled it")
 
 func (c *Client) askView(ss *sentinelSpec, sa string, deadline time.Time) sentinelView {
 	v := sentinelView{addr: sa}
@@ -123,7 +145,7 @@ func field(r resp.Reply, key string) ([]byte, bool) {
 // those that name it, so that no one sentinel's stale count decides); the
 // error says what they said when they do not.
 func (c *Client) confirmPrimary(ss *sentinelSpec, primary string, deadline time.Time) (int, error) {
-	views := c.askAll(ss, deadline)
+	views := c.askAll(ss, deadline, primary)
 	var counts []int
 	var said []string
 	for _, v := range views {
@@ -179,7 +201,7 @@ func (c *Client) majorityNamesCurrent(i int, ss *sentinelSpec, other string) boo
 		return false
 	}
 	n := 0
-	for _, v := range c.askAll(ss, time.Now().Add(c.cfg.DialTimeout)) {
+	for _, v := range c.askAll(ss, time.Now().Add(c.cfg.DialTimeout), *cur) {
 		if v.err == nil && v.primary == *cur {
 			n++
 		}
