@@ -103,6 +103,7 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	chaos := fakeserver.NewChaos(all, prof)
 	cfg := safetyConfig(addrs, n, seed, clusterChaos{chaos, groups})
 	cfg.MultiRate = 0
+	cfg.MinExtendTTL = 4 * time.Millisecond // the slot move's 1 ms (clusterMoveDrift)
 	cfg.TTLs = restartTTLs(safetyTTL)
 	cfg.StopOnViolation = *safetyStop
 	cfg.StopOnOverlapOnly = *safetyOvl

@@ -74,6 +74,10 @@ type Config struct {
 	// fraction of a millisecond shows whenever one node's clock gained
 	// near the allowance, with no contender needed to race for the gap.
 	EndCheckRate float64
+	// MinExtendTTL: the shortest TTL an early extension asks for (default
+	// 3ms: above the default drift allowance of 2ms + 1%; a client with a
+	// Redis Cluster node budgets 1ms more, so its runs need 4ms).
+	MinExtendTTL time.Duration
 	// ExtendDeadlineRate: extensions run under a ctx deadline of
 	// U[20us, 2ms), so that some end mid-call with the commands applied.
 	ExtendDeadlineRate float64
@@ -200,6 +204,9 @@ func (r Result) String() string {
 }
 
 func (c *Config) defaults() {
+	if c.MinExtendTTL <= 0 {
+		c.MinExtendTTL = 3 * time.Millisecond
+	}
 	if c.Clients <= 0 {
 		c.Clients = 4
 	}

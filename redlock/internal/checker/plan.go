@@ -134,7 +134,7 @@ func (pl *planner) next() plan {
 }
 
 // drawExtend draws an extension: late, with U[0, 3ms) of validity left,
-// or early, after U[0, TTL/4], to a shorter TTL U[3ms, 3ms + TTL/2).
+// or early, after U[0, TTL/4], to a shorter TTL U[MinExtendTTL, MinExtendTTL + TTL/2).
 func drawExtend(rng *rand.Rand, cfg *Config) extendPlan {
 	var e extendPlan
 	if rng.IntN(2) == 0 {
@@ -142,7 +142,7 @@ func drawExtend(rng *rand.Rand, cfg *Config) extendPlan {
 		e.wait = time.Duration(rng.Int64N(int64(3 * time.Millisecond)))
 	} else {
 		e.wait = time.Duration(rng.Int64N(int64(cfg.TTL/4) + 1))
-		e.ttl = 3*time.Millisecond + time.Duration(rng.Int64N(int64(cfg.TTL/2)))
+		e.ttl = cfg.MinExtendTTL + time.Duration(rng.Int64N(int64(cfg.TTL/2)))
 	}
 	e.ctx = drawCallCtx(rng, cfg, true)
 	return e
@@ -150,12 +150,12 @@ func drawExtend(rng *rand.Rand, cfg *Config) extendPlan {
 
 // drawSelfExtend draws, at one look of a self-extending kept-alive holder,
 // whether it calls Extend (one look in three) and the call: to a shorter
-// TTL U[3ms, 3ms + TTL/2) or a longer one U[TTL, 2 TTL).
+// TTL U[MinExtendTTL, MinExtendTTL + TTL/2) or a longer one U[TTL, 2 TTL).
 func drawSelfExtend(rng *rand.Rand, cfg *Config) (extendPlan, bool) {
 	if rng.IntN(3) != 0 {
 		return extendPlan{}, false
 	}
-	e := extendPlan{ttl: 3*time.Millisecond + time.Duration(rng.Int64N(int64(cfg.TTL/2)))}
+	e := extendPlan{ttl: cfg.MinExtendTTL + time.Duration(rng.Int64N(int64(cfg.TTL/2)))}
 	if rng.IntN(2) == 0 {
 		e.ttl = cfg.TTL + time.Duration(rng.Int64N(int64(cfg.TTL)))
 	}
