@@ -32,7 +32,9 @@
 // mux, all written before any reply is read) and returns as soon as the
 // outcome is known. The lock is acquired only if at least the quorum
 // (default N/2+1) answered OK and the validity ttl - elapsed - drift is
-// positive, drift being ttl*0.01 + 2ms by default. Otherwise the value is
+// positive, drift being ttl*0.01 + 2ms by default (1ms more where a node
+// is a Redis Cluster: a slot move carries a key's remaining TTL in whole
+// milliseconds, docs/OPERATIONS.md). Otherwise the value is
 // released on all N nodes, including those that failed or timed out, and
 // Acquire retries after a random delay until its tries or ctx run out. Each
 // attempt uses a fresh 20-byte random value (ChaCha8 generators seeded from
