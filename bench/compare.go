@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/stats"
@@ -105,8 +106,10 @@ verdict: one run says nothing about its own spread). A strategy without
 a figure on a side (not run, or a sweep's strategy with no step that held)
 is listed with "none" there.
 
-A loud WARNING line is printed when the runs' settings differ (-c, workload,
-nodes, strategies, rate, duration, ...): their figures are not comparable.
+A loud WARNING line, first and last, is printed when the runs' settings
+differ (-c, workload, nodes, strategies, rate, duration, ...) or the
+sweeps were judged by different objectives (-slo): their figures are not
+comparable.
 
 Flags:
   -noise CHANGE   smallest relative change flagged (default 5%)
@@ -166,9 +169,15 @@ func loadResult(path string) (*resultFile, error) {
 		r.config = rep.Config
 		slos := map[string]bool{}
 		for _, ss := range rep.Strategies {
-			if !slos[ss.SLO] {
-				slos[ss.SLO] = true
-				r.slo += ss.SLO + "; "
+			// The objective by its figures: "p99<5ms (default)" and
+			// -slo 'p99<5ms' are one bar.
+			slo := ss.SLO
+			if ss.SLOPct > 0 && ss.SLOBudgetUs > 0 {
+				slo = SLO{P: ss.SLOPct, Max: time.Duration(math.Round(ss.SLOBudgetUs * 1e3))}.String()
+			}
+			if !slos[slo] {
+				slos[slo] = true
+				r.slo += slo + "; "
 			}
 			v := map[string]float64{}
 			if ss.Knee != nil {
@@ -292,7 +301,7 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 				list = append(list, k)
 			}
 			sort.Strings(list)
-			cmp.Warnings = append(cmp.Warnings, "the sweeps were judged by different objectives ("+strings.Join(list, " | ")+"): their capacities are not comparable; give both the same -slo")
+			cmp.Warnings = append(cmp.Warnings, "the sweeps were judged by different objectives ("+strings.Join(list, " | ")+"), so their capacities are not comparable: run both with the same -slo (or -slo-from the other's sweep.json)")
 		}
 	}
 	return cmp, nil
@@ -404,13 +413,17 @@ func collect(rs []*resultFile, strat, metric string) []float64 {
 }
 
 // writeCompare prints the comparison table, with a loud warning first
-// (and again last) when the runs' settings differ. Rows with one run on a side carry no
+// (and again last) when the runs' settings differ or the sweeps were
+// judged by different objectives. Rows with one run on a side carry no
 // verdict ("n=1: no significance"), said in the headline and the summary.
 func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	rows := cmp.Rows
 	loud := func() {
 		if len(cmp.Settings) > 0 {
 			fmt.Fprintf(w, "WARNING: the runs compared ran different settings, so their figures are not comparable: %s\n", strings.Join(cmp.Settings, "; "))
+		}
+		for _, m := range cmp.Warnings {
+			fmt.Fprintln(w, "WARNING:", m)
 		}
 	}
 	loud()
@@ -452,9 +465,6 @@ func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	sort.Strings(ns)
 	for _, n := range ns {
 		fmt.Fprintf(w, "note: %s (runs a side)\n", n)
-	}
-	for _, m := range cmp.Warnings {
-		fmt.Fprintln(w, "warning:", m)
 	}
 	loud()
 }

@@ -23,7 +23,7 @@ var flagGroups = []flagGroup{
 	{"Embedded cluster", []string{"latency", "fault", "node-cap", "inprocess"}},
 	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at", "segment"}},
 	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
-	{"Sweep", []string{"slo", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
+	{"Sweep", []string{"slo", "slo-from", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
 	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
 	{"Misc", []string{"version"}},
 }
