@@ -472,6 +472,9 @@ func (p provision) line() string {
 	case p.starved:
 		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
 	}
+	if p.fit.caveat() != "" {
+		out += fmt.Sprintf(" (costs fitted over only %d step(s): not a fit)", p.fit.Steps)
+	}
 	return out
 }
 
@@ -580,6 +583,9 @@ func writeCostFits(w io.Writer, rep *sweepReport) {
 		fmt.Fprintf(w, "%s: client CPU %.3f cores fixed + %.1f us per operation, fitted over %d step(s) that held (%s-%s ops/s)", ss.Name, cf.FixedCores, cf.UsPerOp, cf.Steps, format.Count(cf.MinRate), format.Count(cf.MaxRate))
 		if sf != nil {
 			fmt.Fprintf(w, "; busiest node %.3f cores fixed + %.1f us per operation", sf.FixedCores, sf.UsPerOp)
+		}
+		if c := cf.caveat(); c != "" {
+			fmt.Fprintf(w, ". **%s**", c)
 		}
 		fmt.Fprintln(w, ".")
 		fmt.Fprintln(w)
@@ -691,6 +697,16 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 		ps := plot.SweepSeries{Name: ss.Name, SLOPct: ss.SLOPct, SLOBudgetUs: ss.SLOBudgetUs, Capacity: "capacity " + kneeCell(ss) + " ops/s"}
 		if ss.Knee == nil {
 			ps.Capacity = "no step held"
+		}
+		// The report's caveats, in short.
+		if rep.Config.CapacityRate > 0 && ss.Knee != nil && (!ss.Saturated || ss.Starved != "") {
+			ps.Caveats = append(ps.Caveats, "plan figures: at most")
+		}
+		if ss.Starved != "" {
+			ps.Caveats = append(ps.Caveats, "CPU-starved machine")
+		}
+		if c := fitCost(ss.Steps, clientCost).plotCaveat(); c != "" {
+			ps.Caveats = append(ps.Caveats, c)
 		}
 		for _, st := range ss.Steps {
 			ps.Steps = append(ps.Steps, sweepPlotStep(st))
