@@ -137,6 +137,7 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *sweepStep
 	if len(res.NodeErrors) > 0 {
 		st.NodeErrors = res.NodeErrors
 	}
+	st.NodeOutages = res.NodeOutages
 	if res.Server != nil {
 		st.ServerCPUUsPerOpPerNode = res.Server.CPUUsPerOpPerNode
 		st.ServerCPUMaxNodeUsPerOp = res.Server.MaxNodeCPUUsPerOp
@@ -512,6 +513,8 @@ func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []lo
 		return nil, err
 	}
 	res.Server = serverCost(before, after, res.Ops, len(sw.sess.t.addrs))
+	notReadWhy(res.Server, sw.sess.t.addrs)
+	nameOutages(res.NodeOutages, sw.sess.config.Nodes)
 	st := sweepStepFrom(res, rate, sw.cfg.Percentiles)
 	st.machineFrom(mBefore, mAfter, res, len(sw.sess.t.addrs), len(sw.cfg.Nodes) == 0)
 	st.Refinement = refine
