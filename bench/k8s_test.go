@@ -3,7 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,4 +178,60 @@ func TestK8sIndexedJobCoversEverySegmentOnce(t *testing.T) {
 		require.Contains(t, string(script), marker)
 	}
 	t.Logf("%d segments of -rate %g, -c %d, -keys %d: %s", n, total.TotalRate, total.TotalWorkers, total.TotalKeys, fmt.Sprint(seen))
+}
+
+// Issue 48 item 5: merge.sh stops waiting as soon as the Job is Failed
+// (before: kubectl wait --for=condition=complete waited its full 30
+// minutes), names the failed pods, merges the segments that logged and
+// exits 1; a Complete Job merges every segment and exits 0. kubectl and
+// redmux-bench are stand-ins that print what a cluster would.
+func TestK8sMergeStopsWhenTheJobFails(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("merge.sh is a POSIX shell script")
+	}
+	script, err := filepath.Abs(k8sMergeScript)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		state string
+		rc    int
+	}{{"Failed", 1}, {"FailureTarget Failed", 1}, {"Complete", 0}} {
+		bin, out := t.TempDir(), t.TempDir()
+		kubectl := `#!/bin/sh
+case "$*" in
+*"{.spec.completions}"*) echo 2 ;;
+*".status.conditions"*) printf '%s' "` + c.state + `" ;;
+"get pods"*"status.phase=Failed"*) echo "redmux-bench-1-x7k2p (segment 1)" ;;
+"logs"*"completion-index=0"*) printf '%s\n' progress "=== redmux-bench hlog begin segment 0/2" "#[hlog of segment 0]" "=== redmux-bench hlog end" ;;
+"logs"*"completion-index=1"*) [ "` + c.state + `" = Complete ] && printf '%s\n' "=== redmux-bench hlog begin segment 1/2" "#[hlog of segment 1]" "=== redmux-bench hlog end" ;;
+esac
+exit 0
+`
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "kubectl"), []byte(kubectl), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "redmux-bench"), []byte("#!/bin/sh\necho \"redmux-bench $*\"\n"), 0o755))
+		cmd := exec.Command("/bin/sh", script, "redmux-bench", out)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "MERGE_TIMEOUT=0")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		rc := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		require.Equal(t, c.rc, rc, "%s: stdout %s stderr %s", c.state, stdout.String(), stderr.String())
+		require.Contains(t, stdout.String(), "redmux-bench merge -out "+out+"/merged "+out+"/segment-0.hlog")
+		seg0, err := os.ReadFile(filepath.Join(out, "segment-0.hlog"))
+		require.NoError(t, err)
+		require.Equal(t, "#[hlog of segment 0]\n", string(seg0))
+		if c.rc == 1 {
+			require.Contains(t, stderr.String(), "job redmux-bench failed")
+			require.Contains(t, stderr.String(), "redmux-bench-1-x7k2p (segment 1)")
+			require.Contains(t, stderr.String(), "no interval log from segment 1/2")
+			require.NotContains(t, stderr.String(), "did not finish within")
+		} else {
+			require.Contains(t, stdout.String(), out+"/segment-1.hlog")
+			require.Empty(t, stderr.String())
+		}
+	}
 }

@@ -5,15 +5,47 @@
 # prints) into DIR/segment-<k>.hlog, and merge them with redmux-bench merge
 # into DIR/merged (merged.hlog, merged.json, merged.csv, merged.svg). merge
 # refuses a segment given twice and warns about a missing one.
+#
+# It stops waiting as soon as the Job is Complete or Failed (a pod that exits
+# non-zero fails the Job: backoffLimit 0), or after MERGE_TIMEOUT seconds
+# (default 1800). A failed Job (or a timeout) names the failed pods, merges
+# the segments that logged, and exits 1.
+#
+# The Job's name is fixed and its pod template immutable: to run it again,
+# delete it first (kubectl delete job redmux-bench), then apply it again with
+# a new START_AT (docs/LOAD-MACHINES.md).
+#
 # Needs kubectl (pods labelled batch.kubernetes.io/job-completion-index:
 # Kubernetes 1.28 or later) and redmux-bench on the PATH, or run from the
 # repository root (go run ./cmd/redmux-bench).
 set -eu
 job=${1:-redmux-bench}
 dir=${2:-results/k8s}
+timeout=${MERGE_TIMEOUT:-1800}
 n=$(kubectl get job "$job" -o jsonpath='{.spec.completions}')
-kubectl wait --for=condition=complete --timeout=30m "job/$job" ||
-	echo "merge.sh: job $job did not complete: merging the segments that logged" >&2
+failed=
+waited=0
+while :; do
+	state=$(kubectl get job "$job" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{" "}{end}')
+	case " $state " in
+	*" Complete "*) break ;;
+	*" Failed "* | *" FailureTarget "*)
+		echo "merge.sh: job $job failed; its failed pods:" >&2
+		kubectl get pods -l "job-name=$job" --field-selector=status.phase=Failed \
+			-o jsonpath='{range .items[*]}{.metadata.name} (segment {.metadata.labels.batch\.kubernetes\.io/job-completion-index}){"\n"}{end}' >&2 || true
+		echo "merge.sh: merging the segments that logged (kubectl logs POD for why a pod failed)" >&2
+		failed=1
+		break
+		;;
+	esac
+	if [ "$waited" -ge "$timeout" ]; then
+		echo "merge.sh: job $job did not finish within ${timeout}s (MERGE_TIMEOUT): merging the segments that logged" >&2
+		failed=1
+		break
+	fi
+	sleep 5
+	waited=$((waited + 5))
+done
 mkdir -p "$dir"
 files=
 k=0
@@ -37,3 +69,4 @@ else
 fi
 # shellcheck disable=SC2086 # $files and $bench are lists
 $bench merge -out "$dir/merged" $files
+[ -z "$failed" ] || exit 1
