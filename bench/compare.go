@@ -510,8 +510,8 @@ func compareCells(r comparisonRow) []string {
 
 // untestedSummary is the line that says rows with one run on a side were
 // not tested, and which of their differences exceed -noise (a reason to
-// repeat the runs, not a verdict); "" when every row was tested or has no
-// value on a side.
+// repeat the runs, not a verdict); "" when both sides have repeated runs
+// and every row was tested or has no value on a side.
 func untestedSummary(c *compareConfig, rows []comparisonRow) string {
 	n := 0
 	var beyond []string
@@ -528,15 +528,24 @@ func untestedSummary(c *compareConfig, rows []comparisonRow) string {
 			beyond = append(beyond, r.Strategy+" "+r.Metric+" "+ratio)
 		}
 	}
-	if n == 0 {
+	if n == 0 && len(c.Old) > 1 && len(c.New) > 1 {
 		return ""
 	}
 	list := "none"
 	if len(beyond) > 0 {
 		list = strings.Join(beyond, ", ")
 	}
-	return fmt.Sprintf("n=1: no significance: %d row(s) have one run on a side, so no p-value exists and no verdict is given; "+
-		"differences beyond -noise %.0f%% (a reason to repeat the runs, not a verdict): %s. Repeat each command (4 runs a side for the U test) and pass the runs comma-separated.", n, 100*c.Noise, list)
+	why := fmt.Sprintf("%d row(s) with one value on a side", n)
+	switch {
+	case len(c.Old) == 1 && len(c.New) == 1:
+		why = "one run a side"
+	case len(c.Old) == 1:
+		why = "one run on the old side"
+	case len(c.New) == 1:
+		why = "one run on the new side"
+	}
+	return fmt.Sprintf("n=1: no significance: %s, so no p-value exists and no verdict is given; "+
+		"differences beyond -noise %.0f%% (a reason to repeat the runs, not a verdict): %s. Repeat each command (4 runs a side for the U test) and pass the runs comma-separated.", why, 100*c.Noise, list)
 }
 
 func compareMain(args []string, stdout, stderr io.Writer) int {

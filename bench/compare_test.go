@@ -199,6 +199,15 @@ func TestCompareOneRunASideGivesNoVerdictAndListsEveryStrategy(t *testing.T) {
 	require.Contains(t, seqRow, "none on the new side", s)
 	require.Contains(t, muxRow, "n=1: no significance (beyond -noise)", s)
 
+	// One run a side where no strategy had capacity on one side: still
+	// said, first and last.
+	out.Reset()
+	require.Equal(t, ExitOK, Main([]string{"compare", sw(0, 0), new}, &out, &errb, noEnv), errb.String())
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.True(t, strings.HasPrefix(lines[1], "n=1: no significance: one run a side, so no p-value exists"), out.String())
+	require.True(t, strings.HasPrefix(lines[len(lines)-1], "n=1: no significance"), out.String())
+	require.Contains(t, out.String(), "none on the old side")
+
 	// A strategy only the new side ran is listed too.
 	cmp, err := runCompare(&compareConfig{Old: []string{writeJSONFile(t, runReport(1000, 500))}, New: []string{writeJSONFile(t, &Report{Strategies: []*StrategyResult{
 		runReport(1000, 500).Strategies[0], {Name: "seq", Ops: 10, OpsPerSec: 10, AcquireRelease: Latency{Count: 10}}}})}, Noise: 0.05})
