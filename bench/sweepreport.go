@@ -55,6 +55,9 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 		for _, n := range rerunNotes(ss) {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+		for _, n := range stepOutageNotes(ss) {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 	if rep.Config.CapacityRate > 0 {
 		for _, p := range provisionAll(rep) {
@@ -232,6 +235,24 @@ func writeKneeTable(w io.Writer, rep *sweepReport) {
 			fmt.Fprintf(w, "**%s: steps run again or set aside.** %s\n\n", ss.Name, strings.Join(notes, " "))
 		}
 	}
+	for _, ss := range rep.Strategies {
+		if notes := stepOutageNotes(ss); len(notes) > 0 {
+			fmt.Fprintf(w, "**%s: nodes that failed.** %s\n\n", ss.Name, strings.Join(notes, " "))
+		}
+	}
+}
+
+// stepOutageNotes names, per step, the nodes that failed within its
+// operations, with their error counts and when (the step's measured
+// window).
+func stepOutageNotes(ss *sweepStrategy) []string {
+	var out []string
+	for _, st := range ss.Steps {
+		for _, o := range st.NodeOutages {
+			out = append(out, fmt.Sprintf("at %s ops/s (%s): %s.", format.Count(st.TargetRate), st.Tag, o))
+		}
+	}
+	return out
 }
 
 // starvedNote says that the machine was CPU-starved during a strategy's
