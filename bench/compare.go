@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/stats"
@@ -98,11 +99,17 @@ as benchstat does (Mann-Whitney U test by default, p-value printed): a
 change is flagged when p < -alpha and it is larger than -noise; otherwise
 "~" (no significant change). The U test needs 4 runs a side to reach
 p < 0.05; -test ttest (Welch's t-test, assumes normal samples) needs fewer.
-With one run on a side there is no test: a change is flagged when larger
-than -noise alone (one run says nothing about its own spread).
+With one run on a side there is no test and no verdict: each such row
+says "n=1: no significance", and the headline and the summary list the
+differences larger than -noise (a reason to repeat the runs, not a
+verdict: one run says nothing about its own spread). A strategy without
+a figure on a side (not run, or a sweep's strategy with no step that held)
+is listed with "none" there.
 
-A loud WARNING line is printed when the runs' settings differ (-c, workload,
-nodes, strategies, rate, duration, ...): their figures are not comparable.
+A loud WARNING line, first and last, is printed when the runs' settings
+differ (-c, workload, nodes, strategies, rate, duration, ...) or the
+sweeps were judged by different objectives (-slo): their figures are not
+comparable.
 
 Flags:
   -noise CHANGE   smallest relative change flagged (default 5%)
@@ -162,9 +169,15 @@ func loadResult(path string) (*resultFile, error) {
 		r.config = rep.Config
 		slos := map[string]bool{}
 		for _, ss := range rep.Strategies {
-			if !slos[ss.SLO] {
-				slos[ss.SLO] = true
-				r.slo += ss.SLO + "; "
+			// The objective by its figures: "p99<5ms (default)" and
+			// -slo 'p99<5ms' are one bar.
+			slo := ss.SLO
+			if ss.SLOPct > 0 && ss.SLOBudgetUs > 0 {
+				slo = SLO{P: ss.SLOPct, Max: time.Duration(math.Round(ss.SLOBudgetUs * 1e3))}.String()
+			}
+			if !slos[slo] {
+				slos[slo] = true
+				r.slo += slo + "; "
 			}
 			v := map[string]float64{}
 			if ss.Knee != nil {
@@ -206,6 +219,9 @@ type comparisonRow struct {
 	Strategy string
 	Metric   string
 	stats.Result
+	// OldNone and NewNone: the side has no value (the strategy was not
+	// run there, or a sweep's strategy had no capacity: no step held).
+	OldNone, NewNone bool
 }
 
 // comparisonResult is compare's outcome.
@@ -252,7 +268,15 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 		metrics = sweepMetrics
 	}
 	var rows []comparisonRow
-	for _, strat := range olds[0].order {
+	for _, strat := range strategiesOf(olds, news) {
+		// A strategy without its headline figure on a side (not run, or a
+		// sweep's strategy with no step that held: no capacity) is listed
+		// as such, never dropped.
+		ov, nv := collect(olds, strat, metrics[0].name), collect(news, strat, metrics[0].name)
+		if len(ov) == 0 || len(nv) == 0 {
+			rows = append(rows, noneRow(strat, metrics[0].name, ov, nv))
+			continue
+		}
 		for _, m := range metrics {
 			ov, nv := collect(olds, strat, m.name), collect(news, strat, m.name)
 			if len(ov) == 0 || len(nv) == 0 {
@@ -262,7 +286,7 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 		}
 	}
 	if len(rows) == 0 {
-		return nil, errors.New("no strategy and metric in common between OLD and NEW")
+		return nil, errors.New("no strategy in OLD or NEW")
 	}
 	cmp := &comparisonResult{Rows: rows, Sweep: olds[0].sweep}
 	cmp.Settings = settingsDiffer(olds, news)
@@ -277,7 +301,7 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 				list = append(list, k)
 			}
 			sort.Strings(list)
-			cmp.Warnings = append(cmp.Warnings, "the sweeps were judged by different objectives ("+strings.Join(list, " | ")+"): their capacities are not comparable; give both the same -slo")
+			cmp.Warnings = append(cmp.Warnings, "the sweeps were judged by different objectives ("+strings.Join(list, " | ")+"), so their capacities are not comparable: run both with the same -slo (or -slo-from the other's sweep.json)")
 		}
 	}
 	return cmp, nil
@@ -289,6 +313,44 @@ func runCompare(c *compareConfig) (*comparisonResult, error) {
 func compareRow(c *compareConfig, strat string, m compareMetric, ov, nv []float64) comparisonRow {
 	o := stats.Options{Noise: c.Noise, Alpha: c.Alpha, Test: c.Test, HigherBetter: m.higher, Floor: m.floor}
 	return comparisonRow{Strategy: strat, Metric: m.name, Result: stats.Compare(ov, nv, o)}
+}
+
+// strategiesOf lists every strategy of any run, old or new, in the order
+// the runs name them.
+func strategiesOf(olds, news []*resultFile) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range append(append([]*resultFile(nil), olds...), news...) {
+		for _, s := range r.order {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// noneRow is a strategy's headline metric that a side does not have: the
+// side's value is printed "none" and there is no verdict.
+func noneRow(strat, metric string, ov, nv []float64) comparisonRow {
+	r := comparisonRow{Strategy: strat, Metric: metric, OldNone: len(ov) == 0, NewNone: len(nv) == 0}
+	r.P, r.OldCV, r.NewCV, r.Ratio = -1, -1, -1, math.NaN()
+	if !r.OldNone {
+		r.Old = ov[0]
+	}
+	if !r.NewNone {
+		r.New = nv[0]
+	}
+	switch {
+	case r.OldNone && r.NewNone:
+		r.Verdict = "none on either side"
+	case r.OldNone:
+		r.Verdict = "none on the old side"
+	default:
+		r.Verdict = "none on the new side"
+	}
+	return r
 }
 
 // setting is one configuration value compare checks across runs.
@@ -351,66 +413,51 @@ func collect(rs []*resultFile, strat, metric string) []float64 {
 }
 
 // writeCompare prints the comparison table, with a loud warning first
-// (and again last) when the runs' settings differ.
+// (and again last) when the runs' settings differ or the sweeps were
+// judged by different objectives. Rows with one run on a side carry no
+// verdict ("n=1: no significance"), said in the headline and the summary.
 func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	rows := cmp.Rows
 	loud := func() {
 		if len(cmp.Settings) > 0 {
 			fmt.Fprintf(w, "WARNING: the runs compared ran different settings, so their figures are not comparable: %s\n", strings.Join(cmp.Settings, "; "))
 		}
+		for _, m := range cmp.Warnings {
+			fmt.Fprintln(w, "WARNING:", m)
+		}
 	}
 	loud()
 	fmt.Fprintf(w, "old: %s (%d run(s)); new: %s (%d run(s))\n", strings.Join(c.Old, ","), len(c.Old), strings.Join(c.New, ","), len(c.New))
+	untestedLine := untestedSummary(c, rows)
+	if untestedLine != "" {
+		fmt.Fprintln(w, untestedLine)
+	}
 	t := newTable("strategy", "metric", "old", "±", "new", "±", "new/old", "p", "verdict")
-	cv := func(v float64) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f%%", 100*v)
-	}
-	val := func(m string, v float64) string {
-		switch {
-		case strings.HasPrefix(m, "p"):
-			return format.Us(v)
-		case m == "failed share":
-			return fmt.Sprintf("%.2f%%", 100*v)
-		case strings.Contains(m, "ops/s"):
-			return format.Count(v)
-		}
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
 	flagged, tested := 0, 0
 	notes := map[string]bool{}
 	for _, r := range rows {
-		ratio := "inf"
-		if !math.IsInf(r.Ratio, 0) {
-			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-		}
-		if r.Verdict != "~" {
-			flagged++
-		}
-		p := "-"
 		if r.P >= 0 {
 			tested++
-			p = fmt.Sprintf("p=%.3f", r.P)
+			if r.Verdict != "~" {
+				flagged++
+			}
 		}
 		if r.PNote != "" {
 			notes[r.PNote] = true
 		}
-		t.row(r.Strategy, r.Metric, val(r.Metric, r.Old), cv(r.OldCV), val(r.Metric, r.New), cv(r.NewCV), ratio, p, r.Verdict)
+		t.row(compareCells(r)...)
 	}
 	t.write(w)
-	fmt.Fprintf(w, "%d of %d changes significant", flagged, len(rows))
 	if tested > 0 {
 		test := "Mann-Whitney U test, as benchstat; centres are medians"
 		if c.Test == "ttest" {
 			test = "Welch's t-test; centres are means"
 		}
-		fmt.Fprintf(w, " (p < %g, %s, and larger than -noise %.0f%%; \"~\": no significant change)", c.Alpha, test, 100*c.Noise)
-	} else {
-		fmt.Fprintf(w, " (a side with one run: no p-value, its spread is not measured, so the noise is -noise %.0f%% alone; repeat the runs and pass them comma-separated)", 100*c.Noise)
+		fmt.Fprintf(w, "%d of %d tested changes significant (p < %g, %s, and larger than -noise %.0f%%; \"~\": no significant change).\n", flagged, tested, c.Alpha, test, 100*c.Noise)
 	}
-	fmt.Fprintln(w, ".")
+	if untestedLine != "" {
+		fmt.Fprintln(w, untestedLine)
+	}
 	var ns []string
 	for n := range notes {
 		ns = append(ns, n)
@@ -419,10 +466,86 @@ func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	for _, n := range ns {
 		fmt.Fprintf(w, "note: %s (runs a side)\n", n)
 	}
-	for _, m := range cmp.Warnings {
-		fmt.Fprintln(w, "warning:", m)
-	}
 	loud()
+}
+
+// compareCells is one row of compare's table.
+func compareCells(r comparisonRow) []string {
+	cv := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	val := func(none bool, v float64) string {
+		switch {
+		case none:
+			return "none"
+		case strings.HasPrefix(r.Metric, "p"):
+			return format.Us(v)
+		case r.Metric == "failed share":
+			return fmt.Sprintf("%.2f%%", 100*v)
+		case strings.Contains(r.Metric, "ops/s"):
+			return format.Count(v)
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	ratio := "inf"
+	switch {
+	case math.IsNaN(r.Ratio):
+		ratio = "-"
+	case !math.IsInf(r.Ratio, 0):
+		ratio = fmt.Sprintf("%.2fx", r.Ratio)
+	}
+	p := "-"
+	if r.P >= 0 {
+		p = fmt.Sprintf("p=%.3f", r.P)
+	}
+	verdict := r.Verdict
+	if r.BeyondNoise {
+		verdict += " (beyond -noise)"
+	}
+	return []string{r.Strategy, r.Metric, val(r.OldNone, r.Old), cv(r.OldCV), val(r.NewNone, r.New), cv(r.NewCV), ratio, p, verdict}
+}
+
+// untestedSummary is the line that says rows with one run on a side were
+// not tested, and which of their differences exceed -noise (a reason to
+// repeat the runs, not a verdict); "" when both sides have repeated runs
+// and every row was tested or has no value on a side.
+func untestedSummary(c *compareConfig, rows []comparisonRow) string {
+	n := 0
+	var beyond []string
+	for _, r := range rows {
+		if r.Verdict != stats.NoTest {
+			continue
+		}
+		n++
+		if r.BeyondNoise {
+			ratio := "from 0"
+			if !math.IsInf(r.Ratio, 0) {
+				ratio = fmt.Sprintf("%.2fx", r.Ratio)
+			}
+			beyond = append(beyond, r.Strategy+" "+r.Metric+" "+ratio)
+		}
+	}
+	if n == 0 && len(c.Old) > 1 && len(c.New) > 1 {
+		return ""
+	}
+	list := "none"
+	if len(beyond) > 0 {
+		list = strings.Join(beyond, ", ")
+	}
+	why := fmt.Sprintf("%d row(s) with one value on a side", n)
+	switch {
+	case len(c.Old) == 1 && len(c.New) == 1:
+		why = "one run a side"
+	case len(c.Old) == 1:
+		why = "one run on the old side"
+	case len(c.New) == 1:
+		why = "one run on the new side"
+	}
+	return fmt.Sprintf("n=1: no significance: %s, so no p-value exists and no verdict is given; "+
+		"differences beyond -noise %.0f%% (a reason to repeat the runs, not a verdict): %s. Repeat each command (4 runs a side for the U test) and pass the runs comma-separated.", why, 100*c.Noise, list)
 }
 
 func compareMain(args []string, stdout, stderr io.Writer) int {

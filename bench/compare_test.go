@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/stats"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -52,9 +53,10 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	rows := cmp.Rows
 	ops := rowOf(t, rows, "ops/s")
 	require.InDelta(t, 1.2, ops.Ratio, 1e-9)
-	require.Equal(t, "better", ops.Verdict)
+	require.Equal(t, stats.NoTest, ops.Verdict, "one run a side: no verdict (issue 48)")
+	require.True(t, ops.BeyondNoise)
 	require.Equal(t, -1.0, ops.OldCV, "one run: spread not measured")
-	require.Equal(t, "~", rowOf(t, rows, "p99").Verdict, "2% is within 5%")
+	require.False(t, rowOf(t, rows, "p99").BeyondNoise, "2% is within 5%")
 
 	// Repeated runs (issue 36 item 3: benchstat's test): ops/s spread 30%,
 	// so a 20% change is not significant; p99 1.8x with little spread is
@@ -97,7 +99,8 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cmp.Sweep)
 	require.Empty(t, cmp.Warnings)
-	require.Equal(t, "worse", rowOf(t, cmp.Rows, "capacity ops/s").Verdict)
+	require.Equal(t, stats.NoTest, rowOf(t, cmp.Rows, "capacity ops/s").Verdict)
+	require.True(t, rowOf(t, cmp.Rows, "capacity ops/s").BeyondNoise)
 	// Sweeps judged by different objectives are flagged as not comparable.
 	cmp, err = runCompare(&compareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<5ms")}, Noise: 0.05})
 	require.NoError(t, err)
@@ -109,8 +112,8 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, ExitOK, Main([]string{"compare", a, b}, &out, &errb, noEnv), errb.String())
 	require.Contains(t, out.String(), "1.20x")
-	require.Contains(t, out.String(), "better")
-	require.Contains(t, out.String(), "noise is -noise 5% alone")
+	require.NotContains(t, out.String(), "better")
+	require.Contains(t, out.String(), "mux ops/s 1.20x")
 	require.NotContains(t, out.String(), "WARNING")
 	require.Equal(t, ExitUsage, Main([]string{"compare", a}, &out, &errb, noEnv))
 	require.Equal(t, ExitFailure, Main([]string{"compare", a, filepath.Join(t.TempDir(), "missing.json")}, &out, &errb, noEnv))
@@ -149,4 +152,68 @@ func TestCompareWarnsOnDifferentSettingsAndGivesPValues(t *testing.T) {
 	require.Contains(t, out.String(), "better")
 	require.Contains(t, out.String(), "Mann-Whitney U")
 	require.Equal(t, ExitUsage, Main([]string{"compare", "-test", "ztest", olds[0], news[0]}, &out, &errb, noEnv))
+}
+
+// Issue 48 item 1: two single-run sweeps of one command (the issue's
+// case: "8 of 8 changes significant", better/worse) get no verdict, say
+// "n=1: no significance" per row, in the headline and in the summary,
+// and a strategy with no capacity on one side is listed ("none"), not
+// dropped.
+func TestCompareOneRunASideGivesNoVerdictAndListsEveryStrategy(t *testing.T) {
+	sw := func(mux, seq float64) string {
+		rep := &sweepReport{}
+		for _, st := range []struct {
+			name string
+			knee float64
+		}{{"seq", seq}, {"mux", mux}} {
+			ss := &sweepStrategy{Name: st.name, SLO: "p99<5ms"}
+			if st.knee > 0 {
+				k := &sweepStep{TargetRate: st.knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
+				ss.Steps, ss.Knee, ss.KneeRate = []*sweepStep{k}, k, st.knee
+			}
+			rep.Strategies = append(rep.Strategies, ss)
+		}
+		return writeJSONFile(t, rep)
+	}
+	old, new := sw(48100, 705), sw(30000, 0)
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"compare", old, new}, &out, &errb, noEnv), errb.String())
+	s := out.String()
+	for _, bad := range []string{"significant (", "better", "worse", "changes significant"} {
+		require.NotContains(t, s, bad, s)
+	}
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	require.True(t, strings.HasPrefix(lines[1], "n=1: no significance"), "headline: %s", s)
+	require.True(t, strings.HasPrefix(lines[len(lines)-1], "n=1: no significance"), "summary: %s", s)
+	require.Contains(t, s, "mux capacity ops/s 0.62x")
+	var seqRow, muxRow string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "seq ") {
+			seqRow = l
+		}
+		if strings.HasPrefix(l, "mux ") && strings.Contains(l, "capacity") {
+			muxRow = l
+		}
+	}
+	require.Contains(t, seqRow, "705", s)
+	require.Contains(t, seqRow, "none on the new side", s)
+	require.Contains(t, muxRow, "n=1: no significance (beyond -noise)", s)
+
+	// One run a side where no strategy had capacity on one side: still
+	// said, first and last.
+	out.Reset()
+	require.Equal(t, ExitOK, Main([]string{"compare", sw(0, 0), new}, &out, &errb, noEnv), errb.String())
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.True(t, strings.HasPrefix(lines[1], "n=1: no significance: one run a side, so no p-value exists"), out.String())
+	require.True(t, strings.HasPrefix(lines[len(lines)-1], "n=1: no significance"), out.String())
+	require.Contains(t, out.String(), "none on the old side")
+
+	// A strategy only the new side ran is listed too.
+	cmp, err := runCompare(&compareConfig{Old: []string{writeJSONFile(t, runReport(1000, 500))}, New: []string{writeJSONFile(t, &Report{Strategies: []*StrategyResult{
+		runReport(1000, 500).Strategies[0], {Name: "seq", Ops: 10, OpsPerSec: 10, AcquireRelease: Latency{Count: 10}}}})}, Noise: 0.05})
+	require.NoError(t, err)
+	seq := cmp.Rows[len(cmp.Rows)-1]
+	require.Equal(t, "seq", seq.Strategy)
+	require.True(t, seq.OldNone)
+	require.Equal(t, "none on the old side", seq.Verdict)
 }

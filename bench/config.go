@@ -88,12 +88,16 @@ type Config struct {
 	SegmentOf SegmentInfo
 
 	// Sweep settings (redmux-bench sweep only).
-	Sweep  bool          // the sweep subcommand
-	SLO    *SLO          // -slo (nil: one automatic objective for every strategy, from the best strategy's lightest step)
-	Rates  []float64     // -rates (nil: steps from a closed-loop probe)
-	Step   time.Duration // -step: measured time per step
-	Steps  int           // -steps: coarse steps up to the probe's rate
-	Refine int           // -refine: bisection steps between the last good and first bad step
+	Sweep bool // the sweep subcommand
+	SLO   *SLO // -slo or -slo-from (nil: defaultSLO, or with SLOAuto one derived from the best strategy's lightest step)
+	// SLOAuto is -slo auto: derive the objective from this run's best
+	// lightest step; SLOFrom the -slo-from file the objective came from.
+	SLOAuto bool
+	SLOFrom string
+	Rates   []float64     // -rates (nil: steps from a closed-loop probe)
+	Step    time.Duration // -step: measured time per step
+	Steps   int           // -steps: coarse steps up to the probe's rate
+	Refine  int           // -refine: bisection steps between the last good and first bad step
 	// FailOnBreach (-fail-on-breach): exit with ExitBreach when a strategy
 	// did not hold -capacity-rate (without it: when no step held).
 	FailOnBreach bool

@@ -1,6 +1,11 @@
 package bench
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"github.com/redmux/redmux/bench/internal/format"
+)
 
 // fitCost fits cores = fixed + usPerOp x rate / 1e6 over the steps that
 // held (not run again, not interrupted, with a cost figure), by least
@@ -59,4 +64,31 @@ func (f *costFit) usPerOp(rate float64) float64 {
 func clientCost(st *sweepStep) float64 { return st.ClientCPUUsPerOp }
 func busiestCost(st *sweepStep) float64 {
 	return max(st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
+}
+
+// minFitSteps is the fewest held steps a cost fit is taken as a fit over:
+// through one step a line is not a fit (its cost per operation at one
+// rate is taken for every rate), and through two nothing checks it.
+const minFitSteps = 3
+
+// caveat says what a fit over fewer than minFitSteps steps is ("": a fit).
+func (f *costFit) caveat() string {
+	switch {
+	case f == nil || f.Steps >= minFitSteps:
+		return ""
+	case f.Steps == 1:
+		return fmt.Sprintf("NOT A FIT: one step held (%s ops/s), so its cost per operation is taken for every rate (fixed and per-operation costs not separated); sweep with at least %d steps below the knee for a fit", format.Count(f.MinRate), minFitSteps)
+	}
+	return fmt.Sprintf("a line through only %d steps (%s-%s ops/s), which nothing checks; sweep with at least %d steps below the knee for a fit", f.Steps, format.Count(f.MinRate), format.Count(f.MaxRate), minFitSteps)
+}
+
+// plotCaveat is caveat's short form for the sweep plot's legend.
+func (f *costFit) plotCaveat() string {
+	if f.caveat() == "" {
+		return ""
+	}
+	if f.Steps == 1 {
+		return "cost: one step, not a fit"
+	}
+	return fmt.Sprintf("cost fit over %d steps only", f.Steps)
 }

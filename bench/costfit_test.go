@@ -158,3 +158,36 @@ func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
 	quiet.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
 	require.Empty(t, quiet.Starved)
 }
+
+// Issue 48 item 3: a "fit" over one held step ("fitted over 1 step(s)
+// that held (4740-4740 ops/s)") is flagged in the text, the plan and the
+// plot's legend, which also keeps the report's "at most" and CPU-starved
+// marks; three steps make a fit, flagged nowhere.
+func TestOneStepFitIsFlagged(t *testing.T) {
+	one := modelSteps([]float64{4740}, 5000)
+	one.finish(SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	one.Starved = "load average 9.8 on 2 logical CPUs"
+	rep := &sweepReport{Config: ReportConfig{CapacityRate: 10000, Nodes: []string{"a", "b", "c"}}, Strategies: []*sweepStrategy{one}}
+	var md, svg bytes.Buffer
+	writeCostFits(&md, rep)
+	require.Contains(t, md.String(), "fitted over 1 step(s) that held (4740-4740 ops/s)")
+	require.Contains(t, md.String(), "**NOT A FIT: one step held (4740 ops/s)")
+	require.Contains(t, provisionFor(one, 10000, 0).line(), "(costs fitted over only 1 step(s): not a fit)")
+	require.NoError(t, writeSweepPlot(&svg, rep))
+	for _, want := range []string{"cost: one step, not a fit", "plan figures: at most", "CPU-starved machine"} {
+		require.Contains(t, svg.String(), want)
+	}
+
+	three := modelSteps([]float64{1000, 2000, 4000}, 5000)
+	three.finish(SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	rep = &sweepReport{Strategies: []*sweepStrategy{three}}
+	md.Reset()
+	svg.Reset()
+	writeCostFits(&md, rep)
+	require.NotContains(t, md.String(), "NOT A FIT")
+	require.NotContains(t, md.String(), "only")
+	require.NotContains(t, provisionFor(three, 10000, 0).line(), "not a fit")
+	require.NoError(t, writeSweepPlot(&svg, rep))
+	require.NotContains(t, svg.String(), "not a fit")
+	require.NotContains(t, svg.String(), "at most")
+}

@@ -260,9 +260,15 @@ func (l tagList) Set(s string) error {
 	return nil
 }
 
-type sloFlag struct{ p **SLO }
+type sloFlag struct {
+	p    **SLO
+	auto *bool
+}
 
 func (f sloFlag) String() string {
+	if f.auto != nil && *f.auto {
+		return "auto"
+	}
 	if f.p == nil || *f.p == nil {
 		return ""
 	}
@@ -270,11 +276,39 @@ func (f sloFlag) String() string {
 }
 
 func (f sloFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "auto" {
+		*f.p, *f.auto = nil, true
+		return nil
+	}
 	v, err := parseSLO(s)
 	if err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("bad -slo %q: ", s)))
 	}
-	*f.p = v
+	*f.p, *f.auto = v, false
+	return nil
+}
+
+// sloFromFlag is -slo-from: the objective an earlier sweep was judged by,
+// read from its sweep.json (or the directory that holds it).
+type sloFromFlag struct {
+	p    **SLO
+	auto *bool
+	file *string
+}
+
+func (f sloFromFlag) String() string {
+	if f.file == nil {
+		return ""
+	}
+	return *f.file
+}
+
+func (f sloFromFlag) Set(s string) error {
+	slo, err := sloFromFile(s)
+	if err != nil {
+		return err
+	}
+	*f.p, *f.auto, *f.file = slo, false, s
 	return nil
 }
 

@@ -3,7 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,4 +178,141 @@ func TestK8sIndexedJobCoversEverySegmentOnce(t *testing.T) {
 		require.Contains(t, string(script), marker)
 	}
 	t.Logf("%d segments of -rate %g, -c %d, -keys %d: %s", n, total.TotalRate, total.TotalWorkers, total.TotalKeys, fmt.Sprint(seen))
+}
+
+// runMergeScript runs deploy/k8s/merge.sh for Job redmux-bench into out
+// with a stand-in kubectl (the body of a sh script) and redmux-bench (which
+// prints its command line) first on the PATH; it returns the exit status,
+// stdout and stderr.
+func runMergeScript(t *testing.T, kubectl, out string) (int, string, string) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("merge.sh is a POSIX shell script")
+	}
+	script, err := filepath.Abs(k8sMergeScript)
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "kubectl"), []byte("#!/bin/sh\n"+kubectl+"\nexit 0\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "redmux-bench"), []byte("#!/bin/sh\necho \"redmux-bench $*\"\n"), 0o755))
+	cmd := exec.Command("/bin/sh", script, "redmux-bench", out)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "MERGE_TIMEOUT=0")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	rc := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		rc = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return rc, stdout.String(), stderr.String()
+}
+
+// Issue 48 item 5: merge.sh stops waiting as soon as the Job is Failed
+// (before: kubectl wait --for=condition=complete waited its full 30
+// minutes), names the failed pods, merges the segments it has and exits
+// 1; a Complete Job merges every segment and exits 0. Here no pod is
+// ready to be copied from, so the interval logs come from the pods'
+// output (what a pod prints when nobody fetched within HLOG_WAIT).
+func TestK8sMergeStopsWhenTheJobFails(t *testing.T) {
+	for _, c := range []struct {
+		state string
+		rc    int
+	}{{"Failed", 1}, {"FailureTarget Failed", 1}, {"Complete", 0}} {
+		out := t.TempDir()
+		rc, stdout, stderr := runMergeScript(t, `case "$*" in
+*"{.spec.completions}"*) echo 2 ;;
+*".status.conditions"*) printf '%s' "`+c.state+`" ;;
+"get pods"*"status.phase=Failed"*) echo "redmux-bench-1-x7k2p (segment 1)" ;;
+"logs --tail=-1"*"completion-index=0"*) printf '%s\n' progress "=== redmux-bench hlog begin segment 0/2" "#[hlog of segment 0]" "=== redmux-bench hlog end" ;;
+"logs --tail=-1"*"completion-index=1"*) [ "`+c.state+`" = Complete ] && printf '%s\n' "=== redmux-bench hlog begin segment 1/2" "#[hlog of segment 1]" "=== redmux-bench hlog end" ;;
+esac`, out)
+		require.Equal(t, c.rc, rc, "%s: stdout %s stderr %s", c.state, stdout, stderr)
+		require.Contains(t, stdout, "redmux-bench merge -out "+out+"/merged "+out+"/segment-0.hlog")
+		seg0, err := os.ReadFile(filepath.Join(out, "segment-0.hlog"))
+		require.NoError(t, err)
+		require.Equal(t, "#[hlog of segment 0]\n", string(seg0))
+		if c.rc == 1 {
+			require.Contains(t, stderr, "job redmux-bench failed")
+			require.Contains(t, stderr, "redmux-bench-1-x7k2p (segment 1)")
+			require.Contains(t, stderr, "no interval log from segment 1/2")
+			require.NotContains(t, stderr, "did not finish within")
+		} else {
+			require.Contains(t, stdout, out+"/segment-1.hlog")
+			require.Empty(t, stderr)
+		}
+	}
+}
+
+// Issue 48 item 5: an hour-long run's interval log (~8 MB) stays out of
+// the pod's log: the pod says it is ready and waits (HLOG_WAIT), merge.sh
+// copies the file (kubectl cp) and lets the pod go (exec touch
+// /out/fetched); the pod prints the log only when nobody fetched it.
+func TestK8sIntervalLogStaysOutOfThePodLog(t *testing.T) {
+	out, touched := t.TempDir(), filepath.Join(t.TempDir(), "touched")
+	rc, stdout, stderr := runMergeScript(t, `case "$*" in
+*"{.spec.completions}"*) echo 2 ;;
+*".status.conditions"*) printf 'Complete' ;;
+"get pods -l job-name=redmux-bench,batch.kubernetes.io/job-completion-index="*) echo "pod-${4##*=}" ;;
+"logs --tail=5 pod-"*) echo "=== redmux-bench hlog ready segment x/2: /out/bench.hlog" ;;
+"cp pod-"*":/out/bench.hlog "*) p=${2%%:*}; echo "#[copied from $p]" >"$3" ;;
+"exec pod-"*" -- touch /out/fetched") echo "$2" >>"`+touched+`" ;;
+"logs --tail=-1"*) echo "=== redmux-bench hlog begin"; echo "#[from the pod log]"; echo "=== redmux-bench hlog end" ;;
+esac`, out)
+	require.Equal(t, 0, rc, "stdout %s stderr %s", stdout, stderr)
+	for k := 0; k < 2; k++ {
+		b, err := os.ReadFile(filepath.Join(out, fmt.Sprintf("segment-%d.hlog", k)))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("#[copied from pod-%d]\n", k), string(b))
+	}
+	b, err := os.ReadFile(touched)
+	require.NoError(t, err)
+	require.Equal(t, "pod-0\npod-1\n", string(b), "each pod let go once")
+	require.Contains(t, stdout, "redmux-bench merge -out "+out+"/merged "+out+"/segment-0.hlog "+out+"/segment-1.hlog")
+
+	// The pod's side: its script, with /out in a temporary directory and
+	// a stand-in redmux-bench that writes an interval log.
+	text, err := os.ReadFile(k8sJobManifest)
+	require.NoError(t, err)
+	podScript := podArgs(t, string(text))
+	for _, fetched := range []bool{true, false} {
+		dir, bin := t.TempDir(), t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "redmux-bench"), []byte("#!/bin/sh\necho '#[interval log]' >"+dir+"/bench.hlog\nexit 3\n"), 0o755))
+		if fetched {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "fetched"), nil, 0o644))
+		}
+		cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(podScript, "/out", dir))
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "HLOG_WAIT=0", "JOB_COMPLETION_INDEX=1", "SEGMENTS=2",
+			"NODES=x", "START_AT=now", "RATE=1", "WORKERS=1", "KEYS=1", "DURATION=1s")
+		b, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok && ee.ExitCode() == 3, "the pod exits with redmux-bench's status: %v %s", err, b)
+		require.Contains(t, string(b), "=== redmux-bench hlog ready segment 1/2: ")
+		if fetched {
+			require.NotContains(t, string(b), "#[interval log]", "fetched: not in the pod log")
+		} else {
+			require.Contains(t, string(b), "=== redmux-bench hlog begin segment 1/2\n#[interval log]\n=== redmux-bench hlog end")
+		}
+	}
+}
+
+// podArgs is the pod's shell script: the block under "args: - |".
+func podArgs(t *testing.T, manifest string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(manifest, "args:\n")
+	require.True(t, ok)
+	lines := strings.Split(rest, "\n")
+	require.Equal(t, "- |", strings.TrimSpace(lines[0]))
+	var b strings.Builder
+	indent := ""
+	for _, l := range lines[1:] {
+		if indent == "" {
+			indent = l[:len(l)-len(strings.TrimLeft(l, " "))]
+		}
+		if !strings.HasPrefix(l, indent) {
+			break
+		}
+		b.WriteString(strings.TrimPrefix(l, indent) + "\n")
+	}
+	return b.String()
 }

@@ -128,13 +128,14 @@ func (s *muxStrategy) Close() error {
 }
 
 func (s *muxStrategy) NewWorker(context.Context) (load.Worker, error) {
-	return &muxWorker{s: s, nodeErrs: map[string]int64{}}, nil
+	return &muxWorker{s: s, nodeErrs: map[string]int64{}, tally: make(nodeTally, s.n)}, nil
 }
 
 type muxWorker struct {
 	s        *muxStrategy
 	lock     redlock.Lock
 	nodeErrs map[string]int64
+	tally    nodeTally
 }
 
 // Acquire is TryAcquire: one attempt, no retry (as seq and fanout).
@@ -152,6 +153,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	w.countNodeErrs(nae.Failed, nae.Refused, nae.Granted, nae.Pending)
+	w.tallyNodes(nae)
 	// Nodes still pending when redlock decided count as failed, as seq and
 	// fanout count a node that did not answer within the timeout. Redlock
 	// waits at most ttl - drift (no later answer could leave validity):
@@ -201,6 +203,17 @@ func (w *muxWorker) countNodeErrs(failed, refused, granted, pending int) {
 	}
 }
 
+// tallyNodes notes, per node, the failures of a failed attempt, and the
+// nodes whose missing answer the outcome waited on (as countNodeErrs).
+func (w *muxWorker) tallyNodes(nae *redlock.NotAcquiredError) {
+	decided := lockrule.QuorumLost(nae.Failed+nae.Refused, w.s.quorum, w.s.n) || nae.Granted >= w.s.quorum
+	for _, r := range nae.Nodes {
+		if r.Status == redlock.NodeFailed || r.Status == redlock.NodePending && !decided {
+			w.tally.note(r.Node)
+		}
+	}
+}
+
 func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 	err := w.lock.Extend(ctx, w.s.params.TTL)
 	if err == nil {
@@ -230,6 +243,9 @@ func (w *muxWorker) Release(ctx context.Context) error {
 		for _, e := range re.Errs {
 			w.nodeErrs[classify(e)]++
 		}
+		for _, i := range re.Failed {
+			w.tally.note(i)
+		}
 		if lockrule.QuorumLost(len(re.Failed), w.s.quorum, w.s.n) {
 			return errNoQuorum
 		}
@@ -241,6 +257,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 }
 
 func (w *muxWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
+func (w *muxWorker) nodeTally() nodeTally         { return w.tally }
 func (w *muxWorker) Close() error                 { return nil }
 
 // classifyMux names mux and redlock errors.

@@ -101,7 +101,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 	w := &plainWorker{
 		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: lockrule.Quorum(n),
 		rng: rand.NewChaCha8(seed), conns: make([]*plainConn, n), res: make([]nodeRes, n),
-		cmds: make([][]byte, n), nodeErrs: map[string]int64{},
+		cmds: make([][]byte, n), nodeErrs: map[string]int64{}, tally: make(nodeTally, n),
 	}
 	for i, a := range s.addrs {
 		w.conns[i] = newPlainConn(a, &s.opt)
@@ -111,6 +111,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 		}
 		if err := w.conns[i].connect(ctx, s.opt.dialTimeout); err != nil {
 			w.nodeErrs[classify(err)]++
+			w.tally.note(i)
 			if classify(err) == kindTimeout {
 				s.silent[i].Store(true)
 			}
@@ -138,6 +139,7 @@ type plainWorker struct {
 	cmds     [][]byte
 	wg       sync.WaitGroup
 	nodeErrs map[string]int64
+	tally    nodeTally
 
 	key        string
 	value      [20]byte
@@ -174,6 +176,7 @@ func (w *plainWorker) run(ctx context.Context, ok check, script *scripts.Script,
 	for i := range w.res {
 		if w.res[i].err != nil {
 			w.nodeErrs[classify(w.res[i].err)]++
+			w.tally.note(i)
 			fail++
 		} else if w.res[i].ok {
 			succ++
@@ -275,6 +278,7 @@ func (w *plainWorker) releaseAll(ctx context.Context) int {
 }
 
 func (w *plainWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
+func (w *plainWorker) nodeTally() nodeTally         { return w.tally }
 
 func (w *plainWorker) Close() error {
 	for _, c := range w.conns {

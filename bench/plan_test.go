@@ -31,8 +31,8 @@ func readSweepJSON(t *testing.T, dir string) *sweepReport {
 // (-fail-on-breach), on a planted knee: every node serves 200 commands/s
 // (-node-cap), 100 lock ops/s, so 300 ops/s cannot keep up.
 //
-//   - Without -slo, one objective judges every strategy, derived from the
-//     best strategy's lightest step, and it is printed first.
+//   - With -slo auto, one objective judges every strategy, derived from
+//     the best strategy's lightest step, and it is printed first.
 //   - The saturated step at 300 ops/s is run again, each run with its own
 //     interval-log tag.
 //   - sweep.md has the Provisioning section for -capacity-rate, whose
@@ -41,7 +41,7 @@ func readSweepJSON(t *testing.T, dir string) *sweepReport {
 func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := Main([]string{"sweep", "-fake", "5", "-strategy", "fanout,mux", "-rates", "25,50,300", "-step", "1s", "-warmup", "300ms",
+	code := Main([]string{"sweep", "-fake", "5", "-slo", "auto", "-strategy", "fanout,mux", "-rates", "25,50,300", "-step", "1s", "-warmup", "300ms",
 		"-timeout", "1s", "-refine", "0", "-node-cap", "200", "-capacity-rate", "1000", "-fail-on-breach", "-out", dir}, &out, &errb, noEnv)
 	require.Equal(t, ExitBreach, code, "stderr: %s", errb.String())
 	require.Contains(t, errb.String(), "breach (-fail-on-breach)")

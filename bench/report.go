@@ -194,6 +194,7 @@ func warnings(rep *Report) []string {
 		if s.Failed > 0 && s.FailedShare() > 0.5 {
 			out = append(out, fmt.Sprintf("%s: %d of %d operations failed (%s); node errors: %s", s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors)))
 		}
+		out = append(out, outageLines(s.Name, s.NodeOutages)...)
 	}
 	return out
 }
@@ -447,9 +448,31 @@ func writeOutcomes(w io.Writer, rep *Report) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every operation is in one outcome: acquired and released + not acquired + failed = ops (an operation whose release failed after it acquired is in failed, of which at release, only).")
 	fmt.Fprintln(w)
+	writeOutageTable(w, rep)
 	fmt.Fprintln(w, "Op errors are operations that failed (no_quorum: too many nodes failed for a quorum; release_*/extend_*: the release or extension failed). Node errors count each node that failed within an operation (timeout, conn, server, protocol), including operations that still reached a quorum. Allocations and CPU are the benchmark process's (runtime.MemStats and getrusage deltas over the measured window) divided by operations; cpu us/op leaves out the load generator's own CPU, shown apart as harness cpu us/op (the interval collector's measured CPU time plus the load loop's calibrated cost per operation: clock reads and latency recording), so it is the client's cost. Allocations include the load loop's (none in steady state) but not the collector's.")
 	fmt.Fprintln(w)
 
+}
+
+// writeOutageTable writes which node failed, how often and when, per
+// strategy (nothing when no node failed).
+func writeOutageTable(w io.Writer, rep *Report) {
+	t := newTable("strategy", "node", "address", "errors", "first error", "last error")
+	n := 0
+	for _, s := range rep.Strategies {
+		for _, o := range s.NodeOutages {
+			n++
+			t.row(s.Name, fmt.Sprint(o.Node), o.Addr, fmt.Sprint(o.Errors),
+				fmt.Sprintf("%.2fs (%s)", o.FirstS, shortTime(o.First)), fmt.Sprintf("%.2fs (%s)", o.LastS, shortTime(o.Last)))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Node errors by node: which node failed within operations, how many times, and when (seconds into the strategy's measured window, and UTC):")
+	fmt.Fprintln(w)
+	t.markdown(w)
+	fmt.Fprintln(w)
 }
 
 // writeConfigSection writes the run's configuration.
@@ -563,6 +586,7 @@ func writeServerSection(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "From INFO commandstats before and after each strategy's measured window, summed over the nodes (usec_per_call = execution time only: no network I/O, no parsing), and, when the server processes are known (local servers, embedded cluster in its own process), their whole CPU time per lock operation per node from /proc.")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "SET calls", "SET usec/call", "EVALSHA calls", "EVALSHA usec/call", "server CPU us/op/node", "nodes reporting")
+	var notes []string
 	for _, s := range rep.Strategies {
 		c := s.Server
 		if c == nil {
@@ -573,9 +597,19 @@ func writeServerSection(w io.Writer, rep *Report) {
 		if c.CPUUsPerOpPerNode > 0 {
 			cpu = fmt.Sprintf("%.2f", c.CPUUsPerOpPerNode)
 		}
+		if c.NodesReporting == 0 {
+			// Not measured, not zero (issue 48 item 4).
+			t.row(s.Name, "not read", "not read", "not read", "not read", cpu, "0")
+			notes = append(notes, s.Name+": "+c.NotRead+".")
+			continue
+		}
 		t.row(s.Name, fmt.Sprint(c.SetCalls), usecCell(c.SetUsecPerCall, c.SetCalls), fmt.Sprint(c.EvalshaCalls),
 			usecCell(c.EvalshaUsecPerCall, c.EvalshaCalls), cpu, fmt.Sprint(c.NodesReporting))
 	}
 	t.markdown(w)
 	fmt.Fprintln(w)
+	for _, n := range notes {
+		fmt.Fprintln(w, "Not read:", n)
+		fmt.Fprintln(w)
+	}
 }

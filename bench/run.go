@@ -137,6 +137,8 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 		if res != nil {
 			res.Server = serverCost(before, after, res.Ops, len(t.addrs))
+			notReadWhy(res.Server, t.addrs)
+			nameOutages(res.NodeOutages, rep.Config.Nodes)
 			rep.Strategies = append(rep.Strategies, res)
 		}
 	}
@@ -546,5 +548,25 @@ func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
 	if c.NodesReporting == 0 && c.CPUUsPerOpPerNode == 0 {
 		return nil
 	}
+	if c.NodesReporting == 0 {
+		c.NotRead = "no node answered INFO commandstats"
+	}
 	return c
+}
+
+// notReadWhy says why INFO commandstats was not read from addrs when its
+// nodes are Sentinel or Cluster nodes: the processes that execute the
+// commands are found at run time, and INFO is not asked of them.
+func notReadWhy(c *ServerCost, addrs []string) {
+	if c == nil || c.NotRead == "" {
+		return
+	}
+	for _, a := range addrs {
+		for _, scheme := range []string{mux.SentinelScheme, mux.ClusterScheme} {
+			if strings.HasPrefix(strings.ToLower(a), scheme+"://") {
+				c.NotRead = "INFO commandstats is not asked through " + scheme + ":// nodes (the primaries that execute the commands are found at run time)"
+				return
+			}
+		}
+	}
 }

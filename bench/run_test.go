@@ -35,7 +35,10 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	jsonPath := filepath.Join(dir, "x.json")
 	hlogPath := filepath.Join(dir, "x.hlog")
 	out := filepath.Join(dir, "out")
-	rep, stdout, _ := runArgs(t, []string{"-strategy", "all", "-c", "4", "-d", "400ms", "-warmup", "50ms",
+	// A generous node timeout: "no errors on a healthy cluster" must not
+	// depend on a loaded machine (-race, other packages' tests, two shared
+	// cores) answering within the default 50ms.
+	rep, stdout, _ := runArgs(t, []string{"-strategy", "all", "-c", "4", "-d", "400ms", "-warmup", "50ms", "-timeout", "1s",
 		"-json", jsonPath, "-hlog", hlogPath, "-out", out, "-fake", "3"}, false)
 	require.Len(t, rep.Strategies, 3)
 	for _, s := range rep.Strategies {

@@ -76,11 +76,22 @@ func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg loa
 	if cfg.Classify == nil {
 		cfg.Classify = classify
 	}
+	// Which node failed, and when: the workers' per-node tallies, cleared
+	// after the warm-up.
+	before := cfg.BeforeMeasure
+	cfg.BeforeMeasure = func() {
+		resetNodeTallies(workers)
+		if before != nil {
+			before()
+		}
+	}
 	r, err := load.Measure(ctx, s.Name(), workers, cfg, log, progress)
 	if r == nil {
 		return nil, err
 	}
-	return strategyResult(s.Name(), cfg, r), err
+	res := strategyResult(s.Name(), cfg, r)
+	res.NodeOutages = nodeOutages(workers, r.Start)
+	return res, err
 }
 
 // strategyResult summarises a measured phase of strategy name.

@@ -159,7 +159,11 @@ type StrategyResult struct {
 	FailedLat      Latency          `json:"failed_latency"`
 	Errors         map[string]int64 `json:"errors"`
 	NodeErrors     map[string]int64 `json:"node_errors"`
-	Acquired       int64            `json:"acquired"`
+	// NodeOutages are the nodes that failed within operations, each with
+	// its error count and the times of its first and last error (the
+	// nodes that had none left out).
+	NodeOutages []NodeOutage `json:"node_outages,omitempty"`
+	Acquired    int64        `json:"acquired"`
 	// AcquiredPerSec is acquisitions (not attempts) per second: under
 	// contention, the lock's hand-offs per second.
 	AcquiredPerSec float64 `json:"acquired_per_sec"`
@@ -235,6 +239,9 @@ type ServerCost struct {
 	EvalshaCalls       int64   `json:"evalsha_calls"`
 	// NodesReporting is how many nodes answered INFO before and after.
 	NodesReporting int `json:"nodes_reporting"`
+	// NotRead says why INFO commandstats was not read (NodesReporting 0):
+	// the calls and usec/call above are then not measured, not zero.
+	NotRead string `json:"commandstats_not_read,omitempty"`
 	// CPUUsPerOpPerNode is the server processes' whole CPU time (syscalls
 	// included) per lock operation, per node (the mean over nodes); 0 when
 	// unknown. MaxNodeCPUUsPerOp is the busiest node's. From INFO CPU
@@ -338,6 +345,7 @@ type sweepStep struct {
 	ServerCPUSource         string           `json:"server_cpu_source,omitempty"`
 	Errors                  map[string]int64 `json:"errors,omitempty"`
 	NodeErrors              map[string]int64 `json:"node_errors,omitempty"`
+	NodeOutages             []NodeOutage     `json:"node_outages,omitempty"`
 	// Interrupted: the sweep was stopped (SIGINT) during this step; it
 	// does not hold and takes no part in the knee.
 	Interrupted bool `json:"interrupted,omitempty"`

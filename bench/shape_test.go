@@ -60,6 +60,12 @@ func TestEndToEndClusterShape(t *testing.T) {
 	for _, n := range rep.Config.Nodes {
 		require.True(t, strings.HasPrefix(n, "redis-cluster://"), n)
 	}
+	// Issue 48 item 4: the commandstats it did not read are said to be
+	// not read, not zeros.
+	if sv := rep.Strategies[0].Server; sv != nil {
+		require.Zero(t, sv.NodesReporting)
+		require.Contains(t, sv.NotRead, "not asked through redis-cluster:// nodes")
+	}
 
 	pc := newPlainConn("redis-cluster://:cl-secret@127.0.0.1:7000?seed=127.0.0.1:7001", &connOpts{})
 	require.Error(t, pc.perr)

@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +38,33 @@ const (
 	// the probe's rate, at the same spacing, up to this multiple of it.
 	sweepMaxProbeMultiple = 3.0
 )
+
+// defaultSLO is the objective of a sweep without -slo: fixed (documented
+// in README.md), so that two sweeps of one command are judged by one bar
+// (issue 48: an objective derived from each run's lightest step moved
+// from p99<10.11ms to p99<6.75ms between two runs of one command).
+var defaultSLO = SLO{P: 99, Max: 5 * time.Millisecond}
+
+// sloFromFile reads the objective an earlier sweep was judged by from its
+// sweep.json (or the directory that holds it).
+func sloFromFile(path string) (*SLO, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, fileSweepJSON)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep sweepReport
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Strategies) == 0 {
+		return nil, fmt.Errorf("%s: not a redmux-bench sweep.json (no strategies)", path)
+	}
+	ss := rep.Strategies[0]
+	if !(ss.SLOPct > 0 && ss.SLOPct < 100) || !(ss.SLOBudgetUs > 0) {
+		return nil, fmt.Errorf("%s: no objective recorded (slo_percentile, slo_budget_us)", path)
+	}
+	return &SLO{P: ss.SLOPct, Max: time.Duration(ss.SLOBudgetUs * 1e3)}, nil
+}
 
 // SLO is a latency objective: percentile P of every operation's latency
 // at most Max.
@@ -107,6 +137,7 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *sweepStep
 	if len(res.NodeErrors) > 0 {
 		st.NodeErrors = res.NodeErrors
 	}
+	st.NodeOutages = res.NodeOutages
 	if res.Server != nil {
 		st.ServerCPUUsPerOpPerNode = res.Server.CPUUsPerOpPerNode
 		st.ServerCPUMaxNodeUsPerOp = res.Server.MaxNodeCPUUsPerOp
@@ -418,9 +449,16 @@ func (st *sweepStep) glitch() string {
 // objective sets sw.slo: -slo, else the automatic one from the best
 // (lowest p99) lightest step of every strategy that completed one.
 func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
-	if sw.cfg.SLO != nil {
+	switch {
+	case sw.cfg.SLO != nil && sw.cfg.SLOFrom != "":
+		sw.slo = *sw.cfg.SLO
+		return sw.slo.String(), "-slo-from " + sw.cfg.SLOFrom
+	case sw.cfg.SLO != nil:
 		sw.slo = *sw.cfg.SLO
 		return sw.slo.String(), "-slo"
+	case !sw.cfg.SLOAuto:
+		sw.slo = defaultSLO
+		return sw.slo.String(), "the default, fixed so that runs of one command are judged alike; pin another with -slo, e.g. -slo 'p99.9<10ms'"
 	}
 	var best *strategySweep
 	for _, r := range runs {
@@ -475,6 +513,8 @@ func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []lo
 		return nil, err
 	}
 	res.Server = serverCost(before, after, res.Ops, len(sw.sess.t.addrs))
+	notReadWhy(res.Server, sw.sess.t.addrs)
+	nameOutages(res.NodeOutages, sw.sess.config.Nodes)
 	st := sweepStepFrom(res, rate, sw.cfg.Percentiles)
 	st.machineFrom(mBefore, mAfter, res, len(sw.sess.t.addrs), len(sw.cfg.Nodes) == 0)
 	st.Refinement = refine
@@ -680,8 +720,11 @@ func (rep *sweepReport) Breaches() []string {
 // finish records the objective, the knee and what bound it.
 func (ss *sweepStrategy) finish(slo SLO, source string, cfg *Config) {
 	ss.SLO = slo.String()
-	if cfg.SLO == nil {
+	switch {
+	case cfg.SLOAuto:
 		ss.SLO += " (automatic, the same for every strategy)"
+	case cfg.SLO == nil:
+		ss.SLO += " (default)"
 	}
 	ss.SLOPct, ss.SLOBudgetUs = slo.P, float64(slo.Max)/1e3
 	ss.kneeOf()

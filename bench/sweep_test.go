@@ -263,3 +263,68 @@ func steps(ss *sweepStrategy) []string {
 	}
 	return out
 }
+
+// Issue 48 item 2: the objective stays put between runs. Without -slo a
+// sweep is judged by the fixed default (p99<5ms), not one derived from
+// this run's lightest step; -slo auto derives one; -slo-from takes an
+// earlier sweep's; two sweeps of one command without -slo are judged by
+// one objective, so compare gives no WARNING, while sweeps judged by
+// different objectives get a WARNING first and last.
+func TestSweepObjectiveStaysPutBetweenRuns(t *testing.T) {
+	c, err := parseSweepArgs(nil, noEnv)
+	require.NoError(t, err)
+	require.Nil(t, c.SLO)
+	require.False(t, c.SLOAuto)
+	sw := &sweeper{cfg: c}
+	slo, source := sw.objective(nil)
+	require.Equal(t, "p99<5ms", slo)
+	require.Equal(t, defaultSLO, sw.slo)
+	require.Contains(t, source, "the default")
+	require.Contains(t, source, "pin another with -slo")
+	c, err = parseSweepArgs([]string{"-slo", "auto"}, noEnv)
+	require.NoError(t, err)
+	require.True(t, c.SLOAuto)
+	_, source = (&sweeper{cfg: c}).objective(nil)
+	require.Contains(t, source, "automatic")
+
+	args := []string{"sweep", "-fake", "3", "-strategy", "mux", "-rates", "50", "-step", "300ms", "-warmup", "100ms", "-refine", "0", "-timeout", "1s", "-force"}
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		code := Main(append(append([]string(nil), args...), "-out", dir), &out, &errb, noEnv)
+		require.Contains(t, []int{ExitOK, ExitBreach}, code, "stderr: %s", errb.String())
+		require.True(t, strings.HasPrefix(out.String(), "objective for every strategy: p99<5ms (the default"), out.String())
+		rep := readSweepJSON(t, dir)
+		require.Equal(t, "p99<5ms (default)", rep.Strategies[0].SLO)
+		require.Equal(t, 5000.0, rep.Strategies[0].SLOBudgetUs)
+		dirs = append(dirs, filepath.Join(dir, fileSweepJSON))
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, ExitOK, Main([]string{"compare", dirs[0], dirs[1]}, &out, &errb, noEnv), errb.String())
+	require.NotContains(t, out.String(), "WARNING", out.String())
+
+	// -slo-from: an earlier sweep's objective; -slo 'p99<5ms' is the
+	// default's bar too.
+	c, err = parseSweepArgs([]string{"-slo-from", filepath.Dir(dirs[0])}, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, defaultSLO, *c.SLO)
+	_, source = (&sweeper{cfg: c}).objective(nil)
+	require.Contains(t, source, "-slo-from ")
+	_, err = parseSweepArgs([]string{"-slo-from", filepath.Join(t.TempDir(), "none.json")}, noEnv)
+	require.ErrorIs(t, err, ErrUsage)
+
+	// Different objectives: loud, first and last.
+	b, err := os.ReadFile(dirs[1])
+	require.NoError(t, err)
+	var rep sweepReport
+	require.NoError(t, json.Unmarshal(b, &rep))
+	rep.Strategies[0].SLO, rep.Strategies[0].SLOBudgetUs = "p99<10.11ms (automatic, the same for every strategy)", 10110
+	other := writeJSONFile(t, &rep)
+	out.Reset()
+	require.Equal(t, ExitOK, Main([]string{"compare", dirs[0], other}, &out, &errb, noEnv), errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, l := range []string{lines[0], lines[len(lines)-1]} {
+		require.True(t, strings.HasPrefix(l, "WARNING: the sweeps were judged by different objectives (p99<10.11ms | p99<5ms)"), out.String())
+	}
+}

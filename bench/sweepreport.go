@@ -55,6 +55,9 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 		for _, n := range rerunNotes(ss) {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+		for _, n := range stepOutageNotes(ss) {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 	if rep.Config.CapacityRate > 0 {
 		for _, p := range provisionAll(rep) {
@@ -232,6 +235,24 @@ func writeKneeTable(w io.Writer, rep *sweepReport) {
 			fmt.Fprintf(w, "**%s: steps run again or set aside.** %s\n\n", ss.Name, strings.Join(notes, " "))
 		}
 	}
+	for _, ss := range rep.Strategies {
+		if notes := stepOutageNotes(ss); len(notes) > 0 {
+			fmt.Fprintf(w, "**%s: nodes that failed.** %s\n\n", ss.Name, strings.Join(notes, " "))
+		}
+	}
+}
+
+// stepOutageNotes names, per step, the nodes that failed within its
+// operations, with their error counts and when (the step's measured
+// window).
+func stepOutageNotes(ss *sweepStrategy) []string {
+	var out []string
+	for _, st := range ss.Steps {
+		for _, o := range st.NodeOutages {
+			out = append(out, fmt.Sprintf("at %s ops/s (%s): %s.", format.Count(st.TargetRate), st.Tag, o))
+		}
+	}
+	return out
 }
 
 // starvedNote says that the machine was CPU-starved during a strategy's
@@ -472,6 +493,9 @@ func (p provision) line() string {
 	case p.starved:
 		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
 	}
+	if p.fit.caveat() != "" {
+		out += fmt.Sprintf(" (costs fitted over only %d step(s): not a fit)", p.fit.Steps)
+	}
 	return out
 }
 
@@ -580,6 +604,9 @@ func writeCostFits(w io.Writer, rep *sweepReport) {
 		fmt.Fprintf(w, "%s: client CPU %.3f cores fixed + %.1f us per operation, fitted over %d step(s) that held (%s-%s ops/s)", ss.Name, cf.FixedCores, cf.UsPerOp, cf.Steps, format.Count(cf.MinRate), format.Count(cf.MaxRate))
 		if sf != nil {
 			fmt.Fprintf(w, "; busiest node %.3f cores fixed + %.1f us per operation", sf.FixedCores, sf.UsPerOp)
+		}
+		if c := cf.caveat(); c != "" {
+			fmt.Fprintf(w, ". **%s**", c)
 		}
 		fmt.Fprintln(w, ".")
 		fmt.Fprintln(w)
@@ -691,6 +718,16 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 		ps := plot.SweepSeries{Name: ss.Name, SLOPct: ss.SLOPct, SLOBudgetUs: ss.SLOBudgetUs, Capacity: "capacity " + kneeCell(ss) + " ops/s"}
 		if ss.Knee == nil {
 			ps.Capacity = "no step held"
+		}
+		// The report's caveats, in short.
+		if rep.Config.CapacityRate > 0 && ss.Knee != nil && (!ss.Saturated || ss.Starved != "") {
+			ps.Caveats = append(ps.Caveats, "plan figures: at most")
+		}
+		if ss.Starved != "" {
+			ps.Caveats = append(ps.Caveats, "CPU-starved machine")
+		}
+		if c := fitCost(ss.Steps, clientCost).plotCaveat(); c != "" {
+			ps.Caveats = append(ps.Caveats, c)
 		}
 		for _, st := range ss.Steps {
 			ps.Steps = append(ps.Steps, sweepPlotStep(st))

@@ -23,7 +23,7 @@ var flagGroups = []flagGroup{
 	{"Embedded cluster", []string{"latency", "fault", "node-cap", "inprocess"}},
 	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at", "segment"}},
 	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
-	{"Sweep", []string{"slo", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
+	{"Sweep", []string{"slo", "slo-from", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
 	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
 	{"Misc", []string{"version"}},
 }
@@ -127,7 +127,8 @@ Flags, by group:
 `)
 	printFlags(w, fs)
 	fmt.Fprintf(w, `
-Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error (or a non-empty -out without -force).
+Exit status: 0 ok, 1 run failure (unreachable node, wrong password, ...), 2 usage error (or a non-empty -out without -force),
+130 interrupted; from a built binary (go build -o bin/redmux-bench ./cmd/redmux-bench): go run exits 1 for all.
 `)
 }
 
@@ -159,6 +160,6 @@ Flags, by group (-d, -n, -rate and -hlog are the single run's; a sweep sets its 
 	fmt.Fprintf(w, `
 Example: redmux-bench sweep -fake 5 -latency 1ms -strategy mux -slo 'p99<5ms'
 Exit status: 0 ok, 1 run failure, 2 usage error, 3 breach (-fail-on-breach),
-130 interrupted.
+130 interrupted; from a built binary (go build -o bin/redmux-bench ./cmd/redmux-bench): go run exits 1 for all.
 `)
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // -h lists every flag its mode defines exactly once, in groups, with its
@@ -92,5 +94,15 @@ func TestUsageKeysDefaultOnce(t *testing.T) {
 	entry := strings.SplitN(b.String()[i:], "\n", 3)[1]
 	if strings.Count(entry, "default") != 1 || !strings.Contains(entry, "10000") || !strings.Contains(entry, "contended") {
 		t.Errorf("-keys: %q", entry)
+	}
+}
+
+// Issue 48 item 6: -h says the exit statuses come from a built binary
+// (go run exits 1 for every failure).
+func TestUsageSaysGoRunExitsOne(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"sweep", "-h"}} {
+		var out, errb bytes.Buffer
+		require.Equal(t, ExitOK, Main(args, &out, &errb, noEnv))
+		require.Contains(t, out.String(), "from a built binary (go build -o bin/redmux-bench ./cmd/redmux-bench): go run exits 1 for all", args)
 	}
 }

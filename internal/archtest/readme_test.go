@@ -397,3 +397,40 @@ func checkMutantCounts(readme, list string) []string {
 	}
 	return bad
 }
+
+// Issue 48 item 6: `go run` turns every non-zero exit status into 1, so a
+// README command whose exit status matters (one that uses -fail-on-breach
+// or reads $?) runs a built binary, and the README shows how to build it
+// and says what go run does to the statuses.
+func TestReadmeExitStatusesFromABuiltBinary(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if !strings.Contains(readme, "\n    go build -o bin/redmux-bench ./cmd/redmux-bench\n") {
+		t.Error("README.md has no indented `go build -o bin/redmux-bench ./cmd/redmux-bench` line")
+	}
+	if !strings.Contains(readme, "`go run` reports every failure as\nexit status 1") {
+		t.Error("README.md does not say that go run reports every failure as exit status 1")
+	}
+	lines := strings.Split(readme, "\n")
+	n := 0
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "    ") || !(strings.Contains(l, "-fail-on-breach") || strings.Contains(l, "$?")) {
+			continue
+		}
+		n++
+		// A command continued from the line above (a trailing \) starts there.
+		cmd := l
+		for j := i - 1; j >= 0 && strings.HasSuffix(lines[j], "\\"); j-- {
+			cmd = lines[j] + cmd
+		}
+		if strings.Contains(cmd, "go run") || !strings.Contains(cmd, "bin/redmux-bench") {
+			t.Errorf("README.md:%d: a command whose exit status matters runs `go run` (which exits 1 for every failure), not bin/redmux-bench: %s", i+1, strings.TrimSpace(cmd))
+		}
+	}
+	if n < 2 {
+		t.Errorf("README.md shows %d commands with their exit status, want the usage error's (2) and the breach's (3)", n)
+	}
+}

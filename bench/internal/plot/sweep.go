@@ -26,7 +26,11 @@ type SweepSeries struct {
 	// Capacity is the legend's line under the name ("capacity 2000
 	// ops/s", "no step held").
 	Capacity string
-	Steps    []SweepStep
+	// Caveats are legend lines under Capacity, the report's caveats in
+	// short ("plan figures: at most", "CPU-starved machine", "cost: one
+	// step, not a fit").
+	Caveats []string
+	Steps   []SweepStep
 	// Knee, when set, is ringed: the step where the sweep reached
 	// capacity.
 	Knee *SweepStep
@@ -147,6 +151,10 @@ func WriteSweep(w io.Writer, title, subtitle string, s Sweep) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+26, ly, color)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="bold">%s</text>`+"\n", lx+32, ly+4, html.EscapeString(ss.Name))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">%s</text>`+"\n", lx+32, ly+18, html.EscapeString(ss.Capacity))
+		for _, c := range ss.Caveats {
+			ly += 13
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#b00">%s</text>`+"\n", lx+32, ly+18, html.EscapeString(c))
+		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">solid %s, dashed p50</text>`+"\n", lx+32, ly+31, format.Percentile(ss.SLOPct))
 		if !same {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555">objective &lt; %s</text>`+"\n", lx+32, ly+44, format.Us(ss.SLOBudgetUs))

@@ -35,15 +35,27 @@ type Result struct {
 	// P is the test's p-value (-1: not tested, a side has one run);
 	// PNote is benchmath's warning when the runs are too few for the
 	// test to reach Alpha.
-	P       float64
-	PNote   string
-	Verdict string // "~" (no significant change, or within the noise), "better", "worse"
+	P     float64
+	PNote string
+	// Verdict is "~" (no significant change, or within the noise),
+	// "better" or "worse" when both sides have repeated runs; NoTest when
+	// a side has one run: no p-value exists, so no change is called
+	// significant, better or worse.
+	Verdict string
+	// BeyondNoise (untested rows only) says the difference is larger than
+	// the noise threshold: worth repeating the runs to test, not a verdict.
+	BeyondNoise bool
 }
+
+// NoTest is the verdict of a metric with one run on a side.
+const NoTest = "n=1: no significance"
 
 // Compare compares one metric's runs (old and new are not empty): with at
 // least two runs a side by benchstat's test, a change flagged when
-// p < Alpha and larger than Noise; with one run on a side by Noise alone,
-// widened to twice the spread of a side with repeated runs.
+// p < Alpha and larger than Noise. With one run on a side there is no
+// test and the verdict is NoTest; BeyondNoise then says whether the
+// difference is larger than Noise, widened to twice the spread of a side
+// with repeated runs.
 func Compare(old, new []float64, o Options) Result {
 	r := Result{P: -1, Noise: o.Noise}
 	r.Old, r.OldCV = meanCV(old)
@@ -90,6 +102,10 @@ func Compare(old, new []float64, o Options) Result {
 		if significant && math.Abs(r.Ratio-1) > r.Noise {
 			r.Verdict = worseOrBetter(o.HigherBetter, r.Ratio > 1)
 		}
+	}
+	if r.P < 0 {
+		r.BeyondNoise = r.Verdict != "~"
+		r.Verdict = NoTest
 	}
 	return r
 }

@@ -11,6 +11,9 @@ func TestCompare(t *testing.T) {
 	higher.HigherBetter = true
 	floor := o
 	floor.Floor = 0.5
+	// Untested rows larger than the noise (a hint to repeat the runs).
+	beyond := map[string]bool{"one run each, over the noise, lower is better": true,
+		"one run each, over the noise, higher is better": true, "from zero": true}
 	for _, c := range []struct {
 		name     string
 		old, new []float64
@@ -18,17 +21,20 @@ func TestCompare(t *testing.T) {
 		verdict  string
 		ratio, p float64 // p: -1 untested, else only checked against Alpha
 	}{
-		{"one run each, over the noise, lower is better", []float64{100}, []float64{120}, o, "worse", 1.2, -1},
-		{"one run each, over the noise, higher is better", []float64{100}, []float64{120}, higher, "better", 1.2, -1},
-		{"one run each, within the noise", []float64{100}, []float64{104}, o, "~", 1.04, -1},
-		{"a side's spread widens the noise", []float64{100}, []float64{100, 140}, o, "~", 1.2, -1},
-		{"within the floor", []float64{0.1}, []float64{0.5}, floor, "~", 5, -1},
-		{"both zero", []float64{0}, []float64{0}, o, "~", 1, -1},
-		{"from zero", []float64{0}, []float64{3}, o, "worse", math.Inf(1), -1},
+		{"one run each, over the noise, lower is better", []float64{100}, []float64{120}, o, NoTest, 1.2, -1},
+		{"one run each, over the noise, higher is better", []float64{100}, []float64{120}, higher, NoTest, 1.2, -1},
+		{"one run each, within the noise", []float64{100}, []float64{104}, o, NoTest, 1.04, -1},
+		{"a side's spread widens the noise", []float64{100}, []float64{100, 140}, o, NoTest, 1.2, -1},
+		{"within the floor", []float64{0.1}, []float64{0.5}, floor, NoTest, 5, -1},
+		{"both zero", []float64{0}, []float64{0}, o, NoTest, 1, -1},
+		{"from zero", []float64{0}, []float64{3}, o, NoTest, math.Inf(1), -1},
 		{"repeated runs, a clear change", []float64{100, 101, 99, 100, 102}, []float64{150, 151, 149, 152, 150}, o, "worse", 1.5, 0},
 		{"repeated runs, overlapping", []float64{100, 130, 90, 120, 80}, []float64{110, 125, 95, 85, 120}, o, "~", 1.1, 1},
 	} {
 		r := Compare(c.old, c.new, c.o)
+		if want := beyond[c.name]; r.BeyondNoise != want {
+			t.Errorf("%s: beyond the noise %v, want %v", c.name, r.BeyondNoise, want)
+		}
 		if r.Verdict != c.verdict || math.Abs(r.Ratio-c.ratio) > 1e-9 && !(math.IsInf(c.ratio, 1) && math.IsInf(r.Ratio, 1)) {
 			t.Errorf("%s: verdict %q ratio %v, want %q %v", c.name, r.Verdict, r.Ratio, c.verdict, c.ratio)
 		}
