@@ -69,6 +69,8 @@ type clusterState struct {
 
 	mu   sync.Mutex
 	incs [MaxClusterShards]*Incarnation // each shard's, by its newest set-up
+
+	dial [MaxClusterShards]shardDial // each shard's redials (cluster_dial.go)
 }
 
 // KeySlot returns key's Redis Cluster hash slot: CRC16 (XMODEM) of the key,

@@ -236,7 +236,9 @@
 // knows it and its connection is up; else, and for TRYAGAIN and
 // CLUSTERDOWN, the reply is delivered as the error it is. Each makes the
 // node's supervisor ask for the map again; so does a broken shard
-// connection (its primary may have failed over). The node's incarnation (Config.Incarnations) is every primary's
+// connection (its primary may have failed over). Each shard is dialled
+// and redialled on its own, with its own backoff: a shard whose primary
+// is down or never answers fails only the batches routed to it. The node's incarnation (Config.Incarnations) is every primary's
 // together: a restart or failover of any of them is one of the node.
 // Client.Shards and Client.ShardOf say where keys go. A node whose map
 // cannot be had is down with a cause wrapping ErrCluster that says what

@@ -62,7 +62,7 @@ func (c *Client) connect(cn *pconn) bool {
 	}
 	if err != nil {
 		if !c.closed.Load() {
-			c.markDown(cn.node, err)
+			c.markDown(cn.node, c.shardCause(cn, err))
 		}
 		return false
 	}

@@ -46,7 +46,7 @@ func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Dur
 		c.nodes[i].down.Store(true)
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: err})
 	}
-	wait := c.redialConns(i, next, backoff)
+	wait := c.redialShards(i)
 	if cs.refresh.Load() {
 		// asked again once the fetch backoff (or minRefresh) has passed
 		again := max(minRefresh, cs.wait)
