@@ -50,7 +50,7 @@ func (c *Client) fetchSlots(i int, old *slotMap) (*slotMap, error) {
 				return m, nil
 			}
 		}
-		tries = append(tries, a+": "+scrub(err.Error(), ns.password))
+		tries = append(tries, a+": "+cleanText(err.Error(), maxQuoted, ns.secrets()))
 	}
 	return nil, fmt.Errorf("%w: no slot map from %d member(s): %s", ErrCluster, len(members), strings.Join(tries, "; "))
 }

@@ -79,7 +79,7 @@ func (c *Client) nodeErr(i int, kind, cause error) *NodeError {
 func (c *Client) markDown(i int, cause error) {
 	nd := &c.nodes[i]
 	nd.down.Store(true)
-	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: cause})
+	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: c.cleanCause(i, cause)})
 	if nd.cluster != nil {
 		nd.cluster.refresh.Store(true) // the shard may have failed over
 	}

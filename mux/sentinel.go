@@ -138,34 +138,40 @@ func (c *Client) askSentinel(ss *sentinelSpec, addr string, deadline time.Time) 
 	if err != nil {
 		return "", 0, err
 	}
-	return masterAddr(rep, ss.master)
+	return ss.masterAddr(rep)
 }
 
 // masterAddr reads a GET-MASTER-ADDR-BY-NAME reply: [host, port], or a
-// null for a name the sentinel does not monitor.
-func masterAddr(rep resp.Reply, master string) (string, int, error) {
+// null for a name the sentinel does not monitor. A host longer than a
+// DNS name may be, or with a space or control character in it, is
+// refused; the sentinel's text is quoted cleaned (cleanText).
+func (ss *sentinelSpec) masterAddr(rep resp.Reply) (string, int, error) {
+	quote := func(s string) string { return cleanText(s, maxQuoted, ss.secrets) }
 	switch {
 	case rep.IsError():
-		return "", 0, errors.New("refused: " + string(rep.Data) + " (is it a sentinel?)")
+		return "", 0, errors.New("refused: " + quote(string(rep.Data)) + " (is it a sentinel?)")
 	case rep.Null:
-		return "", 0, errors.New("does not know sentinelMasterId " + strconv.Quote(master))
+		return "", 0, errors.New("does not know sentinelMasterId " + strconv.Quote(ss.master))
 	case rep.Type != resp.TypeArray || rep.Len() != 2:
-		return "", 0, errors.New("unexpected reply " + rep.String())
+		return "", 0, errors.New("unexpected reply " + quote(rep.String()))
 	}
 	it := rep.Iter()
 	var h, p resp.Reply
 	it.Next(&h)
 	it.Next(&p)
 	port, err := strconv.Atoi(string(p.Data))
-	if len(h.Data) == 0 || err != nil || port <= 0 || port > 65535 {
-		return "", 0, errors.New("unexpected reply " + rep.String())
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, errors.New("unexpected reply: port " + quote(p.String()))
+	}
+	if len(h.Data) == 0 || len(h.Data) > 255 || bytes.ContainsFunc(h.Data, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", 0, errors.New("unexpected reply: host " + quote(h.String()))
 	}
 	return string(h.Data), port, nil
 }
 
 // checkRole reads the ROLE reply of a Sentinel node's set-up: the
 // process must be a primary.
-func checkRole(rep resp.Reply) error {
+func checkRole(rep resp.Reply, secrets []string) error {
 	role := rep.String()
 	if rep.Type == resp.TypeArray && rep.Len() > 0 {
 		var a resp.Reply
@@ -176,6 +182,7 @@ func checkRole(rep resp.Reply) error {
 		}
 		role = string(a.Data)
 	}
+	role = cleanText(role, maxQuoted, secrets)
 	return &setupError{step: "ROLE", text: "the process answers ROLE " + role + ", not master: the sentinel's answer is stale or wrong", io: errNotMaster}
 }
 
@@ -218,7 +225,7 @@ func (c *Client) plainDial(addr, username, password string, deadline time.Time) 
 		}
 		rep, err := sc.reply(deadline)
 		if err == nil && rep.IsError() {
-			err = &setupError{step: "AUTH", text: scrub(string(rep.Data), password), kind: ErrAuth}
+			err = &setupError{step: "AUTH", text: cleanText(string(rep.Data), maxQuoted, []string{password}), kind: ErrAuth}
 		}
 		if err != nil {
 			sc.close()
@@ -362,7 +369,7 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 	if err != nil {
 		return
 	}
-	if h, p, err := masterAddr(rep, ss.master); err == nil {
+	if h, p, err := ss.masterAddr(rep); err == nil {
 		// one sentinel's answer: its majority settles it (a lagging one
 		// cuts nothing off)
 		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp) {

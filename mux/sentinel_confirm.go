@@ -72,7 +72,7 @@ func (c *Client) askView(ss *sentinelSpec, sa string, deadline time.Time) sentin
 		v.err = err
 		return v
 	}
-	host, port, err := masterAddr(rep, ss.master)
+	host, port, err := ss.masterAddr(rep)
 	if err != nil {
 		v.err = err
 		return v

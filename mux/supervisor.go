@@ -44,7 +44,7 @@ func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Dur
 	}
 	if err := c.refreshSlots(i); err != nil && cs.m.Load() == nil {
 		c.nodes[i].down.Store(true)
-		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: err})
+		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: c.cleanCause(i, err)})
 	}
 	wait := c.redialShards(i)
 	if cs.refresh.Load() {
