@@ -233,7 +233,7 @@
 // batch fails on a cluster node with ErrNotSent. A MOVED or ASK reply is
 // followed within the call: the command (which did nothing) is resent
 // once to the primary the reply names, after ASKING for ASK, when the map
-// knows it and its connection is up; else, and for TRYAGAIN and
+// knows it and its connection is up and has room (see Bounds); else, and for TRYAGAIN and
 // CLUSTERDOWN, the reply is delivered as the error it is. Each makes the
 // node's supervisor ask for the map again; so does a broken shard
 // connection (its primary may have failed over). Each shard is dialled
@@ -252,7 +252,10 @@
 // replies (callers wait for room, within their deadline, then fail the node
 // with ErrTimeout without writing anything; a full node is waited for only
 // after every other node's commands are queued, and not at all once the
-// call is decided), and accepts replies up to MaxReplyBytes (a larger one
+// call is decided; a MOVED or ASK redirect or a NOSCRIPT retry, sent
+// from the reader's path, which does not wait, is not sent when it finds
+// the queue full: the reply that asked for it is delivered as the error
+// it is), and accepts replies up to MaxReplyBytes (a larger one
 // breaks the connection with ErrProtocol, and the grown read buffer is
 // released). A connection costs about 20 KB of Go heap once used, on
 // epoll and io_uring alike (mostly its 16 KiB read buffer; 512
