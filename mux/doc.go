@@ -255,7 +255,8 @@
 // call is decided; a MOVED or ASK redirect or a NOSCRIPT retry, sent
 // from the reader's path, which does not wait, is not sent when it finds
 // the queue full: the reply that asked for it is delivered as the error
-// it is), and accepts replies up to MaxReplyBytes (a larger one
+// it is), and accepts replies up to MaxReplyBytes (a slot map and a
+// sentinel's answers too; a larger one
 // breaks the connection with ErrProtocol, and the grown read buffer is
 // released). A connection costs about 20 KB of Go heap once used, on
 // epoll and io_uring alike (mostly its 16 KiB read buffer; 512

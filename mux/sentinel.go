@@ -193,6 +193,7 @@ type sentinelConn struct {
 	p    *resp.Parser
 	buf  []byte
 	off  int
+	max  int // MaxReplyBytes
 }
 
 // sentinelDial connects to the sentinel at addr (bounded by deadline,
@@ -212,7 +213,7 @@ func (c *Client) plainDial(addr, username, password string, deadline time.Time) 
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "dial tcp "+addr+": "))
 	}
-	sc := &sentinelConn{nc: nc, p: &c.cfg.Parser, buf: make([]byte, 0, 512)}
+	sc := &sentinelConn{nc: nc, p: &c.cfg.Parser, buf: make([]byte, 0, 512), max: c.cfg.MaxReplyBytes}
 	sc.stop = context.AfterFunc(c.life, func() { _ = nc.Close() })
 	if password != "" {
 		args := []string{"AUTH", password}
@@ -247,7 +248,7 @@ func (sc *sentinelConn) send(deadline time.Time, args ...string) error {
 }
 
 // reply reads one reply (valid until the next call), by deadline (zero:
-// none).
+// none), of at most MaxReplyBytes (a slot map's too).
 func (sc *sentinelConn) reply(deadline time.Time) (resp.Reply, error) {
 	_ = sc.nc.SetReadDeadline(deadline)
 	if sc.off > 0 {
@@ -264,10 +265,11 @@ func (sc *sentinelConn) reply(deadline time.Time) (resp.Reply, error) {
 			return resp.Reply{}, err
 		}
 		if len(sc.buf) == cap(sc.buf) {
-			if len(sc.buf) >= 1<<20 {
-				return resp.Reply{}, errors.New("reply too large")
+			if len(sc.buf) >= sc.max {
+				return resp.Reply{}, fmt.Errorf("reply larger than MaxReplyBytes (%d)", sc.max)
 			}
-			sc.buf = append(sc.buf, make([]byte, len(sc.buf))...)[:len(sc.buf)]
+			grow := min(len(sc.buf), sc.max-len(sc.buf))
+			sc.buf = append(sc.buf, make([]byte, grow)...)[:len(sc.buf)]
 		}
 		k, err := sc.nc.Read(sc.buf[len(sc.buf):cap(sc.buf)])
 		if err != nil {
