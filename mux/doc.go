@@ -204,7 +204,9 @@
 // again, when they break (a failover kills or demotes the old primary,
 // whose clients the sentinels disconnect), when a reply says READONLY or
 // LOADING (checked on error replies only: nothing is added to the success
-// path), and when a sentinel announces +switch-master to another address:
+// path), and when a sentinel announces +switch-master to another address
+// that answers ROLE master, or that a majority of the sentinels, asked
+// within 100 ms, does not contradict (checked again every 100 ms for 3 s):
 // one background goroutine per Sentinel node stays subscribed to one
 // sentinel at a time, asks it for the primary each time it subscribes
 // (an answer that differs is checked with the majority first), and PINGs

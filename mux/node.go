@@ -18,7 +18,10 @@ type node struct {
 	// when one comes is not kept)
 	replicas  atomic.Int32
 	switchGen atomic.Uint64
-	cluster   *clusterState // a Redis Cluster node's slot map (nil: any other node)
+	// a Sentinel node's: a +switch-master is being checked with the
+	// sentinels (claimSwitch)
+	switchCheck atomic.Bool
+	cluster     *clusterState // a Redis Cluster node's slot map (nil: any other node)
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and

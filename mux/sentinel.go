@@ -374,7 +374,7 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 	if h, p, err := ss.masterAddr(rep); err == nil {
 		// one sentinel's answer: its majority settles it (a lagging one
 		// cuts nothing off)
-		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp) {
+		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp, c.cfg.DialTimeout) {
 			c.switched(i, hp)
 		}
 	}
@@ -416,7 +416,7 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 		it.Next(&a)
 		f := strings.Fields(string(a.Data))
 		if len(f) == 5 && f[0] == ss.master {
-			c.switched(i, net.JoinHostPort(f[3], f[4]))
+			c.claimSwitch(i, ss, net.JoinHostPort(f[3], f[4]))
 		}
 	}
 }
