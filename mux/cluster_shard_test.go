@@ -17,11 +17,13 @@ import (
 // failed dial).
 func TestClusterDeadShard(t *testing.T) {
 	for _, fault := range []string{"down", "blackhole"} {
-		t.Run(fault, func(t *testing.T) { testClusterDeadShard(t, fault) })
+		for _, when := range []string{"at New", "in operation"} {
+			t.Run(fault+" "+when, func(t *testing.T) { testClusterDeadShard(t, fault, when == "at New") })
+		}
 	}
 }
 
-func testClusterDeadShard(t *testing.T, fault string) {
+func testClusterDeadShard(t *testing.T, fault string, atNew bool) {
 	cl, err := fakeserver.StartShardedCluster(2, fakeserver.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,9 @@ func testClusterDeadShard(t *testing.T, fault string) {
 			dead.Blackhole()
 		}
 	}
-	kill()
+	if atNew {
+		kill()
+	}
 	a := cl.Addrs()
 	c, err := New(Config{
 		Addrs:        []string{ClusterScheme + "://" + a[0] + "?seed=" + a[1]},
@@ -59,6 +63,12 @@ func testClusterDeadShard(t *testing.T, fault string) {
 		}
 	}
 	b := c.NewBatch()
+	if !atNew {
+		if err := clusterSet(c, b, deadKey, "v"); err != nil {
+			t.Fatalf("both shards up: %v", err)
+		}
+		kill()
+	}
 	healthyServes := func(when string) {
 		t.Helper()
 		var err error
@@ -73,7 +83,7 @@ func testClusterDeadShard(t *testing.T, fault string) {
 		}
 		t.Fatalf("%s: the healthy shard's key never served: %v", when, err)
 	}
-	healthyServes("at New")
+	healthyServes("with one shard dead")
 	if err := clusterSet(c, b, deadKey, "v"); err == nil {
 		t.Fatalf("the dead shard's key was served")
 	} else if !errors.Is(err, ErrNodeDown) && !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrConnBroken) {
