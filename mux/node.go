@@ -29,6 +29,7 @@ type node struct {
 // allocation per call.
 type nodeKinds struct {
 	pending, timeout, notSent, closed *NodeError
+	secrets                           []string // the node's (cleanText: a *ServerError's text)
 }
 
 // kind returns node i's *NodeError of kind, or kind itself when ks is

@@ -1,10 +1,13 @@
 package mux
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redmux/redmux/resp"
 )
 
 // No password reaches an error through a server's text, and no server
@@ -142,5 +145,39 @@ func TestCleanText(t *testing.T) {
 		if got := cleanText(tc.in, tc.max, tc.secrets); got != tc.want {
 			t.Errorf("cleanText(%q, %d, %q) = %q, want %q", tc.in, tc.max, tc.secrets, got, tc.want)
 		}
+	}
+}
+
+// An error reply that echoes the password, or holds CR LF (a RESP3 bulk
+// error), reaches the caller's *ServerError cleaned.
+func TestSecretsNotInServerError(t *testing.T) {
+	for _, reply := range []string{
+		"-ERR no such key for " + nodePW + "\r\n",
+		"!21\r\nERR line\r\n" + nodePW + "\r\n",
+	} {
+		h := startHostile(t, func(h *hostile) {
+			h.reply = func(cn *hconn, args [][]byte, out []byte) []byte {
+				if string(args[0]) == "GET" {
+					return []byte(reply)
+				}
+				return out
+			}
+		})
+		c, err := New(Config{Addrs: []string{"redis://:" + nodePW + "@" + h.addr()}, RESP3: true, DialTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := c.NewBatch()
+		b.Add(0, resp.AppendCommand(nil, "GET", "k"))
+		if _, err := c.Do(t.Context(), b, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Last(0)
+		c.Close()
+		h.close()
+		if !errors.Is(err, ErrServer) {
+			t.Fatalf("reply %q: %v, want a server error", reply, err)
+		}
+		checkClean(t, "server error", err.Error(), 4096)
 	}
 }
