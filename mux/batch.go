@@ -295,7 +295,11 @@ func (b *Batch) Reply(node, k int) (resp.Reply, error) {
 	r := &rs[k]
 	rep := r.reply(cl.rbuf)
 	if r.isErr {
-		return rep, &ServerError{Node: node, Text: string(rep.Data)}
+		var secrets []string
+		if b.kinds != nil {
+			secrets = b.kinds[node].secrets
+		}
+		return rep, &ServerError{Node: node, Text: cleanText(string(rep.Data), maxCause, secrets)}
 	}
 	return rep, nil
 }

@@ -90,7 +90,8 @@ func New(cfg Config) (*Client, error) {
 		c.nodes[i].down.Store(true)
 		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: r.Addrs[i], Kind: ErrNodeDown, Cause: errNotConnected})
 		mk := func(kind error) *NodeError { return &NodeError{Node: i, Addr: r.Addrs[i], Kind: kind} }
-		c.kinds[i] = nodeKinds{pending: mk(ErrPending), timeout: mk(ErrTimeout), notSent: mk(ErrNotSent), closed: mk(ErrClosed)}
+		c.kinds[i] = nodeKinds{pending: mk(ErrPending), timeout: mk(ErrTimeout), notSent: mk(ErrNotSent), closed: mk(ErrClosed),
+			secrets: r.nodes[i].secrets()}
 		if r.nodes[i].cluster != nil {
 			c.nodes[i].cluster = &clusterState{}
 			c.hasCluster = true
@@ -115,7 +116,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	// Dial: nodes in parallel; after a node's first failure its other
-	// connections are left to the supervisor.
+	// connections are left to the supervisor (a cluster node's shards are
+	// dialled each on its own: cluster_dial.go).
 	var wg sync.WaitGroup
 	for i := 0; i < c.n; i++ {
 		wg.Add(1)
@@ -127,6 +129,11 @@ func New(cfg Config) (*Client, error) {
 					c.markDown(i, err)
 					return
 				}
+				// each shard on its own: a dead one fails only its keys
+				if c.dialShardsNow(i) {
+					c.nodes[i].down.Store(false)
+				}
+				return
 			}
 			for _, cn := range c.liveConns(i) {
 				if ok && !c.connect(cn) {

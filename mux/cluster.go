@@ -69,6 +69,8 @@ type clusterState struct {
 
 	mu   sync.Mutex
 	incs [MaxClusterShards]*Incarnation // each shard's, by its newest set-up
+
+	dial [MaxClusterShards]shardDial // each shard's redials (cluster_dial.go)
 }
 
 // KeySlot returns key's Redis Cluster hash slot: CRC16 (XMODEM) of the key,
@@ -193,7 +195,8 @@ var askingCmd = resp.AppendCommand(nil, "ASKING")
 // command k of b: the command did nothing, so it is resent, once, on the
 // connection to the primary the reply names (after ASKING for ASK, in the
 // same write, so nothing comes between), when the slot map knows that
-// primary and its connection is up; its reply is then the command's. It
+// primary and its connection is up with room in its queue (queueInternal);
+// its reply is then the command's. It
 // reports whether it did; else f is delivered as the error it is (the
 // supervisor learns the new primary from the map it asks for). Cold path:
 // error replies only; b.mu is held.

@@ -17,11 +17,11 @@ import (
 // it: asked (CLUSTER SHARDS, else CLUSTER SLOTS), parsed, checked and given
 // stable shard indexes. Routing by it is cluster.go's.
 
-// fetchSlots asks the members (the seeds, then the primaries of the old
-// map) for the slot map: CLUSTER SHARDS, else CLUSTER SLOTS (before Redis
-// 7). The first member that answers a map wins; a map is checked
-// (every slot once; at most MaxClusterShards primaries) and given stable
-// shard indexes against old.
+// fetchSlots asks the members (the one that answered the old map first,
+// then the seeds and the primaries of the old map) for the slot map:
+// CLUSTER SHARDS, else CLUSTER SLOTS (before Redis 7). The first member
+// that answers a map wins; a map is checked (every slot once; at most
+// MaxClusterShards primaries) and given stable shard indexes against old.
 func (c *Client) fetchSlots(i int, old *slotMap) (*slotMap, error) {
 	ns := &c.cfg.nodes[i]
 	members := slices.Clone(ns.cluster.seeds)
@@ -30,6 +30,11 @@ func (c *Client) fetchSlots(i int, old *slotMap) (*slotMap, error) {
 			if a != "" && !slices.Contains(members, a) {
 				members = append(members, a)
 			}
+		}
+		// the member that answered last first: a seed that accepts and
+		// never answers then costs one DialTimeout, not one per fetch
+		if k := slices.Index(members, old.from); k > 0 {
+			members = append(append([]string{old.from}, members[:k]...), members[k+1:]...)
 		}
 	}
 	var tries []string
@@ -45,7 +50,7 @@ func (c *Client) fetchSlots(i int, old *slotMap) (*slotMap, error) {
 				return m, nil
 			}
 		}
-		tries = append(tries, a+": "+scrub(err.Error(), ns.password))
+		tries = append(tries, a+": "+cleanText(err.Error(), maxQuoted, ns.secrets()))
 	}
 	return nil, fmt.Errorf("%w: no slot map from %d member(s): %s", ErrCluster, len(members), strings.Join(tries, "; "))
 }

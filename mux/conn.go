@@ -201,12 +201,15 @@ func (cn *pconn) flushClaimed() {
 	cn.mu.Unlock()
 }
 
-// queueInternal queues extra bytes with their slots (the NOSCRIPT fallback)
-// and writes them like send. It reports false if the connection is down.
+// queueInternal queues extra bytes with their slots (the NOSCRIPT fallback,
+// a cluster redirect) and writes them like send. It reports false if the
+// connection is down or its queue is full (MaxQueuedBytes, MaxPending, as
+// for send): it runs on the reader's path, which must not wait for room,
+// so the reply that asked for it is then delivered as the error it is.
 func (cn *pconn) queueInternal(extra []byte, slots ...slot) bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	if cn.link == nil {
+	if cn.link == nil || cn.full(len(extra), len(slots)) != nil {
 		return false
 	}
 	for _, s := range slots {

@@ -204,7 +204,9 @@
 // again, when they break (a failover kills or demotes the old primary,
 // whose clients the sentinels disconnect), when a reply says READONLY or
 // LOADING (checked on error replies only: nothing is added to the success
-// path), and when a sentinel announces +switch-master to another address:
+// path), and when a sentinel announces +switch-master to another address
+// that answers ROLE master, or that a majority of the sentinels, asked
+// within 100 ms, does not contradict (checked again every 100 ms for 3 s):
 // one background goroutine per Sentinel node stays subscribed to one
 // sentinel at a time, asks it for the primary each time it subscribes
 // (an answer that differs is checked with the majority first), and PINGs
@@ -233,10 +235,12 @@
 // batch fails on a cluster node with ErrNotSent. A MOVED or ASK reply is
 // followed within the call: the command (which did nothing) is resent
 // once to the primary the reply names, after ASKING for ASK, when the map
-// knows it and its connection is up; else, and for TRYAGAIN and
+// knows it and its connection is up and has room (see Bounds); else, and for TRYAGAIN and
 // CLUSTERDOWN, the reply is delivered as the error it is. Each makes the
 // node's supervisor ask for the map again; so does a broken shard
-// connection (its primary may have failed over). The node's incarnation (Config.Incarnations) is every primary's
+// connection (its primary may have failed over). Each shard is dialled
+// and redialled on its own, with its own backoff: a shard whose primary
+// is down or never answers fails only the batches routed to it. The node's incarnation (Config.Incarnations) is every primary's
 // together: a restart or failover of any of them is one of the node.
 // Client.Shards and Client.ShardOf say where keys go. A node whose map
 // cannot be had is down with a cause wrapping ErrCluster that says what
@@ -250,7 +254,11 @@
 // replies (callers wait for room, within their deadline, then fail the node
 // with ErrTimeout without writing anything; a full node is waited for only
 // after every other node's commands are queued, and not at all once the
-// call is decided), and accepts replies up to MaxReplyBytes (a larger one
+// call is decided; a MOVED or ASK redirect or a NOSCRIPT retry, sent
+// from the reader's path, which does not wait, is not sent when it finds
+// the queue full: the reply that asked for it is delivered as the error
+// it is), and accepts replies up to MaxReplyBytes (a slot map and a
+// sentinel's answers too; a larger one
 // breaks the connection with ErrProtocol, and the grown read buffer is
 // released). A connection costs about 20 KB of Go heap once used, on
 // epoll and io_uring alike (mostly its 16 KiB read buffer; 512

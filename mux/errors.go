@@ -82,7 +82,9 @@ var (
 	errStraySetup     = errors.New("unsolicited bytes after the connection set-up replies")
 )
 
-// ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ...").
+// ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ..."),
+// its text cleaned of the node's passwords and control characters and cut
+// to 4096 bytes (the reply itself is as the node sent it).
 // errors.Is(err, ErrServer) is true for it.
 type ServerError struct {
 	Node int

@@ -70,11 +70,11 @@ const (
 
 // learnInfo reads an INFO reply (a bulk or verbatim string of
 // "field:value" lines) into inc. An error reply leaves inc unknown with
-// its text; it does not fail the set-up.
-func learnInfo(inc *Incarnation, section int, rep resp.Reply) {
+// its text (cleaned of secrets, cleanText); it does not fail the set-up.
+func learnInfo(inc *Incarnation, section int, rep resp.Reply, secrets ...string) {
 	if rep.IsError() {
 		if inc.Err == "" {
-			inc.Err = "INFO refused: " + string(rep.Data)
+			inc.Err = "INFO refused: " + cleanText(string(rep.Data), maxQuoted, secrets)
 		}
 		return
 	}

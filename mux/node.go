@@ -18,7 +18,10 @@ type node struct {
 	// when one comes is not kept)
 	replicas  atomic.Int32
 	switchGen atomic.Uint64
-	cluster   *clusterState // a Redis Cluster node's slot map (nil: any other node)
+	// a Sentinel node's: a +switch-master is being checked with the
+	// sentinels (claimSwitch)
+	switchCheck atomic.Bool
+	cluster     *clusterState // a Redis Cluster node's slot map (nil: any other node)
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and
@@ -26,6 +29,7 @@ type node struct {
 // allocation per call.
 type nodeKinds struct {
 	pending, timeout, notSent, closed *NodeError
+	secrets                           []string // the node's (cleanText: a *ServerError's text)
 }
 
 // kind returns node i's *NodeError of kind, or kind itself when ks is
@@ -62,7 +66,7 @@ func (c *Client) connect(cn *pconn) bool {
 	}
 	if err != nil {
 		if !c.closed.Load() {
-			c.markDown(cn.node, err)
+			c.markDown(cn.node, c.shardCause(cn, err))
 		}
 		return false
 	}
@@ -79,7 +83,7 @@ func (c *Client) nodeErr(i int, kind, cause error) *NodeError {
 func (c *Client) markDown(i int, cause error) {
 	nd := &c.nodes[i]
 	nd.down.Store(true)
-	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: cause})
+	nd.downErr.Store(&NodeError{Node: i, Addr: nd.addr, Kind: ErrNodeDown, Cause: c.cleanCause(i, cause)})
 	if nd.cluster != nil {
 		nd.cluster.refresh.Store(true) // the shard may have failed over
 	}

@@ -138,34 +138,40 @@ func (c *Client) askSentinel(ss *sentinelSpec, addr string, deadline time.Time) 
 	if err != nil {
 		return "", 0, err
 	}
-	return masterAddr(rep, ss.master)
+	return ss.masterAddr(rep)
 }
 
 // masterAddr reads a GET-MASTER-ADDR-BY-NAME reply: [host, port], or a
-// null for a name the sentinel does not monitor.
-func masterAddr(rep resp.Reply, master string) (string, int, error) {
+// null for a name the sentinel does not monitor. A host longer than a
+// DNS name may be, or with a space or control character in it, is
+// refused; the sentinel's text is quoted cleaned (cleanText).
+func (ss *sentinelSpec) masterAddr(rep resp.Reply) (string, int, error) {
+	quote := func(s string) string { return cleanText(s, maxQuoted, ss.secrets) }
 	switch {
 	case rep.IsError():
-		return "", 0, errors.New("refused: " + string(rep.Data) + " (is it a sentinel?)")
+		return "", 0, errors.New("refused: " + quote(string(rep.Data)) + " (is it a sentinel?)")
 	case rep.Null:
-		return "", 0, errors.New("does not know sentinelMasterId " + strconv.Quote(master))
+		return "", 0, errors.New("does not know sentinelMasterId " + strconv.Quote(ss.master))
 	case rep.Type != resp.TypeArray || rep.Len() != 2:
-		return "", 0, errors.New("unexpected reply " + rep.String())
+		return "", 0, errors.New("unexpected reply " + quote(rep.String()))
 	}
 	it := rep.Iter()
 	var h, p resp.Reply
 	it.Next(&h)
 	it.Next(&p)
 	port, err := strconv.Atoi(string(p.Data))
-	if len(h.Data) == 0 || err != nil || port <= 0 || port > 65535 {
-		return "", 0, errors.New("unexpected reply " + rep.String())
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, errors.New("unexpected reply: port " + quote(p.String()))
+	}
+	if len(h.Data) == 0 || len(h.Data) > 255 || bytes.ContainsFunc(h.Data, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", 0, errors.New("unexpected reply: host " + quote(h.String()))
 	}
 	return string(h.Data), port, nil
 }
 
 // checkRole reads the ROLE reply of a Sentinel node's set-up: the
 // process must be a primary.
-func checkRole(rep resp.Reply) error {
+func checkRole(rep resp.Reply, secrets []string) error {
 	role := rep.String()
 	if rep.Type == resp.TypeArray && rep.Len() > 0 {
 		var a resp.Reply
@@ -176,6 +182,7 @@ func checkRole(rep resp.Reply) error {
 		}
 		role = string(a.Data)
 	}
+	role = cleanText(role, maxQuoted, secrets)
 	return &setupError{step: "ROLE", text: "the process answers ROLE " + role + ", not master: the sentinel's answer is stale or wrong", io: errNotMaster}
 }
 
@@ -186,6 +193,7 @@ type sentinelConn struct {
 	p    *resp.Parser
 	buf  []byte
 	off  int
+	max  int // MaxReplyBytes
 }
 
 // sentinelDial connects to the sentinel at addr (bounded by deadline,
@@ -205,7 +213,7 @@ func (c *Client) plainDial(addr, username, password string, deadline time.Time) 
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "dial tcp "+addr+": "))
 	}
-	sc := &sentinelConn{nc: nc, p: &c.cfg.Parser, buf: make([]byte, 0, 512)}
+	sc := &sentinelConn{nc: nc, p: &c.cfg.Parser, buf: make([]byte, 0, 512), max: c.cfg.MaxReplyBytes}
 	sc.stop = context.AfterFunc(c.life, func() { _ = nc.Close() })
 	if password != "" {
 		args := []string{"AUTH", password}
@@ -218,7 +226,7 @@ func (c *Client) plainDial(addr, username, password string, deadline time.Time) 
 		}
 		rep, err := sc.reply(deadline)
 		if err == nil && rep.IsError() {
-			err = &setupError{step: "AUTH", text: scrub(string(rep.Data), password), kind: ErrAuth}
+			err = &setupError{step: "AUTH", text: cleanText(string(rep.Data), maxQuoted, []string{password}), kind: ErrAuth}
 		}
 		if err != nil {
 			sc.close()
@@ -240,7 +248,7 @@ func (sc *sentinelConn) send(deadline time.Time, args ...string) error {
 }
 
 // reply reads one reply (valid until the next call), by deadline (zero:
-// none).
+// none), of at most MaxReplyBytes (a slot map's too).
 func (sc *sentinelConn) reply(deadline time.Time) (resp.Reply, error) {
 	_ = sc.nc.SetReadDeadline(deadline)
 	if sc.off > 0 {
@@ -257,10 +265,11 @@ func (sc *sentinelConn) reply(deadline time.Time) (resp.Reply, error) {
 			return resp.Reply{}, err
 		}
 		if len(sc.buf) == cap(sc.buf) {
-			if len(sc.buf) >= 1<<20 {
-				return resp.Reply{}, errors.New("reply too large")
+			if len(sc.buf) >= sc.max {
+				return resp.Reply{}, fmt.Errorf("reply larger than MaxReplyBytes (%d)", sc.max)
 			}
-			sc.buf = append(sc.buf, make([]byte, len(sc.buf))...)[:len(sc.buf)]
+			grow := min(len(sc.buf), sc.max-len(sc.buf))
+			sc.buf = append(sc.buf, make([]byte, grow)...)[:len(sc.buf)]
 		}
 		k, err := sc.nc.Read(sc.buf[len(sc.buf):cap(sc.buf)])
 		if err != nil {
@@ -362,10 +371,10 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 	if err != nil {
 		return
 	}
-	if h, p, err := masterAddr(rep, ss.master); err == nil {
+	if h, p, err := ss.masterAddr(rep); err == nil {
 		// one sentinel's answer: its majority settles it (a lagging one
 		// cuts nothing off)
-		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp) {
+		if hp := net.JoinHostPort(h, strconv.Itoa(p)); !c.majorityNamesCurrent(i, ss, hp, c.cfg.DialTimeout) {
 			c.switched(i, hp)
 		}
 	}
@@ -407,7 +416,7 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 		it.Next(&a)
 		f := strings.Fields(string(a.Data))
 		if len(f) == 5 && f[0] == ss.master {
-			c.switched(i, net.JoinHostPort(f[3], f[4]))
+			c.claimSwitch(i, ss, net.JoinHostPort(f[3], f[4]))
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (c *Client) askView(ss *sentinelSpec, sa string, deadline time.Time) sentin
 		v.err = err
 		return v
 	}
-	host, port, err := masterAddr(rep, ss.master)
+	host, port, err := ss.masterAddr(rep)
 	if err != nil {
 		v.err = err
 		return v
@@ -197,18 +197,91 @@ const (
 )
 
 // majorityNamesCurrent reports whether a majority of ss's sentinels name
-// node i's current primary (not other, what one sentinel said): then
-// other is a lagging or bogus answer, and nothing is cut off.
-func (c *Client) majorityNamesCurrent(i int, ss *sentinelSpec, other string) bool {
+// node i's current primary (not other, what one sentinel said), asked
+// within wait: then other is a lagging or bogus answer, and nothing is cut
+// off.
+func (c *Client) majorityNamesCurrent(i int, ss *sentinelSpec, other string, wait time.Duration) bool {
 	cur := c.nodes[i].primary.Load()
 	if cur == nil || *cur == other {
 		return false
 	}
 	n := 0
-	for _, v := range c.askAll(ss, time.Now().Add(c.cfg.DialTimeout), *cur) {
+	for _, v := range c.askAll(ss, time.Now().Add(wait), *cur) {
 		if v.err == nil && v.primary == *cur {
 			n++
 		}
 	}
 	return 2*n > len(ss.addrs)
+}
+
+// How a +switch-master is checked: the process it names is asked ROLE
+// within switchAsk (or DialTimeout, if shorter), then the sentinels; a
+// claim that neither bears out is checked again every switchRecheck,
+// switchChecks times: a real switch reaches the other sentinels within
+// their hello period (2 s) of its announcement.
+const (
+	switchRecheck = 100 * time.Millisecond
+	switchChecks  = 30
+)
+
+// switchAsk is a variable for tests on a loaded machine.
+var switchAsk = 100 * time.Millisecond
+
+// claimSwitch handles one sentinel's +switch-master naming primary for
+// node i: it is checked before anything is cut off (issue 46: one
+// sentinel's bogus messages cut the node off, each one). The node's
+// connections are replaced as soon as the process named answers ROLE
+// master (a real switch: its replica was promoted; the other sentinels
+// may still name the old primary) or a majority of the sentinels does not
+// name the current primary within switchAsk (they name another, or cannot
+// tell in time: then the claim is trusted, as it was before), checked at
+// once and again every switchRecheck; a claim naming a process that is no
+// primary, which a majority keeps contradicting, cuts nothing off. One
+// check runs at a time per node, in a goroutine of its own (so the watcher
+// keeps reading); claims that come meanwhile are covered by it.
+func (c *Client) claimSwitch(i int, ss *sentinelSpec, primary string) {
+	nd := &c.nodes[i]
+	if cur := nd.primary.Load(); cur == nil || *cur == primary {
+		return
+	}
+	if !nd.switchCheck.CompareAndSwap(false, true) {
+		return
+	}
+	c.supWG.Add(1) // the watcher's own count is held: Close waits for this one too
+	go func() {
+		defer c.supWG.Done()
+		defer nd.switchCheck.Store(false)
+		t := time.NewTimer(switchRecheck)
+		defer t.Stop()
+		for k := 0; k < switchChecks && !c.closed.Load(); k++ {
+			wait := min(switchAsk, c.cfg.DialTimeout)
+			if c.roleMaster(i, primary, wait) || !c.majorityNamesCurrent(i, ss, primary, wait) {
+				c.switched(i, primary)
+				return
+			}
+			t.Reset(switchRecheck)
+			select {
+			case <-c.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// roleMaster reports whether the process at addr answers ROLE master
+// within wait, asked with node i's credentials.
+func (c *Client) roleMaster(i int, addr string, wait time.Duration) bool {
+	ns := &c.cfg.nodes[i]
+	deadline := time.Now().Add(wait)
+	sc, err := c.plainDial(addr, ns.username, ns.password, deadline)
+	if err != nil {
+		return false
+	}
+	defer sc.close()
+	if sc.send(deadline, "ROLE") != nil {
+		return false
+	}
+	rep, err := sc.reply(deadline)
+	return err == nil && checkRole(rep, nil) == nil
 }

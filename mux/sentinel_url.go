@@ -33,6 +33,7 @@ type sentinelSpec struct {
 	master             string
 	addrs              []string // host:port of every sentinel, in the URL's order
 	username, password string
+	secrets            []string     // the node's and the sentinels' passwords (cleanText)
 	first              atomic.Int32 // the sentinel asked first: the last whose primary was set up
 }
 
@@ -111,6 +112,8 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 	}
 	ns.sentinel = ss
 	ns.host, ns.port = "", 0 // the primary's, learned at every dial
+	// what the sentinels' answers are cleaned of
+	ss.secrets = ns.secrets()
 	ns.display = sentinelDisplay(u, ns, ss, strings.Trim(u.Path, "/") != "" || q.Has("db"))
 	return ns, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redmux/redmux/resp"
@@ -81,7 +80,7 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte, error) {
 	cmds, steps := r.pipeline(i)
 	var inc Incarnation
-	password := r.nodes[i].password
+	password, secrets := r.nodes[i].password, r.nodes[i].secrets()
 	if err := rw.write(cmds, deadline); err != nil {
 		return nil, &setupError{step: "write", text: err.Error(), io: err}
 	}
@@ -105,11 +104,11 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 				continue
 			}
 			if steps[step].info != 0 {
-				learnInfo(&inc, steps[step].info, rep)
+				learnInfo(&inc, steps[step].info, rep, secrets...)
 				step++
 				continue
 			}
-			if err := checkStep(steps[step], rep, password); err != nil {
+			if err := checkStep(steps[step], rep, password, secrets); err != nil {
 				return nil, err
 			}
 			step++
@@ -166,9 +165,9 @@ func setupRest(r *resolved, rest []byte) ([]byte, error) {
 	return rest, nil
 }
 
-func checkStep(s setupStep, rep resp.Reply, password string) error {
+func checkStep(s setupStep, rep resp.Reply, password string, secrets []string) error {
 	if rep.IsError() {
-		text := scrub(string(rep.Data), password)
+		text := cleanText(string(rep.Data), maxQuoted, secrets)
 		var kind error
 		if s.auth || rep.HasErrorPrefix("NOAUTH") || rep.HasErrorPrefix("WRONGPASS") {
 			kind = ErrAuth
@@ -177,20 +176,12 @@ func checkStep(s setupStep, rep resp.Reply, password string) error {
 		return &setupError{step: s.name, text: text, kind: kind, noPassword: noPassword}
 	}
 	if s.role {
-		return checkRole(rep)
+		return checkRole(rep, secrets)
 	}
 	if s.sha != "" && !bytes.EqualFold(rep.Data, []byte(s.sha)) {
-		return &setupError{step: s.name, text: "reply " + rep.String() + " is not the script's SHA " + s.sha}
+		return &setupError{step: s.name, text: "reply " + cleanText(rep.String(), maxQuoted, secrets) + " is not the script's SHA " + s.sha}
 	}
 	return nil
-}
-
-// scrub removes the password from a server's text, should it echo it.
-func scrub(text, password string) string {
-	if password == "" {
-		return text
-	}
-	return strings.ReplaceAll(text, password, "***")
 }
 
 // Setup runs a node's connection set-up on nc exactly as New's connections

@@ -44,9 +44,9 @@ func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Dur
 	}
 	if err := c.refreshSlots(i); err != nil && cs.m.Load() == nil {
 		c.nodes[i].down.Store(true)
-		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: err})
+		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: c.cleanCause(i, err)})
 	}
-	wait := c.redialConns(i, next, backoff)
+	wait := c.redialShards(i)
 	if cs.refresh.Load() {
 		// asked again once the fetch backoff (or minRefresh) has passed
 		again := max(minRefresh, cs.wait)

@@ -114,8 +114,8 @@ func userinfoAt(a string) int {
 var atOptions = []string{"client_name", "cacert", "cert", "key", "sentinelMasterId", "sentinel_username", "sentinel_password"}
 
 // queryAt reports whether a parses as a URL with no fragment, no path but
-// a database number, only options some node URL accepts, and an '@' past
-// its host only in the values of atOptions.
+// a database number, and an '@' past its host only in the values of
+// atOptions (never in an option's name, nor in another option's value).
 func queryAt(a string) bool {
 	if strings.Contains(a, "#") {
 		return false
@@ -132,7 +132,10 @@ func queryAt(a string) bool {
 		return false
 	}
 	for k, vs := range q {
-		if !slices.Contains(urlOptions, k) && !slices.Contains(sentinelOptions, k) && !slices.Contains(clusterOptions, k) {
+		// an option no node URL accepts (go-redis's dial_timeout) is
+		// still an option: New refuses it, but where the password ends
+		// must not depend on it (issue 46); an '@' in a key is not one
+		if strings.Contains(k, "@") {
 			return false
 		}
 		for _, v := range vs {
