@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/bench/load"
@@ -139,6 +140,26 @@ func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Conf
 	return nil, &usageError{Msg: passwordsIn(args, getenv).hide(err.Error())}
 }
 
+// otherModeFlag says, for a flag the parser did not define (err from Parse),
+// that it is a flag of the other command, a run's or sweep's, when it is
+// ("" otherwise): Go's message alone reads as if the flag did not exist.
+func otherModeFlag(err error, sweep bool) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var c Config
+	var faults faultList
+	var nodes, strategy string
+	if newFlagSet(&c, &faults, &nodes, &strategy, !sweep).Lookup(name) == nil {
+		return ""
+	}
+	if sweep {
+		return fmt.Sprintf(" (-%s is a flag of a run, redmux-bench -%s ..., not of redmux-bench sweep)", name, name)
+	}
+	return fmt.Sprintf(" (-%s is a flag of redmux-bench sweep, not of a run)", name)
+}
+
 func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, error) {
 	c := &Config{}
 	var faults faultList
@@ -148,7 +169,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
 		}
-		return nil, &usageError{Msg: err.Error()}
+		return nil, &usageError{Msg: err.Error() + otherModeFlag(err, sweep)}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
