@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -70,12 +71,16 @@ type Config struct {
 	CapacityRate float64       // -capacity-rate (sweep)
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
-	Title        string        // -title (report heading)
-	TLS          bool          // -tls: every node over TLS
-	CACert       string        // -cacert: CA bundle (PEM) the servers' certificates must chain to
-	Cert, Key    string        // -cert, -key: client certificate and key (PEM), for servers that require one
-	SNI          string        // -sni: server name to send and check (default: each node's host)
-	Insecure     bool          // -insecure: do not verify the servers' certificates
+	// MetricsAddr is -metrics-addr: HOST:PORT the live view (the run's
+	// counters and latency histograms, Prometheus text format) is served
+	// on while the run goes; "" = none.
+	MetricsAddr string
+	Title       string // -title (report heading)
+	TLS         bool   // -tls: every node over TLS
+	CACert      string // -cacert: CA bundle (PEM) the servers' certificates must chain to
+	Cert, Key   string // -cert, -key: client certificate and key (PEM), for servers that require one
+	SNI         string // -sni: server name to send and check (default: each node's host)
+	Insecure    bool   // -insecure: do not verify the servers' certificates
 	// StartAt is -start-at: the wall-clock time the first strategy's
 	// warm-up starts (zero: at once). Strategy i starts at StartAt +
 	// i*(Warmup + Duration + startAtGap), so several redmux-bench processes
@@ -212,6 +217,11 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	}
 	if err := applySegment(c); err != nil {
 		return nil, err
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return nil, usagef("-metrics-addr %q: want HOST:PORT (127.0.0.1:9464; :9464 listens on every interface)", c.MetricsAddr)
+		}
 	}
 	return c, nil
 }
