@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/bench/load"
@@ -69,12 +71,16 @@ type Config struct {
 	CapacityRate float64       // -capacity-rate (sweep)
 	Quiet        bool          // -quiet
 	Progress     time.Duration // -progress: progress line interval off a terminal (0 = none)
-	Title        string        // -title (report heading)
-	TLS          bool          // -tls: every node over TLS
-	CACert       string        // -cacert: CA bundle (PEM) the servers' certificates must chain to
-	Cert, Key    string        // -cert, -key: client certificate and key (PEM), for servers that require one
-	SNI          string        // -sni: server name to send and check (default: each node's host)
-	Insecure     bool          // -insecure: do not verify the servers' certificates
+	// MetricsAddr is -metrics-addr: HOST:PORT the live view (the run's
+	// counters and latency histograms, Prometheus text format) is served
+	// on while the run goes; "" = none.
+	MetricsAddr string
+	Title       string // -title (report heading)
+	TLS         bool   // -tls: every node over TLS
+	CACert      string // -cacert: CA bundle (PEM) the servers' certificates must chain to
+	Cert, Key   string // -cert, -key: client certificate and key (PEM), for servers that require one
+	SNI         string // -sni: server name to send and check (default: each node's host)
+	Insecure    bool   // -insecure: do not verify the servers' certificates
 	// StartAt is -start-at: the wall-clock time the first strategy's
 	// warm-up starts (zero: at once). Strategy i starts at StartAt +
 	// i*(Warmup + Duration + startAtGap), so several redmux-bench processes
@@ -139,6 +145,26 @@ func parseArgsMode(args []string, getenv func(string) string, sweep bool) (*Conf
 	return nil, &usageError{Msg: passwordsIn(args, getenv).hide(err.Error())}
 }
 
+// otherModeFlag says, for a flag the parser did not define (err from Parse),
+// that it is a flag of the other command, a run's or sweep's, when it is
+// ("" otherwise): Go's message alone reads as if the flag did not exist.
+func otherModeFlag(err error, sweep bool) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var c Config
+	var faults faultList
+	var nodes, strategy string
+	if newFlagSet(&c, &faults, &nodes, &strategy, !sweep).Lookup(name) == nil {
+		return ""
+	}
+	if sweep {
+		return fmt.Sprintf(" (-%s is a flag of a run, redmux-bench -%s ..., not of redmux-bench sweep)", name, name)
+	}
+	return fmt.Sprintf(" (-%s is a flag of redmux-bench sweep, not of a run)", name)
+}
+
 func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, error) {
 	c := &Config{}
 	var faults faultList
@@ -148,7 +174,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, flag.ErrHelp
 		}
-		return nil, &usageError{Msg: err.Error()}
+		return nil, &usageError{Msg: err.Error() + otherModeFlag(err, sweep)}
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -191,6 +217,11 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 	}
 	if err := applySegment(c); err != nil {
 		return nil, err
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return nil, usagef("-metrics-addr %q: want HOST:PORT (127.0.0.1:9464; :9464 listens on every interface)", c.MetricsAddr)
+		}
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redmux/redmux/mux"
@@ -31,6 +32,10 @@ var (
 	// errValidity: a quorum was reached but the lock's validity had already
 	// run out (the acquire took longer than ttl minus drift).
 	errValidity = errors.New("lock acquired too late, validity expired")
+	// errNotRedis: a node's first reply did not begin with a RESP type
+	// byte: the peer is likely no Redis server (a web server, an SSH
+	// daemon, a TLS server spoken to in plaintext).
+	errNotRedis = errors.New("the node's first reply is not RESP (is this a Redis server?)")
 	// errReplyTooBig: a reply larger than the plain connection's buffer cap.
 	errReplyTooBig = errors.New("reply too large")
 )
@@ -117,17 +122,25 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 		cancel()
 		if err != nil {
 			_ = c.Close()
+			if ne, ok := err.(net.Error); errors.Is(err, context.DeadlineExceeded) || ok && ne.Timeout() {
+				// A plaintext server waits for a command and never
+				// answers the client's hello.
+				return fmt.Errorf("TLS handshake (server name %s): %w (does the node speak TLS? a plaintext server never answers the handshake)", nd.TLS.ServerName, err)
+			}
 			return fmt.Errorf("TLS handshake (server name %s): %w", nd.TLS.ServerName, err)
 		}
 		c = tc
 	}
 	pc.c = c
-	err = mux.Setup(c, *nd, "", setupScripts, time.Now().Add(setupTimeout))
+	fc := &firstByteConn{Conn: c}
+	err = mux.Setup(fc, *nd, "", setupScripts, time.Now().Add(setupTimeout))
 	if err == nil {
 		return nil
 	}
 	pc.close()
 	switch {
+	case fc.n > 0 && !isRESPType(fc.first):
+		return fmt.Errorf("%w: %w", errNotRedis, err)
 	case errors.Is(err, mux.ErrAuth) && nd.Password == "":
 		return fmt.Errorf("%w: %w", errAuthRequired, err)
 	case errors.Is(err, mux.ErrAuth):
@@ -138,6 +151,28 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 		return err
 	}
 	return fmt.Errorf("%w: %w", errServerReply, err)
+}
+
+// firstByteConn remembers the first byte read from its connection (during
+// the set-up only: the connection is used unwrapped afterwards).
+type firstByteConn struct {
+	net.Conn
+	first byte
+	n     int // bytes read so far
+}
+
+func (c *firstByteConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.n == 0 && n > 0 {
+		c.first = b[0]
+	}
+	c.n += n
+	return n, err
+}
+
+// isRESPType reports whether b begins a RESP2 or RESP3 reply.
+func isRESPType(b byte) bool {
+	return strings.IndexByte("+-:$*_,#!=(%~>|", b) >= 0
 }
 
 // setupScripts are the scripts every plain connection loads, the ones

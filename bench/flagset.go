@@ -62,6 +62,7 @@ func newFlagSet(c *Config, faults *faultList, nodes, strategy *string, sweep boo
 	fs.BoolVar(&c.Version, "version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.Var(startAtFlag{&c.StartAt}, "start-at", "wall-clock `TIME` (RFC 3339, e.g. 2026-11-23T08:00:00Z, or Unix seconds) at which to start, shared by several redmux-bench processes on several machines (clocks in sync, e.g. NTP); strategy i starts at TIME + i*(warmup + d + 2s); merge their -hlog files with redmux-bench merge")
 	if !sweep {
+		fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve the run's live counters (operations ok and failed, node errors, per strategy) and latency histograms in the Prometheus text format at http://`HOST:PORT`/metrics while it runs (e.g. 127.0.0.1:9464; :0 picks a free port, printed)")
 		fs.Var(segmentFlag{&c.Segment}, "segment", "`i/n`: run the i-th of n shares (0-based) of one run spread over n processes against one cluster (-nodes), all given the same -start-at: this process runs 1/n of -rate, of -c and (round-robin keys) a contiguous 1/n of -keys; merge their -hlog files with redmux-bench merge (deploy/k8s/redmux-bench-job.yaml)")
 	}
 	if sweep {

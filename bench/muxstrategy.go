@@ -128,13 +128,13 @@ func (s *muxStrategy) Close() error {
 }
 
 func (s *muxStrategy) NewWorker(context.Context) (load.Worker, error) {
-	return &muxWorker{s: s, nodeErrs: map[string]int64{}, tally: make(nodeTally, s.n)}, nil
+	return &muxWorker{s: s, tally: make(nodeTally, s.n)}, nil
 }
 
 type muxWorker struct {
 	s        *muxStrategy
 	lock     redlock.Lock
-	nodeErrs map[string]int64
+	nodeErrs nodeErrCounts
 	tally    nodeTally
 }
 
@@ -144,7 +144,7 @@ func (w *muxWorker) Acquire(ctx context.Context, key string) (bool, error) {
 	if err == nil {
 		w.lock = l
 		if w.s.fence != nil && !w.s.store.write(key, l.Token()) {
-			w.nodeErrs[kindFencedStale]++ // a token lower than one already written: must stay 0
+			w.nodeErrs.add(kindFencedStale, 1) // a token lower than one already written: must stay 0
 		}
 		return true, nil
 	}
@@ -191,15 +191,15 @@ func (w *muxWorker) countNodeErrs(failed, refused, granted, pending int) {
 		}
 		down = min(down, failed)
 		if down > 0 {
-			w.nodeErrs[kindConn] += int64(down)
+			w.nodeErrs.add(kindConn, int64(down))
 		}
 		if failed > down {
-			w.nodeErrs[kindFailed] += int64(failed - down)
+			w.nodeErrs.add(kindFailed, int64(failed-down))
 		}
 	}
 	decided := lockrule.QuorumLost(failed+refused, w.s.quorum, w.s.n) || granted >= w.s.quorum
 	if pending > 0 && !decided {
-		w.nodeErrs[kindPending] += int64(pending)
+		w.nodeErrs.add(kindPending, int64(pending))
 	}
 }
 
@@ -223,7 +223,7 @@ func (w *muxWorker) Extend(ctx context.Context) (bool, error) {
 	switch {
 	case errors.As(err, &ee):
 		if ee.Failed > 0 {
-			w.nodeErrs[kindFailed] += int64(ee.Failed)
+			w.nodeErrs.add(kindFailed, int64(ee.Failed))
 		}
 		if lockrule.QuorumLost(ee.Failed, w.s.quorum, w.s.n) {
 			return false, errNoQuorum
@@ -241,7 +241,7 @@ func (w *muxWorker) Release(ctx context.Context) error {
 	var re *redlock.ReleaseError
 	if errors.As(err, &re) {
 		for _, e := range re.Errs {
-			w.nodeErrs[classify(e)]++
+			w.nodeErrs.add(classify(e), 1)
 		}
 		for _, i := range re.Failed {
 			w.tally.note(i)
@@ -256,9 +256,10 @@ func (w *muxWorker) Release(ctx context.Context) error {
 	return err
 }
 
-func (w *muxWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
-func (w *muxWorker) nodeTally() nodeTally         { return w.tally }
-func (w *muxWorker) Close() error                 { return nil }
+func (w *muxWorker) NodeErrors() map[string]int64  { return w.nodeErrs.snapshot() }
+func (w *muxWorker) nodeErrCounts() *nodeErrCounts { return &w.nodeErrs }
+func (w *muxWorker) nodeTally() nodeTally          { return w.tally }
+func (w *muxWorker) Close() error                  { return nil }
 
 // classifyMux names mux and redlock errors.
 func classifyMux(err error) string {

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
@@ -138,3 +139,34 @@ func outageLines(name string, out []NodeOutage) []string {
 	}
 	return lines
 }
+
+// nodeErrCounts is a worker's node errors by kind (Worker.NodeErrors).
+// Only failures touch it; its lock lets the live view (-metrics-addr) read
+// it while the worker runs.
+type nodeErrCounts struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (c *nodeErrCounts) add(kind string, n int64) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]int64{}
+	}
+	c.m[kind] += n
+	c.mu.Unlock()
+}
+
+// snapshot is a copy of the counts.
+func (c *nodeErrCounts) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]int64, len(c.m))
+	for k, v := range c.m {
+		m[k] = v
+	}
+	return m
+}
+
+// nodeErrCounter is a worker whose node errors can be read while it runs.
+type nodeErrCounter interface{ nodeErrCounts() *nodeErrCounts }

@@ -22,10 +22,10 @@ func TestContendedMuxHasNoPendingNodeErrors(t *testing.T) {
 }
 
 func TestMuxPendingCountsOnlyWhenTheyDecided(t *testing.T) {
-	w := &muxWorker{s: &muxStrategy{n: 5, quorum: 3}, nodeErrs: map[string]int64{}}
+	w := &muxWorker{s: &muxStrategy{n: 5, quorum: 3}}
 	w.countNodeErrs(0, 3, 0, 2) // refused by 3 of 5: decided, 2 stragglers
 	w.countNodeErrs(0, 0, 3, 2) // granted by 3 (validity too short): decided
-	require.Empty(t, w.nodeErrs)
+	require.Empty(t, w.NodeErrors())
 	w.countNodeErrs(0, 1, 2, 2) // 2 granted, 1 refused: the 2 silent nodes decided it
-	require.Equal(t, map[string]int64{kindPending: 2}, w.nodeErrs)
+	require.Equal(t, map[string]int64{kindPending: 2}, w.NodeErrors())
 }

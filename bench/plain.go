@@ -101,7 +101,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 	w := &plainWorker{
 		parallel: s.parallel, params: s.params, drift: s.params.drift(), quorum: lockrule.Quorum(n),
 		rng: rand.NewChaCha8(seed), conns: make([]*plainConn, n), res: make([]nodeRes, n),
-		cmds: make([][]byte, n), nodeErrs: map[string]int64{}, tally: make(nodeTally, n),
+		cmds: make([][]byte, n), tally: make(nodeTally, n),
 	}
 	for i, a := range s.addrs {
 		w.conns[i] = newPlainConn(a, &s.opt)
@@ -110,7 +110,7 @@ func (s *plainStrategy) NewWorker(ctx context.Context) (load.Worker, error) {
 			continue
 		}
 		if err := w.conns[i].connect(ctx, s.opt.dialTimeout); err != nil {
-			w.nodeErrs[classify(err)]++
+			w.nodeErrs.add(classify(err), 1)
 			w.tally.note(i)
 			if classify(err) == kindTimeout {
 				s.silent[i].Store(true)
@@ -138,7 +138,7 @@ type plainWorker struct {
 	res      []nodeRes
 	cmds     [][]byte
 	wg       sync.WaitGroup
-	nodeErrs map[string]int64
+	nodeErrs nodeErrCounts
 	tally    nodeTally
 
 	key        string
@@ -175,7 +175,7 @@ func (w *plainWorker) run(ctx context.Context, ok check, script *scripts.Script,
 	}
 	for i := range w.res {
 		if w.res[i].err != nil {
-			w.nodeErrs[classify(w.res[i].err)]++
+			w.nodeErrs.add(classify(w.res[i].err), 1)
 			w.tally.note(i)
 			fail++
 		} else if w.res[i].ok {
@@ -277,8 +277,9 @@ func (w *plainWorker) releaseAll(ctx context.Context) int {
 	return fail
 }
 
-func (w *plainWorker) NodeErrors() map[string]int64 { return w.nodeErrs }
-func (w *plainWorker) nodeTally() nodeTally         { return w.tally }
+func (w *plainWorker) NodeErrors() map[string]int64  { return w.nodeErrs.snapshot() }
+func (w *plainWorker) nodeErrCounts() *nodeErrCounts { return &w.nodeErrs }
+func (w *plainWorker) nodeTally() nodeTally          { return w.tally }
 
 func (w *plainWorker) Close() error {
 	for _, c := range w.conns {

@@ -43,6 +43,10 @@ type Options struct {
 	// ProgressEvery overrides -progress, the interval of progress lines
 	// when Stderr is not a terminal (tests).
 	ProgressEvery time.Duration
+	// liveUp and liveDone, when set, are called with the live view's URL
+	// (-metrics-addr) once it is served and after the last strategy, just
+	// before it stops (tests).
+	liveUp, liveDone func(url string)
 }
 
 // defaultProgressEvery is how often a progress line is written when stderr
@@ -82,6 +86,11 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	if n := outNotice(cfg); n != "" {
 		fmt.Fprintln(o.Stderr, "redmux-bench: "+n)
 	}
+	live, err := startLiveFor(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	defer live.stop(o)
 	sess, err := prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -127,7 +136,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 			StartAt:       strategyStart(cfg, i),
 			BeforeMeasure: func() { before = serverSnapshot(ctx, t, opt) },
 			AfterMeasure:  func() { after = serverSnapshot(context.WithoutCancel(ctx), t, opt) },
-		}, hw, progress)
+		}, hw, progress, live.view())
 		_ = s.Close()
 		if progress != nil {
 			progress(load.Progress{}) // clears a terminal's live line

@@ -271,7 +271,7 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 	// each op's intended start, so the ~100 ops scheduled during the stall
 	// all show the delay (coordinated omission not hidden).
 	w := &stallWorker{stall: 100, d: 100 * time.Millisecond}
-	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Rate: 1000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
+	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Rate: 1000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(400), res.Ops)
 	require.GreaterOrEqual(t, res.Acquire.P90Us, 20e3, "ops queued behind the stall are charged for it")
@@ -280,7 +280,7 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 
 	// Closed loop: only the stalled op itself is slow.
 	w = &stallWorker{stall: 100, d: 100 * time.Millisecond}
-	res, err = runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
+	res, err = runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Ops: 400, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil, nil)
 	require.NoError(t, err)
 	require.Less(t, res.Acquire.P90Us, 1e3)
 	require.GreaterOrEqual(t, res.Acquire.MaxUs, 100e3)

@@ -31,13 +31,13 @@ func (s *StrategyResult) FailedShare() float64 {
 // are not cancelled, so they are not miscounted as failures), and the result
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
-func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress)) (*StrategyResult, error) {
+func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*StrategyResult, error) {
 	workers, err := newWorkers(ctx, s, cfg.Workers)
 	defer closeWorkers(workers)
 	if err != nil {
 		return nil, err
 	}
-	return measure(ctx, s, workers, cfg, hw, progress)
+	return measure(ctx, s, workers, cfg, hw, progress, live)
 }
 
 // newWorkers makes n workers of s; on error, those made so far are
@@ -68,10 +68,23 @@ func closeWorkers(workers []load.Worker) {
 // sweep runs many on the same workers) with load.Measure, errors
 // classified by classify, and summarises it. Node errors are those of this
 // phase only.
-func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress)) (*StrategyResult, error) {
+func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*StrategyResult, error) {
 	var log load.IntervalLog
 	if hw != nil {
 		log = hw
+	}
+	var lp *livePhase
+	if live != nil {
+		// the live view (-metrics-addr) sees every interval
+		lp = live.phase(s.Name(), workers, log)
+		log = lp
+		show := progress
+		progress = func(p load.Progress) {
+			lp.progress(p)
+			if show != nil {
+				show(p)
+			}
+		}
 	}
 	if cfg.Classify == nil {
 		cfg.Classify = classify
@@ -81,11 +94,17 @@ func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg loa
 	before := cfg.BeforeMeasure
 	cfg.BeforeMeasure = func() {
 		resetNodeTallies(workers)
+		if lp != nil {
+			lp.begin()
+		}
 		if before != nil {
 			before()
 		}
 	}
 	r, err := load.Measure(ctx, s.Name(), workers, cfg, log, progress)
+	if lp != nil {
+		lp.end(r)
+	}
 	if r == nil {
 		return nil, err
 	}

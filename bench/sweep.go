@@ -400,7 +400,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 	if len(r.rates) == 0 {
 		pc := sw.base()
 		pc.Tag = name + ".probe"
-		res, err := measure(ctx, s, workers, pc, sw.hw, nil)
+		res, err := measure(ctx, s, workers, pc, sw.hw, nil, nil)
 		if err != nil {
 			return r, err
 		}
@@ -508,7 +508,7 @@ func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []lo
 		mAfter = machineSnapshot()
 		after = serverSnapshot(context.WithoutCancel(ctx), sw.sess.t, sw.sess.opt)
 	}
-	res, err := measure(ctx, s, workers, rc, sw.hw, nil)
+	res, err := measure(ctx, s, workers, rc, sw.hw, nil, nil)
 	if res == nil {
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func TestSweepProbeSpacesStepsUpToTheCap(t *testing.T) {
 // read 13 ops/s and was marked saturated.
 func TestOpenLoopAchievedRateIsOverTheStartWindow(t *testing.T) {
 	res, err := runStrategy(context.Background(), sleepStrategy{150 * time.Millisecond}, load.RunConfig{Workers: 8,
-		Duration: 300 * time.Millisecond, Rate: 20, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
+		Duration: 300 * time.Millisecond, Rate: 20, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(6), res.Ops)
 	require.Greater(t, res.DurationS, 0.4)

@@ -217,7 +217,7 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 		}
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
 			shown := mux.RedactURL(a)
-			if errors.Is(err, errAuth) || errors.Is(err, errAuthRequired) || errors.Is(err, errServerReply) {
+			if errors.Is(err, errAuth) || errors.Is(err, errAuthRequired) || errors.Is(err, errServerReply) || errors.Is(err, errNotRedis) {
 				// The node answered: it is reachable, it refused.
 				return fmt.Errorf("node %s: %w", shown, err)
 			}

@@ -97,7 +97,7 @@ func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 	hw := hlog.NewWriter(&buf, time.Now())
 	w := &slowReleaseWorker{release: 6 * time.Millisecond}
 	res, err := runStrategy(context.Background(), oneWorker{w}, load.RunConfig{Workers: 1, Duration: 300 * time.Millisecond,
-		Keys: 10, Workload: load.WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil)
+		Keys: 10, Workload: load.WorkloadAcquireRelease, Interval: 2 * time.Millisecond}, hw, nil, nil)
 	require.NoError(t, err)
 	hs, err := hlog.Read(&buf)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func (w slowWorker) Close() error                         { return nil }
 func TestOpenLoopSaturation(t *testing.T) {
 	// One worker at 2ms per op serves ~500 ops/s; ask for 2000.
 	res, err := runStrategy(context.Background(), oneWorker{slowWorker{2 * time.Millisecond}}, load.RunConfig{Workers: 1,
-		Duration: 400 * time.Millisecond, Rate: 2000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
+		Duration: 400 * time.Millisecond, Rate: 2000, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil, nil)
 	require.NoError(t, err)
 	// A saturated run stops at -d, it does not work off its queue: of the
 	// 800 operations due, far fewer ran (one worker at 2ms: about 200),
@@ -176,7 +176,7 @@ func TestOpenLoopSaturation(t *testing.T) {
 
 	// Well below capacity: not saturated, estimable.
 	res, err = runStrategy(context.Background(), oneWorker{slowWorker{time.Millisecond}}, load.RunConfig{Workers: 2,
-		Duration: 400 * time.Millisecond, Rate: 100, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil)
+		Duration: 400 * time.Millisecond, Rate: 100, Keys: 10, Workload: load.WorkloadAcquireRelease}, nil, nil, nil)
 	require.NoError(t, err)
 	require.False(t, res.Saturated, res.Saturation)
 	require.InDelta(t, 100, res.OpsPerSec, 15)

@@ -24,7 +24,7 @@ var flagGroups = []flagGroup{
 	{"Load", []string{"strategy", "c", "conns", "transport", "direct-wait", "d", "n", "warmup", "rate", "start-at", "segment"}},
 	{"Workload", []string{"workload", "keys", "keys-dist", "hold", "ttl"}},
 	{"Sweep", []string{"slo", "slo-from", "rates", "step", "steps", "refine", "capacity-rate", "fail-on-breach"}},
-	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress"}},
+	{"Output", []string{"out", "force", "json", "csv", "hlog", "percentiles", "title", "quiet", "progress", "metrics-addr"}},
 	{"Misc", []string{"version"}},
 }
 

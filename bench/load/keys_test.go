@@ -22,9 +22,19 @@ func TestParseHoldAndKeyDist(t *testing.T) {
 			require.Equal(t, in, h.String())
 		}
 	}
-	for _, bad := range []string{"5", "-1ms", "uniform:3ms:1ms", "uniform:1ms", "exp:0s", "exp:x", "normal:1ms", "2m"} {
+	// Each bad value's error names what is wrong with it, beside the forms expected.
+	for bad, why := range map[string]string{
+		"5": `"5" has no unit (write 5ms)`, "-1ms": "-1ms is negative",
+		"uniform:5ms:1ms": "min 5ms is above max 1ms (write uniform:1ms:5ms)",
+		"uniform:1ms":     "uniform takes two durations, <min>:<max>, got 1",
+		"uniform:0:0":     "max is 0", "uniform:1ms:x": `max "x" is not a duration`,
+		"exp:0s": "the mean is 0", "exp:x": `mean "x" is not a duration`,
+		"normal:1ms": `unknown distribution "normal"`, "2m": "2m0s is above the longest hold, 1m0s",
+	} {
 		_, err := ParseHold(bad)
 		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), why, bad)
+		require.Contains(t, err.Error(), "want a duration (5ms), uniform:<min>:<max> or exp:<mean>", bad)
 	}
 	for in, want := range map[string]KeyDist{"round-robin": {Kind: KeysRoundRobin}, "uniform": {Kind: KeysUniform}, "zipf:1.1": {Kind: KeysZipf, S: 1.1}} {
 		d, err := ParseKeyDist(in)

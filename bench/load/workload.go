@@ -60,41 +60,76 @@ func (h Hold) draw(r *rand.Rand) time.Duration {
 }
 
 // ParseHold parses -hold: "0", a duration ("5ms": fixed), "uniform:1ms:5ms"
-// or "exp:2ms" (exponential with that mean).
+// or "exp:2ms" (exponential with that mean). A bad value's error says which
+// form is expected and what is wrong with this one (min above max, a bad
+// duration, a missing part).
 func ParseHold(s string) (Hold, error) {
-	bad := fmt.Errorf("bad -hold %q: want a duration (5ms), uniform:<min>:<max> or exp:<mean>", s)
-	dur := func(v string) (time.Duration, bool) {
-		d, err := time.ParseDuration(v)
-		return d, err == nil && d >= 0 && d <= maxHold
+	bad := func(why string) error {
+		return fmt.Errorf("bad -hold %q: %s; want a duration (5ms), uniform:<min>:<max> or exp:<mean>", s, why)
 	}
 	p := strings.Split(s, ":")
 	switch {
 	case s == "0" || s == "":
 		return Hold{}, nil
 	case len(p) == 1:
-		d, ok := dur(p[0])
-		if !ok {
-			return Hold{}, bad
+		d, why := holdDur("", p[0])
+		if why != "" {
+			return Hold{}, bad(why)
 		}
 		if d == 0 {
 			return Hold{}, nil
 		}
 		return Hold{Kind: "fixed", A: d}, nil
-	case p[0] == "uniform" && len(p) == 3:
-		a, ok1 := dur(p[1])
-		b, ok2 := dur(p[2])
-		if !ok1 || !ok2 || b < a || b == 0 {
-			return Hold{}, bad
+	case p[0] == "uniform":
+		if len(p) != 3 {
+			return Hold{}, bad(fmt.Sprintf("uniform takes two durations, <min>:<max>, got %d", len(p)-1))
 		}
-		return Hold{Kind: "uniform", A: a, B: b}, nil
-	case p[0] == "exp" && len(p) == 2:
-		a, ok := dur(p[1])
-		if !ok || a == 0 {
-			return Hold{}, bad
+		a, why := holdDur("min ", p[1])
+		if why == "" {
+			var b time.Duration
+			b, why = holdDur("max ", p[2])
+			switch {
+			case why != "":
+			case b < a:
+				why = fmt.Sprintf("min %s is above max %s (write uniform:%s:%s)", a, b, p[2], p[1])
+			case b == 0:
+				why = "max is 0 (use 0 to release at once)"
+			default:
+				return Hold{Kind: "uniform", A: a, B: b}, nil
+			}
+		}
+		return Hold{}, bad(why)
+	case p[0] == "exp":
+		if len(p) != 2 {
+			return Hold{}, bad(fmt.Sprintf("exp takes one duration, <mean>, got %d", len(p)-1))
+		}
+		a, why := holdDur("mean ", p[1])
+		if why == "" && a == 0 {
+			why = "the mean is 0 (use 0 to release at once)"
+		}
+		if why != "" {
+			return Hold{}, bad(why)
 		}
 		return Hold{Kind: "exp", A: a}, nil
 	}
-	return Hold{}, bad
+	return Hold{}, bad(fmt.Sprintf("unknown distribution %q (fixed durations have no prefix)", p[0]))
+}
+
+// holdDur parses one duration of -hold; why says what is wrong with it
+// ("" when nothing is), naming it by what (e.g. "min ").
+func holdDur(what, v string) (time.Duration, string) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil && v != "" && strings.Trim(v, "0123456789.") == "":
+		return 0, fmt.Sprintf("%s%q has no unit (write %sms)", what, v, v)
+	case err != nil:
+		return 0, fmt.Sprintf("%s%q is not a duration", what, v)
+	case d < 0:
+		return 0, fmt.Sprintf("%s%s is negative", what, d)
+	case d > maxHold:
+		return 0, fmt.Sprintf("%s%s is above the longest hold, %s", what, d, maxHold)
+	}
+	return d, ""
 }
 
 // Key distributions (-keys-dist).
