@@ -59,31 +59,11 @@ func switchWrites(c *Client, stop <-chan struct{}) func() []acked {
 // old, and returns it and when.
 func namedBy(t *testing.T, g *redisproc.SentinelGroup, among []*redisproc.Server, old *redisproc.Server) (string, time.Time) {
 	t.Helper()
-	end := time.Now().Add(60 * time.Second)
-	for time.Now().Before(end) {
-		var named string
-		agree := true
-		for _, s := range among {
-			r, err := redisproc.Command(s.Addr, "", "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
-			l, _ := r.([]any)
-			if err != nil || len(l) != 2 {
-				agree = false
-				break
-			}
-			a := net.JoinHostPort(l[0].(string), l[1].(string))
-			if a == old.Addr || (named != "" && a != named) {
-				agree = false
-				break
-			}
-			named = a
-		}
-		if agree {
-			return named, time.Now()
-		}
-		time.Sleep(10 * time.Millisecond)
+	named, at, err := g.WaitNamed(among, old, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("the sentinels never named another primary than %s", old.Addr)
-	return "", time.Time{}
+	return named, at
 }
 
 // checkLanded fails t if a write acknowledged after switched (plus

@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -248,26 +247,9 @@ func TestSentinelGroupsSoak(t *testing.T) {
 // one primary other than old, and returns it and when.
 func sentinelsName(t *testing.T, g *redisproc.SentinelGroup, among []*redisproc.Server, old *redisproc.Server) (string, time.Time) {
 	t.Helper()
-	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		named, agree := "", true
-		for _, s := range among {
-			r, err := redisproc.Command(s.Addr, "", "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
-			l, _ := r.([]any)
-			if err != nil || len(l) != 2 {
-				agree = false
-				break
-			}
-			a := net.JoinHostPort(fmt.Sprint(l[0]), fmt.Sprint(l[1]))
-			if a == old.Addr || (named != "" && a != named) {
-				agree = false
-				break
-			}
-			named = a
-		}
-		if agree {
-			return named, time.Now()
-		}
+	named, at, err := g.WaitNamed(among, old, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s: the sentinels never named another primary than %s", g.Name, old.Addr)
-	return "", time.Time{}
+	return named, at
 }

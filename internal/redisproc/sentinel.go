@@ -298,6 +298,35 @@ func (g *SentinelGroup) WaitFailover(old *Server, timeout time.Duration) (*Serve
 	return nil, fmt.Errorf("redisproc: no failover from %s within %v: %s", old.Addr, timeout, why)
 }
 
+// WaitNamed waits (up to timeout) until every sentinel of among names
+// one primary other than old (by GET-MASTER-ADDR-BY-NAME, polled every
+// 10 ms), and returns it and when they first agreed. Unlike
+// WaitFailover it asks only among (leave out a sentinel that hangs) and
+// does not ask the primary its ROLE.
+func (g *SentinelGroup) WaitNamed(among []*Server, old *Server, timeout time.Duration) (string, time.Time, error) {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		named, agree := "", true
+		for _, s := range among {
+			r, err := Command(s.Addr, g.opt.SentinelPassword, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.Name)
+			l, _ := r.([]any)
+			if err != nil || len(l) != 2 {
+				agree = false
+				break
+			}
+			a := net.JoinHostPort(fmt.Sprint(l[0]), fmt.Sprint(l[1]))
+			if a == old.Addr || (named != "" && a != named) {
+				agree = false
+				break
+			}
+			named = a
+		}
+		if agree {
+			return named, time.Now(), nil
+		}
+	}
+	return "", time.Time{}, fmt.Errorf("redisproc: %s: the sentinels never named another primary than %s within %v", g.Name, old.Addr, timeout)
+}
+
 // Rejoin resumes old, a primary paused before a failover to primary, and
 // makes it primary's replica at once (REPLICAOF), as the sentinels do
 // when they next look at it (their INFO to it runs every 10 s, so the old
