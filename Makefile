@@ -97,7 +97,7 @@ safety:
 ## sentinel-soak: issue 45's soak on 15 real processes (3 Sentinel groups, 4 clients, 3 resources; a resumed old primary, a hung
 ## sentinel through SENTINEL FAILOVER, double lag failovers and a new client after them): 0 overlaps (~1.5 min; needs redis-server)
 sentinel-soak:
-	REDMUX_SENTINEL_SOAK=1 REDMUX_REQUIRE_REDIS=1 $(GO) test -run '^TestSentinelGroupsSoak$$' -count=1 -timeout 15m -v ./redlock
+	REDMUX_REQUIRE_REDIS=1 $(GO) test -run '^TestSentinelGroupsSoak$$' -count=1 -timeout 15m -v ./redlock
 
 ## mutants: the mutation suite: every planted bug of redlock/internal/mutants/list.go must be caught by the checker or its scripted test (~12 min)
 mutants:
