@@ -201,6 +201,22 @@ func TestRedconUnguardedPanics(t *testing.T) {
 	}
 }
 
+// TestValidatorRefusesOverflow: a length of 19 digits above int64's range
+// is refused as Redis's string2ll refuses it, not wrapped to a negative
+// length (CI's fuzzer once found the wrap as an index panic).
+func TestValidatorRefusesOverflow(t *testing.T) {
+	for in, want := range map[string]string{
+		"*1\r\n$9999999999999999999\r\n": "-ERR Protocol error: invalid bulk length\r\n",
+		"*1\r\n$9223372036854775808\r\n": "-ERR Protocol error: invalid bulk length\r\n",
+		"*9999999999999999999\r\n":       "-ERR Protocol error: invalid multibulk length\r\n",
+		"*9223372036854775807\r\n":       "-ERR Protocol error: invalid multibulk length\r\n",
+	} {
+		if _, out := readAllGuarded([]byte(in), 1); out != want {
+			t.Errorf("%q: replied %q, want %q", in, out, want)
+		}
+	}
+}
+
 func TestValidatorKeepsValidStreams(t *testing.T) {
 	var in []byte
 	want := 0
@@ -221,7 +237,8 @@ func FuzzGuardedReader(f *testing.F) {
 	for _, s := range []string{
 		"*1\r\n$-2\r\n", "$99999999999\r\n", "*1\r\n$99999999999\r\n", "*1\r\n*1\r\n*1\r\n",
 		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "PING\r\n", "set a \"b\r\n", "*-1\r\n", "*0\r\n",
-		"*1\r\n$9223372036854775807\r\n", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nabc",
+		"*1\r\n$9223372036854775807\r\n", "*1\r\n$9999999999999999999\r\n", "*9999999999999999999\r\n",
+		"*1\r\n$9223372036854775808\r\n", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nabc",
 	} {
 		f.Add([]byte(s), uint64(1))
 	}

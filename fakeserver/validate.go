@@ -1,6 +1,9 @@
 package fakeserver
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+)
 
 // Limits on what one client may send. They keep a node's memory bounded no
 // matter what a client writes: a request over a limit gets a protocol error
@@ -97,10 +100,14 @@ func (v *validator) step(b []byte, unauth bool) (n int, done bool, err error) {
 					return n, false, v.lenErr()
 				}
 				v.digits++
-				if v.digits > maxNumDigits {
+				d := int64(c - '0')
+				// 19 digits can exceed int64 (9999999999999999999):
+				// Redis's string2ll refuses such a number, and a wrapped
+				// one would turn into a negative length
+				if v.digits > maxNumDigits || v.num > (math.MaxInt64-d)/10 {
 					return n, false, v.lenErr()
 				}
-				v.num = v.num*10 + int64(c-'0')
+				v.num = v.num*10 + d
 			case c == '-' && v.digits == 0 && !v.neg:
 				v.neg = true
 			case c == '\r' && v.digits > 0:
