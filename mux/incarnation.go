@@ -2,11 +2,15 @@ package mux
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/redmux/redmux/resp"
 )
+
+// maxUptimeSeconds is the largest uptime_in_seconds a time.Duration holds.
+const maxUptimeSeconds = int64(math.MaxInt64 / time.Second)
 
 // Incarnation is one life of a node's data set, as the node reported it
 // when a connection to it was set up (Config.Incarnations): the server
@@ -100,7 +104,10 @@ func learnInfo(inc *Incarnation, section int, rep resp.Reply, secrets ...string)
 			case "run_id":
 				inc.RunID = string(v)
 			case "uptime_in_seconds":
-				if s, err := strconv.ParseInt(string(v), 10, 64); err == nil && s >= 0 {
+				// an uptime that is not a whole number of seconds a
+				// Duration can hold (9223372037 s would wrap to -292
+				// years) stays 0: read as "just started", the safe side
+				if s, err := strconv.ParseInt(string(v), 10, 64); err == nil && s >= 0 && s <= maxUptimeSeconds {
 					inc.Uptime = time.Duration(s) * time.Second
 				}
 			}

@@ -41,6 +41,17 @@ func TestLearnInfo(t *testing.T) {
 			t.Fatalf("Start %v", inc.Start())
 		}
 	}
+	// uptimes a Duration cannot hold stay 0 ("just started"), never negative
+	for up, want := range map[string]time.Duration{
+		"9223372036": 9223372036 * time.Second, "9223372037": 0, "99999999999999999999": 0, "-5": 0, "12x": 0,
+	} {
+		var inc Incarnation
+		r, _, _ := resp.Parse(resp.AppendBulkString(nil, "# Server\r\nrun_id:r\r\nuptime_in_seconds:"+up+"\r\n"))
+		learnInfo(&inc, infoServer, r)
+		if inc.Uptime != want {
+			t.Errorf("uptime_in_seconds:%s read as %v, want %v", up, inc.Uptime, want)
+		}
+	}
 	var inc Incarnation
 	r, _, _ := resp.Parse([]byte("-NOPERM this user has no permissions to run the 'info' command\r\n"))
 	learnInfo(&inc, infoServer, r)

@@ -57,7 +57,12 @@ type incVerdict struct {
 // seen can have started: uptime overstates its age by up to uptimeSlack,
 // and seen is after the server computed it (rule 2); and no later than
 // seen itself.
+// A negative uptime (no set-up reports one) counts as 0: it must never
+// move the start after seen, nor wrap it around to long ago.
 func latestStart(seen int64, uptime time.Duration) int64 {
+	if uptime < 0 {
+		uptime = 0
+	}
 	return min(seen, seen-int64(uptime)+int64(uptimeSlack))
 }
 

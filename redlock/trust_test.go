@@ -37,6 +37,9 @@ func TestTrustTable(t *testing.T) {
 		// Rule 2: uptime 1 at 40 ms old (Redis's rounding): never later than seen.
 		{"2: first sight, uptime 1s", incPrev{}, inc("r1", "h1", time.Second, false), incRules{}, true, s, ErrNodeRestarted, false},
 		{"2: first sight, uptime 0", incPrev{}, inc("r1", "h1", 0, false), incRules{}, true, s, ErrNodeRestarted, false},
+		// Rule 2: a negative uptime (a wrapped one) counts as 0: from seen, never wrapped to long ago.
+		{"2: first sight, uptime negative", incPrev{}, inc("r1", "h1", -292*365*24*time.Hour, false), incRules{}, true, s, ErrNodeRestarted, false},
+		{"2: restart, uptime negative", known, inc("r2", "h2", time.Duration(-1<<63), false), incRules{}, true, s, ErrNodeRestarted, false},
 		// Rule 2: first sight under WithTrustNodesAtStart, of what New saw: trusted.
 		{"2: trusted at New", incPrev{}, inc("r1", "h1", 0, false), incRules{AtStart: true}, false, 0, nil, false},
 		// Rule 2: first sight with persistence declared: trusted...
