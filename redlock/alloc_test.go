@@ -109,9 +109,11 @@ func TestZeroAllocs(t *testing.T) {
 // Keep-alive's steady state allocates nothing per extension: with 200
 // locks extended every ~50 ms for a while, the process's allocations
 // (runtime.MemStats.Mallocs, the whole process: the fake nodes run in a
-// child) stay far below one per extension.
+// child) stay far below one per extension, with an observer that
+// allocates nothing (the events go through the outbox).
 func TestKeepAliveZeroAllocs(t *testing.T) {
-	c := newClient(t, startExternalCluster(t, 5), redlock.WithMaxExtensions(1<<62), redlock.WithNodeTimeout(time.Second))
+	cnt := &counter{}
+	c := newClient(t, startExternalCluster(t, 5), redlock.WithMaxExtensions(1<<62), redlock.WithNodeTimeout(time.Second), redlock.WithObserver(cnt))
 	ctx := context.Background()
 	warm(t, c)
 	const n = 200
@@ -149,6 +151,9 @@ func TestKeepAliveZeroAllocs(t *testing.T) {
 	t.Logf("%d extensions, %d mallocs in the process", ext, mallocs)
 	if ext < n {
 		t.Fatalf("only %d extensions of %d locks in 1s", ext, n)
+	}
+	if k := cnt.n[redlock.OpKeepAlive].Load(); k < int64(ext) {
+		t.Fatalf("the observer saw %d keep-alive extensions of %d", k, ext)
 	}
 	if float64(mallocs) > 0.05*float64(ext) {
 		t.Fatalf("%d mallocs for %d extensions: want ~0 per extension", mallocs, ext)

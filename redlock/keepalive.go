@@ -127,7 +127,6 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 		// the previous keep-alive's ctx ended; the loop has not seen it yet
 		s.del(st.ka.idx)
 		s.end(st, context.Cause(st.ka.ctx))
-		s.reportSoon()
 	}
 	if st.ka.kept() {
 		cancel(ErrBadOption)

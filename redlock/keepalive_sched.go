@@ -45,9 +45,9 @@ type scheduler struct {
 	closed bool
 	seq    uint64 // KeepAlive calls so far
 
-	// ended: OpKeepAliveEnd events recorded under mu (with an observer),
-	// reported by report once mu is released; spare: the other buffer.
-	ended, spare []Event
+	// out delivers the loop's and the workers' observer events on a
+	// goroutine of its own (outbox.go): neither runs observer code
+	out outbox
 }
 
 // start starts the loop and the workers, once; s.mu is held and the
@@ -58,6 +58,7 @@ func (s *scheduler) start() {
 		s.wake = make(chan struct{}, 1)
 		s.jobs = make(chan kaJob, kaQueue)
 		s.done = make(chan struct{})
+		s.out.start(s.c)
 		s.wg.Add(1 + keepAliveWorkers)
 		go s.loop()
 		for i := 0; i < keepAliveWorkers; i++ {
@@ -66,7 +67,9 @@ func (s *scheduler) start() {
 	})
 }
 
-// close stops the scheduler and cancels every keep-alive with ErrClosed.
+// close stops the scheduler and cancels every keep-alive with ErrClosed;
+// it returns once the observer has been given every keep-alive event,
+// those of the keep-alives it ended included.
 func (s *scheduler) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -76,11 +79,11 @@ func (s *scheduler) close() {
 	}
 	s.heap = s.heap[:0]
 	s.mu.Unlock()
-	s.report()
 	if started {
 		close(s.done)
 		s.wg.Wait()
 	}
+	s.out.close()
 }
 
 func (s *scheduler) poke() {
@@ -99,12 +102,12 @@ func (s *scheduler) finish(st *lockState, cause error) {
 
 // end is finish for a keep-alive that ends other than by Release or by an
 // extension (extended returns that one's event to its caller): with an
-// observer, it records the OpKeepAliveEnd event that report delivers once
-// s.mu is released, on a worker (the loop never runs observer code: a slow
-// observer must not hold up other locks' extensions and deadlines).
+// observer, its OpKeepAliveEnd event goes to the outbox (the loop never
+// runs observer code: a slow observer must not hold up other locks'
+// extensions and deadlines).
 func (s *scheduler) end(st *lockState, cause error) {
 	if ev, ok := s.endEvent(st, cause); ok {
-		s.ended = append(s.ended, ev)
+		s.out.put(ev)
 	}
 	s.finish(st, cause)
 }
@@ -118,44 +121,6 @@ func (s *scheduler) endEvent(st *lockState, cause error) (Event, bool) {
 	}
 	return Event{Op: OpKeepAliveEnd, Resource: k.lock.resource, LockID: k.lock.id,
 		Duration: time.Duration(mono() - k.start), Err: cause, Node: -1}, true
-}
-
-// reportSoon has a worker deliver the recorded events (the loop's: it does
-// not run observer code itself). With the queue full, a worker reports
-// anyway once it finishes the job in hand.
-func (s *scheduler) reportSoon() {
-	if s.c.obs == nil || len(s.ended) == 0 { // s.mu held
-		return
-	}
-	select {
-	case s.jobs <- kaJob{}:
-	default:
-	}
-}
-
-// report delivers the recorded OpKeepAliveEnd events (s.mu not held). The
-// two buffers are swapped, so nothing allocates once they have grown.
-func (s *scheduler) report() {
-	if s.c.obs == nil {
-		return
-	}
-	s.mu.Lock()
-	if len(s.ended) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	evs := s.ended
-	s.ended, s.spare = s.spare[:0], nil
-	s.mu.Unlock()
-	for _, e := range evs {
-		s.c.emit(e)
-	}
-	clear(evs) // no error kept beyond the call
-	s.mu.Lock()
-	if s.spare == nil {
-		s.spare = evs[:0]
-	}
-	s.mu.Unlock()
 }
 
 // remove ends st's keep-alive (Release), if any.
@@ -213,7 +178,6 @@ func (s *scheduler) loop() {
 		if len(s.heap) > 0 {
 			wait = time.Duration(s.heap[0].ka.next() - now)
 		}
-		s.reportSoon()
 		s.mu.Unlock()
 		timer.Reset(wait)
 		select {
@@ -236,10 +200,6 @@ func (s *scheduler) worker() {
 		case <-s.done:
 			return
 		}
-		if j.st == nil { // the loop's: deliver the ends it recorded
-			s.report()
-			continue
-		}
 		s.mu.Lock()
 		k := &j.st.ka
 		live := k.kept() && k.seq == j.seq
@@ -249,7 +209,6 @@ func (s *scheduler) worker() {
 		}
 		s.mu.Unlock()
 		if !live {
-			s.report()
 			continue
 		}
 		st := j.st
@@ -263,18 +222,18 @@ func (s *scheduler) worker() {
 		end, ended := s.extended(st, &j.l, j.ttl, err, j.seq)
 		st.op.Unlock()
 		if s.c.obs != nil {
-			// observer code runs with no mutex held and its panics
-			// recovered (emit): the worker goes on
-			s.c.flush(w)
-			s.c.observe(OpKeepAlive, &j.l, t0, err)
+			// to the outbox, in order: the extension's node errors, its
+			// own event, the end it caused; never observer code here
+			s.out.put(w.pend...)
+			clear(w.pend)
+			w.pend = w.pend[:0]
+			s.out.put(Event{Op: OpKeepAlive, Resource: j.l.resource, LockID: j.l.id,
+				Duration: time.Duration(mono() - t0), Err: err, Node: -1})
 			if ended { // right after the extension that ended it
-				s.c.emit(end)
+				s.out.put(end)
 			}
 		}
 		s.c.putWorker(w)
-		if s.c.obs != nil {
-			s.report()
-		}
 	}
 }
 

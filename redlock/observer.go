@@ -12,17 +12,21 @@ import (
 // traces need (acquire latency, attempts, contention, lost locks, node
 // errors) without wrapping every call.
 //
-// Observe runs on the goroutine of the operation (one of the keep-alive
-// scheduler's workers for keep-alive extensions and for keep-alives that
-// end by expiry, a cap or the holder's ctx; Close's caller for those that
-// Close ends) after the operation has finished and released the lock's
-// internal state, just before the call returns: it adds its own time to
-// the call's, so keep it short and never block (update counters and
-// histograms; hand anything slow to another goroutine). A blocked
-// observer on a worker holds up the keep-alives queued behind it, never
-// the scheduler's deadlines. Never call Client.Close from it: Close waits
-// for the workers. The OpNodeError and OpIncarnation events of an Extend,
-// a Release or a keep-alive extension are delivered once the operation is
+// Observe runs on the goroutine of the operation (the caller's, for
+// Acquire, Extend and Release), after the operation has finished and
+// released the lock's internal state, just before the call returns: it
+// adds its own time to the call's, so keep it short and never block
+// (update counters and histograms; hand anything slow to another
+// goroutine). The keep-alive scheduler's events (OpKeepAlive, the node
+// errors and incarnations of its extensions, and OpKeepAliveEnd) are
+// delivered in order on one goroutine of the Client's own, never on the
+// scheduler's or its workers': an observer that blocks there delays only
+// the events behind it, never an extension or a deadline of any lock. At
+// most 4096 of them wait; beyond, they are dropped and counted
+// (Client.ObserverDropped). Close returns once every keep-alive event,
+// those of the keep-alives it ends included, has been delivered: never
+// call Client.Close from the observer. The OpNodeError and OpIncarnation
+// events of an Extend or a Release are delivered once the operation is
 // over too (the lock's internal mutex released), before the operation's
 // own event; those of an acquisition while it runs (no lock is held yet).
 // It may be called from many goroutines at once. Do not keep the Event's

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,11 +234,11 @@ func (b *blockOnEnd) Observe(e redlock.Event) {
 }
 
 // TestObserverBlockedKeepsOthersAlive: an observer blocked on one lock's
-// OpKeepAliveEnd holds up one keep-alive worker, not the scheduler: another
-// kept-alive lock is still extended meanwhile (counted: 3 extensions while
-// the observer is blocked). Reported from the scheduler's loop, a blocked
-// observer stopped every extension and let the other lock expire with its
-// keep-alive context still live.
+// OpKeepAliveEnd holds up the delivery of keep-alive events, not the
+// scheduler: another kept-alive lock is still extended meanwhile (counted:
+// 3 extensions while the observer is blocked). Reported from the
+// scheduler's loop, a blocked observer stopped every extension and let the
+// other lock expire with its keep-alive context still live.
 func TestObserverBlockedKeepsOthersAlive(t *testing.T) {
 	cl := startCluster(t, 5)
 	obs := &blockOnEnd{in: make(chan struct{}), release: make(chan struct{})}
@@ -265,6 +266,95 @@ func TestObserverBlockedKeepsOthersAlive(t *testing.T) {
 		"b not extended while the observer was blocked")
 	require.NoError(t, bctx.Err(), "b's keep-alive ended while the observer was blocked")
 	require.Positive(t, b.Validity())
+}
+
+// blockOnLock is an observer that blocks in every event of one lock (by
+// LockID) until released, and counts every other lock's OpKeepAlive.
+type blockOnLock struct {
+	id          atomic.Uint64
+	in, release chan struct{}
+	once        sync.Once
+	mu          sync.Mutex
+	kept        map[uint64]int // OpKeepAlive events by LockID
+}
+
+func (b *blockOnLock) Observe(e redlock.Event) {
+	if id := b.id.Load(); id != 0 && e.LockID == id {
+		b.once.Do(func() { close(b.in) })
+		<-b.release
+		return
+	}
+	if e.Op == redlock.OpKeepAlive {
+		b.mu.Lock()
+		b.kept[e.LockID]++
+		b.mu.Unlock()
+	}
+}
+
+// TestObserverBlockedOnOneLock (issue 46): an observer that blocks on
+// every event of one kept-alive lock ends no other lock's keep-alive. With
+// the events delivered on the keep-alive workers, each extension of the
+// blocked lock took a worker for good, and after eight of them 20 of 20
+// other locks expired with their keep-alive contexts live. The other
+// locks' events are delivered, late and in full, once the observer
+// returns, and none was dropped.
+func TestObserverBlockedOnOneLock(t *testing.T) {
+	cl := startCluster(t, 5)
+	obs := &blockOnLock{in: make(chan struct{}), release: make(chan struct{}), kept: map[uint64]int{}}
+	c := newClient(t, cl.Addrs(), redlock.WithObserver(obs))
+	warm(t, c)
+	released := false
+	defer func() {
+		if !released {
+			close(obs.release)
+		}
+	}()
+	ctx := context.Background()
+	const others = 20
+	var locks []redlock.Lock
+	var kctx []context.Context
+	for i := 0; i < others; i++ {
+		l, err := c.Acquire(ctx, fmt.Sprintf("other-%d", i), redlock.WithTTL(300*time.Millisecond))
+		require.NoError(t, err)
+		k, err := l.KeepAlive(ctx)
+		require.NoError(t, err)
+		locks, kctx = append(locks, l), append(kctx, k)
+	}
+	a, err := c.Acquire(ctx, "blocked", redlock.WithTTL(100*time.Millisecond))
+	require.NoError(t, err)
+	obs.id.Store(a.ID())
+	_, err = a.KeepAlive(ctx) // every extension of a blocks the observer
+	require.NoError(t, err)
+	select {
+	case <-obs.in:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the observer never saw the blocked lock's keep-alive")
+	}
+	// 12 of a's extensions (100 ms TTL) would have taken all 8 workers
+	eventually(t, 10*time.Second, func() bool { return a.Extensions() >= 12 }, "the blocked lock was not extended 12 times")
+	e0 := make([]int, others)
+	for i, l := range locks {
+		e0[i] = l.Extensions()
+	}
+	for i, l := range locks {
+		eventually(t, 10*time.Second, func() bool { return l.Extensions() >= e0[i]+3 || kctx[i].Err() != nil },
+			"lock %d not extended while the observer was blocked", i)
+		require.NoError(t, kctx[i].Err(), "lock %d's keep-alive ended while the observer was blocked", i)
+		require.Positive(t, l.Validity(), "lock %d", i)
+	}
+	close(obs.release)
+	released = true
+	for i, l := range locks {
+		want := l.Extensions()
+		eventually(t, 10*time.Second, func() bool {
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			return obs.kept[l.ID()] >= want
+		}, "lock %d: fewer OpKeepAlive events than its %d extensions", i, want)
+		require.NoError(t, l.Release(ctx))
+	}
+	require.NoError(t, a.Release(ctx))
+	require.Zero(t, c.ObserverDropped())
 }
 
 // TestObserverTimeoutIsNodeError: a node that answers after the node

@@ -271,8 +271,8 @@ var mutants = []Mutant{
 		// a double report is caught whatever the totals say
 		Name: "keepalive-end-twice", Class: "a keep-alive's end reported twice to the observer (OpKeepAliveEnd)", Test: safetyTest,
 		Edits: []Edit{{"redlock/keepalive_sched.go",
-			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n",
-			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.c.emit(end)\n\t\t\t\ts.c.emit(end)\n"}},
+			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.out.put(end)\n",
+			"\t\t\tif ended { // right after the extension that ended it\n\t\t\t\ts.out.put(end)\n\t\t\t\ts.out.put(end)\n"}},
 	},
 	{
 		Name: "keepalive-ignores-holder-extend", Class: "keep-alive not told of the holder's own Extend (issue 21)", Test: safetyTest, Short: true,
