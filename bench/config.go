@@ -197,7 +197,7 @@ func parseArgs(args []string, getenv func(string) string, sweep bool) (*Config, 
 		}
 	}
 
-	if err := parseNodes(c, nodes); err != nil {
+	if err := parseNodes(c, nodes, set["nodes"]); err != nil {
 		return nil, err
 	}
 	if err := checkTLS(c, set); err != nil {

@@ -51,25 +51,31 @@ func TestParseValues(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string][]string{
-		"flag provided but not defined": {"-bogus"},
-		"invalid value":                 {"-d", "fast"},
-		"-d must be positive":           {"-d", "-1s"},
-		"-n must be positive":           {"-n", "0"},
-		"exclusive":                     {"-d", "1s", "-n", "10"},
-		"-c must be":                    {"-c", "0"},
-		"-keys must be":                 {"-keys", "0"},
-		"-ttl must be":                  {"-ttl", "0s"},
-		"unknown -strategy":             {"-strategy", "fast"},
-		"unknown -workload":             {"-workload", "x"},
-		"bad -fault":                    {"-fault", "slow:1"},
-		"does not exist":                {"-fault", "down:5"},
-		"unknown kind":                  {"-fault", "melt:1"},
-		"embedded cluster only":         {"-nodes", "127.0.0.1:1", "-fault", "down:1"},
-		"cannot be combined":            {"-nodes", "127.0.0.1:1", "-fake", "3"},
-		"bad -nodes address":            {"-nodes", "localhost"},
-		"unexpected argument":           {"extra"},
-		"-rate must not be negative":    {"-rate", "-5"},
-		"-real-local must be":           {"-real-local", "-1"},
+		"flag provided but not defined":        {"-bogus"},
+		"invalid value":                        {"-d", "fast"},
+		"-d must be positive":                  {"-d", "-1s"},
+		"-n must be positive":                  {"-n", "0"},
+		"exclusive":                            {"-d", "1s", "-n", "10"},
+		"-c must be":                           {"-c", "0"},
+		"-keys must be":                        {"-keys", "0"},
+		"-ttl must be":                         {"-ttl", "0s"},
+		"unknown -strategy":                    {"-strategy", "fast"},
+		"unknown -workload":                    {"-workload", "x"},
+		"bad -fault":                           {"-fault", "slow:1"},
+		"does not exist":                       {"-fault", "down:5"},
+		"unknown kind":                         {"-fault", "melt:1"},
+		"embedded cluster only":                {"-nodes", "127.0.0.1:1", "-fault", "down:1"},
+		"cannot be combined":                   {"-nodes", "127.0.0.1:1", "-fake", "3"},
+		"bad -nodes address":                   {"-nodes", "localhost"},
+		"unexpected argument":                  {"extra"},
+		"-rate must not be negative":           {"-rate", "-5"},
+		"-real-local must be":                  {"-real-local", "-1"},
+		"-real-local must be 1..64, got 0":     {"-real-local", "0"},
+		"-nodes is empty":                      {"-nodes", ""},
+		"-nodes is empty (an unset":            {"-nodes", " "},
+		"are one server (127.0.0.1:7000)":      {"-nodes", "127.0.0.1:7000,localhost:7000,127.0.0.1:7001"},
+		"addresses 0 \"127.0.0.1:7000\" and 2": {"-nodes", "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7000"},
+		"one server (127.0.0.1:7002)":          {"-nodes", "redis://:pw@127.0.0.1:7002/1,127.0.0.1:7002,127.0.0.1:7003"},
 	}
 	for want, args := range cases {
 		_, err := ParseArgs(args, noEnv)
@@ -112,7 +118,9 @@ func TestMainUsageExitCodes(t *testing.T) {
 	for _, args := range [][]string{{"-bogus"}, {"-d", "soon"}, {"merge"}, {"merge", "-x"}, {"-strategy", "nope"},
 		// refused before anything runs (they failed after "measuring:", exit 1)
 		{"-nodes", "127.0.0.1:99999"}, {"-nodes", "127.0.0.1:0"}, {"-ttl", "2ms"}, {"-user", "app"},
-		{"-nodes", "127.0.0.1:7000", "-tls", "-cacert", "/nonexistent/ca.pem"}} {
+		{"-nodes", "127.0.0.1:7000", "-tls", "-cacert", "/nonexistent/ca.pem"},
+		// issue 46: they ran the embedded fake cluster (or one server three times) and exited 0
+		{"-nodes", ""}, {"-real-local", "0"}, {"-nodes", "127.0.0.1:7000,127.0.0.1:7000,127.0.0.1:7000"}} {
 		var out, errb bytes.Buffer
 		code := Main(args, &out, &errb, noEnv)
 		require.Equal(t, ExitUsage, code, "%v", args)

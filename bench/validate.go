@@ -33,7 +33,14 @@ func checkSweepFlags(c *Config, set map[string]bool) error {
 // parseNodes checks -nodes and sets c.Nodes. The list is split as
 // splitNodes splits it (a comma in a URL's password does not split); no
 // error quotes a password (checkNode).
-func parseNodes(c *Config, nodes string) error {
+// An empty -nodes (an unset $NODES in -nodes "$NODES") is refused rather
+// than read as "no -nodes", which would benchmark the embedded fake
+// cluster and exit 0; so is a list in which two entries reach one server
+// (mux.CheckDistinct): a lock's quorum would count it twice.
+func parseNodes(c *Config, nodes string, set bool) error {
+	if set && strings.TrimSpace(nodes) == "" {
+		return usagef("-nodes is empty (an unset variable?): give host:port,... or leave -nodes out to run on the embedded fake cluster")
+	}
 	if nodes != "" {
 		for _, a := range splitNodes(nodes) {
 			a = strings.TrimSpace(a)
@@ -41,6 +48,9 @@ func parseNodes(c *Config, nodes string) error {
 				return err
 			}
 			c.Nodes = append(c.Nodes, a)
+		}
+		if err := mux.CheckDistinct(c.Nodes, mux.Config{}); err != nil {
+			return usagef("-nodes: %v", err)
 		}
 	}
 	return nil
@@ -88,7 +98,7 @@ func checkRanges(c *Config, set map[string]bool) error {
 		return usagef("-node-cap must be 0..1e9 commands/s, got %g", c.NodeCap)
 	case c.Fake < 1 || c.Fake > 64:
 		return usagef("-fake must be 1..64, got %d", c.Fake)
-	case c.RealLocal < 0 || c.RealLocal > 64:
+	case c.RealLocal < 0 || c.RealLocal > 64 || set["real-local"] && c.RealLocal == 0:
 		return usagef("-real-local must be 1..64, got %d", c.RealLocal)
 	case len(c.Nodes) > 64:
 		return usagef("at most 64 nodes, got %d", len(c.Nodes))

@@ -259,6 +259,9 @@ func resolve(cfg Config) (*resolved, error) {
 		r.Addrs[i] = ns.display
 		r.tls = r.tls || ns.tls != nil
 	}
+	if err := distinct(r.nodes); err != nil {
+		return nil, err
+	}
 	r.Scripts = append([]Script(nil), cfg.Scripts...)
 	for i, s := range r.Scripts {
 		sum := sha1.Sum([]byte(s.Text))

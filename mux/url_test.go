@@ -187,3 +187,43 @@ func TestURLClient(t *testing.T) {
 		t.Fatalf("NodeErr: %q", msg)
 	}
 }
+
+// TestDistinctAddrs (issue 46): a list in which two entries reach one
+// server is refused by New and CheckDistinct, after normalisation; lists
+// of distinct servers are accepted. No password reaches the error.
+func TestDistinctAddrs(t *testing.T) {
+	for _, addrs := range [][]string{
+		{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7000"},
+		{"127.0.0.1:7000", "localhost:7000"},
+		{"redis://:s3cret@127.0.0.1:7000/1", "127.0.0.1:7000"},
+		{"redis://h.example", "H.EXAMPLE.:6379"},
+		{"[::1]:7000", "[0:0::1]:7000"},
+		{"[::ffff:127.0.0.1]:7000", "127.0.0.1:7000"},
+		{"redis-cluster://127.0.0.1:7000?seed=127.0.0.1:7001", "127.0.0.1:7001"},
+		{"redis-cluster://127.0.0.1:7000", "redis-cluster://127.0.0.1:7002?seed=127.0.0.1:7000"},
+		{"redis-sentinel://127.0.0.1:26379?sentinelMasterId=m&sentinel=127.0.0.1:26380", "redis-sentinel://127.0.0.1:26380?sentinelMasterId=m"},
+	} {
+		err := CheckDistinct(addrs, Config{})
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "are one server") {
+			t.Errorf("%q: %v, want one server refused", addrs, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: the password in %v", addrs, err)
+		}
+		if _, err := New(Config{Addrs: addrs}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "are one server") {
+			t.Errorf("New(%q): %v, want one server refused", addrs, err)
+		}
+	}
+	for _, addrs := range [][]string{
+		{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"},
+		{"127.0.0.1:7000", "[::1]:7000", "127.0.0.2:7000"},
+		{"redis-sentinel://127.0.0.1:26379?sentinelMasterId=a", "redis-sentinel://127.0.0.1:26379?sentinelMasterId=b"},
+		{"redis-sentinel://127.0.0.1:26379?sentinelMasterId=a", "127.0.0.1:26379"},
+		{"redis-cluster://127.0.0.1:7000", "redis-cluster://127.0.0.1:7100"},
+	} {
+		if err := CheckDistinct(addrs, Config{}); err != nil {
+			t.Errorf("%q: %v", addrs, err)
+		}
+	}
+}

@@ -160,9 +160,36 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %w", err)
 	}
+	if err := distinctServers(m); err != nil {
+		m.Close()
+		return nil, err
+	}
 	c := newClient(m, cfg)
 	c.ownMux = true
 	return c, nil
+}
+
+// distinctServers refuses a client two of whose nodes reported one run_id
+// when New set them up: one server reached by two addresses (two names of
+// one host, a proxy or a port forward) would count twice towards the
+// quorum. mux.New has already refused two entries whose addresses name
+// one server; this sees what addresses cannot tell. A node that was down
+// or refused INFO at New is not compared.
+func distinctServers(m *mux.Client) error {
+	addrs := m.Addrs() // printable: passwords as ***
+	seen := make(map[string]int, m.N())
+	for i := 0; i < m.N(); i++ {
+		p := m.Incarnation(i)
+		if p == nil || !p.Known || p.RunID == "" {
+			continue
+		}
+		if j, ok := seen[p.RunID]; ok {
+			return fmt.Errorf("%w: nodes %d (%s) and %d (%s) are one server (run_id %.40q): a quorum counts independent masters, list each once",
+				ErrBadOption, j, addrs[j], i, addrs[i], p.RunID)
+		}
+		seen[p.RunID] = i
+	}
+	return nil
 }
 
 // NewWithMux returns a Client over an existing mux client, which must have
@@ -175,6 +202,9 @@ func NewWithMux(m *mux.Client, opts ...Option) (*Client, error) {
 	}
 	cfg, err := buildConfig(m.N(), opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := distinctServers(m); err != nil {
 		return nil, err
 	}
 	return newClient(m, cfg), nil

@@ -200,11 +200,14 @@ func TestErrorFailFastOff(t *testing.T) {
 // appears in NotAcquiredError's per-node results and in Inspect without
 // it.
 func TestNodeAddrRedacted(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // nothing listens: every node is down
-	c, err := redlock.New([]string{"redis://user:hunter2@" + addr, "redis://:hunter2@" + addr, "rediss://:hunter2@" + addr},
+	var addr [3]string // three servers: one listed twice is refused
+	for i := range addr {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr[i] = ln.Addr().String()
+		require.NoError(t, ln.Close()) // nothing listens: every node is down
+	}
+	c, err := redlock.New([]string{"redis://user:hunter2@" + addr[0], "redis://:hunter2@" + addr[1], "rediss://:hunter2@" + addr[2]},
 		redlock.WithMuxConfig(mux.Config{DialTimeout: 100 * time.Millisecond}))
 	require.NoError(t, err)
 	defer c.Close()
@@ -212,9 +215,9 @@ func TestNodeAddrRedacted(t *testing.T) {
 	var na *redlock.NotAcquiredError
 	require.ErrorAs(t, err, &na)
 	require.Len(t, na.Nodes, 3)
-	for _, n := range na.Nodes {
+	for i, n := range na.Nodes {
 		require.NotContains(t, n.Addr, "hunter2")
-		require.Contains(t, n.Addr, addr)
+		require.Contains(t, n.Addr, addr[i])
 	}
 	require.NotContains(t, err.Error(), "hunter2")
 	in, _ := c.Inspect(context.Background(), "r")
