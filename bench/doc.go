@@ -73,12 +73,12 @@
 //	}
 //
 // Interval logs from several load-generator machines merge into one summary
-// with redmux-bench merge FILE... (logs written and read by bench/internal/hlog). The password (-password or
-// REDMUX_PASSWORD) never appears in any output, error or file; nor does a
-// -nodes URL's, which may hold commas (a comma splits the list only outside
-// a URL's user information), even in an error about a malformed address.
-// A password on the command line gets a warning (passwordWarning): ps shows
-// it to other users.
+// with redmux-bench merge FILE... (logs written and read by
+// bench/internal/hlog). The password (-password or REDMUX_PASSWORD) never
+// appears in any output, error or file; nor does a -nodes URL's, which may hold
+// commas (a comma splits the list only outside a URL's user information), even
+// in an error about a malformed address. A password on the command line gets a
+// warning (passwordWarning): ps shows it to other users.
 //
 // Reports (summary.json and sweep.json's env.build, report.md, the interval
 // logs' header) name the build as -version does (versionString): under go run,

@@ -137,7 +137,8 @@ func TestPasswordOnCommandLineWarns(t *testing.T) {
 		}
 		return ""
 	}
-	// a generous -timeout: CI beside other work once saw all 16 seq operations of a 50 ms run time out at the default
+	// a generous -timeout: CI beside other work once saw all 16 seq operations
+	// of a 50 ms run time out at the default
 	run := []string{"-fake", "1", "-strategy", "seq", "-d", "50ms", "-warmup", "0s", "-timeout", "10s", "-out", ""}
 	tests := []struct {
 		args []string

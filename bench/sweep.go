@@ -225,13 +225,13 @@ func roundRate(r float64) float64 {
 	return math.Max(1, math.Round(r/e)*e)
 }
 
-// runSweep runs a capacity sweep: per strategy, open-loop steps of rising
-// rate (each warmed up at its own rate, then measured for -step), stopping
-// at the first saturated step or after two steps in a row that do not
-// hold (a probed sweep whose steps all hold goes on at the same spacing, up
-// to sweepMaxProbeMultiple times the probe's rate), then bisection steps between the last that held and the first that
-// did not. Interrupted (ctx), it returns what was measured with
-// ErrInterrupted.
+// runSweep runs a capacity sweep: per strategy, open-loop steps of rising rate
+// (each warmed up at its own rate, then measured for -step), stopping at the
+// first saturated step or after two steps in a row that do not hold (a probed
+// sweep whose steps all hold goes on at the same spacing, up to
+// sweepMaxProbeMultiple times the probe's rate), then bisection steps between
+// the last that held and the first that did not. Interrupted (ctx), it returns
+// what was measured with ErrInterrupted.
 func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error) {
 	o.discardUnset()
 	if err := checkOut(cfg); err != nil {

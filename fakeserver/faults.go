@@ -308,11 +308,11 @@ func (n *Node) openHoleLocked() {
 	}
 }
 
-// Heal ends a blackhole and a per-direction Partition. Requests held during it are then executed and
-// answered in order, as TCP delivers them after a partition heals; this
-// includes requests from clients that closed their socket meanwhile (the
-// server sees the close only after the data). Requests on connections
-// dropped by Down, Restart or Close are lost, never executed.
+// Heal ends a blackhole and a per-direction Partition. Requests held during it
+// are then executed and answered in order, as TCP delivers them after a
+// partition heals; this includes requests from clients that closed their socket
+// meanwhile (the server sees the close only after the data). Requests on
+// connections dropped by Down, Restart or Close are lost, never executed.
 func (n *Node) Heal() {
 	n.faultMu.Lock()
 	defer n.faultMu.Unlock()

@@ -158,8 +158,9 @@ func (b *Batch) SetKey(key string) {
 
 // Add appends one complete encoded command (for example from
 // resp.AppendCommand) for node. cmd is copied. A cmd that is not exactly one
-// request as Redis reads it (a RESP array of one or more bulk strings), or
-// a node out of range, makes the next Do fail with ErrBadBatch. The reply may be of any kind (see AddExpect).
+// request as Redis reads it (a RESP array of one or more bulk strings), or a
+// node out of range, makes the next Do fail with ErrBadBatch. The reply may be
+// of any kind (see AddExpect).
 func (b *Batch) Add(node int, cmd []byte) { b.AddExpect(node, cmd, ExpectAny) }
 
 // AddExpect is Add for a command whose reply must be of a kind in e (or an

@@ -8,7 +8,8 @@ import (
 
 // ClusterScheme is the URL scheme of a Redis Cluster node:
 //
-//	redis-cluster://[[user]:password@]host[:port][?seed=host2[:port2]]...[&protocol=3][&client_name=name]
+//	redis-cluster://[[user]:password@]host[:port]
+//	    [?seed=host2[:port2]]...[&protocol=3][&client_name=name]
 //
 // The host and every seed are cluster members asked for the slot map
 // (CLUSTER SHARDS, else CLUSTER SLOTS); the credentials are the cluster's

@@ -82,12 +82,12 @@ type Config struct {
 	// whatever it says.
 	Transport Transport
 	// TLS, when set, connects every node over TLS with this configuration
-	// (host:port and rediss:// nodes; a redis:// URL is then an error).
-	// Without it, rediss:// URLs turn TLS on for their node alone. It is cloned per node; ServerName defaults to the
-	// node's host, MinVersion to TLS 1.2. Certificates are verified
-	// (RootCAs, or the system's pool when nil) unless InsecureSkipVerify
-	// is set here or by a URL's skip_verify/insecure option: never by
-	// default. A client with any TLS node runs every connection on the
+	// (host:port and rediss:// nodes; a redis:// URL is then an error). Without
+	// it, rediss:// URLs turn TLS on for their node alone. It is cloned per
+	// node; ServerName defaults to the node's host, MinVersion to TLS 1.2.
+	// Certificates are verified (RootCAs, or the system's pool when nil) unless
+	// InsecureSkipVerify is set here or by a URL's skip_verify/insecure option:
+	// never by default. A client with any TLS node runs every connection on the
 	// net.Conn transport (see Transports).
 	TLS *tls.Config
 	// Incarnations: learn each node's incarnation (Client.Incarnation: its

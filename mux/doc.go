@@ -111,17 +111,16 @@
 // fails only on a bad Config.
 //
 // Every new connection is set up in one pipelined write (after the TLS
-// handshake, for a TLS node): AUTH (password, or ACL user and password),
-// HELLO 3 (Config.RESP3), SELECT (Config.DB),
-// CLIENT SETNAME, and SCRIPT LOAD of every Config.Scripts entry; every reply
-// is checked, a refused AUTH gives an error wrapping ErrAuth (the password
-// never appears in errors; a node that answers NOAUTH to a client given no
-// password is said to require one, with how to give it), and bytes past the
-// last set-up reply fail the dial. When a node answers NOSCRIPT to an EVALSHA of a registered script,
-// the same Do resends that command once as EVAL with the script's text,
-// then SCRIPT LOADs it again; a second NOSCRIPT is the node's error. Only
-// the error's first word, NOSCRIPT, is matched: Redis and Valkey word the
-// rest differently.
+// handshake, for a TLS node): AUTH (password, or ACL user and password), HELLO
+// 3 (Config.RESP3), SELECT (Config.DB), CLIENT SETNAME, and SCRIPT LOAD of
+// every Config.Scripts entry; every reply is checked, a refused AUTH gives an
+// error wrapping ErrAuth (the password never appears in errors; a node that
+// answers NOAUTH to a client given no password is said to require one, with how
+// to give it), and bytes past the last set-up reply fail the dial. When a node
+// answers NOSCRIPT to an EVALSHA of a registered script, the same Do resends
+// that command once as EVAL with the script's text, then SCRIPT LOADs it again;
+// a second NOSCRIPT is the node's error. Only the error's first word, NOSCRIPT,
+// is matched: Redis and Valkey word the rest differently.
 //
 // # Node URLs and TLS
 //
@@ -156,9 +155,10 @@
 // by DialTimeout with the set-up pipeline; a caller never waits for one. A
 // failed handshake leaves the node down with a cause that wraps ErrTLS and
 // the crypto/tls error (errors.As finds *tls.CertificateVerificationError,
-// x509.UnknownAuthorityError, x509.HostnameError, ...), in one line, e.g.
+// x509.UnknownAuthorityError, x509.HostnameError, ...), in one line (wrapped here), e.g.
 //
-//	mux: node down: node 0 (rediss://10.0.0.5:6380): TLS handshake failed (server name 10.0.0.5): tls: failed to verify certificate: x509: certificate signed by unknown authority
+//	mux: node down: node 0 (rediss://10.0.0.5:6380): TLS handshake failed (server name
+//	10.0.0.5): tls: failed to verify certificate: x509: certificate signed by unknown authority
 //
 // A server that requires a client certificate the client lacks is named as
 // such (TLS 1.3 servers refuse it only after the client's handshake is done:
@@ -173,7 +173,8 @@
 // with commas, which node lists such as redmux-bench -nodes take for node
 // separators):
 //
-//	redis-sentinel://[[user]:password@]host[:port][/db]?sentinelMasterId=name[&sentinel=host2[:port2]]...[&sentinel_username=u][&sentinel_password=p]
+//	redis-sentinel://[[user]:password@]host[:port][/db]?sentinelMasterId=name
+//	    [&sentinel=host2[:port2]]...[&sentinel_username=u][&sentinel_password=p]
 //
 // The host (default port 26379) is the first sentinel. The user
 // information, db, protocol and client_name are the primary's, as in a
@@ -196,9 +197,13 @@
 // sentinels see healthy (redlock waits for their acknowledgement). When
 // none works the node is
 // down with a cause that wraps ErrSentinel and says what each sentinel
-// answered, e.g.
+// answered (one line, wrapped here), e.g.
 //
-//	mux: node down: node 0 (redis-sentinel://10.0.0.5:26379?sentinelMasterId=locks&sentinel=10.0.0.6:26379): no primary for sentinelMasterId "locks" from 2 sentinel(s); sentinel 10.0.0.5:26379: does not know sentinelMasterId "locks"; sentinel 10.0.0.6:26379 names 10.0.0.7:6379: set-up ROLE failed: the process answers ROLE slave, not master: the sentinel's answer is stale or wrong
+//	mux: node down: node 0 (redis-sentinel://10.0.0.5:26379?sentinelMasterId=locks&sentinel=
+//	10.0.0.6:26379): no primary for sentinelMasterId "locks" from 2 sentinel(s); sentinel
+//	10.0.0.5:26379: does not know sentinelMasterId "locks"; sentinel 10.0.0.6:26379 names
+//	10.0.0.7:6379: set-up ROLE failed: the process answers ROLE slave, not master: the
+//	sentinel's answer is stale or wrong
 //
 // A Sentinel node's connections are replaced, and the sentinels asked
 // again, when they break (a failover kills or demotes the old primary,
@@ -221,30 +226,28 @@
 //
 // A node may be a Redis Cluster, given by any of its members:
 //
-//	redis-cluster://[[user]:password@]host[:port][?seed=host2[:port2]]...[&protocol=3][&client_name=name]
+//	redis-cluster://[[user]:password@]host[:port]
+//	    [?seed=host2[:port2]]...[&protocol=3][&client_name=name]
 //
-// The host and the seeds (default port 6379; repeated seed= options, not
-// commas, as for Sentinel nodes) are asked for the slot map, CLUSTER
-// SHARDS or, before Redis 7, CLUSTER SLOTS, at New and whenever the map
-// may have moved (never on a caller's path). The node has Config.Conns
-// connections to each primary that serves slots (at most
-// MaxClusterShards), each set up with ROLE in its pipeline. A batch goes
-// to the primary of its key's slot: Batch.SetKey's key, hashed as Redis
-// does (KeySlot: the hash tag between the first '{' and the next '}' when
-// not empty), so every key of a batch must share that slot; an unkeyed
-// batch fails on a cluster node with ErrNotSent. A MOVED or ASK reply is
-// followed within the call: the command (which did nothing) is resent
-// once to the primary the reply names, after ASKING for ASK, when the map
-// knows it and its connection is up and has room (see Bounds); else, and for TRYAGAIN and
-// CLUSTERDOWN, the reply is delivered as the error it is. Each makes the
-// node's supervisor ask for the map again; so does a broken shard
-// connection (its primary may have failed over). Each shard is dialled
-// and redialled on its own, with its own backoff: a shard whose primary
-// is down or never answers fails only the batches routed to it. The node's incarnation (Config.Incarnations) is every primary's
-// together: a restart or failover of any of them is one of the node.
-// Client.Shards and Client.ShardOf say where keys go. A node whose map
-// cannot be had is down with a cause wrapping ErrCluster that says what
-// each member answered. TLS is refused for cluster nodes for now.
+// The host and the seeds (default port 6379; repeated seed= options, not commas, as for
+// Sentinel nodes) are asked for the slot map, CLUSTER SHARDS or, before Redis 7, CLUSTER
+// SLOTS, at New and whenever the map may have moved (never on a caller's path). The node
+// has Config.Conns connections to each primary that serves slots (at most
+// MaxClusterShards), each set up with ROLE in its pipeline. A batch goes to the primary
+// of its key's slot: Batch.SetKey's key, hashed as Redis does (KeySlot: the hash tag
+// between the first '{' and the next '}' when not empty), so every key of a batch must
+// share that slot; an unkeyed batch fails on a cluster node with ErrNotSent. A MOVED or
+// ASK reply is followed within the call: the command (which did nothing) is resent once
+// to the primary the reply names, after ASKING for ASK, when the map knows it and its
+// connection is up and has room (see Bounds); else, and for TRYAGAIN and CLUSTERDOWN, the
+// reply is delivered as the error it is. Each makes the node's supervisor ask for the map
+// again; so does a broken shard connection (its primary may have failed over). Each shard
+// is dialled and redialled on its own, with its own backoff: a shard whose primary is
+// down or never answers fails only the batches routed to it. The node's incarnation
+// (Config.Incarnations) is every primary's together: a restart or failover of any of them
+// is one of the node. Client.Shards and Client.ShardOf say where keys go. A node whose
+// map cannot be had is down with a cause wrapping ErrCluster that says what each member
+// answered. TLS is refused for cluster nodes for now.
 //
 // # Bounds
 //
@@ -289,7 +292,8 @@
 //	Conns           connections per node, shared by every caller; default 1
 //	DialTimeout     connect + set-up pipeline; default 1s
 //	Timeout         per-batch deadline; default 50ms (Policy.Timeout per call)
-//	HardTimeout     how long past its batch's deadline a reply may take before its connection is replaced; default 1s
+//	HardTimeout     how long past its batch's deadline a reply may be late before its
+//	                connection is replaced; default 1s
 //	MaxQueuedBytes  unwritten bytes per connection before callers wait; default 4 MiB
 //	MaxPending      outstanding replies per connection before callers wait; default 32768
 //	MaxReplyBytes   largest reply; default 1 MiB

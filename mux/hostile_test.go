@@ -153,13 +153,13 @@ func TestUnsolicitedReplyIsProtocolError(t *testing.T) {
 // stray and the reply come in one arrival, and the stray, an OK like a
 // SET's, passed for the reply.
 //
-// The poller is left asleep (noSweeps), so only the callers read, and
-// the next call starts once the stray has reached the client
-// (arrivedWhileIdle: at once on epoll, the receive's completion posted on
-// io_uring; on the net.Conn transport, whose reader goroutines read by
-// themselves, once they replaced the connection). Not a fixed sleep: a loaded -race run can take longer than
-// any. With the receive not re-armed at the release, the completion is
-// never posted and the test fails.
+// The poller is left asleep (noSweeps), so only the callers read, and the next
+// call starts once the stray has reached the client (arrivedWhileIdle: at once
+// on epoll, the receive's completion posted on io_uring; on the net.Conn
+// transport, whose reader goroutines read by themselves, once they replaced the
+// connection). Not a fixed sleep: a loaded -race run can take longer than any.
+// With the receive not re-armed at the release, the completion is never posted
+// and the test fails.
 func TestUnsolicitedAfterCallIsProtocolError(t *testing.T) {
 	noSweeps(t)
 	stray := make(chan *hconn, 1)

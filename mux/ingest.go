@@ -8,11 +8,12 @@ import (
 	"github.com/redmux/redmux/resp"
 )
 
-// This file holds a connection's read side, run by whoever reads for it
-// (on Linux the holder of the client's reader token, on epoll or on
-// io_uring; a reader goroutine per connection in the net.Conn transport): it reads into a bounded buffer, parses replies in
-// place, pops their slots in FIFO order and hands each reply to the batch
-// that is still waiting for it, or drops it (abandoned).
+// This file holds a connection's read side, run by whoever reads for it (on
+// Linux the holder of the client's reader token, on epoll or on io_uring; a
+// reader goroutine per connection in the net.Conn transport): it reads into a
+// bounded buffer, parses replies in place, pops their slots in FIFO order and
+// hands each reply to the batch that is still waiting for it, or drops it
+// (abandoned).
 
 const initialReadBuf = 16 << 10
 

@@ -10,8 +10,9 @@ import (
 
 func TestMain(m *testing.M) {
 	fakeserver.ServeChild() // the child-process cluster of startChild is this binary
-	// REDMUX_TEST_TRANSPORT=io_uring runs every client that does not name
-	// a transport (TransportAuto) on io_uring, and epoll or unset on epoll (make test runs the package so once).
+	// REDMUX_TEST_TRANSPORT=io_uring runs every client that does not name a
+	// transport (TransportAuto) on io_uring, and epoll or unset on epoll (make
+	// test runs the package so once).
 	switch v := os.Getenv("REDMUX_TEST_TRANSPORT"); v {
 	case "", "epoll":
 		// The plain run keeps epoll as its transport (the io_uring run

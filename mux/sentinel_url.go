@@ -11,7 +11,8 @@ import (
 
 // SentinelScheme is the URL scheme of a Sentinel-managed node (lettuce's):
 //
-//	redis-sentinel://[[user]:password@]host[:port][/db]?sentinelMasterId=name[&sentinel=host2[:port2]]...[&sentinel_username=u][&sentinel_password=p]
+//	redis-sentinel://[[user]:password@]host[:port][/db]?sentinelMasterId=name
+//	    [&sentinel=host2[:port2]]...[&sentinel_username=u][&sentinel_password=p]
 const SentinelScheme = "redis-sentinel"
 
 // DefaultSentinelPort is the port of a sentinel address that names none.

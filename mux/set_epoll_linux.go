@@ -11,10 +11,10 @@ import (
 )
 
 // epollSet is the default readySet: the sockets and the close eventfd,
-// level-triggered in one epoll instance (poll.Epoll). A lone leader waits in epoll_pwait2 on it, for
-// up to its direct budget (Config.DirectWait; by default DefaultDirectWait
-// under TransportAuto, off under TransportEpoll); everyone else parks in
-// the netpoller.
+// level-triggered in one epoll instance (poll.Epoll). A lone leader waits in
+// epoll_pwait2 on it, for up to its direct budget (Config.DirectWait; by
+// default DefaultDirectWait under TransportAuto, off under TransportEpoll);
+// everyone else parks in the netpoller.
 type epollSet struct {
 	d  *tokenDriver
 	ep *poll.Epoll

@@ -6,19 +6,19 @@ import (
 )
 
 // The seam between the engine (conn.go, ingest.go, client.go, call.go,
-// batch.go: queues, reply matching, decisions) and the bytes. A driver
-// dials connections and runs their read side; a link is one connection;
-// on Linux a ready set tells the token driver what is ready. One naming
-// scheme: driver_*.go, set_*.go, link_*.go, and the kernel below them in
-// mux/internal/poll. Two drivers: raw non-blocking sockets read by
-// whoever holds a client's reader token (driver_token_linux.go, its
-// look before a call in driver_token_enter_linux.go, the readySet in
-// set_linux.go), told what is ready by epoll (set_epoll_linux.go, its
-// socket link_raw_linux.go) or an io_uring (set_uring_linux.go, its link
-// link_uring_linux.go; TransportIOURing), and Go's net.Conn with one reader goroutine per connection
-// (driver_net.go, link_net.go: other systems, Linux with -tags
-// redmux_portable, and every client with a TLS node). driver_linux.go
-// and driver_other.go pick one at New.
+// batch.go: queues, reply matching, decisions) and the bytes. A driver dials
+// connections and runs their read side; a link is one connection; on Linux a
+// ready set tells the token driver what is ready. One naming scheme:
+// driver_*.go, set_*.go, link_*.go, and the kernel below them in
+// mux/internal/poll. Two drivers: raw non-blocking sockets read by whoever
+// holds a client's reader token (driver_token_linux.go, its look before a call
+// in driver_token_enter_linux.go, the readySet in set_linux.go), told what is
+// ready by epoll (set_epoll_linux.go, its socket link_raw_linux.go) or an
+// io_uring (set_uring_linux.go, its link link_uring_linux.go;
+// TransportIOURing), and Go's net.Conn with one reader goroutine per connection
+// (driver_net.go, link_net.go: other systems, Linux with -tags redmux_portable,
+// and every client with a TLS node). driver_linux.go and driver_other.go pick
+// one at New.
 
 // errWouldBlock is a non-blocking link's "nothing to read now".
 var errWouldBlock = errors.New("mux: would block")

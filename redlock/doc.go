@@ -9,7 +9,8 @@
 //	defer c.Close()
 //
 //	l, err := c.Acquire(ctx, "payments:batch-42")
-//	if err != nil { ... } // *NotAcquiredError: errors.Is(err, redlock.ErrNotAcquired), per-node causes
+//	if err != nil { ... } // *NotAcquiredError: errors.Is(err, redlock.ErrNotAcquired),
+//	                      // with the per-node causes
 //	defer l.Release(ctx) // sent even if ctx has ended (bounded by the node timeout)
 //	work, err := l.KeepAlive(ctx, redlock.KeepAliveMaxHold(time.Hour))
 //	if err != nil { ... }

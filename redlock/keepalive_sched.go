@@ -10,12 +10,12 @@ import (
 
 // Keep-alive: one scheduler per Client (a goroutine and a few extension
 // workers, started by the first KeepAlive) keeps every kept-alive lock in a
-// min-heap ordered by its next event (kaState.next): the extension due
-// time while one is scheduled, else the end of its validity (an extension
-// in flight, or draining after a limit). Times are monotonic nanoseconds
-// and each due time is computed from the lock's validity deadline after
-// every extension, so there is no ticker to drift. Extensions that fall due together are handed to the workers
-// at once; their commands meet in mux's write queues and leave in one
+// min-heap ordered by its next event (kaState.next): the extension due time
+// while one is scheduled, else the end of its validity (an extension in flight,
+// or draining after a limit). Times are monotonic nanoseconds and each due time
+// is computed from the lock's validity deadline after every extension, so there
+// is no ticker to drift. Extensions that fall due together are handed to the
+// workers at once; their commands meet in mux's write queues and leave in one
 // write per node (mux's write combining). An extension allocates nothing.
 
 // keepAliveWorkers is how many extensions of one Client may be in flight

@@ -181,15 +181,15 @@ func TestSafetyUnderFaults(t *testing.T) {
 	require.Positive(t, chaos.Counts.ClockSteps.Load(), "clocks stepped")
 }
 
-// restartProfile is safetyProfile with the faults the client's quarantine
-// makes safe (docs/OPERATIONS.md): restarts losing data and back at once,
-// restarts from an older snapshot (the last half TTL of writes lost),
-// failovers to a replica that lags up to half a TTL, wipes and resyncs
-// that keep the connections (FLUSHALL, REPLICAOF another node or an empty
-// one), nodes that refuse INFO and restart meanwhile, and a rolling
-// restart of every node in turn, one every longTTL (a restarted node is
-// quarantined about that long), without the operator's delay. The largest TTL in use is longTTL (the long-TTL clients of
-// restartTTLs), so the delayed restarts stay away longer than it.
+// restartProfile is safetyProfile with the faults the client's quarantine makes
+// safe (docs/OPERATIONS.md): restarts losing data and back at once, restarts
+// from an older snapshot (the last half TTL of writes lost), failovers to a
+// replica that lags up to half a TTL, wipes and resyncs that keep the
+// connections (FLUSHALL, REPLICAOF another node or an empty one), nodes that
+// refuse INFO and restart meanwhile, and a rolling restart of every node in
+// turn, one every longTTL (a restarted node is quarantined about that long),
+// without the operator's delay. The largest TTL in use is longTTL (the long-TTL
+// clients of restartTTLs), so the delayed restarts stay away longer than it.
 func restartProfile(ttl time.Duration) fakeserver.ChaosProfile {
 	p := safetyProfile(ttl)
 	p.MaxTTL = longTTL(ttl)

@@ -28,16 +28,19 @@ func TestTrustTable(t *testing.T) {
 		{"1: no set-up yet", known, incObs{Nil: true}, incRules{}, false, 0, nil, false},
 		// Rule 1: the same process and history: nothing changes.
 		{"1: same incarnation", known, inc("r1", "h1", time.Hour, false), incRules{}, false, 0, nil, false},
-		// Rule 1: INFO refused, never told before: reported, not quarantined (rule 4 keeps it safe).
+		// Rule 1: INFO refused, never told before: reported, not quarantined
+		// (rule 4 keeps it safe).
 		{"1: unknown at first sight", incPrev{}, incObs{Seen: s}, incRules{}, false, 0, ErrIncarnationUnknown, false},
 		// Rule 1: told before, refuses now: it may have restarted, quarantined once from now.
 		{"1: stopped telling", known, incObs{Seen: s}, incRules{}, true, s, ErrIncarnationUnknown, false},
-		// Rule 2: first sight of a young process: from its latest start, seen - uptime + 1 s (rounding).
+		// Rule 2: first sight of a young process: from its latest start, seen -
+		// uptime + 1 s (rounding).
 		{"2: first sight, uptime 5s", incPrev{}, inc("r1", "h1", 5*time.Second, false), incRules{}, true, s - int64(4*time.Second), ErrNodeRestarted, false},
 		// Rule 2: uptime 1 at 40 ms old (Redis's rounding): never later than seen.
 		{"2: first sight, uptime 1s", incPrev{}, inc("r1", "h1", time.Second, false), incRules{}, true, s, ErrNodeRestarted, false},
 		{"2: first sight, uptime 0", incPrev{}, inc("r1", "h1", 0, false), incRules{}, true, s, ErrNodeRestarted, false},
-		// Rule 2: a negative uptime (a wrapped one) counts as 0: from seen, never wrapped to long ago.
+		// Rule 2: a negative uptime (a wrapped one) counts as 0: from seen,
+		// never wrapped to long ago.
 		{"2: first sight, uptime negative", incPrev{}, inc("r1", "h1", -292*365*24*time.Hour, false), incRules{}, true, s, ErrNodeRestarted, false},
 		{"2: restart, uptime negative", known, inc("r2", "h2", time.Duration(-1<<63), false), incRules{}, true, s, ErrNodeRestarted, false},
 		// Rule 2: first sight under WithTrustNodesAtStart, of what New saw: trusted.
@@ -52,7 +55,8 @@ func TestTrustTable(t *testing.T) {
 		{"2: restart, persistent", known, inc("r2", "h1", 0, false), incRules{Persistent: true}, false, 0, ErrNodeRestarted, false},
 		// Rule 2: a failover on the same process (new history): from when it was seen.
 		{"2: failover, same process", known, inc("r1", "h2", time.Hour, false), incRules{}, true, s, ErrNodeFailover, true},
-		// Rule 2: a promoted replica (new process, second_repl_offset set): from when seen, even if persistent.
+		// Rule 2: a promoted replica (new process, second_repl_offset set):
+		// from when seen, even if persistent.
 		{"2: failover, promoted", known, inc("r3", "h3", time.Hour, true), incRules{Persistent: true}, true, s, ErrNodeFailover, true},
 	} {
 		v := judgeIncarnation(tc.prev, tc.p, tc.r)
@@ -70,7 +74,8 @@ func TestTrustTable(t *testing.T) {
 		dup      bool
 		want     markerAction
 	}{
-		// Rule 4: no marker (a wipe, a restart without persistence, a first use): make one, with its young key.
+		// Rule 4: no marker (a wipe, a restart without persistence, a first
+		// use): make one, with its young key.
 		{"4: absent", "a", true, markerObs{}, false, markInit},
 		{"4: absent at first sight", "", false, markerObs{}, false, markInit},
 		// Rule 4: the accepted id: nothing to do (the young key alone decides).
