@@ -98,6 +98,7 @@ func runExtend(n *Node, c cmdCtx, keys, argv [][]byte) {
 		scriptErr(c, errText, sha, "3")
 		return
 	}
+	//mutant:extend-may-shorten
 	if left > 0 {
 		now = n.nowLocked()
 		if e, ok := n.lookup(c.fc.db, key, now); ok && e.exp != 0 && e.exp-nowMs(now) < left {

@@ -369,6 +369,7 @@ func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
 	out := &Incarnation{Known: true, Role: "master"}
 	var start time.Time
 	for k, p := range incs {
+		//mutant:cluster-incarnation-one-shard
 		if p == nil || m == nil || m.addrs[k] == "" {
 			continue
 		}

@@ -155,6 +155,7 @@ func (cn *pconn) ingest(l link) bool {
 				// delivered, then the connection is replaced, and the
 				// set-up judges the process again (error replies only:
 				// nothing on the success path).
+				//mutant:readonly-plain-kept
 				if rd.frames[i].isErr {
 					if demoted = demotedReply(rd.buf[rd.frames[i].off:], cn.c.cfg.nodes[cn.node].sentinel != nil); demoted != nil {
 						ok = i + 1
@@ -267,6 +268,7 @@ func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte, after late
 	}
 	b.mu.Lock()
 	cl := &b.call
+	//mutant:mux-wrong-call
 	if cl.gen == gen && cl.live {
 		for i, s := range slots {
 			if s.k < 0 {
@@ -275,6 +277,7 @@ func (cn *pconn) deliverRun(slots []slot, frames []frame, buf []byte, after late
 			f := frames[i]
 			cn.deliverLocked(b, s, buf[f.off:f.off+f.n], f.isErr, f.shape)
 		}
+		//mutant:mux-wrong-call
 		after.take(cn, b, gen, buf)
 	}
 	b.mu.Unlock()

@@ -230,6 +230,7 @@ func (l *uringLink) recvDone(res int32, flags uint32) {
 	l.mu.Lock()
 	cn, bufs := l.cn, l.bufs
 	l.mu.Unlock()
+	//mutant:uring-replaced-receive
 	live := func() bool { return cn != nil && cn.current() == link(l) }
 	rearm := true
 	id, hasBuf := poll.BufferID(flags)

@@ -101,6 +101,7 @@ func (c *Client) dialViaSentinels(i int, dial func(host string, port int, deadli
 			// the sentinels' majority no longer names, is not kept
 			learned := c.nodes[i].inc.Load()
 			var replicas int
+			//mutant:sentinel-role-master-enough
 			replicas, err = c.confirmPrimary(ss, hp, time.Now().Add(c.cfg.DialTimeout))
 			if err == nil && c.nodes[i].switchGen.Load() != gen {
 				err = errSwitchedDuringSetup
@@ -390,6 +391,7 @@ func (c *Client) watchOne(i int, ss *sentinelSpec, addr string) {
 		if pinged {
 			wait = min(c.cfg.DialTimeout, pingWait)
 		}
+		//mutant:watcher-no-liveness
 		rep, err := sc.reply(time.Now().Add(wait))
 		if err == errNoReply && !pinged {
 			if sc.send(time.Now().Add(pingWait), "PING") != nil {

@@ -62,6 +62,7 @@ func (c *Client) askAll(ss *sentinelSpec, deadline time.Time, primary string) []
 		} else {
 			no++
 		}
+		//mutant:sentinel-hung-waited
 		if 2*yes > n || 2*(n-no) <= n {
 			break
 		}

@@ -200,6 +200,7 @@ func (c *Client) acquire(ctx context.Context, resource string, keys []string, on
 		}
 		t, err = c.attempt(ctx, w, resource, keys, &s, &l)
 		contended = contended || t.refused > 0
+		//mutant:fence-failed-not-retried
 		if err != nil || l.st != nil || (t.unreachable && !s.noFailFast) {
 			break // acquired, or no point retrying (a fenced grant without its token is retried)
 		}
@@ -316,7 +317,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
 		return t, err
 	}
+	//mutant:no-drift,validity-from-end,validity-plus-1ms
 	end := t1 + int64(ttl-drift) // validity = end - t2 = ttl - elapsed - drift
+	//mutant:pending-granted
 	if lockrule.Acquired(out.Successes, c.quorum, time.Duration(end-t2), s.minValidity) {
 		var token uint64
 		if s.fencing {
@@ -348,9 +351,11 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 			token:       token,
 			strictRel:   s.strictRel,
 		}
+		//mutant:pending-granted
 		return tally{granted: out.Successes}, nil
 	}
 	t := c.record(w, out, keys != nil)
+	//mutant:no-release-on-failure
 	t.tooShort = out.Successes >= c.quorum
 	c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
 	return t, nil
@@ -499,6 +504,7 @@ func (c *Client) fenceTag(i int, p *mux.Incarnation) string {
 	if p == nil || !p.Known {
 		return ""
 	}
+	//mutant:fence-stale-vouches
 	if f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {
 		return f.tag
 	}
@@ -565,9 +571,11 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 		if !ok || v < 0 || v >= maxToken {
 			return 0, tally{granted: granted, fencingUnknown: true}
 		}
+		//mutant:fence-token-one-reply
 		top = max(top, v)
 		current := !stale && c.m.Incarnation(i) == w.incs[i]
 		if g == 1 && current && uint64(v) >= w.guess {
+			//mutant:fence-guess-unchecked
 			fast = false // this granted node did not take the guess
 		}
 		if g == 1 && !current {
@@ -578,6 +586,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 		c.saw(w.guess)
 		return w.guess, tally{}
 	}
+	//mutant:fence-no-writeback
 	token := top + 1
 	c.saw(uint64(token))
 	timeout := s.nodeTimeout
@@ -594,11 +603,13 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token, c.fenceTag(i, w.incs[i]))
 		b.AddExpect(i, w.cmd, mux.ExpectInt)
 	}
+	//mutant:fence-refusal-witness
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, Success: isOne, Timeout: timeout})
 	t3 := mono()
 	if c.obs != nil {
 		c.observeNodes(nil, b, OpAcquire, resource, 0)
 	}
+	//mutant:fence-late-unguarded
 	if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {
 		return 0, tally{granted: granted, fenceFailed: true}
 	}

@@ -222,8 +222,10 @@ func buildConfig(n int, opts []Option) (*clientConfig, error) {
 		return nil, fmt.Errorf("%w: no node addresses", ErrBadOption)
 	}
 	if cfg.quorum == 0 {
+		//mutant:quorum-n2
 		cfg.quorum = n/2 + 1
 	}
+	//mutant:quorum-n2
 	if cfg.quorum <= n/2 || cfg.quorum > n {
 		return nil, fmt.Errorf("%w: quorum %d of %d nodes (must be in [%d, %d])", ErrBadOption, cfg.quorum, n, n/2+1, n)
 	}
@@ -268,10 +270,12 @@ func newClient(m *mux.Client, cfg *clientConfig) *Client {
 	for i := 0; i < c.n; i++ {
 		if m.IsCluster(i) {
 			c.cluster = i
+			//mutant:cluster-move-drift-ignored
 			c.def.moveDrift = clusterMoveDrift
 			break
 		}
 	}
+	//mutant:trust-at-first-use
 	if cfg.trustAtStart {
 		// what New sees is trusted: every node's incarnation now
 		for i := 0; i < c.n; i++ {
@@ -326,6 +330,7 @@ func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 	if steady {
 		w.steady |= 1 << i // noteMarkers passes over it
 	}
+	//mutant:marker-unchecked
 	return c.unprotected || c.trusted(i) && ok
 }
 
@@ -374,6 +379,7 @@ func (c *Client) newValue(w *worker) error {
 		}
 		return nil
 	}
+	//mutant:same-value
 	_, _ = w.rng.Read(w.val[:]) // ChaCha8.Read never fails
 	return nil
 }
@@ -457,6 +463,7 @@ func (d *detachedCtx) Value(key any) any        { return d.parent.Value(key) }
 // cleanup returns the clean-up context for ctx (see detachedCtx). It is
 // valid until w goes back to the pool.
 func (w *worker) cleanup(ctx context.Context) context.Context {
+	//mutant:cleanup-inherits-deadline
 	w.dctx.parent = ctx
 	return &w.dctx
 }

@@ -191,6 +191,7 @@ func (ts *trusts) noteRecord(ttl time.Duration) {
 func (c *Client) sync(w *worker) {
 	for i := range c.trust.nodes {
 		if p := c.m.Incarnation(i); p != c.trust.nodes[i].seen.Load() {
+			//mutant:trust-at-first-use
 			c.judge(i, p, w, false)
 		}
 	}
@@ -284,6 +285,7 @@ func (c *Client) trusted(i int) bool {
 		return false // a newer incarnation, not judged yet
 	}
 	u := t.until.Load()
+	//mutant:quarantine-off
 	if u == 0 {
 		return true
 	}
@@ -345,6 +347,7 @@ func checkQuarantine(cfg *clientConfig) error {
 	if cfg.quarantineSet && cfg.quarantine <= 0 {
 		return fmt.Errorf("%w: quarantine %v (to turn it off for restarts, declare persistence with WithNodesPersistEveryWrite)", ErrBadOption, cfg.quarantine)
 	}
+	//mutant:short-quarantine-accepted
 	if cfg.quarantineSet && cfg.quarantine < cfg.lock.ttl {
 		return fmt.Errorf("%w: quarantine %v is below the TTL %v: it must be at least the largest TTL any client of these nodes uses (the default needs no setting: docs/OPERATIONS.md, rule 5)", ErrBadOption, cfg.quarantine, cfg.lock.ttl)
 	}

@@ -114,6 +114,7 @@ func (l Lock) KeepAlive(ctx context.Context, opts ...KeepAliveOption) (context.C
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	//mutant:keepalive-start-after-close
 	s := &c.ka
 	hctx, cancel := context.WithCancelCause(ctx)
 	s.mu.Lock()

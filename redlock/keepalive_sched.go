@@ -153,6 +153,7 @@ func (s *scheduler) loop() {
 				if k.phase != kaDraining {
 					cause = wrapOp("keep-alive", k.lock.name(), ErrLockExpired)
 				}
+				//mutant:keepalive-end-unreported
 				s.end(st, cause)
 				continue
 			}
@@ -229,6 +230,7 @@ func (s *scheduler) worker() {
 			w.pend = w.pend[:0]
 			s.out.put(Event{Op: OpKeepAlive, Resource: j.l.resource, LockID: j.l.id,
 				Duration: time.Duration(mono() - t0), Err: err, Node: -1})
+			//mutant:keepalive-end-twice
 			if ended { // right after the extension that ended it
 				s.out.put(end)
 			}

@@ -221,6 +221,7 @@ func (l Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	w := c.getWorker()
 	st.op.Lock()
+	//mutant:keepalive-ignores-holder-extend
 	err := l.extend(ctx, w, ttl, OpExtend)
 	end, ended := c.ka.extended(st, &l, ttl, err, 0)
 	st.op.Unlock()
@@ -257,6 +258,7 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 	end := v.end
 	t1 := mono()
 	remaining := time.Duration(end - t1)
+	//mutant:extend-after-end
 	if remaining <= 0 {
 		return &ExtendError{Resource: l.name(), Expired: true}
 	}
@@ -298,7 +300,9 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 	if err == nil {
 		err = ctxEnded(ctx) // the deadline that bounded the wait was ctx's
 	}
+	//mutant:extend-from-end
 	newEnd := t1 + int64(ttl-drift)
+	//mutant:extend-after-end
 	if err == nil && out.Successes >= c.quorum && t2 < end && t2 < newEnd {
 		l.set(newEnd, ttl, v.ext+1)
 		lost := missing(b, c.n)
@@ -326,10 +330,12 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 	}
 	e.Failed = c.n - e.Extended - e.Refused - e.Pending
 	e.Expired = t2 >= end
+	//mutant:restore-unchecked
 	e.Lost = e.Refused > c.n-c.quorum
 	if e.Lost && t2 < end {
 		end = t2 // at most quorum-1 nodes hold the value: lost
 	}
+	//mutant:failed-extend-lengthens
 	l.set(end, v.ttl, v.ext)
 	return e
 }
@@ -418,6 +424,7 @@ func (l *Lock) restore(ctx context.Context, w *worker, lost uint64, ttl time.Dur
 // restoreCmd is the restore of one key: SET NX PX, never over another
 // value.
 func restoreCmd(dst []byte, key string, value []byte, ttlMillis int64) []byte {
+	//mutant:restore-unchecked
 	return lockcmd.AppendSetNXPX(dst, key, value, ttlMillis)
 }
 

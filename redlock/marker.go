@@ -182,6 +182,7 @@ func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	if !it.Next(&a) || a.Null || string(a.Data) != *p || !it.Next(&a) {
 		return false, false
 	}
+	//mutant:young-ignored
 	if !a.Null {
 		return st.trustYoung.Load(), false
 	}
@@ -195,6 +196,7 @@ func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 		return true, false
 	}
 	v := readRecord(a)
+	//mutant:record-not-learned
 	return true, v == want || v > want && want >= maxTTLMillis
 }
 
@@ -335,6 +337,7 @@ func (c *Client) markerWork(ctx context.Context, w *worker, resource string, tim
 		case markAcceptNew:
 			st.id.Store(&id)
 			st.trustYoung.Store(false)
+			//mutant:copied-data-set-accepted
 			st.young.Store(0)
 			c.quarantineNow(i, ErrDataSetReplaced)
 		case markInit:

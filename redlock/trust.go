@@ -63,6 +63,7 @@ func latestStart(seen int64, uptime time.Duration) int64 {
 	if uptime < 0 {
 		uptime = 0
 	}
+	//mutant:uptime-rounded-down
 	return min(seen, seen-int64(uptime)+int64(uptimeSlack))
 }
 
@@ -132,6 +133,7 @@ func judgeMarker(accepted string, has bool, m markerObs, duplicate bool) markerA
 		return markInit
 	case has && m.ID == accepted:
 		return markKeep
+	//mutant:copied-data-set-accepted
 	case duplicate:
 		return markReinit
 	case !has:
@@ -144,5 +146,6 @@ func judgeMarker(accepted string, has bool, m markerObs, duplicate bool) markerA
 // of the TTL record read from the nodes, the largest TTL this client used
 // and WithQuarantine (0: unset).
 func quarantinePeriod(record, used, configured time.Duration) time.Duration {
+	//mutant:ttl-record-ignored
 	return max(record, used, configured)
 }

@@ -94,6 +94,7 @@ func appendBulkInt(dst []byte, v int64) []byte {
 // needed (w.waitN[i]) with enough acknowledgements: the WAIT is the
 // second reply, when there is one.
 func (w *worker) acked(i int, rs mux.Replies) bool {
+	//mutant:wait-ignored
 	n := w.waitN[i]
 	if n <= 0 {
 		return true

@@ -54,6 +54,8 @@ end`)
 // holder counts on them. PEXPIRE parses ARGV[2] first, so bad input gets
 // PEXPIRE's own errors. (PEXPIRE ... GT would do the same on Redis 7+;
 // this runs on every version.)
+//
+//mutant:extend-may-shorten
 var Extend = newScript("extend", `if redis.call("get",KEYS[1]) == ARGV[1] then
     local left = redis.call("pttl",KEYS[1])
     redis.call("pexpire",KEYS[1],ARGV[2])
@@ -77,6 +79,8 @@ var All = []Script{Release, Extend}
 // AcquireMulti sets every KEYS[i] to ARGV[1] with a TTL of ARGV[2]
 // milliseconds if none of them exists, else sets nothing. Replies 1 if it
 // set them, 0 otherwise.
+//
+//mutant:multi-first-key-only
 var AcquireMulti = newScript("acquire-multi", `for i = 1, #KEYS do
     if redis.call("exists",KEYS[i]) == 1 then
         return 0
@@ -151,6 +155,8 @@ var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 // client's token is the guess if every granted node that is not stale
 // read less, else 1 + the highest counter read, written back with
 // FenceWriteBack.
+//
+//mutant:fence-multi-first-counter
 var AcquireFenced = newScript("acquire-fenced", `local k = #KEYS / 2
 local tag = ARGV[4]
 local strict = string.sub(tag,1,1) == "="
@@ -211,6 +217,8 @@ return {1,c,stale}`)
 // matched (the counters are now >= the token), 0 otherwise. The guard
 // keeps a holder whose lock is gone from raising counters where a newer
 // holder is.
+//
+//mutant:fence-late-unguarded,fence-multi-first-counter
 var FenceWriteBack = newScript("fence-write-back", `local k = #KEYS / 2
 for i = 1, k do
     if redis.call("get",KEYS[i]) ~= ARGV[1] then

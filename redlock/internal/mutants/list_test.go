@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +39,80 @@ func TestEditsApply(t *testing.T) {
 			}
 			if e.Old == e.New {
 				t.Errorf("mutant %s: an edit of %s changes nothing", m.Name, e.File)
+			}
+		}
+	}
+}
+
+// anchorLine is the 0-based line of src where the edit old lands: the
+// line its text starts on or, for a text inside a raw string (a script's
+// Lua), the line that opens the string, where a Go comment can sit.
+func anchorLine(src, old string) int {
+	off := strings.Index(src, old)
+	if strings.Count(src[:off], "`")%2 == 1 {
+		off = strings.LastIndex(src[:off], "`")
+	}
+	return strings.Count(src[:off], "\n")
+}
+
+// markerNames returns the mutant names of a "//mutant:a,b" line, or nil.
+func markerNames(line string) []string {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//mutant:")
+	if !ok {
+		return nil
+	}
+	return strings.Split(rest, ",")
+}
+
+// TestMarkersOnPatchedLines: every line a mutant patches carries a
+// "//mutant:NAME" line right above it (issue 49: a tie by text must be
+// visible where it lands, as Go's test/ puts its ERROR marker on the line
+// it tests), and every such marker names a mutant whose edit lands right
+// below it, so none outlives its mutant. A directive-style comment: go doc
+// leaves it out of the documentation.
+func TestMarkersOnPatchedLines(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[int][]string{} // file -> marker line -> names
+	for _, m := range mutants {
+		for _, e := range m.Edits {
+			b, err := os.ReadFile(filepath.Join(root, e.File))
+			if err != nil || bytes.Count(b, []byte(e.Old)) != 1 {
+				continue // TestEditsApply reports it
+			}
+			src := string(b)
+			at := anchorLine(src, e.Old)
+			lines := strings.Split(src, "\n")
+			if at == 0 || !slices.Contains(markerNames(lines[at-1]), m.Name) {
+				t.Errorf("mutant %s: %s:%d has no //mutant:%s line above it", m.Name, e.File, at+1, m.Name)
+			}
+			if want[e.File] == nil {
+				want[e.File] = map[int][]string{}
+			}
+			if !slices.Contains(want[e.File][at-1], m.Name) {
+				want[e.File][at-1] = append(want[e.File][at-1], m.Name)
+			}
+		}
+	}
+	files, err := listFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".go") || strings.HasPrefix(f, "redlock/internal/mutants/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil || !bytes.Contains(b, []byte("//mutant:")) {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, name := range markerNames(line) {
+				if !slices.Contains(want[f][i], name) {
+					t.Errorf("%s:%d: //mutant:%s, but no edit of that mutant lands on the next line: delete or move the marker", f, i+1, name)
+				}
 			}
 		}
 	}
