@@ -307,42 +307,34 @@
 // (transport.go): a driver dials and reads connections, a link is one
 // connection. On Linux connections are raw non-blocking sockets
 // (golang.org/x/sys/unix: TCP_NODELAY, keepalive, non-blocking connect
-// bounded by DialTimeout, host names resolved at dial time), driven by
-// the epoll poller above (TransportEpoll) or by an io_uring
-// (TransportIOURing; Linux 5.19, 64-bit little-endian; pure Go over
-// x/sys/unix, in mux/internal/poll): a lone caller's sends and its wait for the replies are one
-// io_uring_enter, and each connection keeps one receive armed into
+// bounded by DialTimeout, host names resolved at dial time), driven by the
+// epoll poller above (TransportEpoll) or by an io_uring (TransportIOURing;
+// Linux 5.19, 64-bit little-endian; pure Go over x/sys/unix, in
+// mux/internal/poll): a lone caller's sends and its wait for the replies
+// are one io_uring_enter, and each connection keeps one receive armed into
 // buffers of its own. The default, TransportAuto, is epoll with a lone
-// caller waiting in the kernel (a 1ms DirectWait); Client.Transport says
-// which runs ("epoll (auto)", "io_uring", or "epoll (io_uring refused:
-// ...)"). It is the one measured best: on a 16-core machine with the
-// servers on cores of their own, io_uring's acquire+release p50 under one
-// caller was 1.11-1.32x epoll's (median 1.17, 12 interleaved rounds) and
-// its CPU per pair 1.07-1.28x; under 16 callers it served 0.83-0.86x
-// epoll's pairs/s for 1.33x its CPU per pair (2 rounds); under 256 the
-// same. On a shared
-// 2-core machine the two were within each other's noise at 1, 16 and 64
-// callers, io_uring making 5.2 system calls per lone acquire+release pair
-// against epoll's 26.4 (results/cost: issue 35 item 2, and "The default
-// transport, measured again"). Measure both on your machines
-// (redmux-bench -transport). Opt out with Transport: TransportEpoll
-// (epoll, the lone caller parking in the netpoller unless DirectWait is
-// set) or a negative DirectWait (no direct wait on any transport); opt in
-// to io_uring with TransportIOURing (epoll where the kernel or a policy
-// refuses it). Other systems, and Linux built with -tags redmux_portable
-// (tested in CI), use Go's net.Conn: one reader goroutine per connection,
-// writes bounded to short slices so a caller never blocks past its
-// deadline; same API and semantics, more goroutines, and no zero-allocation
-// promise (every caller follows: its connections' reader goroutines wake
-// it). A client with any TLS node runs every connection on the net.Conn
-// transport (a *tls.Conn is a net.Conn; results/tls measures the cost): a
-// TLS write that would block is never timed out, which would break the TLS
+// caller waiting in the kernel (a 1ms DirectWait), the one measured best
+// (results/cost/README.md, "The default transport, measured again");
+// Client.Transport says which runs ("epoll (auto)", "io_uring", or "epoll
+// (io_uring refused: ...)"). Measure both on your machines (redmux-bench
+// -transport). Opt out with Transport: TransportEpoll (epoll, the lone
+// caller parking in the netpoller unless DirectWait is set) or a negative
+// DirectWait (no direct wait on any transport); opt in to io_uring with
+// TransportIOURing (epoll where the kernel or a policy refuses it).
+//
+// Other systems, and Linux built with -tags redmux_portable (tested in
+// CI), use Go's net.Conn: one reader goroutine per connection, writes
+// bounded to short slices so a caller never blocks past its deadline; same
+// API and semantics, more goroutines, and no zero-allocation promise
+// (every caller follows: its connections' reader goroutines wake it). A
+// client with any TLS node runs every connection on the net.Conn transport
+// (a *tls.Conn is a net.Conn; results/tls measures the cost): a TLS write
+// that would block is never timed out, which would break the TLS
 // connection for good; what the socket does not take within the write
 // slice is kept under the TLS layer and written in the background while
 // the engine holds its queue. Close makes the poller stop (or closes the
 // net.Conns), fails every waiting batch with ErrClosed, closes every
-// socket, and returns when
-// every goroutine of the client has ended.
+// socket, and returns when every goroutine of the client has ended.
 //
 // # Zero allocation
 //

@@ -14,33 +14,11 @@ import (
 
 // tokenDriver runs the read side of every connection of a client on raw
 // non-blocking sockets, over a readySet that says what is ready: the epoll
-// set (set_epoll_linux.go) or an io_uring (set_uring_linux.go,
-// where the wait also submits the links' queued sends). Whoever waits on the set holds the reader
-// token (tok) and reads for every connection: it parses replies, hands
-// them to their batches, resumes writes that found a socket full and
-// closes connections whose oldest outstanding reply is overdue.
-//
-// The token goes to a caller when it can: a caller of Do that finds no
-// other caller waiting and the token free reads its own replies (the
-// leader), so a lone caller is woken by the kernel directly, with no
-// goroutine between it and its replies. Callers that find the token taken
-// wait on their batch (followers) and are woken by whoever holds it. A
-// poller goroutine per client takes the token when a leader leaves with
-// followers still waiting, when a write waits for writability, when a link
-// was aborted, and every sweep interval (it first reads what has arrived,
-// so a quiet client's connections are not judged overdue on replies nobody
-// read).
-//
-// Waiting mostly does not block an OS thread: the holder parks in the Go
-// runtime's netpoller like any goroutine blocked on a socket (the set's
-// park). A thread blocked in a raw syscall keeps its scheduler slot until
-// the runtime's monitor retakes it, up to 10 ms later: with many callers
-// on few cores that showed up as 10-40 ms tail latencies. The one
-// exception is bounded: a leader alone in Do blocks in the kernel (the
-// set's waitFor) for up to the direct budget (Config.DirectWait;
-// DefaultDirectWait when it is 0 on TransportAuto's epoll and on io_uring),
-// because a lone caller's replies come within it and the kernel then wakes it directly, without the
-// netpoller's wake-up, park and unpark (issue 24).
+// set (set_epoll_linux.go) or an io_uring (set_uring_linux.go, where the
+// wait also submits the links' queued sends). Whoever waits on the set
+// holds the reader token (tok) and reads for every connection: it parses
+// replies, hands them to their batches, resumes writes that found a socket
+// full and closes connections whose oldest outstanding reply is overdue.
 type tokenDriver struct {
 	c    *Client
 	set  readySet
@@ -48,13 +26,31 @@ type tokenDriver struct {
 	stop atomic.Bool
 	wg   sync.WaitGroup
 
-	tok      atomic.Bool   // the reader token
+	// tok is the reader token. A caller of Do that finds no other caller
+	// waiting and the token free takes it and reads its own replies (the
+	// leader): the kernel wakes a lone caller directly, no goroutine
+	// between. Callers that find it taken wait on their batch (followers),
+	// woken by whoever holds it. The poller goroutine takes it when a
+	// leader leaves with followers waiting, when a write waits for
+	// writability, when a link was aborted, and every sweep interval
+	// (reading first, so a quiet client's replies are not judged overdue).
+	tok      atomic.Bool
 	waiters  atomic.Int32  // callers in Do whose replies someone else must read
 	outArmed atomic.Int32  // links waiting for writability
 	busy     atomic.Int32  // closed links the set must still hear from (io_uring: entries in flight)
 	kick     chan struct{} // cap 1: wakes the poller goroutine
 
-	direct int64 // the direct-wait budget in ns (0: off)
+	// direct is the direct-wait budget in ns (0: off). A holder parks in
+	// the netpoller like any goroutine blocked on a socket (the set's park):
+	// a thread blocked in a raw system call keeps its scheduler slot until
+	// the runtime's monitor retakes it, up to 10 ms later (10-40 ms tails
+	// with many callers on few cores). The one bounded exception: a leader
+	// alone in Do blocks in the kernel (the set's waitFor) for up to this
+	// budget (Config.DirectWait; DefaultDirectWait when 0 on TransportAuto's
+	// epoll and on io_uring): its replies come within it, and the kernel
+	// then wakes it without the netpoller's wake-up, park and unpark
+	// (issue 24).
+	direct int64
 
 	// Followers' deadlines (driver_token_wait_linux.go): the registry, the
 	// holder's published wait bound (mono ns) and the followers that kept

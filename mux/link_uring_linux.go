@@ -62,6 +62,9 @@ func (l *uringLink) postSend() error {
 	return l.queue(poll.SendEntry(l.fd, l.sbuf[l.soff:], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, l.ud(uopSend)), true)
 }
 
+// write queues p: at most one send is in flight per link; what callers
+// write meanwhile collects in a second buffer (nbuf) and goes when the
+// first completes (nextSend).
 func (l *uringLink) write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -206,7 +209,18 @@ func (l *uringLink) after(fail error, resume bool) {
 	}
 }
 
-// postRecv arms the receive (at start, and after each arrival).
+// postRecv arms the receive (at start, and after each arrival): one at a
+// time, into one of the link's own provided buffers (poll.BufRing, a group
+// per link, so a node that streams without end exhausts only its own),
+// given back with no system call once parsed. It goes to the kernel with
+// the next submission (the leader's wait, or the flush when the leader
+// gives the token back), so an idle connection is read too: a stray reply
+// is seen before the next call's commands go out, as with epoll. Not a
+// multishot receive: the kernel completes a receive on the thread that
+// submitted it, and one armed once is answered by a thread other than the
+// waiting leader's, woken for each arrival (3 more futex calls per pair,
+// and slower, measured side by side); one submitted in the leader's own
+// wait is completed inside that wait.
 func (l *uringLink) postRecv() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -383,7 +397,9 @@ func (l *uringLink) abort() {
 }
 
 // close closes the descriptor now if nothing names it in the kernel, or
-// shuts the socket down and leaves the close to the last completion.
+// shuts the socket down and leaves the close to the last completion: a
+// number the kernel still holds is never reused under it, and the link
+// and its buffers stay in the set's table until then (retire).
 func (l *uringLink) close() {
 	l.mu.Lock()
 	if l.closed {

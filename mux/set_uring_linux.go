@@ -21,27 +21,9 @@ import (
 // the socket is full) and sleeps until as many replies are in as the call
 // needs (call.need), or its direct budget ends. Everyone else parks in the
 // netpoller on the ring's descriptor (readable while completions wait),
-// through a poll.Epoll, as the epoll set does.
-//
-// Each link has one receive armed, into one of its own provided buffers
-// (poll.BufRing: a group per link, so a node that streams without end
-// exhausts only its own), which the reader gives back, with no system
-// call, once it has parsed it. The receive is re-armed after each
-// arrival and submitted with the next submission: the leader's wait, or
-// the flush when the leader gives the token back, so a connection is
-// read while idle too (a stray reply is seen before the next call's
-// commands go out, as with epoll). Not multishot receives: the kernel
-// completes a receive on the thread that submitted it (task work), and a
-// multishot receive armed once is answered by a thread other than the
-// waiting leader's, woken for each arrival (3 more futex calls per
-// acquire+release pair, and slower, measured side by side); a receive
-// submitted in the leader's own wait is completed by the leader's thread
-// inside that wait. Sends: at most one in flight per link;
-// what callers write meanwhile collects in a second buffer and goes when
-// the first completes. A link's descriptor is closed only once the kernel
-// has answered every entry that names it, so a number the kernel still
-// holds is never reused under it; the link and its buffers stay in the
-// set's table until then.
+// through a poll.Epoll, as the epoll set does. Receives: uringLink.postRecv;
+// sends: uringLink.write; closing a descriptor the kernel still names:
+// uringLink.close.
 type uringSet struct {
 	d  *tokenDriver
 	r  *poll.Ring
