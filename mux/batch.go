@@ -36,7 +36,7 @@ type Batch struct {
 	route   uint32      // picks the connection to each node (SetKey)
 	slot    uint16      // the key's Redis Cluster slot (SetKey, on a client with a cluster node)
 	keyed   bool        // SetKey was called
-	cluster bool        // made by a client with a Redis Cluster node
+	slotted bool        // made by a client with a node that routes by key slot (a cluster node)
 	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
 
 	// wait is how Do sleeps: the reader side signals wake once the call is
@@ -79,7 +79,7 @@ func (r *result) reply(rbuf []byte) resp.Reply { return r.shape.At(rbuf[r.off : 
 func (c *Client) NewBatch() *Batch {
 	b := newBatch(c.n)
 	b.kinds = c.kinds
-	b.cluster = c.hasCluster
+	b.slotted = c.slotted
 	b.shard = uint8(c.batches.Add(1))
 	return b
 }
@@ -144,7 +144,7 @@ func (b *Batch) clearResults() {
 // "{user:1}:b"). A batch without a key fails on a cluster node.
 func (b *Batch) SetKey(key string) {
 	b.keyed = true
-	if b.cluster {
+	if b.slotted {
 		b.slot = keySlot(key)
 	}
 	// FNV-1a: no allocation, good enough to spread keys over a few connections.

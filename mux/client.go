@@ -14,14 +14,14 @@ import (
 // every caller. Methods are safe for concurrent use. See the package
 // documentation.
 type Client struct {
-	cfg        *resolved
-	n          int
-	nodes      []node
-	kinds      []nodeKinds // per node; shared with every batch
-	conns      []*pconn    // node i's connections are conns[base[i]:base[i+1]]
-	base       []int       // Conns per node; MaxClusterShards x Conns per cluster node (shard k's at base[i]+k*Conns)
-	hasCluster bool        // some node is a Redis Cluster node (batches then compute their key's slot)
-	drv        driver
+	cfg     *resolved
+	n       int
+	nodes   []node
+	kinds   []nodeKinds // per node; shared with every batch
+	conns   []*pconn    // node i's connections are conns[base[i]:base[i+1]]
+	base    []int       // Conns per node; MaxClusterShards x Conns per cluster node (shard k's at base[i]+k*Conns)
+	slotted bool        // some node routes batches by key (batches then compute their key's slot)
+	drv     driver
 	// transport names the driver that runs ("epoll", "io_uring",
 	// "net.Conn"), with why io_uring was refused when it was asked for.
 	transport string
@@ -76,13 +76,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
 	if r.Incarnations {
-		r.learn = func(i, shard int, inc *Incarnation) {
-			if c.nodes[i].cluster != nil {
-				c.learnShard(i, shard, inc)
-				return
-			}
-			c.nodes[i].inc.Store(inc)
-		}
+		r.learn = func(i, g int, inc *Incarnation) { c.nodes[i].topo.learn(c, i, g, inc) }
 	}
 	for i := range c.nodes {
 		c.nodes[i].addr = r.Addrs[i]
@@ -92,18 +86,11 @@ func New(cfg Config) (*Client, error) {
 		mk := func(kind error) *NodeError { return &NodeError{Node: i, Addr: r.Addrs[i], Kind: kind} }
 		c.kinds[i] = nodeKinds{pending: mk(ErrPending), timeout: mk(ErrTimeout), notSent: mk(ErrNotSent), closed: mk(ErrClosed),
 			secrets: r.nodes[i].secrets()}
-		if r.nodes[i].cluster != nil {
-			c.nodes[i].cluster = &clusterState{}
-			c.hasCluster = true
-		}
+		c.setTopology(i, &r.nodes[i])
 	}
 	for i := 0; i < c.n; i++ {
 		c.base = append(c.base, len(c.conns))
-		shards := 1
-		if c.nodes[i].cluster != nil {
-			shards = MaxClusterShards
-		}
-		for s := 0; s < shards; s++ {
+		for s := 0; s < c.nodes[i].topo.groups(); s++ {
 			for k := 0; k < r.Conns; k++ {
 				c.conns = append(c.conns, &pconn{c: c, node: i, shard: s, idx: len(c.conns)})
 			}
@@ -115,32 +102,15 @@ func New(cfg Config) (*Client, error) {
 		c.lifeStop()
 		return nil, err
 	}
-	// Dial: nodes in parallel; after a node's first failure its other
-	// connections are left to the supervisor (a cluster node's shards are
-	// dialled each on its own: cluster_dial.go).
+	// Dial: nodes in parallel, each as its topology says (a plain node's
+	// connections until the first failure, the rest left to the
+	// supervisor; a cluster node's shards each on its own).
 	var wg sync.WaitGroup
 	for i := 0; i < c.n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			ok := true
-			if c.nodes[i].cluster != nil {
-				if err := c.refreshSlots(i); err != nil {
-					c.markDown(i, err)
-					return
-				}
-				// each shard on its own: a dead one fails only its keys
-				if c.dialShardsNow(i) {
-					c.nodes[i].down.Store(false)
-				}
-				return
-			}
-			for _, cn := range c.liveConns(i) {
-				if ok && !c.connect(cn) {
-					ok = false
-				}
-			}
-			if ok {
+			if c.nodes[i].topo.connect(c, i) {
 				c.nodes[i].down.Store(false)
 			}
 		}(i)
@@ -149,10 +119,7 @@ func New(cfg Config) (*Client, error) {
 	c.supWG.Add(c.n)
 	for i := 0; i < c.n; i++ {
 		go c.supervise(i)
-		if r.nodes[i].sentinel != nil && !sentinelWatchOff.Load() {
-			c.supWG.Add(1)
-			go c.watchSentinel(i)
-		}
+		c.nodes[i].topo.background(c, i)
 	}
 	return c, nil
 }
@@ -245,8 +212,8 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 				err = kindErr(b.kinds, i, ErrNotSent)
 			} else {
 				cn := c.conns[c.base[i]+int(b.route%uint32(c.cfg.Conns))]
-				if c.nodes[i].cluster != nil {
-					cn, err = c.clusterConn(i, b)
+				if c.nodes[i].routes {
+					cn, err = c.nodes[i].topo.conn(c, i, b)
 				}
 				if cn != nil {
 					var claimed bool

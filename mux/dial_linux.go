@@ -22,29 +22,18 @@ var errDialTimeout = errors.New("timeout")
 // It returns the bytes read past the set-up replies (push frames; see
 // runSetup), which the connection's reader takes first.
 func (c *Client) dialRaw(i, shard, efd int) (int, []byte, error) {
-	if c.cfg.nodes[i].cluster != nil {
-		// the primary the slot map names for the shard (cluster.go)
-		host, port, err := c.shardAddr(i, shard)
-		if err != nil {
-			return -1, nil, err
-		}
-		return c.dialRawTo(i, shard, efd, host, port, time.Now().Add(c.cfg.DialTimeout))
+	// where: as the node's topology says (its address, the primary the
+	// sentinels name, the shard's primary in the slot map)
+	fd, rest := -1, []byte(nil)
+	err := c.nodes[i].topo.dial(c, i, shard, func(host string, port int, deadline time.Time) (func(), error) {
+		var err error
+		fd, rest, err = c.dialRawTo(i, shard, efd, host, port, deadline)
+		return func() { _ = unix.Close(fd) }, err
+	})
+	if err != nil {
+		return -1, nil, err
 	}
-	if c.cfg.nodes[i].sentinel != nil {
-		// the primary the sentinels name (sentinel.go)
-		var fd int
-		var rest []byte
-		err := c.dialViaSentinels(i, func(host string, port int, deadline time.Time) (func(), error) {
-			var err error
-			fd, rest, err = c.dialRawTo(i, 0, efd, host, port, deadline)
-			return func() { _ = unix.Close(fd) }, err
-		})
-		if err != nil {
-			return -1, nil, err
-		}
-		return fd, rest, nil
-	}
-	return c.dialRawTo(i, 0, efd, c.cfg.nodes[i].host, c.cfg.nodes[i].port, time.Now().Add(c.cfg.DialTimeout))
+	return fd, rest, nil
 }
 
 // dialRawTo is dialRaw to host:port, by deadline.

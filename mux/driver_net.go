@@ -60,27 +60,18 @@ func (d *netDriver) sweep() {
 // keepalive 15s), runs the TLS handshake for a TLS node (tls.go) and the
 // set-up pipeline, all bounded by DialTimeout.
 func (d *netDriver) dial(node, shard int) (link, error) {
-	c := d.c
-	ns := &c.cfg.nodes[node]
-	if ns.cluster != nil {
-		// the primary the slot map names for the shard (cluster.go)
-		host, port, err := c.shardAddr(node, shard)
-		if err != nil {
-			return nil, err
-		}
-		return d.dialTo(node, shard, host, port, time.Now().Add(c.cfg.DialTimeout))
+	// where: as the node's topology says (its address, the primary the
+	// sentinels name, the shard's primary in the slot map)
+	var l link
+	err := d.c.nodes[node].topo.dial(d.c, node, shard, func(host string, port int, deadline time.Time) (func(), error) {
+		var err error
+		l, err = d.dialTo(node, shard, host, port, deadline)
+		return func() { l.close() }, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if ns.sentinel != nil {
-		// the primary the sentinels name (sentinel.go)
-		var l link
-		err := c.dialViaSentinels(node, func(host string, port int, deadline time.Time) (func(), error) {
-			var err error
-			l, err = d.dialTo(node, 0, host, port, deadline)
-			return func() { l.close() }, err
-		})
-		return l, err
-	}
-	return d.dialTo(node, 0, ns.host, ns.port, time.Now().Add(c.cfg.DialTimeout))
+	return l, nil
 }
 
 // dialTo is dial to host:port, by deadline.

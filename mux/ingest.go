@@ -132,58 +132,8 @@ func (cn *pconn) ingest(l link) bool {
 			}
 			off += n
 		}
-		if nf > 0 {
-			cn.mu.Lock()
-			if cn.q.n < nf {
-				cn.mu.Unlock()
-				cn.fail(ErrProtocol, errUnsolicited)
-				return false
-			}
-			// A reply of a kind its command does not expect: the replies
-			// are out of step. Those before it are delivered, then the
-			// connection breaks (its slot and the rest fail with it).
-			ok := nf
-			var demoted error
-			for i := 0; i < nf; i++ {
-				if !cn.q.at(i).exp.accepts(rd.frames[i].kind) {
-					ok = i
-					break
-				}
-				// A node whose process answers READONLY or LOADING is
-				// no longer a writable primary (made a replica behind
-				// the client's back, or restarting): this reply is
-				// delivered, then the connection is replaced, and the
-				// set-up judges the process again (error replies only:
-				// nothing on the success path).
-				//mutant:readonly-plain-kept
-				if rd.frames[i].isErr {
-					if demoted = demotedReply(rd.buf[rd.frames[i].off:], cn.c.cfg.nodes[cn.node].sentinel != nil); demoted != nil {
-						ok = i + 1
-						break
-					}
-				}
-				// A cluster node's MOVED, ASK, TRYAGAIN or CLUSTERDOWN is
-				// delivered as the error it is (the command did nothing);
-				// the supervisor asks for the slot map again.
-				if rd.frames[i].isErr && cn.c.nodes[cn.node].cluster != nil && clusterRedirect(rd.buf[rd.frames[i].off:]) {
-					cn.c.askSlots(cn.node)
-				}
-			}
-			for i := 0; i < ok; i++ {
-				rd.popped[i] = cn.q.pop()
-			}
-			cn.arrived++
-			cn.freeRoom()
-			cn.mu.Unlock()
-			cn.deliverWindow(ok)
-			if demoted != nil {
-				cn.fail(ErrConnBroken, demoted)
-				return false
-			}
-			if ok < nf {
-				cn.fail(ErrProtocol, errUnexpectedKind)
-				return false
-			}
+		if nf > 0 && !cn.window(nf) {
+			return false
 		}
 		rd.r = off
 		if nf < len(rd.frames) {
@@ -206,6 +156,56 @@ func (cn *pconn) ingest(l link) bool {
 			cn.fail(ErrProtocol, errUnsolicited)
 			return false
 		}
+	}
+	return true
+}
+
+// window takes the nf replies parsed into rd.frames: it pops their slots
+// and delivers them, and reports false when the connection failed.
+func (cn *pconn) window(nf int) bool {
+	rd := &cn.rd
+	cn.mu.Lock()
+	if cn.q.n < nf {
+		cn.mu.Unlock()
+		cn.fail(ErrProtocol, errUnsolicited)
+		return false
+	}
+	// A reply of a kind its command does not expect: the replies are out
+	// of step. Those before it are delivered, then the connection breaks
+	// (its slot and the rest fail with it).
+	ok := nf
+	var demoted error
+	for i := 0; i < nf; i++ {
+		if !cn.q.at(i).exp.accepts(rd.frames[i].kind) {
+			ok = i
+			break
+		}
+		// An error reply may say the process is no longer the writable
+		// primary it was (READONLY, LOADING): it is delivered, then the
+		// connection is replaced and the set-up judges the process again.
+		// The node's topology says (errReply; a cluster's also asks for
+		// the slot map again on a redirect). Nothing on the success path.
+		if rd.frames[i].isErr {
+			if demoted = cn.c.nodes[cn.node].topo.errReply(cn.c, cn.node, rd.buf[rd.frames[i].off:]); demoted != nil {
+				ok = i + 1
+				break
+			}
+		}
+	}
+	for i := 0; i < ok; i++ {
+		rd.popped[i] = cn.q.pop()
+	}
+	cn.arrived++
+	cn.freeRoom()
+	cn.mu.Unlock()
+	cn.deliverWindow(ok)
+	if demoted != nil {
+		cn.fail(ErrConnBroken, demoted)
+		return false
+	}
+	if ok < nf {
+		cn.fail(ErrProtocol, errUnexpectedKind)
+		return false
 	}
 	return true
 }
@@ -318,7 +318,7 @@ func (cn *pconn) deliverLocked(b *Batch, s slot, f []byte, isErr bool, sh resp.S
 	cl := &b.call
 	k := int(s.k)
 	switch {
-	case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].cluster != nil && cn.redirect(b, k, s.gen, f):
+	case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].topo.redirect(cn, b, k, s.gen, f):
 		cl.res[cn.node][k].redirected = true
 	case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
 		cl.res[cn.node][k].retried = true

@@ -22,6 +22,10 @@ type node struct {
 	// sentinels (claimSwitch)
 	switchCheck atomic.Bool
 	cluster     *clusterState // a Redis Cluster node's slot map (nil: any other node)
+	// topo is what the node's kind changes in the engine (topology.go);
+	// routes caches topo.routes() for Do's path
+	topo   topology
+	routes bool
 }
 
 // nodeKinds are a node's errors that carry no cause, made once at New and

@@ -48,7 +48,7 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(ns.db))
 		steps = append(steps, setupStep{name: "SELECT"})
 	}
-	if ns.sentinel != nil || ns.cluster != nil {
+	if ns.checksRole() {
 		// the sentinels' answer or the slot map may be stale: the process
 		// says what it is
 		b = resp.AppendCommand(b, "ROLE")

@@ -35,26 +35,10 @@ func (c *Client) supervise(i int) {
 	}
 }
 
-// redialNode redials node i's connections if due and returns how long until
-// the next attempt (0: nothing waiting).
+// redialNode redials node i's connections if due, as its topology says,
+// and returns how long until the next attempt (0: nothing waiting).
 func (c *Client) redialNode(i int, next *int64, backoff *time.Duration) time.Duration {
-	cs := c.nodes[i].cluster
-	if cs == nil || c.closed.Load() {
-		return c.redialConns(i, next, backoff)
-	}
-	if err := c.refreshSlots(i); err != nil && cs.m.Load() == nil {
-		c.nodes[i].down.Store(true)
-		c.nodes[i].downErr.Store(&NodeError{Node: i, Addr: c.nodes[i].addr, Kind: ErrNodeDown, Cause: c.cleanCause(i, err)})
-	}
-	wait := c.redialShards(i)
-	if cs.refresh.Load() {
-		// asked again once the fetch backoff (or minRefresh) has passed
-		again := max(minRefresh, cs.wait)
-		if wait == 0 || again < wait {
-			wait = again
-		}
-	}
-	return wait
+	return c.nodes[i].topo.redial(c, i, next, backoff)
 }
 
 // redialConns redials node i's connections that should be up if due and

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,5 +113,28 @@ func TestMuxFilesCatchDrift(t *testing.T) {
 				t.Fatalf("violations %q, want one containing %q", bad, tc.want)
 			}
 		})
+	}
+}
+
+// topologyFree are mux's engine files: they ask a node's topology value
+// (mux/topology.go) and never look at what kind of node it is (issue 49).
+var topologyFree = []string{"client.go", "ingest.go", "batch.go", "setup.go", "supervisor.go", "dial_linux.go", "driver_net.go"}
+
+// TestEngineNamesNoTopology: no engine file names a node's cluster or
+// sentinel state; those live in cluster*.go and sentinel*.go behind the
+// topology seam.
+func TestEngineNamesNoTopology(t *testing.T) {
+	kind := regexp.MustCompile(`\.(cluster|sentinel)\b`)
+	root := moduleRoot(t)
+	for _, f := range topologyFree {
+		b, err := os.ReadFile(filepath.Join(root, "mux", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if kind.MatchString(line) {
+				t.Errorf("mux/%s:%d names a node kind (ask node.topo instead): %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }

@@ -145,9 +145,9 @@ var mutants = []Mutant{
 	},
 	{
 		Name: "readonly-plain-kept", Class: "a plain node's READONLY (made a replica behind the client's back) keeps the connection: the node is not judged again (issue 44)", Test: "TestRealReadOnlyPlainNode", Scripted: true, Pkg: "./mux",
-		Edits: []Edit{{"mux/ingest.go",
-			"\t\t\t\tif rd.frames[i].isErr {\n\t\t\t\t\tif demoted = demotedReply(",
-			"\t\t\t\tif rd.frames[i].isErr && cn.c.cfg.nodes[cn.node].sentinel != nil {\n\t\t\t\t\tif demoted = demotedReply("}},
+		Edits: []Edit{{"mux/topology.go",
+			"\treturn demotedReply(f, false)\n",
+			"\treturn nil\n"}},
 	},
 	// Issue 45: one primary per Sentinel node, as the sentinels' majority
 	// sees it, and grants that wait for the replicas.
