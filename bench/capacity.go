@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redmux/redmux/bench/internal/format"
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // utilisation is the share of a sweep's knee a capacity plan allows itself
@@ -36,7 +37,7 @@ var errNotSteady = errors.New("result not usable for capacity planning")
 // refuses (errNotSteady) a saturated open-loop result and one where most
 // operations failed: Little's law and per-operation costs only hold for a
 // system that keeps up.
-func estimateCapacity(s *StrategyResult) (capacityFigures, error) {
+func estimateCapacity(s *report.StrategyResult) (capacityFigures, error) {
 	c := capacityFigures{Strategy: s.Name}
 	switch {
 	case s.Saturated:
@@ -70,7 +71,7 @@ func estimateCapacity(s *StrategyResult) (capacityFigures, error) {
 	return c, nil
 }
 
-func writeCapacity(w io.Writer, rep *Report) {
+func writeCapacity(w io.Writer, rep *report.Report) {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // jsonField resolves a column's JSON path in t ("*": the row's latency
@@ -14,7 +16,7 @@ func jsonField(t reflect.Type, path string) bool {
 			t = t.Elem()
 		}
 		if part == "*" {
-			t = reflect.TypeOf(Latency{})
+			t = reflect.TypeOf(report.Latency{})
 			continue
 		}
 		if t.Kind() != reflect.Struct {
@@ -54,21 +56,21 @@ func TestColumnsNameTheirJSONFields(t *testing.T) {
 		for _, col := range runColumns(rep.Config) {
 			h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
 		}
-		check("run table", reflect.TypeOf(StrategyResult{}), h, c, j)
+		check("run table", reflect.TypeOf(report.StrategyResult{}), h, c, j)
 		h, c, j = nil, nil, nil
 		for _, col := range metricColumns(rep.Config) {
 			h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
 		}
-		check("summary.csv", reflect.TypeOf(StrategyResult{}), h, c, j)
+		check("summary.csv", reflect.TypeOf(report.StrategyResult{}), h, c, j)
 	}
 	var h, c, j []string
 	for _, col := range stepColumns(goldenSweep().Config) {
 		h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
 	}
-	check("sweep steps", reflect.TypeOf(sweepStep{}), h, c, j)
+	check("sweep steps", reflect.TypeOf(report.SweepStep{}), h, c, j)
 	h, c, j = nil, nil, nil
 	for _, col := range mergedColumns(&mergeConfig{}, true) {
 		h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
 	}
-	check("merged tags", reflect.TypeOf(mergedTag{}), h, c, j)
+	check("merged tags", reflect.TypeOf(report.MergedTag{}), h, c, j)
 }

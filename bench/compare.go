@@ -1,19 +1,18 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/internal/stats"
 )
 
@@ -142,29 +141,27 @@ var (
 type resultFile struct {
 	path   string
 	sweep  bool
-	config ReportConfig
+	config report.ReportConfig
 	slo    string                        // a sweep's objective(s)
 	values map[string]map[string]float64 // strategy -> metric -> value (absent: unknown)
 	order  []string
 }
 
 func loadResult(path string) (*resultFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	f, err := report.Read(path)
+	var fe *report.FormatError
+	switch {
+	case errors.As(err, &fe) || err == nil && f.Kind != report.KindRun && f.Kind != report.KindSweep:
+		return nil, fmt.Errorf("%s: not a redmux-bench summary.json or sweep.json (no strategies)", path)
+	case err != nil:
 		return nil, err
 	}
-	var probe struct {
-		Strategies []map[string]json.RawMessage `json:"strategies"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil || len(probe.Strategies) == 0 {
-		return nil, fmt.Errorf("%s: not a redmux-bench summary.json or sweep.json (no strategies)", path)
-	}
 	r := &resultFile{path: path, values: map[string]map[string]float64{}}
-	_, r.sweep = probe.Strategies[0]["steps"]
+	r.sweep = f.Kind == report.KindSweep
 	if r.sweep {
-		var rep sweepReport
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		rep, err := f.Sweep()
+		if err != nil {
+			return nil, err
 		}
 		r.config = rep.Config
 		slos := map[string]bool{}
@@ -173,7 +170,7 @@ func loadResult(path string) (*resultFile, error) {
 			// -slo 'p99<5ms' are one bar.
 			slo := ss.SLO
 			if ss.SLOPct > 0 && ss.SLOBudgetUs > 0 {
-				slo = SLO{P: ss.SLOPct, Max: time.Duration(math.Round(ss.SLOBudgetUs * 1e3))}.String()
+				slo = report.SLO{P: ss.SLOPct, Max: time.Duration(math.Round(ss.SLOBudgetUs * 1e3))}.String()
 			}
 			if !slos[slo] {
 				slos[slo] = true
@@ -193,9 +190,9 @@ func loadResult(path string) (*resultFile, error) {
 		}
 		return r, nil
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	rep, err := f.Run()
+	if err != nil {
+		return nil, err
 	}
 	r.config = rep.Config
 	for _, s := range rep.Strategies {
@@ -360,7 +357,7 @@ type setting struct{ name, value string }
 // run (strategies, workload, keys, -c, rate, duration) against what (nodes,
 // TLS, faults, latency, caps). Addresses count only for nodes given with
 // -nodes (an embedded cluster's ports change every run).
-func settingsOf(c ReportConfig) []setting {
+func settingsOf(c report.ReportConfig) []setting {
 	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	nodes := fmt.Sprintf("%d %s", len(c.Nodes), c.TargetKind)
 	if c.TargetKind == "nodes" {

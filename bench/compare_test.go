@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/internal/stats"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
@@ -25,9 +26,9 @@ func writeJSONFile(t *testing.T, v any) string {
 	return f.Name()
 }
 
-func runReport(opsPerSec, p99 float64) *Report {
-	return &Report{Strategies: []*StrategyResult{{Name: "mux", Ops: 1000, OpsPerSec: opsPerSec, CPUUsPerOp: 20,
-		AcquireRelease: Latency{Count: 1000, P50Us: 100, P99Us: p99, P999Us: 2 * p99}}}}
+func runReport(opsPerSec, p99 float64) *report.Report {
+	return &report.Report{Strategies: []*report.StrategyResult{{Name: "mux", Ops: 1000, OpsPerSec: opsPerSec, CPUUsPerOp: 20,
+		AcquireRelease: report.Latency{Count: 1000, P50Us: 100, P99Us: p99, P999Us: 2 * p99}}}}
 }
 
 func rowOf(t *testing.T, rows []comparisonRow, metric string) comparisonRow {
@@ -92,8 +93,8 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 
 	// Sweeps: the capacity at the knee.
 	sw := func(knee float64, slo string) string {
-		k := &sweepStep{TargetRate: knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
-		return writeJSONFile(t, &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", SLO: slo, Steps: []*sweepStep{k}, Knee: k, KneeRate: knee, Saturated: true}}})
+		k := &report.SweepStep{TargetRate: knee, Held: true, Latency: report.Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
+		return writeJSONFile(t, &report.SweepReport{Strategies: []*report.SweepStrategy{{Name: "mux", SLO: slo, Steps: []*report.SweepStep{k}, Knee: k, KneeRate: knee, Saturated: true}}})
 	}
 	cmp, err = runCompare(&compareConfig{Old: []string{sw(1000, "p99<20ms")}, New: []string{sw(500, "p99<20ms")}, Noise: 0.05})
 	require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestCompareFlagsChangesLargerThanTheNoise(t *testing.T) {
 func TestCompareWarnsOnDifferentSettingsAndGivesPValues(t *testing.T) {
 	mk := func(workers int, ops float64) string {
 		r := runReport(ops, 500)
-		r.Config = ReportConfig{Workers: workers, Workload: load.WorkloadAcquireRelease, Strategies: []string{"mux"}, TargetKind: "embedded",
+		r.Config = report.ReportConfig{Workers: workers, Workload: load.WorkloadAcquireRelease, Strategies: []string{"mux"}, TargetKind: "embedded",
 			Nodes: []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, Loop: "closed", DurationS: 5, Keys: 10000}
 		return writeJSONFile(t, r)
 	}
@@ -161,15 +162,15 @@ func TestCompareWarnsOnDifferentSettingsAndGivesPValues(t *testing.T) {
 // dropped.
 func TestCompareOneRunASideGivesNoVerdictAndListsEveryStrategy(t *testing.T) {
 	sw := func(mux, seq float64) string {
-		rep := &sweepReport{}
+		rep := &report.SweepReport{}
 		for _, st := range []struct {
 			name string
 			knee float64
 		}{{"seq", seq}, {"mux", mux}} {
-			ss := &sweepStrategy{Name: st.name, SLO: "p99<5ms"}
+			ss := &report.SweepStrategy{Name: st.name, SLO: "p99<5ms"}
 			if st.knee > 0 {
-				k := &sweepStep{TargetRate: st.knee, Held: true, Latency: Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
-				ss.Steps, ss.Knee, ss.KneeRate = []*sweepStep{k}, k, st.knee
+				k := &report.SweepStep{TargetRate: st.knee, Held: true, Latency: report.Latency{P99Us: 900}, ClientCPUUsPerOp: 30}
+				ss.Steps, ss.Knee, ss.KneeRate = []*report.SweepStep{k}, k, st.knee
 			}
 			rep.Strategies = append(rep.Strategies, ss)
 		}
@@ -209,8 +210,8 @@ func TestCompareOneRunASideGivesNoVerdictAndListsEveryStrategy(t *testing.T) {
 	require.Contains(t, out.String(), "none on the old side")
 
 	// A strategy only the new side ran is listed too.
-	cmp, err := runCompare(&compareConfig{Old: []string{writeJSONFile(t, runReport(1000, 500))}, New: []string{writeJSONFile(t, &Report{Strategies: []*StrategyResult{
-		runReport(1000, 500).Strategies[0], {Name: "seq", Ops: 10, OpsPerSec: 10, AcquireRelease: Latency{Count: 10}}}})}, Noise: 0.05})
+	cmp, err := runCompare(&compareConfig{Old: []string{writeJSONFile(t, runReport(1000, 500))}, New: []string{writeJSONFile(t, &report.Report{Strategies: []*report.StrategyResult{
+		runReport(1000, 500).Strategies[0], {Name: "seq", Ops: 10, OpsPerSec: 10, AcquireRelease: report.Latency{Count: 10}}}})}, Noise: 0.05})
 	require.NoError(t, err)
 	seq := cmp.Rows[len(cmp.Rows)-1]
 	require.Equal(t, "seq", seq.Strategy)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -91,11 +92,11 @@ type Config struct {
 	// its first key, and SegmentOf holds the whole run's figures.
 	Segment   Segment
 	KeyFirst  int
-	SegmentOf SegmentInfo
+	SegmentOf report.SegmentInfo
 
 	// Sweep settings (redmux-bench sweep only).
-	Sweep bool // the sweep subcommand
-	SLO   *SLO // -slo or -slo-from (nil: defaultSLO, or with SLOAuto one derived from the best strategy's lightest step)
+	Sweep bool        // the sweep subcommand
+	SLO   *report.SLO // -slo or -slo-from (nil: defaultSLO, or with SLOAuto one derived from the best strategy's lightest step)
 	// SLOAuto is -slo auto: derive the objective from this run's best
 	// lightest step; SLOFrom the -slo-from file the objective came from.
 	SLOAuto bool

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,35 +18,35 @@ import (
 // modelSteps makes held steps at rates whose client CPU per operation is
 // 20us plus 0.05 cores spread over the rate (and a busiest node's 8us plus
 // 0.02 cores), then one saturated step at failAt (0: none).
-func modelSteps(rates []float64, failAt float64) *sweepStrategy {
-	ss := &sweepStrategy{Name: "mux"}
+func modelSteps(rates []float64, failAt float64) *report.SweepStrategy {
+	ss := &report.SweepStrategy{Name: "mux"}
 	for _, r := range rates {
-		ss.Steps = append(ss.Steps, &sweepStep{TargetRate: r, OpsPerSec: r, Held: true, Ops: int64(2 * r),
+		ss.Steps = append(ss.Steps, &report.SweepStep{TargetRate: r, OpsPerSec: r, Held: true, Ops: int64(2 * r),
 			ClientCPUUsPerOp: 20 + 0.05e6/r, ServerCPUUsPerOpPerNode: 8 + 0.02e6/r, ServerCPUMaxNodeUsPerOp: 8 + 0.02e6/r})
 	}
 	if failAt > 0 {
-		ss.Steps = append(ss.Steps, &sweepStep{TargetRate: failAt, OpsPerSec: 0.8 * failAt, Saturated: true, Ops: 1, ClientCPUUsPerOp: 1})
+		ss.Steps = append(ss.Steps, &report.SweepStep{TargetRate: failAt, OpsPerSec: 0.8 * failAt, Saturated: true, Ops: 1, ClientCPUUsPerOp: 1})
 	}
-	ss.kneeOf()
+	ss.FindKnee()
 	return ss
 }
 
 func TestFitCostOverHeldSteps(t *testing.T) {
 	ss := modelSteps([]float64{1000, 2000, 4000, 8000, 16000}, 18000)
-	f := fitCost(ss.Steps, clientCost)
+	f := report.FitCost(ss.Steps, report.ClientCost)
 	require.Equal(t, 5, f.Steps, "the saturated step is not in the fit")
 	require.InDelta(t, 0.05, f.FixedCores, 1e-9)
 	require.InDelta(t, 20, f.UsPerOp, 1e-6)
-	require.InDelta(t, 20+0.05e6/3000, f.usPerOp(3000), 1e-6)
-	s := fitCost(ss.Steps, busiestCost)
+	require.InDelta(t, 20+0.05e6/3000, f.UsPerOpAt(3000), 1e-6)
+	s := report.FitCost(ss.Steps, report.BusiestCost)
 	require.InDelta(t, 0.02, s.FixedCores, 1e-9)
 	// Cost per operation rising with the rate (a negative fixed part):
 	// through the origin instead.
-	up := &sweepStrategy{Steps: []*sweepStep{{OpsPerSec: 1000, Held: true, ClientCPUUsPerOp: 10}, {OpsPerSec: 2000, Held: true, ClientCPUUsPerOp: 20}}}
-	f = fitCost(up.Steps, clientCost)
+	up := &report.SweepStrategy{Steps: []*report.SweepStep{{OpsPerSec: 1000, Held: true, ClientCPUUsPerOp: 10}, {OpsPerSec: 2000, Held: true, ClientCPUUsPerOp: 20}}}
+	f = report.FitCost(up.Steps, report.ClientCost)
 	require.Zero(t, f.FixedCores)
 	require.InDelta(t, (1000*0.01+2000*0.04)/(1000*1000+2000*2000)*1e6, f.UsPerOp, 1e-6)
-	require.Nil(t, fitCost([]*sweepStep{{OpsPerSec: 1, ClientCPUUsPerOp: 5}}, clientCost), "no step held")
+	require.Nil(t, report.FitCost([]*report.SweepStep{{OpsPerSec: 1, ClientCPUUsPerOp: 5}}, report.ClientCost), "no step held")
 }
 
 // A sweep stopped low and the full sweep of the same nodes plan client
@@ -67,7 +69,7 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 		require.Equal(t, 4, strings.Count(line, "at most "), line)
 		require.Contains(t, line, "upper bounds")
 		var w bytes.Buffer
-		rep := &sweepReport{Strategies: []*sweepStrategy{low}, Config: ReportConfig{CapacityRate: r, Nodes: []string{"a", "b", "c"}, Workers: 64}}
+		rep := &report.SweepReport{Strategies: []*report.SweepStrategy{low}, Config: report.ReportConfig{CapacityRate: r, Nodes: []string{"a", "b", "c"}, Workers: 64}}
 		writeProvisioning(&w, rep)
 		var row string
 		for _, l := range strings.Split(w.String(), "\n") {
@@ -91,37 +93,37 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 // blamed, and a planted cap only when the steps broke near it.
 func TestSweepBoundNamesStarvationAndCapOnlyNearIt(t *testing.T) {
 	cfg := &Config{Workers: 64, Fake: 3}
-	mk := func(knee, fail float64) *sweepStrategy {
-		ss := &sweepStrategy{Steps: []*sweepStep{
+	mk := func(knee, fail float64) *report.SweepStrategy {
+		ss := &report.SweepStrategy{Steps: []*report.SweepStep{
 			{TargetRate: knee, OpsPerSec: knee, Held: true, MeanServiceUs: 1000, ClientCPUUsPerOp: 10},
 			{TargetRate: fail, OpsPerSec: fail, FailedShare: 0.15, Why: "15.0% of operations failed (over 1%)", MeanServiceUs: 2000},
 		}}
-		ss.kneeOf()
+		ss.FindKnee()
 		return ss
 	}
 	ss := mk(1000, 2000)
-	require.Contains(t, ss.bound(cfg), "the latency objective itself", "a quiet machine")
+	require.Contains(t, strategyBound(ss, cfg), "the latency objective itself", "a quiet machine")
 	ss.Knee.LoadAvg = 6 * float64(numCPU())
-	b := ss.bound(cfg)
+	b := strategyBound(ss, cfg)
 	require.True(t, strings.HasPrefix(b, "this machine's CPU, starved by other work"), b)
 	require.Contains(t, b, fmt.Sprintf("load average %.1f on %d logical CPUs", 6*float64(numCPU()), numCPU()))
 	ss = mk(1000, 2000)
-	ss.firstFailAbove().StealShare = 0.2
-	require.Contains(t, ss.bound(cfg), "20% of CPU time stolen")
+	ss.FirstFailAbove().StealShare = 0.2
+	require.Contains(t, strategyBound(ss, cfg), "20% of CPU time stolen")
 	ss = mk(1000, 2000)
 	n := float64(numCPU())
 	ss.Knee.MachineBusyCores, ss.Knee.OtherCores = 0.95*n, 0.5*n
-	require.Contains(t, ss.bound(cfg), "other processes used")
+	require.Contains(t, strategyBound(ss, cfg), "other processes used")
 
 	// -node-cap 2000: 1,000 lock ops/s. Steps that broke at 15% of it broke
 	// on something else.
 	capCfg := &Config{Workers: 64, Fake: 3, NodeCap: 2000}
 	ss = mk(131, 150)
-	b = ss.bound(capCfg)
+	b = strategyBound(ss, capCfg)
 	require.True(t, strings.HasPrefix(b, "not the planted node cap"), b)
 	require.Contains(t, b, "15% of it")
 	ss = mk(700, 850)
-	require.True(t, strings.HasPrefix(ss.bound(capCfg), "the planted node cap"), ss.bound(capCfg))
+	require.True(t, strings.HasPrefix(strategyBound(ss, capCfg), "the planted node cap"), strategyBound(ss, capCfg))
 }
 
 func TestParseProcStatCPU(t *testing.T) {
@@ -145,17 +147,17 @@ func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
 	for _, st := range ss.Steps {
 		st.MachineBusyCores, st.OtherCores = n, 0.9*n
 	}
-	ss.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3, SLO: &SLO{P: 99, Max: 10 * time.Millisecond}})
+	finishStrategy(ss, report.SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3, SLO: &report.SLO{P: 99, Max: 10 * time.Millisecond}})
 	require.Contains(t, ss.Starved, "other processes used")
 	var w bytes.Buffer
-	writeSweepTable(&w, &sweepReport{Strategies: []*sweepStrategy{ss}})
+	writeSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, w.String(), "this machine was CPU-starved by other work")
 	var md bytes.Buffer
-	writeKneeTable(&md, &sweepReport{Strategies: []*sweepStrategy{ss}})
+	writeKneeTable(&md, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, md.String(), "> **Warning: mux: this machine was CPU-starved")
 	// A quiet machine: nothing said.
 	quiet := modelSteps([]float64{1000, 2000}, 0)
-	quiet.finish(SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	finishStrategy(quiet, report.SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
 	require.Empty(t, quiet.Starved)
 }
 
@@ -165,9 +167,9 @@ func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
 // marks; three steps make a fit, flagged nowhere.
 func TestOneStepFitIsFlagged(t *testing.T) {
 	one := modelSteps([]float64{4740}, 5000)
-	one.finish(SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	finishStrategy(one, report.SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
 	one.Starved = "load average 9.8 on 2 logical CPUs"
-	rep := &sweepReport{Config: ReportConfig{CapacityRate: 10000, Nodes: []string{"a", "b", "c"}}, Strategies: []*sweepStrategy{one}}
+	rep := &report.SweepReport{Config: report.ReportConfig{CapacityRate: 10000, Nodes: []string{"a", "b", "c"}}, Strategies: []*report.SweepStrategy{one}}
 	var md, svg bytes.Buffer
 	writeCostFits(&md, rep)
 	require.Contains(t, md.String(), "fitted over 1 step(s) that held (4740-4740 ops/s)")
@@ -179,8 +181,8 @@ func TestOneStepFitIsFlagged(t *testing.T) {
 	}
 
 	three := modelSteps([]float64{1000, 2000, 4000}, 5000)
-	three.finish(SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
-	rep = &sweepReport{Strategies: []*sweepStrategy{three}}
+	finishStrategy(three, report.SLO{P: 99, Max: 5 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3})
+	rep = &report.SweepReport{Strategies: []*report.SweepStrategy{three}}
 	md.Reset()
 	svg.Reset()
 	writeCostFits(&md, rep)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/mux"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +51,7 @@ func TestDirectWaitFlag(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Equal(t, 1.0, rep.Config.DirectWaitMs)
 	require.Len(t, rep.Strategies, 1)
@@ -94,7 +95,7 @@ func TestTransportFlag(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Equal(t, "io_uring", rep.Config.MuxTransport)
 	require.Len(t, rep.Strategies, 1)

@@ -4,7 +4,9 @@
 // servers), the orchestration of runs, sweeps, merges and comparisons, and
 // the report writers (terminal table, JSON, HdrHistogram interval log, SVG
 // percentile plot, Markdown report, capacity sweep). Every JSON-tagged type
-// of the reports' schema is in schema.go.
+// of the reports' schema is in bench/internal/report, whose Read is the one
+// reader of a report file (compare, render, -slo-from), with the sweep's
+// verdicts.
 //
 // The load generator (workers driven closed or open loop, latency
 // histograms, allocation and CPU accounting) is package bench/load; bench

@@ -3,10 +3,8 @@ package bench_test
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/redmux/redmux/bench"
-	"github.com/redmux/redmux/bench/load"
 )
 
 func ExampleParseFault() {
@@ -29,17 +27,6 @@ func ExampleParseArgs() {
 	// [seq mux] 8 5s <nil>
 	// redmux-bench -strategy seq,mux -c 8 -password '***'
 	// invalid value "soon" for flag -d: not a duration (e.g. 5s, 500ms, 1m)
-}
-
-func ExampleSummarize() {
-	h := load.NewHistogram()
-	for i := 1; i <= 100; i++ {
-		_ = h.RecordValue(int64(time.Duration(i) * time.Millisecond))
-	}
-	l := bench.Summarize(h)
-	fmt.Printf("count %d, p50 %.0fus, p99 %.0fus, max %.0fus\n", l.Count, l.P50Us, l.P99Us, l.MaxUs)
-	// Output:
-	// count 100, p50 50004us, p99 99025us, max 100008us
 }
 
 func ExampleMain() {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -261,7 +262,7 @@ func (l tagList) Set(s string) error {
 }
 
 type sloFlag struct {
-	p    **SLO
+	p    **report.SLO
 	auto *bool
 }
 
@@ -291,7 +292,7 @@ func (f sloFlag) Set(s string) error {
 // sloFromFlag is -slo-from: the objective an earlier sweep was judged by,
 // read from its sweep.json (or the directory that holds it).
 type sloFromFlag struct {
-	p    **SLO
+	p    **report.SLO
 	auto *bool
 	file *string
 }

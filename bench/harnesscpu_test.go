@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ func TestHarnessCPUReportedApart(t *testing.T) {
 	require.InDelta(t, 12, s.CPUUsPerOp, 1e-9)
 
 	var md bytes.Buffer
-	writeOutcomes(&md, &Report{Strategies: []*StrategyResult{s}})
+	writeOutcomes(&md, &report.Report{Strategies: []*report.StrategyResult{s}})
 	require.Contains(t, md.String(), "harness cpu us/op")
 	require.Contains(t, md.String(), "| 12.00 | 3.00 |")
 }

@@ -11,6 +11,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redmux/redmux/bench/internal/hdrtest"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +48,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	require.Empty(t, errb.String())
 	require.Contains(t, out.String(), "merged 16 interval histograms from 2 files")
 	require.Contains(t, out.String(), "fanout.acquire")
-	p99 := Summarize(all["fanout.release"]).P99Us
+	p99 := report.Summarize(all["fanout.release"]).P99Us
 	require.Contains(t, out.String(), f1(p99))
 }
 
@@ -57,9 +58,9 @@ func TestRecordClampsAndSummarize(t *testing.T) {
 	load.Record(h, 2*time.Minute)      // above 60s: counted at the ceiling
 	load.Record(h, 500*time.Microsecond)
 	require.Equal(t, int64(3), h.TotalCount())
-	l := Summarize(h)
+	l := report.Summarize(h)
 	require.InDelta(t, 1.0, l.MinUs, 0.5) // 1us floor, 512ns resolution there
 	require.InDelta(t, 500, l.P50Us, 1)
 	require.InDelta(t, 60e6, l.MaxUs, 60e6*0.001)
-	require.Equal(t, Latency{}, Summarize(load.NewHistogram()))
+	require.Equal(t, report.Latency{}, report.Summarize(load.NewHistogram()))
 }

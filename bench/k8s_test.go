@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -131,7 +133,7 @@ func TestK8sIndexedJobCoversEverySegmentOnce(t *testing.T) {
 	startAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	seen := map[int]int{}
 	nextWorker, nextKey := 0, 0
-	var total SegmentInfo
+	var total report.SegmentInfo
 	rate := 0.0
 	for k := 0; k < n; k++ {
 		env := func(name string) string {

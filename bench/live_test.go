@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -151,7 +152,7 @@ func TestLiveMetrics(t *testing.T) {
 			}
 		}
 		require.Equal(t, float64(sum), listed, "%s: node error kinds beyond the report's", s.Name)
-		for metric, l := range map[string]Latency{load.MetricAcquire: s.Acquire, load.MetricRelease: s.Release,
+		for metric, l := range map[string]report.Latency{load.MetricAcquire: s.Acquire, load.MetricRelease: s.Release,
 			load.MetricAcquireRelease: s.AcquireRelease, load.MetricNotAcquired: s.NotAcquiredLat, load.MetricFailed: s.FailedLat} {
 			series := fmt.Sprintf(`{strategy=%q,metric=%q`, s.Name, metric)
 			require.Equal(t, float64(l.Count), final["redmux_bench_latency_seconds_count"+series+"}"], "%s %s", s.Name, metric)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -57,37 +56,4 @@ func machineUse(before, after machineSnap, numCPU int) (busyCores, steal float64
 		return 0, 0, false
 	}
 	return float64(after.busy-before.busy) / float64(dt) * float64(numCPU), float64(after.steal-before.steal) / float64(dt), true
-}
-
-// Machine CPU starvation: a step's figures are this machine's, not the
-// target's, when its 1-minute load average reached starvedLoadPerCPU
-// runnable threads per logical CPU (the benchmark's own processes run at
-// most about 2 per CPU: the client's and an embedded cluster's
-// GOMAXPROCS), a hypervisor stole starvedSteal of its time, or other
-// processes kept starvedOthersShare of its CPUs busy while they were
-// nearly all busy.
-const (
-	starvedLoadPerCPU  = 2.5
-	starvedSteal       = 0.05
-	starvedOthersShare = 0.25
-)
-
-// starved says how this machine's CPU was starved during the step ("":
-// it was not, or nothing was measured).
-func (st *sweepStep) starved(numCPU int) string {
-	if st == nil || numCPU <= 0 {
-		return ""
-	}
-	n := float64(numCPU)
-	var why []string
-	if st.LoadAvg >= starvedLoadPerCPU*n {
-		why = append(why, fmt.Sprintf("load average %.1f on %d logical CPUs", st.LoadAvg, numCPU))
-	}
-	if st.OtherCores >= starvedOthersShare*n && st.MachineBusyCores >= 0.85*n {
-		why = append(why, fmt.Sprintf("other processes used %.2f of its %d CPUs (%.2f busy in all)", st.OtherCores, numCPU, st.MachineBusyCores))
-	}
-	if st.StealShare >= starvedSteal {
-		why = append(why, fmt.Sprintf("%.0f%% of CPU time stolen by the hypervisor", 100*st.StealShare))
-	}
-	return strings.Join(why, ", ")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/internal/plot"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -131,7 +132,7 @@ func parseMergeArgs(args []string) (*mergeConfig, error) {
 }
 
 // doMerge reads every file and merges the intervals the filters keep, by tag.
-func doMerge(c *mergeConfig) (*mergeResult, error) {
+func doMerge(c *mergeConfig) (*report.MergeResult, error) {
 	type rec struct {
 		h    *hdr.Histogram
 		file int
@@ -167,7 +168,7 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 			origin = t
 		}
 	}
-	res := &mergeResult{Files: c.Files}
+	res := &report.MergeResult{Files: c.Files}
 	var err error
 	if res.Segments, res.Warnings, err = checkSegments(c.Files, segs); err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 		filters = append(filters, "tags "+strings.Join(c.Tags, ","))
 	}
 	res.Filters = strings.Join(filters, "; ")
-	byTag := map[string]*mergedTag{}
+	byTag := map[string]*report.MergedTag{}
 	files := map[string]map[int]*fileSpan{}
 	var first, last int64
 	var dropped int64
@@ -195,16 +196,16 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 			continue
 		}
 		res.Intervals++
-		res.kept = append(res.kept, h)
+		res.Kept = append(res.Kept, h)
 		m := byTag[h.Tag()]
 		if m == nil {
-			m = &mergedTag{Tag: h.Tag(), hist: load.NewHistogram()}
+			m = &report.MergedTag{Tag: h.Tag(), Hist: load.NewHistogram()}
 			byTag[h.Tag()] = m
 			files[h.Tag()] = map[int]*fileSpan{}
 		}
 		m.Intervals++
 		files[h.Tag()][r.file] = files[h.Tag()][r.file].add(h)
-		dropped += m.hist.Merge(h)
+		dropped += m.Hist.Merge(h)
 		if first == 0 || h.StartTimeMs() < first {
 			first = h.StartTimeMs()
 		}
@@ -223,12 +224,12 @@ func doMerge(c *mergeConfig) (*mergeResult, error) {
 		return nil, fmt.Errorf("no interval is left after the filters (%s); the logs cover %s onwards", res.Filters, origin.UTC().Format(time.RFC3339))
 	}
 	res.Start, res.End = msTime(first), msTime(last)
-	sort.Slice(res.kept, func(i, j int) bool { return res.kept[i].StartTimeMs() < res.kept[j].StartTimeMs() })
+	sort.Slice(res.Kept, func(i, j int) bool { return res.Kept[i].StartTimeMs() < res.Kept[j].StartTimeMs() })
 	for tag, m := range byTag {
 		m.Files = len(files[tag])
-		m.Latency = Summarize(m.hist, c.Percentiles...)
+		m.Latency = report.Summarize(m.Hist, c.Percentiles...)
 		if d := mustMs(m.End) - mustMs(m.Start); d > 0 {
-			m.PerSec = float64(m.hist.TotalCount()) / (float64(d) / 1e3)
+			m.PerSec = float64(m.Hist.TotalCount()) / (float64(d) / 1e3)
 		}
 		for _, f := range files[tag] {
 			m.SumPerSec += f.perSec()
@@ -281,13 +282,13 @@ func tagMatches(tag string, pats []string) bool {
 
 // writeMergedHlog writes the kept intervals, in start order, as one
 // interval log (tags kept; base time the earliest start).
-func writeMergedHlog(w io.Writer, r *mergeResult) error {
-	if len(r.kept) == 0 {
+func writeMergedHlog(w io.Writer, r *report.MergeResult) error {
+	if len(r.Kept) == 0 {
 		return errors.New("no intervals")
 	}
-	start := time.UnixMilli(r.kept[0].StartTimeMs())
+	start := time.UnixMilli(r.Kept[0].StartTimeMs())
 	hw := hlog.NewWriter(w, start, "redmux-bench merge of "+strings.Join(r.Files, " "), "filters: "+r.Filters, "merged by "+versionString())
-	for _, h := range r.kept {
+	for _, h := range r.Kept {
 		tag := h.Tag()
 		if err := hw.Write(tag, h, time.UnixMilli(h.StartTimeMs()), time.UnixMilli(h.EndTimeMs())); err != nil {
 			return err
@@ -305,65 +306,65 @@ func mergePercentiles(c *mergeConfig) []float64 {
 }
 
 // writeMergedTable prints one row per tag: count, rate and percentiles.
-func writeMergedTable(w io.Writer, r *mergeResult, c *mergeConfig) {
+func writeMergedTable(w io.Writer, r *report.MergeResult, c *mergeConfig) {
 	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)", r.Intervals, len(r.Files))
 	if r.Filters != "" {
 		fmt.Fprintf(w, "; %s; %d intervals left out", r.Filters, r.Skipped)
 	}
 	fmt.Fprintln(w)
 	if r.Segments != nil {
-		fmt.Fprintln(w, r.Segments.describe())
+		fmt.Fprintln(w, describeMergedSegments(r.Segments))
 	}
 	mergedColumns(c, len(r.Files) > 1).table(r.Tags).write(w)
 }
 
 // writeMergedCSV writes one row per tag.
-func writeMergedCSV(w io.Writer, r *mergeResult, c *mergeConfig) error {
+func writeMergedCSV(w io.Writer, r *report.MergeResult, c *mergeConfig) error {
 	return mergedColumns(c, false).writeCSV(w, r.Tags)
 }
 
 // mergedColumns are the merge's table's columns and merged.csv's, one row
 // per tag; several: the table's "sum per s" column (more than one file).
-func mergedColumns(c *mergeConfig, several bool) columns[*mergedTag] {
-	cs := columns[*mergedTag]{
-		{head: "tag", csv: "tag", json: "tag", cell: func(m *mergedTag) string {
+func mergedColumns(c *mergeConfig, several bool) columns[*report.MergedTag] {
+	cs := columns[*report.MergedTag]{
+		{head: "tag", csv: "tag", json: "tag", cell: func(m *report.MergedTag) string {
 			if m.Tag == "" {
 				return "(untagged)"
 			}
 			return m.Tag
-		}, raw: func(m *mergedTag) string { return m.Tag }},
-		{head: "count", csv: "count", json: "latency.count", cell: func(m *mergedTag) string { return fmtInt(m.Latency.Count) }},
-		{csv: "intervals", json: "intervals", cell: func(m *mergedTag) string { return fmt.Sprint(m.Intervals) }},
-		{head: "files", csv: "files", json: "files", cell: func(m *mergedTag) string { return fmt.Sprint(m.Files) }},
-		{csv: "start", json: "start", cell: func(m *mergedTag) string { return m.Start }},
-		{csv: "end", json: "end", cell: func(m *mergedTag) string { return m.End }},
-		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *mergedTag) string { return format.Count(m.PerSec) }, raw: func(m *mergedTag) string { return csvFloat(m.PerSec) }},
+		}, raw: func(m *report.MergedTag) string { return m.Tag }},
+		{head: "count", csv: "count", json: "latency.count", cell: func(m *report.MergedTag) string { return fmtInt(m.Latency.Count) }},
+		{csv: "intervals", json: "intervals", cell: func(m *report.MergedTag) string { return fmt.Sprint(m.Intervals) }},
+		{head: "files", csv: "files", json: "files", cell: func(m *report.MergedTag) string { return fmt.Sprint(m.Files) }},
+		{csv: "start", json: "start", cell: func(m *report.MergedTag) string { return m.Start }},
+		{csv: "end", json: "end", cell: func(m *report.MergedTag) string { return m.End }},
+		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *report.MergedTag) string { return format.Count(m.PerSec) }, raw: func(m *report.MergedTag) string { return csvFloat(m.PerSec) }},
 	}
 	if several {
-		cs = append(cs, column[*mergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *mergedTag) string { return format.Count(m.SumPerSec) }})
+		cs = append(cs, column[*report.MergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *report.MergedTag) string { return format.Count(m.SumPerSec) }})
 	}
-	cs = append(cs, columns[*mergedTag]{
-		{head: "min", csv: "min_us", json: "latency.min_us", cell: func(m *mergedTag) string { return f1(m.Latency.MinUs) }, raw: func(m *mergedTag) string { return csvFloat(m.Latency.MinUs) }},
-		{csv: "mean_us", json: "latency.mean_us", cell: func(m *mergedTag) string { return csvFloat(m.Latency.MeanUs) }},
+	cs = append(cs, columns[*report.MergedTag]{
+		{head: "min", csv: "min_us", json: "latency.min_us", cell: func(m *report.MergedTag) string { return f1(m.Latency.MinUs) }, raw: func(m *report.MergedTag) string { return csvFloat(m.Latency.MinUs) }},
+		{csv: "mean_us", json: "latency.mean_us", cell: func(m *report.MergedTag) string { return csvFloat(m.Latency.MeanUs) }},
 	}...)
 	for _, p := range mergePercentiles(c) {
-		cs = append(cs, column[*mergedTag]{head: format.Percentile(p), csv: format.Percentile(p) + "_us", json: "latency", cell: func(m *mergedTag) string {
+		cs = append(cs, column[*report.MergedTag]{head: format.Percentile(p), csv: format.Percentile(p) + "_us", json: "latency", cell: func(m *report.MergedTag) string {
 			v, ok := m.Latency.At(p)
 			if !ok {
-				v = us(load.ValueAtPercentile(m.hist, p))
+				v = us(load.ValueAtPercentile(m.Hist, p))
 			}
 			return f1(v)
-		}, raw: func(m *mergedTag) string { return csvFloat(us(load.ValueAtPercentile(m.hist, p))) }})
+		}, raw: func(m *report.MergedTag) string { return csvFloat(us(load.ValueAtPercentile(m.Hist, p))) }})
 	}
-	return append(cs, column[*mergedTag]{head: "max", csv: "max_us", json: "latency.max_us", cell: func(m *mergedTag) string { return f1(m.Latency.MaxUs) }, raw: func(m *mergedTag) string { return csvFloat(m.Latency.MaxUs) }})
+	return append(cs, column[*report.MergedTag]{head: "max", csv: "max_us", json: "latency.max_us", cell: func(m *report.MergedTag) string { return f1(m.Latency.MaxUs) }, raw: func(m *report.MergedTag) string { return csvFloat(m.Latency.MaxUs) }})
 }
 
 // writeMergedPlot draws the merged tags' percentile distributions: those
 // matching -tag when given, else the *.acquire_release tags when there are
 // any, else every tag.
-func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
+func writeMergedPlot(w io.Writer, r *report.MergeResult, c *mergeConfig) error {
 	var series []plot.Series
-	pick := func(m *mergedTag) bool {
+	pick := func(m *report.MergedTag) bool {
 		if len(c.Tags) > 0 {
 			return true
 		}
@@ -382,7 +383,7 @@ func writeMergedPlot(w io.Writer, r *mergeResult, c *mergeConfig) error {
 		if len(series) >= 3 {
 			color = plot.Spare(i)
 		}
-		series = append(series, plot.Series{Name: name, Hist: m.hist, Color: color})
+		series = append(series, plot.Series{Name: name, Hist: m.Hist, Color: color})
 	}
 	title := c.Title
 	if title == "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
 )
@@ -30,7 +31,7 @@ func TestStartAtAndMerge(t *testing.T) {
 	dir := t.TempDir()
 	startAt := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
 	const warmup, d = 100 * time.Millisecond, 600 * time.Millisecond
-	reps := make([]*Report, 2)
+	reps := make([]*report.Report, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for m := 0; m < 2; m++ {
@@ -70,7 +71,7 @@ func TestStartAtAndMerge(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, ExitOK, Main(append([]string{"merge", "-out", out}, files...), &stdout, &stderr, noEnv), stderr.String())
 	require.Contains(t, stdout.String(), "from 2 files")
-	var mr mergeResult
+	var mr report.MergeResult
 	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, fileMergedJSON))), &mr))
 	counts := map[string]int64{}
 	for _, tg := range mr.Tags {
@@ -98,7 +99,7 @@ func TestStartAtAndMerge(t *testing.T) {
 	// -start at strategy 1's slot keeps only its windows, from both files.
 	stdout.Reset()
 	require.Equal(t, ExitOK, Main(append([]string{"merge", "-start", slot1.UTC().Format(time.RFC3339Nano), "-json", "-"}, files...), &stdout, &stderr, noEnv), stderr.String())
-	var late mergeResult
+	var late report.MergeResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &late))
 	require.NotEmpty(t, late.Tags)
 	for _, tg := range late.Tags {

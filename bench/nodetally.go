@@ -1,12 +1,11 @@
 package bench
 
 import (
-	"fmt"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/redmux/redmux/bench/internal/format"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -47,21 +46,9 @@ func resetNodeTallies(workers []load.Worker) {
 	}
 }
 
-// NodeOutage is one node's errors in a measured window: how many, and
-// from when to when (seconds from the window's start, and UTC times).
-type NodeOutage struct {
-	Node   int     `json:"node"` // index in the configuration's nodes
-	Addr   string  `json:"addr,omitempty"`
-	Errors int64   `json:"errors"`
-	FirstS float64 `json:"first_error_s"`
-	LastS  float64 `json:"last_error_s"`
-	First  string  `json:"first_error_at"`
-	Last   string  `json:"last_error_at"`
-}
-
 // nodeOutages sums the workers' tallies per node, the nodes that had no
 // error left out; start is the measured window's start.
-func nodeOutages(workers []load.Worker, start time.Time) []NodeOutage {
+func nodeOutages(workers []load.Worker, start time.Time) []report.NodeOutage {
 	var sum []nodeStat
 	for _, w := range workers {
 		nt, ok := w.(nodeTallier)
@@ -86,12 +73,12 @@ func nodeOutages(workers []load.Worker, start time.Time) []NodeOutage {
 			a.errors += s.errors
 		}
 	}
-	var out []NodeOutage
+	var out []report.NodeOutage
 	for i, s := range sum {
 		if s.errors == 0 {
 			continue
 		}
-		out = append(out, NodeOutage{Node: i, Errors: s.errors,
+		out = append(out, report.NodeOutage{Node: i, Errors: s.errors,
 			FirstS: max(0, s.first.Sub(start).Seconds()), LastS: max(0, s.last.Sub(start).Seconds()),
 			First: s.first.UTC().Format(time.RFC3339Nano), Last: s.last.UTC().Format(time.RFC3339Nano)})
 	}
@@ -100,7 +87,7 @@ func nodeOutages(workers []load.Worker, start time.Time) []NodeOutage {
 
 // nameOutages gives each outage its node's address (as the report shows
 // it: no password).
-func nameOutages(out []NodeOutage, nodes []string) {
+func nameOutages(out []report.NodeOutage, nodes []string) {
 	for i := range out {
 		if n := out[i].Node; n >= 0 && n < len(nodes) {
 			out[i].Addr = nodes[n]
@@ -108,30 +95,10 @@ func nameOutages(out []NodeOutage, nodes []string) {
 	}
 }
 
-// String is one outage for a reader: "node 2 (127.0.0.1:7002): 136724
-// errors from 2.50s to 10.0s into the window (08:00:02.5Z to ...)".
-func (o NodeOutage) String() string {
-	addr := ""
-	if o.Addr != "" {
-		addr = " (" + o.Addr + ")"
-	}
-	return fmt.Sprintf("node %d%s: %s error(s) from %.2fs to %.2fs into the measured window (%s to %s)",
-		o.Node, addr, format.Count(float64(o.Errors)), o.FirstS, o.LastS, shortTime(o.First), shortTime(o.Last))
-}
-
-// shortTime is an RFC 3339 time to the millisecond.
-func shortTime(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format("15:04:05.000Z")
-}
-
 // outageLines are the warnings naming each strategy's failing nodes,
 // the most errors first.
-func outageLines(name string, out []NodeOutage) []string {
-	o := append([]NodeOutage(nil), out...)
+func outageLines(name string, out []report.NodeOutage) []string {
+	o := append([]report.NodeOutage(nil), out...)
 	sort.SliceStable(o, func(i, j int) bool { return o[i].Errors > o[j].Errors })
 	var lines []string
 	for _, x := range o {

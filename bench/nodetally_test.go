@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -81,7 +82,7 @@ func TestServerCostNotReadIsNotZero(t *testing.T) {
 	notReadWhy(c, []string{"redis-sentinel://127.0.0.1:26379?sentinelMasterId=m", "redis-sentinel://127.0.0.1:26380?sentinelMasterId=m"})
 	require.Contains(t, c.NotRead, "not asked through redis-sentinel:// nodes")
 	var md strings.Builder
-	writeServerSection(&md, &Report{Strategies: []*StrategyResult{{Name: "mux", Ops: 1000, Server: c}}})
+	writeServerSection(&md, &report.Report{Strategies: []*report.StrategyResult{{Name: "mux", Ops: 1000, Server: c}}})
 	require.Contains(t, md.String(), "| mux | not read | not read | not read | not read | 1.00 | 0 |", md.String())
 	require.Contains(t, md.String(), "Not read: mux: INFO commandstats is not asked through redis-sentinel://")
 }
@@ -89,11 +90,11 @@ func TestServerCostNotReadIsNotZero(t *testing.T) {
 // Issue 48 item 4: a sweep names the nodes that failed in each step, in
 // its table's notes and in sweep.md.
 func TestSweepNamesTheFailingNodeAndWhen(t *testing.T) {
-	o := NodeOutage{Node: 2, Addr: "127.0.0.1:7002", Errors: 1500, FirstS: 2.5, LastS: 4,
+	o := report.NodeOutage{Node: 2, Addr: "127.0.0.1:7002", Errors: 1500, FirstS: 2.5, LastS: 4,
 		First: "2026-11-29T01:00:02.5Z", Last: "2026-11-29T01:00:04Z"}
-	rep := &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", SLO: "p99<5ms", Steps: []*sweepStep{
+	rep := &report.SweepReport{Strategies: []*report.SweepStrategy{{Name: "mux", SLO: "p99<5ms", Steps: []*report.SweepStep{
 		{TargetRate: 1000, Tag: "mux.r1000", Held: true, Ops: 1000},
-		{TargetRate: 2000, Tag: "mux.r2000", Held: true, Ops: 2000, NodeOutages: []NodeOutage{o}}}}}}
+		{TargetRate: 2000, Tag: "mux.r2000", Held: true, Ops: 2000, NodeOutages: []report.NodeOutage{o}}}}}}
 	want := "at 2000 ops/s (mux.r2000): node 2 (127.0.0.1:7002): 1500 error(s) from 2.50s to 4.00s into the measured window (01:00:02.500Z to 01:00:04.000Z)."
 	var table, md strings.Builder
 	writeSweepTable(&table, rep)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestOutcomeCountsAddUp(t *testing.T) {
 	s := strategyResult("mux", load.RunConfig{Workers: 1, Duration: time.Second}, r)
 	require.EqualValues(t, 75, s.AcquiredReleased)
 	require.Equal(t, s.Ops, s.AcquiredReleased+s.NotAcquired+s.Failed)
-	rep := &Report{Strategies: []*StrategyResult{s}}
+	rep := &report.Report{Strategies: []*report.StrategyResult{s}}
 	var md bytes.Buffer
 	writeOutcomes(&md, rep)
 	require.Contains(t, md.String(), "| mux | 100 | 1.00 | 75 | 10 | 15 | 5 |", md.String())

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -90,13 +91,13 @@ func (a *artifacts) write(cfg *Config, stdout io.Writer) error {
 
 // writeOutputs writes a run's outputs: -json, -csv, -hlog and the -out
 // directory (report.md, summary.json and .csv, bench.hlog, the plots).
-func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
+func writeOutputs(cfg *Config, rep *report.Report, stdout io.Writer) error {
 	jsonW := func(w io.Writer) error { return WriteJSON(w, rep) }
 	csvW := func(w io.Writer) error { return WriteCSV(w, rep) }
-	a := &artifacts{json: jsonW, csv: csvW, hlog: writeBytes(rep.hlog), files: []artifact{
+	a := &artifacts{json: jsonW, csv: csvW, hlog: writeBytes(rep.Hlog), files: []artifact{
 		{fileSummary, jsonW},
 		{fileCSV, csvW},
-		{fileHlog, writeBytes(rep.hlog)},
+		{fileHlog, writeBytes(rep.Hlog)},
 		{filePlot, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquireRelease) }},
 		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquire) }},
 		{fileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
@@ -107,13 +108,13 @@ func writeOutputs(cfg *Config, rep *Report, stdout io.Writer) error {
 // writeSweepOutputs writes a sweep's outputs: -json, -csv and the -out
 // directory (sweep.md, sweep.json and .csv, sweep.hlog, sweep.svg). A
 // sweep has no -hlog (its log is in -out).
-func writeSweepOutputs(cfg *Config, rep *sweepReport, stdout io.Writer) error {
+func writeSweepOutputs(cfg *Config, rep *report.SweepReport, stdout io.Writer) error {
 	jsonW := func(w io.Writer) error { return writeSweepJSON(w, rep) }
 	csvW := func(w io.Writer) error { return writeSweepCSV(w, rep) }
 	a := &artifacts{json: jsonW, csv: csvW, files: []artifact{
 		{fileSweepJSON, jsonW},
 		{fileSweepCSV, csvW},
-		{fileSweepHlog, writeBytes(rep.hlog)},
+		{fileSweepHlog, writeBytes(rep.Hlog)},
 		{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, rep) }},
 		{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, rep) }},
 	}}

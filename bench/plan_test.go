@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
 )
@@ -18,11 +19,11 @@ import (
 // Tests of issue 25: capacity planning a planner can trust.
 
 // readSweepJSON reads dir's sweep.json.
-func readSweepJSON(t *testing.T, dir string) *sweepReport {
+func readSweepJSON(t *testing.T, dir string) *report.SweepReport {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
-	var rep sweepReport
+	var rep report.SweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
 	return &rep
 }
@@ -70,7 +71,7 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	for _, ss := range rep.Strategies {
 		require.True(t, ss.Saturated, "%s: %+v", ss.Name, steps(ss))
 		require.Less(t, ss.KneeRate, 300.0, "%s: %+v", ss.Name, steps(ss))
-		var at300 []*sweepStep
+		var at300 []*report.SweepStep
 		for _, st := range ss.Steps {
 			require.False(t, tags[st.Tag], "tag %q used twice", st.Tag)
 			tags[st.Tag] = true
@@ -117,11 +118,11 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 
 // Item 7: which outcomes are breaches.
 func TestSweepBreaches(t *testing.T) {
-	held := &sweepStep{TargetRate: 100, Held: true}
-	rep := &sweepReport{Strategies: []*sweepStrategy{
+	held := &report.SweepStep{TargetRate: 100, Held: true}
+	rep := &report.SweepReport{Strategies: []*report.SweepStrategy{
 		{Name: "a", Knee: held, KneeRate: 100, Saturated: true},
 		{Name: "b", Knee: held, KneeRate: 100},
-		{Name: "c", Steps: []*sweepStep{{TargetRate: 50}}, Saturated: true},
+		{Name: "c", Steps: []*report.SweepStep{{TargetRate: 50}}, Saturated: true},
 	}}
 	b := rep.Breaches()
 	require.Len(t, b, 1, "without -capacity-rate only a strategy where nothing held: %q", b)
@@ -137,8 +138,8 @@ func TestSweepBreaches(t *testing.T) {
 
 // Item 6: the hint when no step held says what to change.
 func TestNoKneeHint(t *testing.T) {
-	ss := &sweepStrategy{Name: "seq", SLOPct: 99, SLOBudgetUs: 1000, Saturated: true,
-		Steps: []*sweepStep{{TargetRate: 200, SLOUs: 4000}, {TargetRate: 100, SLOUs: 3000, Ops: 100}}}
+	ss := &report.SweepStrategy{Name: "seq", SLOPct: 99, SLOBudgetUs: 1000, Saturated: true,
+		Steps: []*report.SweepStep{{TargetRate: 200, SLOUs: 4000}, {TargetRate: 100, SLOUs: 3000, Ops: 100}}}
 	h := noKneeHint(ss)
 	require.Contains(t, h, "lightest step (100 ops/s) measured p99 3.00ms")
 	require.Contains(t, h, "-slo 'p99<4.5ms'")
@@ -149,7 +150,7 @@ func TestNoKneeHint(t *testing.T) {
 
 	var w bytes.Buffer
 	ss.Knee = nil
-	writeSweepTable(&w, &sweepReport{Strategies: []*sweepStrategy{ss}})
+	writeSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, w.String(), "hint: ")
 }
 
@@ -158,24 +159,24 @@ func TestNoKneeHint(t *testing.T) {
 // more workers than -c at the knee's service time.
 func TestSweepBoundByWorkersOnlyWhenMeasured(t *testing.T) {
 	cfg := &Config{Workers: 64, Nodes: []string{"a", "b", "c"}}
-	mk := func(busy, serviceUs float64) *sweepStrategy {
-		ss := &sweepStrategy{Steps: []*sweepStep{
+	mk := func(busy, serviceUs float64) *report.SweepStrategy {
+		ss := &report.SweepStrategy{Steps: []*report.SweepStep{
 			{TargetRate: 1000, Held: true, MeanServiceUs: serviceUs, ClientCPUUsPerOp: 10},
 			{TargetRate: 2000, WorkerBusyShare: busy, MeanServiceUs: 50 * serviceUs},
 		}}
-		ss.kneeOf()
+		ss.FindKnee()
 		return ss
 	}
 	// 64 workers at 5ms carry 12.8k ops/s: a 2,000 ops/s step that failed
 	// with busy workers was waiting on the servers, not short of workers.
 	ss := mk(1, 5000)
-	require.False(t, strings.HasPrefix(ss.bound(cfg), "the workers"), ss.bound(cfg))
+	require.False(t, strings.HasPrefix(strategyBound(ss, cfg), "the workers"), strategyBound(ss, cfg))
 	// At 40ms they carry 1,600 ops/s: 2,000 needs more workers.
 	ss = mk(0.97, 40000)
-	require.True(t, strings.HasPrefix(ss.bound(cfg), "the workers"), ss.bound(cfg))
+	require.True(t, strings.HasPrefix(strategyBound(ss, cfg), "the workers"), strategyBound(ss, cfg))
 	// Not busy: not the workers, whatever the arithmetic.
 	ss = mk(0.5, 40000)
-	require.False(t, strings.HasPrefix(ss.bound(cfg), "the workers"), ss.bound(cfg))
+	require.False(t, strings.HasPrefix(strategyBound(ss, cfg), "the workers"), strategyBound(ss, cfg))
 }
 
 // Item 4, measured: 2 workers against nodes that answer 20ms late carry
@@ -187,7 +188,7 @@ func TestSweepBoundByWorkersMeasured(t *testing.T) {
 	ss := rep.Strategies[0]
 	require.True(t, ss.Saturated, "%+v", steps(ss))
 	require.Equal(t, 20.0, ss.KneeRate, "%+v", steps(ss))
-	f := ss.firstFailAbove()
+	f := ss.FirstFailAbove()
 	require.NotNil(t, f)
 	require.Greater(t, f.WorkerBusyShare, sweepWorkersBusy, "%+v", f)
 	require.True(t, strings.HasPrefix(ss.Bound, "the workers"), ss.Bound)

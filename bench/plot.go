@@ -7,12 +7,13 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/plot"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
 // writePlot writes the percentile-distribution plot of one metric of every
 // strategy in rep as an SVG document.
-func writePlot(w io.Writer, rep *Report, metric string) error {
+func writePlot(w io.Writer, rep *report.Report, metric string) error {
 	var series []plot.Series
 	var saturated []string
 	idx := map[string]int{}
@@ -20,11 +21,11 @@ func writePlot(w io.Writer, rep *Report, metric string) error {
 		idx[m] = i
 	}
 	for i, s := range rep.Strategies {
-		if s.hists[0] == nil {
+		if s.Hists[0] == nil {
 			continue
 		}
 		color := plot.Color(s.Name, i)
-		ps := plot.Series{Name: s.Name, Hist: s.hists[idx[metric]], Color: color}
+		ps := plot.Series{Name: s.Name, Hist: s.Hists[idx[metric]], Color: color}
 		if s.Saturated {
 			ps.Warn = "SATURATED (behind -rate)"
 			saturated = append(saturated, s.Name)
@@ -32,11 +33,11 @@ func writePlot(w io.Writer, rep *Report, metric string) error {
 		series = append(series, ps)
 		// Refused and failed operations are drawn beside the successes, in
 		// the strategy's colour, dashed, whenever there are any.
-		if metric == load.MetricAcquire && s.hists[load.MNotAcquired].TotalCount() > 0 {
-			series = append(series, plot.Series{Name: s.Name + " not acquired", Hist: s.hists[load.MNotAcquired], Color: color, Dash: "2,3"})
+		if metric == load.MetricAcquire && s.Hists[load.MNotAcquired].TotalCount() > 0 {
+			series = append(series, plot.Series{Name: s.Name + " not acquired", Hist: s.Hists[load.MNotAcquired], Color: color, Dash: "2,3"})
 		}
-		if (metric == load.MetricAcquire || metric == load.MetricAcquireRelease) && s.hists[load.MFailed].TotalCount() > 0 {
-			series = append(series, plot.Series{Name: s.Name + " failed", Hist: s.hists[load.MFailed], Color: color, Dash: "8,4"})
+		if (metric == load.MetricAcquire || metric == load.MetricAcquireRelease) && s.Hists[load.MFailed].TotalCount() > 0 {
+			series = append(series, plot.Series{Name: s.Name + " failed", Hist: s.Hists[load.MFailed], Color: color, Dash: "8,4"})
 		}
 	}
 	what := metricTitle[metric]

@@ -5,36 +5,37 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
 // The percentile plots' subtitle names the workload and -c, and a
 // saturated strategy is marked in its legend and the subtitle.
 func TestPlotSubtitleAndSaturation(t *testing.T) {
-	res := func(name string, saturated bool) *StrategyResult {
+	res := func(name string, saturated bool) *report.StrategyResult {
 		h := load.NewHists()
 		for i := int64(1); i <= 100; i++ {
 			for _, m := range []int{load.MAcquire, load.MRelease, load.MAcquireRelease} {
 				_ = h[m].RecordValue(i * 10_000)
 			}
 		}
-		return &StrategyResult{Name: name, Saturated: saturated, hists: h}
+		return &report.StrategyResult{Name: name, Saturated: saturated, Hists: h}
 	}
-	cfg := ReportConfig{Target: "embedded fake cluster, 3 nodes", Workload: load.WorkloadContended, Workers: 24, Rate: 5000, Loop: "open"}
+	cfg := report.ReportConfig{Target: "embedded fake cluster, 3 nodes", Workload: load.WorkloadContended, Workers: 24, Rate: 5000, Loop: "open"}
 	tests := []struct {
 		name      string
-		strats    []*StrategyResult
+		strats    []*report.StrategyResult
 		warns     int
 		saturated string // in the subtitle ("" = no mark)
 	}{
-		{"none saturated", []*StrategyResult{res("seq", false), res("mux", false)}, 0, ""},
-		{"one saturated", []*StrategyResult{res("seq", true), res("mux", false)}, 1, "SATURATED: seq"},
-		{"both saturated", []*StrategyResult{res("seq", true), res("mux", true)}, 2, "SATURATED: seq, mux"},
+		{"none saturated", []*report.StrategyResult{res("seq", false), res("mux", false)}, 0, ""},
+		{"one saturated", []*report.StrategyResult{res("seq", true), res("mux", false)}, 1, "SATURATED: seq"},
+		{"both saturated", []*report.StrategyResult{res("seq", true), res("mux", true)}, 2, "SATURATED: seq, mux"},
 	}
 	for _, tc := range tests {
 		for _, metric := range []string{load.MetricAcquireRelease, load.MetricAcquire} {
 			var b strings.Builder
-			if err := writePlot(&b, &Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
+			if err := writePlot(&b, &report.Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
 				t.Fatal(err)
 			}
 			svg := b.String()
@@ -55,15 +56,15 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 // The sweep plot's subtitle names the workload and -c; every saturated
 // step drawn gets a cross.
 func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
-	step := func(rate float64, held, saturated, repeated bool) *sweepStep {
-		return &sweepStep{TargetRate: rate, OpsPerSec: rate * 0.9, Ops: 100, Held: held, Saturated: saturated, Repeated: repeated,
-			SLOUs: 1000, Latency: Latency{P50Us: 500}}
+	step := func(rate float64, held, saturated, repeated bool) *report.SweepStep {
+		return &report.SweepStep{TargetRate: rate, OpsPerSec: rate * 0.9, Ops: 100, Held: held, Saturated: saturated, Repeated: repeated,
+			SLOUs: 1000, Latency: report.Latency{P50Us: 500}}
 	}
-	ss := &sweepStrategy{Name: "mux", SLOPct: 99, SLOBudgetUs: 2000, Steps: []*sweepStep{
+	ss := &report.SweepStrategy{Name: "mux", SLOPct: 99, SLOBudgetUs: 2000, Steps: []*report.SweepStep{
 		step(100, true, false, false), step(200, true, false, false), step(400, false, true, true),
 		step(400, false, true, false), step(300, false, true, false),
 	}}
-	rep := &sweepReport{Config: ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*sweepStrategy{ss}}
+	rep := &report.SweepReport{Config: report.ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*report.SweepStrategy{ss}}
 	var b strings.Builder
 	if err := writeSweepPlot(&b, rep); err != nil {
 		t.Fatal(err)

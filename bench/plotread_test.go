@@ -10,26 +10,27 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/plot"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/stretchr/testify/require"
 )
 
 // Issue 36 item 5: sweep plots a reader can read.
 func TestSweepPlotReadable(t *testing.T) {
-	mk := func(name string, rates ...float64) *sweepStrategy {
-		ss := &sweepStrategy{Name: name, SLOPct: 99, SLOBudgetUs: 5000}
+	mk := func(name string, rates ...float64) *report.SweepStrategy {
+		ss := &report.SweepStrategy{Name: name, SLOPct: 99, SLOBudgetUs: 5000}
 		for _, r := range rates {
-			ss.Steps = append(ss.Steps, &sweepStep{TargetRate: r, OpsPerSec: r, Ops: int64(r), Held: true, SLOUs: 1000, Latency: Latency{P50Us: 400}})
+			ss.Steps = append(ss.Steps, &report.SweepStep{TargetRate: r, OpsPerSec: r, Ops: int64(r), Held: true, SLOUs: 1000, Latency: report.Latency{P50Us: 400}})
 		}
-		ss.kneeOf()
+		ss.FindKnee()
 		return ss
 	}
 	seq := mk("seq", 300, 600, 900, 1200)
-	seq.Steps = append(seq.Steps, &sweepStep{TargetRate: 1500, OpsPerSec: 1500, Ops: 1500, FailedShare: 0.2, SLOUs: 60000, Why: "20.0% of operations failed"})
+	seq.Steps = append(seq.Steps, &report.SweepStep{TargetRate: 1500, OpsPerSec: 1500, Ops: 1500, FailedShare: 0.2, SLOUs: 60000, Why: "20.0% of operations failed"})
 	mux := mk("mux", 5000, 10000, 20000, 40000)
-	mux.Steps = append(mux.Steps, &sweepStep{TargetRate: 44000, OpsPerSec: 30000, Ops: 30000, Saturated: true, SLOUs: 90000})
-	seq.kneeOf()
-	mux.kneeOf()
-	rep := &sweepReport{Strategies: []*sweepStrategy{seq, mux}, Config: ReportConfig{
+	mux.Steps = append(mux.Steps, &report.SweepStep{TargetRate: 44000, OpsPerSec: 30000, Ops: 30000, Saturated: true, SLOUs: 90000})
+	seq.FindKnee()
+	mux.FindKnee()
+	rep := &report.SweepReport{Strategies: []*report.SweepStrategy{seq, mux}, Config: report.ReportConfig{
 		Target:   "3 Redis masters given with -nodes (redis-a.internal.example.com:6379, redis-b.internal.example.com:6379, redis-c.internal.example.com:6379)",
 		Title:    "A capacity sweep with a title long enough to run past the right edge of the plot at sixteen pixels",
 		Workload: "acquire-release", Workers: 64, DurationS: 2}}
@@ -80,9 +81,9 @@ func unescapeXML(s string) string {
 // Issue 36 item 5: no all-zero tables, and a blackhole's set-up said in the
 // promise line.
 func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
-	s := &StrategyResult{Name: "mux", Ops: 10, AcquireRelease: Latency{Count: 10, P50Us: 100}, Acquire: Latency{Count: 10}, Release: Latency{Count: 10}}
+	s := &report.StrategyResult{Name: "mux", Ops: 10, AcquireRelease: report.Latency{Count: 10, P50Us: 100}, Acquire: report.Latency{Count: 10}, Release: report.Latency{Count: 10}}
 	var w bytes.Buffer
-	writeLatencyTables(&w, &Report{Strategies: []*StrategyResult{s}})
+	writeLatencyTables(&w, &report.Report{Strategies: []*report.StrategyResult{s}})
 	out := w.String()
 	require.Contains(t, out, "### Failed (latency to failure) latency (us)\n\nNone in any strategy (count 0), so no table.")
 	require.Equal(t, 3, strings.Count(out, "| strategy | count |"), out)
@@ -92,7 +93,7 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	require.Equal(t, "500ms warm-up then 2s per strategy (about 7s in all, with 1s of connection set-up per strategy: a blackholed node never answers it)", runPlan(cfg))
 
 	var h bytes.Buffer
-	writeHeadroom(&h, &sweepReport{Strategies: []*sweepStrategy{{Name: "mux", Knee: &sweepStep{}, KneeRate: 100}}})
+	writeHeadroom(&h, &report.SweepReport{Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
 	require.NotContains(t, h.String(), "| mux |", "no all-dash headroom table")
 	// no knee and no -capacity-rate: no plan stated, no Provisioning
 	// bounds invoked that were not computed
@@ -100,6 +101,6 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	require.NotContains(t, h.String(), "upper bounds stand")
 	require.Contains(t, h.String(), "no capacity to plan at 70% of")
 	h.Reset()
-	writeHeadroom(&h, &sweepReport{Config: ReportConfig{CapacityRate: 500}, Strategies: []*sweepStrategy{{Name: "mux", Knee: &sweepStep{}, KneeRate: 100}}})
+	writeHeadroom(&h, &report.SweepReport{Config: report.ReportConfig{CapacityRate: 500}, Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
 	require.Contains(t, h.String(), "The Provisioning section's upper bounds stand.")
 }

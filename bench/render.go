@@ -8,7 +8,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -106,20 +106,18 @@ func renderDir(dir string) (*renderOutcome, error) {
 	return nil, fmt.Errorf("%s: %w: neither %s nor %s in it", dir, errCannotRender, fileSummary, fileSweepJSON)
 }
 
-// readJSON reads a report's JSON into v and, as a generic document, into
-// doc (to tell a field that is absent from one that is zero).
-func readJSON(path string, v any) (doc any, err error) {
-	b, err := os.ReadFile(path)
+// readJSON reads a report's JSON and decodes it with dec, keeping the
+// generic document too (to tell a field that is absent from one that is
+// zero).
+func readJSON[T any](path string, dec func(*report.File) (T, error)) (v T, doc any, err error) {
+	f, err := report.Read(path)
 	if err != nil {
-		return nil, err
+		return v, nil, err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if v, err = dec(f); err != nil {
+		return v, nil, err
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return doc, nil
+	return v, f.Doc, nil
 }
 
 // Fields the plots are drawn from; a JSON without one of them is refused.
@@ -138,26 +136,25 @@ var (
 // bench.hlog (each strategy's metric checked against summary.json's count),
 // report.md when summary.json is complete.
 func renderRun(dir string) (*renderOutcome, error) {
-	var rep Report
-	doc, err := readJSON(filepath.Join(dir, fileSummary), &rep)
+	rep, doc, err := readJSON(filepath.Join(dir, fileSummary), (*report.File).Run)
 	if err != nil {
 		return nil, err
 	}
 	if miss := missingPaths(doc, runPlotFields); len(miss) > 0 {
 		return nil, fmt.Errorf("%s: %w: %s lacks %s", dir, errCannotRender, fileSummary, strings.Join(miss, ", "))
 	}
-	if err := histsFromHlog(dir, &rep); err != nil {
+	if err := histsFromHlog(dir, rep); err != nil {
 		return nil, err
 	}
 	out := &renderOutcome{dir: dir}
 	files := []artifact{
-		{filePlot, func(w io.Writer) error { return writePlot(w, &rep, load.MetricAcquireRelease) }},
-		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, &rep, load.MetricAcquire) }},
+		{filePlot, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquireRelease) }},
+		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquire) }},
 	}
 	if miss := missingFields(reflect.TypeOf(rep), doc); len(miss) > 0 {
 		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", fileReport, fileSummary, strings.Join(miss, ", "))
 	} else {
-		files = append(files, artifact{fileReport, func(w io.Writer) error { return WriteMarkdown(w, &rep) }})
+		files = append(files, artifact{fileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }})
 	}
 	return out, writeAll(dir, files, out)
 }
@@ -165,7 +162,7 @@ func renderRun(dir string) (*renderOutcome, error) {
 // histsFromHlog sets each strategy's histograms from dir's bench.hlog (tags
 // <strategy>.<metric>), refusing a log whose totals are not summary.json's
 // counts (a metric the log lacks must have a count of 0).
-func histsFromHlog(dir string, rep *Report) error {
+func histsFromHlog(dir string, rep *report.Report) error {
 	path := filepath.Join(dir, fileHlog)
 	f, err := os.Open(path)
 	if err != nil {
@@ -186,10 +183,10 @@ func histsFromHlog(dir string, rep *Report) error {
 			if h == nil {
 				h = load.NewHistogram()
 			}
-			if got, want := h.TotalCount(), s.metric(m).Count; got != want {
+			if got, want := h.TotalCount(), s.Metric(m).Count; got != want {
 				return fmt.Errorf("%s: %w: tag %s.%s holds %d values, %s counts %d", path, errCannotRender, s.Name, m, got, fileSummary, want)
 			}
-			s.hists[i] = h
+			s.Hists[i] = h
 		}
 	}
 	return nil
@@ -198,8 +195,7 @@ func histsFromHlog(dir string, rep *Report) error {
 // renderSweep redraws a sweep directory: sweep.svg from sweep.json, and
 // sweep.md when sweep.json is complete.
 func renderSweep(dir string) (*renderOutcome, error) {
-	var rep sweepReport
-	doc, err := readJSON(filepath.Join(dir, fileSweepJSON), &rep)
+	rep, doc, err := readJSON(filepath.Join(dir, fileSweepJSON), (*report.File).Sweep)
 	if err != nil {
 		return nil, err
 	}
@@ -210,18 +206,18 @@ func renderSweep(dir string) (*renderOutcome, error) {
 		relinkKnee(ss)
 	}
 	out := &renderOutcome{dir: dir}
-	files := []artifact{{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, &rep) }}}
+	files := []artifact{{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, rep) }}}
 	if miss := missingFields(reflect.TypeOf(rep), doc); len(miss) > 0 {
 		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", fileSweepReport, fileSweepJSON, strings.Join(miss, ", "))
 	} else {
-		files = append(files, artifact{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, &rep) }})
+		files = append(files, artifact{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, rep) }})
 	}
 	return out, writeAll(dir, files, out)
 }
 
 // relinkKnee points ss.Knee at the step it copies (JSON holds the knee as
 // a copy; the writers compare steps with it by identity).
-func relinkKnee(ss *sweepStrategy) {
+func relinkKnee(ss *report.SweepStrategy) {
 	if ss.Knee == nil {
 		return
 	}

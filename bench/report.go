@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -103,7 +104,7 @@ var metricTitle = map[string]string{
 
 // tablePercentiles are the headline table's percentiles: acquire's and
 // acquire+release's (followed by max).
-func tablePercentiles(c ReportConfig) (acq, acqRel []float64) {
+func tablePercentiles(c report.ReportConfig) (acq, acqRel []float64) {
 	if len(c.Percentiles) > 0 {
 		return c.Percentiles, c.Percentiles
 	}
@@ -111,14 +112,14 @@ func tablePercentiles(c ReportConfig) (acq, acqRel []float64) {
 }
 
 // reportPercentiles are the percentiles of the per-metric tables and CSV.
-func reportPercentiles(c ReportConfig) []float64 {
+func reportPercentiles(c report.ReportConfig) []float64 {
 	if len(c.Percentiles) > 0 {
 		return c.Percentiles
 	}
 	return defaultPercentiles
 }
 
-func pctCell(l Latency, p float64) string {
+func pctCell(l report.Latency, p float64) string {
 	if l.Count == 0 {
 		return "-"
 	}
@@ -129,13 +130,13 @@ func pctCell(l Latency, p float64) string {
 // summaryTable is the headline table: throughput, acquire and
 // acquire+release latency, outcomes (failed operations with their own
 // latency), errors by kind, node errors by kind and client cost.
-func summaryTable(rep *Report) *table { return runColumns(rep.Config).table(rep.Strategies) }
+func summaryTable(rep *report.Report) *table { return runColumns(rep.Config).table(rep.Strategies) }
 
 // runColumns are the headline table's columns, one row per strategy.
-func runColumns(c ReportConfig) columns[*StrategyResult] {
+func runColumns(c report.ReportConfig) columns[*report.StrategyResult] {
 	acq, acqRel := tablePercentiles(c)
-	cs := columns[*StrategyResult]{
-		{head: "strategy", json: "name", cell: func(s *StrategyResult) string {
+	cs := columns[*report.StrategyResult]{
+		{head: "strategy", json: "name", cell: func(s *report.StrategyResult) string {
 			name := s.Name
 			if s.Saturated {
 				name += " (saturated)"
@@ -145,41 +146,41 @@ func runColumns(c ReportConfig) columns[*StrategyResult] {
 			}
 			return name
 		}},
-		{head: "ops/s", json: "ops_per_sec", cell: func(s *StrategyResult) string { return format.Count(s.OpsPerSec) }},
+		{head: "ops/s", json: "ops_per_sec", cell: func(s *report.StrategyResult) string { return format.Count(s.OpsPerSec) }},
 	}
 	if c.Rate > 0 {
-		cs = append(cs, column[*StrategyResult]{head: "target/s", json: "target_rate", cell: func(s *StrategyResult) string { return format.Count(s.TargetRate) }})
+		cs = append(cs, column[*report.StrategyResult]{head: "target/s", json: "target_rate", cell: func(s *report.StrategyResult) string { return format.Count(s.TargetRate) }})
 	}
 	if contention(c) {
-		cs = append(cs, column[*StrategyResult]{head: "acquired/s", json: "acquired_per_sec", cell: func(s *StrategyResult) string { return format.Count(s.AcquiredPerSec) }})
+		cs = append(cs, column[*report.StrategyResult]{head: "acquired/s", json: "acquired_per_sec", cell: func(s *report.StrategyResult) string { return format.Count(s.AcquiredPerSec) }})
 	}
 	for _, p := range acq {
-		cs = append(cs, column[*StrategyResult]{head: "acq " + format.Percentile(p), json: "acquire", cell: func(s *StrategyResult) string { return pctCell(s.Acquire, p) }})
+		cs = append(cs, column[*report.StrategyResult]{head: "acq " + format.Percentile(p), json: "acquire", cell: func(s *report.StrategyResult) string { return pctCell(s.Acquire, p) }})
 	}
 	for _, p := range acqRel {
-		cs = append(cs, column[*StrategyResult]{head: "acq+rel " + format.Percentile(p), json: "acquire_release", cell: func(s *StrategyResult) string { return pctCell(s.AcquireRelease, p) }})
+		cs = append(cs, column[*report.StrategyResult]{head: "acq+rel " + format.Percentile(p), json: "acquire_release", cell: func(s *report.StrategyResult) string { return pctCell(s.AcquireRelease, p) }})
 	}
-	return append(cs, columns[*StrategyResult]{
-		{head: "acq+rel max", json: "acquire_release.max_us", cell: func(s *StrategyResult) string {
+	return append(cs, columns[*report.StrategyResult]{
+		{head: "acq+rel max", json: "acquire_release.max_us", cell: func(s *report.StrategyResult) string {
 			if s.AcquireRelease.Count == 0 {
 				return "-"
 			}
 			return format.Us(s.AcquireRelease.MaxUs)
 		}},
-		{head: "acq+rel ok", json: "acquired_released", cell: func(s *StrategyResult) string { return fmtInt(s.Acquired - s.ReleaseFailed) }},
-		{head: "not acq", json: "not_acquired", cell: func(s *StrategyResult) string { return fmtInt(s.NotAcquired) }},
-		{head: "failed", json: "failed", cell: func(s *StrategyResult) string { return fmtInt(s.Failed) }},
-		{head: "fail p99", json: "failed_latency.p99_us", cell: func(s *StrategyResult) string { return pctCell(s.FailedLat, 99) }},
-		{head: "errors", json: "errors", cell: func(s *StrategyResult) string { return errString(s.Errors) }},
-		{head: "node errors", json: "node_errors", cell: func(s *StrategyResult) string { return errString(s.NodeErrors) }},
-		{head: "allocs/op", json: "allocs_per_op", cell: func(s *StrategyResult) string { return fmt.Sprintf("%.1f", s.AllocsPerOp) }},
-		{head: "cpu us/op", json: "cpu_us_per_op", cell: func(s *StrategyResult) string { return fmt.Sprintf("%.1f", s.CPUUsPerOp) }},
+		{head: "acq+rel ok", json: "acquired_released", cell: func(s *report.StrategyResult) string { return fmtInt(s.Acquired - s.ReleaseFailed) }},
+		{head: "not acq", json: "not_acquired", cell: func(s *report.StrategyResult) string { return fmtInt(s.NotAcquired) }},
+		{head: "failed", json: "failed", cell: func(s *report.StrategyResult) string { return fmtInt(s.Failed) }},
+		{head: "fail p99", json: "failed_latency.p99_us", cell: func(s *report.StrategyResult) string { return pctCell(s.FailedLat, 99) }},
+		{head: "errors", json: "errors", cell: func(s *report.StrategyResult) string { return errString(s.Errors) }},
+		{head: "node errors", json: "node_errors", cell: func(s *report.StrategyResult) string { return errString(s.NodeErrors) }},
+		{head: "allocs/op", json: "allocs_per_op", cell: func(s *report.StrategyResult) string { return fmt.Sprintf("%.1f", s.AllocsPerOp) }},
+		{head: "cpu us/op", json: "cpu_us_per_op", cell: func(s *report.StrategyResult) string { return fmt.Sprintf("%.1f", s.CPUUsPerOp) }},
 	}...)
 }
 
 // warnings are the lines that must be read with the table: saturated
 // open-loop runs, failing runs, an interrupted run.
-func warnings(rep *Report) []string {
+func warnings(rep *report.Report) []string {
 	var out []string
 	if rep.Interrupted {
 		out = append(out, "interrupted: the report covers what was measured before the stop")
@@ -200,7 +201,7 @@ func warnings(rep *Report) []string {
 }
 
 // WriteTable prints the headline table for a terminal.
-func WriteTable(w io.Writer, rep *Report) {
+func WriteTable(w io.Writer, rep *report.Report) {
 	fmt.Fprintln(w, runDescription(rep.Config))
 	summaryTable(rep).write(w)
 	for _, l := range warnings(rep) {
@@ -211,14 +212,14 @@ func WriteTable(w io.Writer, rep *Report) {
 // runDescription is what a run measures, in one line: target, strategies,
 // workers, loop, workload and keys. Run prints it first and the table
 // under it.
-func runDescription(c ReportConfig) string {
+func runDescription(c report.ReportConfig) string {
 	loop := c.Loop + " loop"
 	if c.Rate > 0 {
 		loop += fmt.Sprintf(" at %s ops/s", format.Count(c.Rate))
 	}
 	s := fmt.Sprintf("%s; %s, %d workers, %s, workload %s, keys %d%s", c.Target, strings.Join(c.Strategies, "/"), c.Workers, loop, c.Workload, c.Keys, workloadExtra(c))
 	if c.Segment != nil {
-		s += "; " + c.Segment.describe(c.Rate, c.Workers, c.Keys)
+		s += "; " + describeSegment(c.Segment, c.Rate, c.Workers, c.Keys)
 	}
 	return s
 }
@@ -249,12 +250,12 @@ func runPlan(cfg *Config) string {
 
 // contention reports whether the run's workers contend for keys (or hold
 // them), so that hand-offs per second are worth a column and a section.
-func contention(c ReportConfig) bool {
+func contention(c report.ReportConfig) bool {
 	return c.Workload == load.WorkloadContended || (c.KeysDist != "" && c.KeysDist != load.KeysRoundRobin) || c.Hold != "" || c.Keys < c.Workers
 }
 
 // workloadExtra describes -keys-dist and -hold when they are set.
-func workloadExtra(c ReportConfig) string {
+func workloadExtra(c report.ReportConfig) string {
 	s := ""
 	if c.KeysDist != "" && c.KeysDist != load.KeysRoundRobin {
 		s += " (" + c.KeysDist + ")"
@@ -268,7 +269,7 @@ func workloadExtra(c ReportConfig) string {
 // writeContention writes the contended report: hand-offs per second
 // (acquisitions, not attempts), how many attempts each took, and how long
 // a lock was held.
-func writeContention(w io.Writer, rep *Report) {
+func writeContention(w io.Writer, rep *report.Report) {
 	c := rep.Config
 	if !contention(c) {
 		return
@@ -311,11 +312,11 @@ func writeContention(w io.Writer, rep *Report) {
 
 // WriteCSV writes one row per strategy and metric: outcome counts, rates
 // and the chosen percentiles in microseconds.
-func WriteCSV(w io.Writer, rep *Report) error {
+func WriteCSV(w io.Writer, rep *report.Report) error {
 	var rows []metricRow
 	for _, s := range rep.Strategies {
 		for _, m := range load.Metrics {
-			rows = append(rows, metricRow{s, m, s.metric(m)})
+			rows = append(rows, metricRow{s, m, s.Metric(m)})
 		}
 	}
 	return metricColumns(rep.Config).writeCSV(w, rows)
@@ -323,14 +324,14 @@ func WriteCSV(w io.Writer, rep *Report) error {
 
 // metricRow is one metric of one strategy: a row of summary.csv.
 type metricRow struct {
-	s      *StrategyResult
+	s      *report.StrategyResult
 	metric string
-	l      Latency
+	l      report.Latency
 }
 
 // metricColumns are summary.csv's columns ("*": the row's metric's
 // latency object in the JSON).
-func metricColumns(c ReportConfig) columns[metricRow] {
+func metricColumns(c report.ReportConfig) columns[metricRow] {
 	cs := columns[metricRow]{
 		{csv: "strategy", json: "name", cell: func(r metricRow) string { return r.s.Name }},
 		{csv: "metric", cell: func(r metricRow) string { return r.metric }},
@@ -351,14 +352,14 @@ func metricColumns(c ReportConfig) columns[metricRow] {
 }
 
 // WriteJSON writes the -json object.
-func WriteJSON(w io.Writer, rep *Report) error {
+func WriteJSON(w io.Writer, rep *report.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
 
 // WriteMarkdown writes report.md.
-func WriteMarkdown(w io.Writer, rep *Report) error {
+func WriteMarkdown(w io.Writer, rep *report.Report) error {
 	c, e := rep.Config, rep.Env
 	title := c.Title
 	if title == "" {
@@ -398,14 +399,14 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 // writeLatencyTables writes one table per metric, with the run's
 // percentiles.
-func writeLatencyTables(w io.Writer, rep *Report) {
+func writeLatencyTables(w io.Writer, rep *report.Report) {
 	c := rep.Config
 	pcts := reportPercentiles(c)
 	for _, m := range load.Metrics {
 		fmt.Fprintf(w, "### %s latency (us)\n\n", metricTitle[m])
 		var n int64
 		for _, s := range rep.Strategies {
-			n += s.metric(m).Count
+			n += s.Metric(m).Count
 		}
 		if n == 0 {
 			// No all-zero table: say there is nothing to show.
@@ -419,7 +420,7 @@ func writeLatencyTables(w io.Writer, rep *Report) {
 		}
 		t := newTable(append(head, "max", "mean")...)
 		for _, s := range rep.Strategies {
-			l := s.metric(m)
+			l := s.Metric(m)
 			row := []string{s.Name, fmt.Sprint(l.Count), f1(l.MinUs)}
 			for _, p := range pcts {
 				v, _ := l.At(p)
@@ -434,7 +435,7 @@ func writeLatencyTables(w io.Writer, rep *Report) {
 }
 
 // writeOutcomes writes the outcomes, errors and client cost per strategy.
-func writeOutcomes(w io.Writer, rep *Report) {
+func writeOutcomes(w io.Writer, rep *report.Report) {
 	fmt.Fprintln(w, "### Outcomes and errors")
 	fmt.Fprintln(w)
 	t := newTable("strategy", "ops", "duration s", "acquired and released", "not acquired", "failed", "of which at release", "extended", "not extended", "op errors", "node errors", "allocs/op", "bytes/op", "cpu us/op", "harness cpu us/op")
@@ -456,14 +457,14 @@ func writeOutcomes(w io.Writer, rep *Report) {
 
 // writeOutageTable writes which node failed, how often and when, per
 // strategy (nothing when no node failed).
-func writeOutageTable(w io.Writer, rep *Report) {
+func writeOutageTable(w io.Writer, rep *report.Report) {
 	t := newTable("strategy", "node", "address", "errors", "first error", "last error")
 	n := 0
 	for _, s := range rep.Strategies {
 		for _, o := range s.NodeOutages {
 			n++
 			t.row(s.Name, fmt.Sprint(o.Node), o.Addr, fmt.Sprint(o.Errors),
-				fmt.Sprintf("%.2fs (%s)", o.FirstS, shortTime(o.First)), fmt.Sprintf("%.2fs (%s)", o.LastS, shortTime(o.Last)))
+				fmt.Sprintf("%.2fs (%s)", o.FirstS, report.ShortTime(o.First)), fmt.Sprintf("%.2fs (%s)", o.LastS, report.ShortTime(o.Last)))
 		}
 	}
 	if n == 0 {
@@ -476,7 +477,7 @@ func writeOutageTable(w io.Writer, rep *Report) {
 }
 
 // writeConfigSection writes the run's configuration.
-func writeConfigSection(w io.Writer, c ReportConfig) {
+func writeConfigSection(w io.Writer, c report.ReportConfig) {
 	fmt.Fprintln(w, "## Configuration")
 	fmt.Fprintln(w)
 	ct := newTable("setting", "value")
@@ -505,7 +506,7 @@ func writeConfigSection(w io.Writer, c ReportConfig) {
 		ct.row("target rate (-rate)", fmt.Sprintf("%g ops/s (latency from each operation's intended start; saturated below %.0f%% of it achieved, or with operations left unstarted)", c.Rate, saturationShare*100))
 	}
 	if c.Segment != nil {
-		ct.row("segment (-segment)", c.Segment.describe(c.Rate, c.Workers, c.Keys)+" (workers, rate and keys in this report are this segment's; redmux-bench merge adds the segments' interval logs up)")
+		ct.row("segment (-segment)", describeSegment(c.Segment, c.Rate, c.Workers, c.Keys)+" (workers, rate and keys in this report are this segment's; redmux-bench merge adds the segments' interval logs up)")
 	}
 	ct.row("workload", c.Workload)
 	ct.row("keys", fmt.Sprint(c.Keys))
@@ -528,7 +529,7 @@ func writeConfigSection(w io.Writer, c ReportConfig) {
 }
 
 // writeEnvSection writes the machine and build.
-func writeEnvSection(w io.Writer, e Env) {
+func writeEnvSection(w io.Writer, e report.Env) {
 	fmt.Fprintln(w, "## Environment")
 	fmt.Fprintln(w)
 	et := newTable("", "")
@@ -537,7 +538,7 @@ func writeEnvSection(w io.Writer, e Env) {
 	et.row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
 	if e.Build.RevisionSource != "" {
 		et.row("module version", e.Build.Module)
-		et.row("revision", e.Build.describe())
+		et.row("revision", describeBuild(e.Build))
 	} else if e.Revision != "" {
 		et.row("revision", e.Revision)
 	}
@@ -550,20 +551,6 @@ func writeEnvSection(w io.Writer, e Env) {
 	fmt.Fprintln(w)
 }
 
-func (s *StrategyResult) metric(m string) Latency {
-	switch m {
-	case load.MetricAcquire:
-		return s.Acquire
-	case load.MetricRelease:
-		return s.Release
-	case load.MetricNotAcquired:
-		return s.NotAcquiredLat
-	case load.MetricFailed:
-		return s.FailedLat
-	}
-	return s.AcquireRelease
-}
-
 // usecCell shows "n/a" when a server counts calls but not their time (the
 // fake server reports usec=0).
 func usecCell(v float64, calls int64) string {
@@ -573,7 +560,7 @@ func usecCell(v float64, calls int64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-func writeServerSection(w io.Writer, rep *Report) {
+func writeServerSection(w io.Writer, rep *report.Report) {
 	any := false
 	for _, s := range rep.Strategies {
 		any = any || s.Server != nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/mux"
 )
@@ -78,7 +79,7 @@ func (o *Options) discardUnset() {
 // strategy, prints the table and writes the requested files. Errors are run
 // failures (exit status 1), except an -out directory refused before the run
 // (errOutNotEmpty, a *usageError: exit status 2).
-func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
+func Run(ctx context.Context, cfg *Config, o Options) (*report.Report, error) {
 	o.discardUnset()
 	if err := checkOut(cfg); err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 	}
 	defer sess.t.close()
 	t, params, opt := sess.t, sess.params, sess.opt
-	rep := &Report{Config: sess.config, Env: sess.env}
+	rep := &report.Report{Config: sess.config, Env: sess.env}
 	secrets := cfg.secrets()
 
 	var hbuf bytes.Buffer
@@ -158,7 +159,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*Report, error) {
 		}
 		return nil, errors.New("no strategy could run")
 	}
-	rep.hlog = hbuf.Bytes()
+	rep.Hlog = hbuf.Bytes()
 	rep.Env.LoadAvgEnd = loadAvg()
 	if !cfg.Quiet {
 		WriteTable(tableOut, rep)
@@ -183,8 +184,8 @@ type session struct {
 	t      *target
 	params lockParams
 	opt    *connOpts
-	config ReportConfig
-	env    Env
+	config report.ReportConfig
+	env    report.Env
 }
 
 // driftFactor and driftFixed are the clock drift allowance of every
@@ -270,7 +271,7 @@ func strategyStart(cfg *Config, i int) time.Time {
 }
 
 // measuredList names the strategies of rep and how each ended.
-func measuredList(rep *Report) string {
+func measuredList(rep *report.Report) string {
 	var parts []string
 	for _, s := range rep.Strategies {
 		if s.Interrupted {
@@ -381,8 +382,8 @@ func progressLine(p load.Progress, i, n int, term, openLoop bool) string {
 	return s
 }
 
-func reportConfig(cfg *Config, t *target, p lockParams) ReportConfig {
-	rc := ReportConfig{
+func reportConfig(cfg *Config, t *target, p lockParams) report.ReportConfig {
+	rc := report.ReportConfig{
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, MuxTransport: cfg.transportName(), DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
@@ -417,8 +418,8 @@ func shownAddrs(addrs []string) []string {
 	return out
 }
 
-func environment() Env {
-	e := Env{
+func environment() report.Env {
+	e := report.Env{
 		Time: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), LoadAvgStart: loadAvg(),
 	}
@@ -515,8 +516,8 @@ func parseInfoCPU(s string) float64 {
 	return user + sys
 }
 
-func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
-	c := &ServerCost{}
+func serverCost(before, after serverSnap, ops int64, nodes int) *report.ServerCost {
+	c := &report.ServerCost{}
 	var setUs, evUs int64
 	for i := range after.stats {
 		if i >= len(before.stats) || before.stats[i] == nil || after.stats[i] == nil {
@@ -566,7 +567,7 @@ func serverCost(before, after serverSnap, ops int64, nodes int) *ServerCost {
 // notReadWhy says why INFO commandstats was not read from addrs when its
 // nodes are Sentinel or Cluster nodes: the processes that execute the
 // commands are found at run time, and INFO is not asked of them.
-func notReadWhy(c *ServerCost, addrs []string) {
+func notReadWhy(c *report.ServerCost, addrs []string) {
 	if c == nil || c.NotRead == "" {
 		return
 	}

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/stretchr/testify/require"
 )
 
 // runArgs runs a parsed command line and returns the report and outputs.
-func runArgs(t *testing.T, args []string, term bool) (*Report, string, string) {
+func runArgs(t *testing.T, args []string, term bool) (*report.Report, string, string) {
 	t.Helper()
 	cfg, err := ParseArgs(args, noEnv)
 	require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(out, fileReport))
 	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all",
-		"| revision | " + currentBuild().describe()} {
+		"| revision | " + describeBuild(currentBuild())} {
 		require.Contains(t, string(md), want)
 	}
 	hl, _ := os.ReadFile(hlogPath)
@@ -166,7 +167,7 @@ func TestEndToEndRealRedis(t *testing.T) {
 	errb.Reset()
 	code = Main(append(run, "-fresh-nodes"), &out, &errb, env)
 	require.Equal(t, ExitOK, code, errb.String())
-	var rep Report
+	var rep report.Report
 	b, err := os.ReadFile(filepath.Join(dir, "j.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -287,8 +288,8 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 }
 
 func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
-	s := &StrategyResult{Name: "x", Ops: 1000, OpsPerSec: 900, CPUUsPerOp: 50, AcquireRelease: Latency{Count: 1000, MeanUs: 2000},
-		Server: &ServerCost{NodesReporting: 5, CPUUsPerOpPerNode: 20}}
+	s := &report.StrategyResult{Name: "x", Ops: 1000, OpsPerSec: 900, CPUUsPerOp: 50, AcquireRelease: report.Latency{Count: 1000, MeanUs: 2000},
+		Server: &report.ServerCost{NodesReporting: 5, CPUUsPerOpPerNode: 20}}
 	c, err := estimateCapacity(s)
 	require.NoError(t, err)
 	require.InDelta(t, 20000, c.ClientOpsPerCore, 1e-6)
@@ -296,7 +297,7 @@ func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
 	// Issue 12 item 5: the single run's report gives costs per operation
 	// and sends capacity questions to the sweep; no plan is extrapolated.
 	var b bytes.Buffer
-	writeCapacity(&b, &Report{Config: ReportConfig{Nodes: []string{"a", "b", "c", "d", "e"}, CapacityRate: 1e5}, Strategies: []*StrategyResult{s}})
+	writeCapacity(&b, &report.Report{Config: report.ReportConfig{Nodes: []string{"a", "b", "c", "d", "e"}, CapacityRate: 1e5}, Strategies: []*report.StrategyResult{s}})
 	require.Contains(t, b.String(), "redmux-bench sweep")
 	require.NotContains(t, b.String(), "ops in flight")
 	require.NotContains(t, b.String(), "Redlock groups")

@@ -7,20 +7,13 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
 // Saturation threshold of an open-loop run: the run is saturated when the
 // achieved rate is below this share of the target.
 const saturationShare = 0.97
-
-// FailedShare is the share of operations that failed.
-func (s *StrategyResult) FailedShare() float64 {
-	if s.Ops == 0 {
-		return 0
-	}
-	return float64(s.Failed) / float64(s.Ops)
-}
 
 // runStrategy creates the workers, warms up, then measures. Interval
 // histograms go to hw (when not nil) tagged "<strategy>.<metric>", and a
@@ -31,7 +24,7 @@ func (s *StrategyResult) FailedShare() float64 {
 // are not cancelled, so they are not miscounted as failures), and the result
 // covers what was measured, marked Interrupted, with ctx's error. Cancelled
 // before anything was measured, it returns only the error.
-func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*StrategyResult, error) {
+func runStrategy(ctx context.Context, s lockStrategy, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*report.StrategyResult, error) {
 	workers, err := newWorkers(ctx, s, cfg.Workers)
 	defer closeWorkers(workers)
 	if err != nil {
@@ -68,7 +61,7 @@ func closeWorkers(workers []load.Worker) {
 // sweep runs many on the same workers) with load.Measure, errors
 // classified by classify, and summarises it. Node errors are those of this
 // phase only.
-func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*StrategyResult, error) {
+func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg load.RunConfig, hw *hlog.Writer, progress func(load.Progress), live *liveView) (*report.StrategyResult, error) {
 	var log load.IntervalLog
 	if hw != nil {
 		log = hw
@@ -114,20 +107,20 @@ func measure(ctx context.Context, s lockStrategy, workers []load.Worker, cfg loa
 }
 
 // strategyResult summarises a measured phase of strategy name.
-func strategyResult(name string, cfg load.RunConfig, r *load.Result) *StrategyResult {
+func strategyResult(name string, cfg load.RunConfig, r *load.Result) *report.StrategyResult {
 	h := r.Hists
 	elapsed := r.End.Sub(r.Start)
 	pc := cfg.Percentiles
-	res := &StrategyResult{
+	res := &report.StrategyResult{
 		Name: name, Ops: r.Ops, DurationS: elapsed.Seconds(), Interrupted: r.Interrupted,
-		Acquire: Summarize(h[load.MAcquire], pc...), Release: Summarize(h[load.MRelease], pc...),
-		AcquireRelease: Summarize(h[load.MAcquireRelease], pc...),
-		NotAcquiredLat: Summarize(h[load.MNotAcquired], pc...), FailedLat: Summarize(h[load.MFailed], pc...),
+		Acquire: report.Summarize(h[load.MAcquire], pc...), Release: report.Summarize(h[load.MRelease], pc...),
+		AcquireRelease: report.Summarize(h[load.MAcquireRelease], pc...),
+		NotAcquiredLat: report.Summarize(h[load.MNotAcquired], pc...), FailedLat: report.Summarize(h[load.MFailed], pc...),
 		Errors: map[string]int64{}, NodeErrors: r.NodeErrors,
 		Acquired: r.Acquired, NotAcquired: r.NotAcquired, Failed: r.Failed, ReleaseFailed: r.ReleaseFailed,
 		AcquiredReleased: r.Acquired - r.ReleaseFailed,
 		Extended:         r.Extended, NotExtended: r.NotExtended,
-		hists: h,
+		Hists: h,
 	}
 	if !cfg.StartAt.IsZero() {
 		res.StartedAt = r.Start.UTC().Format(time.RFC3339Nano)
@@ -178,7 +171,7 @@ func strategyResult(name string, cfg load.RunConfig, r *load.Result) *StrategyRe
 // up with its target: the achieved rate is below saturationShare of the
 // target, or operations due were left unstarted at the end (the backlog grew
 // beyond what the workers had in hand).
-func checkSaturation(res *StrategyResult, due int64, workers int) {
+func checkSaturation(res *report.StrategyResult, due int64, workers int) {
 	switch {
 	case res.OpsPerSec < saturationShare*res.TargetRate:
 		res.Saturated = true
@@ -189,3 +182,8 @@ func checkSaturation(res *StrategyResult, due int64, workers int) {
 		res.Saturation = fmt.Sprintf("%d of %d operations due were never started (the backlog grew)", res.Backlog, due)
 	}
 }
+
+// defaultPercentiles are the percentiles of reports without -percentiles.
+var defaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }

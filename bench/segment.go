@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -122,7 +123,7 @@ func applySegment(c *Config) error {
 	case splitsKeys(c) && c.Keys < s.Count:
 		return usagef("-segment %s: -keys %d is the whole run's key space, split between the %d segments; give at least %d", s, c.Keys, s.Count, s.Count)
 	}
-	c.SegmentOf = SegmentInfo{Index: s.Index, Count: s.Count, TotalRate: c.Rate, TotalWorkers: c.Workers, TotalKeys: c.Keys, KeysSplit: splitsKeys(c)}
+	c.SegmentOf = report.SegmentInfo{Index: s.Index, Count: s.Count, TotalRate: c.Rate, TotalWorkers: c.Workers, TotalKeys: c.Keys, KeysSplit: splitsKeys(c)}
 	lo, hi := s.Range(c.Workers)
 	c.Workers = hi - lo
 	c.Rate = s.Rate(c.Rate)
@@ -141,9 +142,9 @@ func segmentKeyPrefix(startAt time.Time) string {
 	return fmt.Sprintf("redmux-bench:%012x:", uint64(startAt.UnixMilli()))
 }
 
-// describe is the segment in words, for the report and the run's first
+// describeSegment is the segment in words, for the report and the run's first
 // line.
-func (s *SegmentInfo) describe(rate float64, workers, keys int) string {
+func describeSegment(s *report.SegmentInfo, rate float64, workers, keys int) string {
 	out := fmt.Sprintf("segment %d/%d of one run", s.Index, s.Count)
 	if s.TotalRate > 0 {
 		out += fmt.Sprintf(": rate %.6g of %.6g ops/s", rate, s.TotalRate)
@@ -218,7 +219,7 @@ func readHlogSegment(r io.Reader) (hs hlogSegment, ok bool, err error) {
 // then cover only part of the run); a duplicate, a different n or a file
 // without a segment among segments is an error (the figures would be
 // wrong).
-func checkSegments(files []string, segs []*hlogSegment) (*mergedSegments, []string, error) {
+func checkSegments(files []string, segs []*hlogSegment) (*report.MergedSegments, []string, error) {
 	var with, without []string
 	for i, s := range segs {
 		if s != nil {
@@ -234,7 +235,7 @@ func checkSegments(files []string, segs []*hlogSegment) (*mergedSegments, []stri
 		return nil, nil, fmt.Errorf("%s have -segment and %s not: merge the segments of one run, or runs without -segment", strings.Join(with, ", "), strings.Join(without, ", "))
 	}
 	first := segs[0]
-	ms := &mergedSegments{Count: first.seg.Count, StartAt: first.startAt}
+	ms := &report.MergedSegments{Count: first.seg.Count, StartAt: first.startAt}
 	ms.TotalRate, _ = strconv.ParseFloat(first.totalRate, 64)
 	seen := map[int]string{}
 	var warns []string
@@ -274,8 +275,8 @@ func checkSegments(files []string, segs []*hlogSegment) (*mergedSegments, []stri
 	return ms, warns, nil
 }
 
-// describe is the merged segments in words (the merge table's second line).
-func (m *mergedSegments) describe() string {
+// describeMergedSegments is the merged segments in words (the merge table's second line).
+func describeMergedSegments(m *report.MergedSegments) string {
 	s := fmt.Sprintf("segments: %d of %d of one run (-start-at %s)", len(m.Present), m.Count, m.StartAt)
 	if len(m.Missing) == 0 {
 		s += ", complete"

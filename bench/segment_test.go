@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
@@ -89,7 +90,7 @@ func TestSegmentFlag(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, Segment{i, 3}, c.Segment)
 		require.Equal(t, keys, c.KeyFirst)
-		require.Equal(t, SegmentInfo{Index: i, Count: 3, TotalRate: 1000, TotalWorkers: 10, TotalKeys: 10, KeysSplit: true, KeyFirst: keys}, c.SegmentOf)
+		require.Equal(t, report.SegmentInfo{Index: i, Count: 3, TotalRate: 1000, TotalWorkers: 10, TotalKeys: 10, KeysSplit: true, KeyFirst: keys}, c.SegmentOf)
 		workers, keys, rate = workers+c.Workers, keys+c.Keys, rate+c.Rate
 	}
 	require.Equal(t, 10, workers)
@@ -114,7 +115,7 @@ func writeSegmentHlog(t *testing.T, path string, seg Segment, startAt time.Time,
 	comments := []string{"test log"}
 	if seg.IsSet() {
 		c := &Config{Segment: seg, StartAt: startAt, Workers: 1, Keys: 1, Rate: 10,
-			SegmentOf: SegmentInfo{Index: seg.Index, Count: seg.Count, TotalRate: 10 * float64(seg.Count), TotalWorkers: seg.Count, TotalKeys: seg.Count, KeysSplit: true}}
+			SegmentOf: report.SegmentInfo{Index: seg.Index, Count: seg.Count, TotalRate: 10 * float64(seg.Count), TotalWorkers: seg.Count, TotalKeys: seg.Count, KeysSplit: true}}
 		comments = append(comments, segmentComment(c))
 	}
 	hw := hlog.NewWriter(&buf, startAt, comments...)
@@ -140,10 +141,10 @@ func TestMergeChecksSegments(t *testing.T) {
 	other := f("s1of2.hlog", Segment{1, 2}, 5)
 	plain := f("plain.hlog", Segment{}, 5)
 
-	run := func(files ...string) (int, string, string, *mergeResult) {
+	run := func(files ...string) (int, string, string, *report.MergeResult) {
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"merge", "-json", "-"}, files...), &out, &errb, noEnv)
-		var mr mergeResult
+		var mr report.MergeResult
 		if code == ExitOK {
 			require.NoError(t, json.Unmarshal(out.Bytes(), &mr))
 		}
@@ -153,7 +154,7 @@ func TestMergeChecksSegments(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	require.NotContains(t, stderr, "WARNING")
 	require.Contains(t, stderr, "segments: 3 of 3 of one run")
-	require.Equal(t, &mergedSegments{Count: 3, Present: []int{0, 1, 2}, StartAt: at.UTC().Format(time.RFC3339Nano), TotalRate: 30}, mr.Segments)
+	require.Equal(t, &report.MergedSegments{Count: 3, Present: []int{0, 1, 2}, StartAt: at.UTC().Format(time.RFC3339Nano), TotalRate: 30}, mr.Segments)
 	require.Equal(t, int64(60), mr.Tags[0].Latency.Count)
 	require.InDelta(t, 60, mr.Tags[0].SumPerSec, 1e-9)
 
@@ -213,7 +214,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 		require.NoError(t, cmd.Wait(), "segment %d/2: %s", i, outs[i].String())
 	}
 
-	var reps [2]Report
+	var reps [2]report.Report
 	var files []string
 	counts := map[string]int64{}
 	var sumRate, sumTarget float64
@@ -221,7 +222,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 		d := filepath.Join(dir, fmt.Sprint("s", i))
 		require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(d, "summary.json"))), &reps[i]))
 		cfg := reps[i].Config
-		require.Equal(t, &SegmentInfo{Index: i, Count: 2, TotalRate: rate, TotalWorkers: workers, TotalKeys: keys, KeysSplit: true, KeyFirst: i * keys / 2}, cfg.Segment)
+		require.Equal(t, &report.SegmentInfo{Index: i, Count: 2, TotalRate: rate, TotalWorkers: workers, TotalKeys: keys, KeysSplit: true, KeyFirst: i * keys / 2}, cfg.Segment)
 		require.Equal(t, workers/2, cfg.Workers)
 		require.Equal(t, keys/2, cfg.Keys)
 		s := reps[i].Strategies[0]
@@ -229,7 +230,7 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 		sumRate += s.OpsPerSec
 		sumTarget += s.TargetRate
 		for _, m := range load.Metrics {
-			counts["mux."+m] += s.metric(m).Count
+			counts["mux."+m] += s.Metric(m).Count
 		}
 		files = append(files, filepath.Join(d, "bench.hlog"))
 	}
@@ -244,11 +245,11 @@ func TestSegmentsFromTwoProcessesMerge(t *testing.T) {
 	require.NotContains(t, errb.String(), "WARNING")
 	require.Contains(t, out.String(), "segments: 2 of 2 of one run")
 	t.Logf("merge:\n%s", out.String())
-	var mr mergeResult
+	var mr report.MergeResult
 	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "merged", fileMergedJSON))), &mr))
 	require.Equal(t, []int{0, 1}, mr.Segments.Present)
 	require.Empty(t, mr.Segments.Missing)
-	got := map[string]*mergedTag{}
+	got := map[string]*report.MergedTag{}
 	for _, tg := range mr.Tags {
 		got[tg.Tag] = tg
 	}

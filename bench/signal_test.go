@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +89,7 @@ wait:
 
 	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.True(t, rep.Interrupted)
 	require.Len(t, rep.Strategies, 2)
@@ -167,7 +169,7 @@ wait:
 
 	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
-	var rep sweepReport
+	var rep report.SweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.True(t, rep.Interrupted)
 	ss := rep.Strategies[0]

@@ -5,19 +5,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
@@ -31,9 +30,6 @@ const (
 	// sweepAutoMinSlack above it).
 	sweepAutoFactor   = 3.0
 	sweepAutoMinSlack = time.Millisecond
-	// sweepMaxFailedShare: a step with a larger share of failed operations
-	// does not hold, whatever its latency.
-	sweepMaxFailedShare = 0.01
 	// sweepMaxProbeMultiple: while steps hold, a probed sweep goes on past
 	// the probe's rate, at the same spacing, up to this multiple of it.
 	sweepMaxProbeMultiple = 3.0
@@ -43,40 +39,35 @@ const (
 // in README.md), so that two sweeps of one command are judged by one bar
 // (issue 48: an objective derived from each run's lightest step moved
 // from p99<10.11ms to p99<6.75ms between two runs of one command).
-var defaultSLO = SLO{P: 99, Max: 5 * time.Millisecond}
+var defaultSLO = report.SLO{P: 99, Max: 5 * time.Millisecond}
 
 // sloFromFile reads the objective an earlier sweep was judged by from its
 // sweep.json (or the directory that holds it).
-func sloFromFile(path string) (*SLO, error) {
+func sloFromFile(path string) (*report.SLO, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, fileSweepJSON)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	f, err := report.Read(path)
+	var fe *report.FormatError
+	if err != nil && !errors.As(err, &fe) {
 		return nil, err
 	}
-	var rep sweepReport
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Strategies) == 0 {
+	var rep *report.SweepReport
+	if err == nil {
+		rep, err = f.Sweep()
+	}
+	if err != nil || len(rep.Strategies) == 0 {
 		return nil, fmt.Errorf("%s: not a redmux-bench sweep.json (no strategies)", path)
 	}
 	ss := rep.Strategies[0]
 	if !(ss.SLOPct > 0 && ss.SLOPct < 100) || !(ss.SLOBudgetUs > 0) {
 		return nil, fmt.Errorf("%s: no objective recorded (slo_percentile, slo_budget_us)", path)
 	}
-	return &SLO{P: ss.SLOPct, Max: time.Duration(ss.SLOBudgetUs * 1e3)}, nil
+	return &report.SLO{P: ss.SLOPct, Max: time.Duration(ss.SLOBudgetUs * 1e3)}, nil
 }
-
-// SLO is a latency objective: percentile P of every operation's latency
-// at most Max.
-type SLO struct {
-	P   float64
-	Max time.Duration
-}
-
-func (s SLO) String() string { return format.Percentile(s.P) + "<" + s.Max.String() }
 
 // parseSLO parses "p99<2ms", "p99.9<5ms" (also "<=").
-func parseSLO(s string) (*SLO, error) {
+func parseSLO(s string) (*report.SLO, error) {
 	bad := fmt.Errorf("bad -slo %q: want pP<DURATION, e.g. p99<2ms or p99.9<5ms", s)
 	p, d, ok := strings.Cut(strings.TrimSpace(s), "<")
 	if !ok || !strings.HasPrefix(p, "p") {
@@ -91,45 +82,22 @@ func parseSLO(s string) (*SLO, error) {
 	if err != nil || max <= 0 {
 		return nil, bad
 	}
-	return &SLO{P: v, Max: max}, nil
-}
-
-// stepOK decides whether a measured step holds the objective.
-func (st *sweepStep) judge(slo SLO) {
-	st.SLOUs = us(load.ValueAtPercentile(st.hist, slo.P))
-	budget := float64(slo.Max) / 1e3
-	switch {
-	case st.Interrupted:
-		st.Why = fmt.Sprintf("interrupted after %.1fs: not judged", st.DurationS)
-	case st.Ops == 0:
-		st.Why = "no operation completed"
-	case st.Saturated:
-		st.Why = "saturated: " + st.Saturation
-	case st.FailedShare > sweepMaxFailedShare:
-		st.Why = fmt.Sprintf("%.1f%% of operations failed (over %g%%)", 100*st.FailedShare, 100*sweepMaxFailedShare)
-	case st.SLOUs > budget:
-		st.Why = fmt.Sprintf("%s %s over %s", format.Percentile(slo.P), format.Us(st.SLOUs), format.Us(budget))
-	default:
-		st.Held = true
-		st.Why = ""
-		return
-	}
-	st.Held = false
+	return &report.SLO{P: v, Max: max}, nil
 }
 
 // sweepStepFrom summarizes one measured step.
-func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *sweepStep {
+func sweepStepFrom(res *report.StrategyResult, rate float64, pcts []float64) *report.SweepStep {
 	all := load.NewHistogram()
 	for _, i := range []int{load.MAcquireRelease, load.MNotAcquired, load.MFailed} {
-		all.Merge(res.hists[i])
+		all.Merge(res.Hists[i])
 	}
 	// An operation whose release failed after it acquired is in failed;
 	// an acquired one still releasing when the step ended is in neither.
-	st := &sweepStep{
+	st := &report.SweepStep{
 		TargetRate: rate, OpsPerSec: res.OpsPerSec, Ops: res.Ops, DurationS: res.DurationS,
 		Saturated: res.Saturated, Saturation: res.Saturation, Failed: res.Failed, FailedShare: res.FailedShare(),
-		Latency: Summarize(all, pcts...), ClientCPUUsPerOp: res.CPUUsPerOp, Interrupted: res.Interrupted,
-		WorkerBusyShare: res.WorkerBusyShare, MeanServiceUs: res.MeanServiceUs, hist: all,
+		Latency: report.Summarize(all, pcts...), ClientCPUUsPerOp: res.CPUUsPerOp, Interrupted: res.Interrupted,
+		WorkerBusyShare: res.WorkerBusyShare, MeanServiceUs: res.MeanServiceUs, Hist: all,
 	}
 	if len(res.Errors) > 0 {
 		st.Errors = res.Errors
@@ -146,10 +114,10 @@ func sweepStepFrom(res *StrategyResult, rate float64, pcts []float64) *sweepStep
 	return st
 }
 
-// machineFrom records how busy the whole machine was during the step: its
+// stepMachineFrom records how busy the whole machine was during the step: its
 // load average, busy CPUs, those used by other processes than this one and
 // its local servers (local: the servers run here), and steal.
-func (st *sweepStep) machineFrom(before, after machineSnap, res *StrategyResult, nodes int, local bool) {
+func stepMachineFrom(st *report.SweepStep, before, after machineSnap, res *report.StrategyResult, nodes int, local bool) {
 	if v, err := strconv.ParseFloat(loadAvg(), 64); err == nil {
 		st.LoadAvg = v
 	}
@@ -163,47 +131,6 @@ func (st *sweepStep) machineFrom(before, after machineSnap, res *StrategyResult,
 		ours += res.OpsPerSec * st.ServerCPUUsPerOpPerNode * float64(nodes) / 1e6
 	}
 	st.OtherCores = max(0, busy-ours)
-}
-
-// kneeOf sets the knee: the highest-rate step that held, every lighter
-// step holding too, except lone failures: a step that did not hold (its
-// re-run included) whose next heavier step held is set aside (SetAside),
-// since a rate that a heavier one holds is not past capacity (a glitch
-// spanning both of its runs is not a knee). Two steps in a row that do not
-// hold end the prefix.
-func (ss *sweepStrategy) kneeOf() {
-	sort.SliceStable(ss.Steps, func(i, j int) bool { return ss.Steps[i].TargetRate < ss.Steps[j].TargetRate })
-	ss.Knee, ss.KneeRate, ss.Saturated = nil, 0, false
-	var judged []*sweepStep
-	for _, st := range ss.Steps {
-		st.SetAside = false
-		if !st.Repeated && !st.Interrupted {
-			judged = append(judged, st)
-		}
-	}
-	for i, st := range judged {
-		if st.Held {
-			ss.Knee, ss.KneeRate = st, st.TargetRate
-			continue
-		}
-		if i+1 < len(judged) && judged[i+1].Held && judged[i+1].TargetRate > st.TargetRate {
-			st.SetAside = true
-			continue
-		}
-		ss.Saturated = true
-		break
-	}
-}
-
-// firstFailAbove is the lightest step above the knee that did not hold
-// (nil if none).
-func (ss *sweepStrategy) firstFailAbove() *sweepStep {
-	for _, st := range ss.Steps {
-		if !st.Held && !st.Repeated && !st.Interrupted && st.TargetRate > ss.KneeRate {
-			return st
-		}
-	}
-	return nil
 }
 
 // sweepRates are the coarse steps: steps evenly spaced up to the probe's
@@ -232,7 +159,7 @@ func roundRate(r float64) float64 {
 // sweepMaxProbeMultiple times the probe's rate), then bisection steps between
 // the last that held and the first that did not. Interrupted (ctx), it returns
 // what was measured with ErrInterrupted.
-func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error) {
+func runSweep(ctx context.Context, cfg *Config, o Options) (*report.SweepReport, error) {
 	o.discardUnset()
 	if err := checkOut(cfg); err != nil {
 		return nil, err
@@ -245,7 +172,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 		return nil, err
 	}
 	defer sess.t.close()
-	rep := &sweepReport{Config: sess.config, Env: sess.env}
+	rep := &report.SweepReport{Config: sess.config, Env: sess.env}
 	rep.Config.Loop = "open"
 	rep.Config.DurationS = cfg.Step.Seconds()
 
@@ -306,7 +233,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 			}
 		}
 		r.ss.Interrupted = r.ss.Interrupted || ctx.Err() != nil && !r.done
-		r.ss.finish(sw.slo, rep.SLOSource, cfg)
+		finishStrategy(r.ss, sw.slo, rep.SLOSource, cfg)
 		rep.Strategies = append(rep.Strategies, r.ss)
 	}
 	rep.Interrupted = ctx.Err() != nil
@@ -316,7 +243,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*sweepReport, error)
 		}
 		return nil, errors.New("no strategy could run")
 	}
-	rep.hlog = hbuf.Bytes()
+	rep.Hlog = hbuf.Bytes()
 	rep.Env.LoadAvgEnd = loadAvg()
 	tableOut := o.Stdout
 	if cfg.JSON == "-" || cfg.CSV == "-" {
@@ -346,7 +273,7 @@ type sweeper struct {
 	keyPrefix string
 	hw        *hlog.Writer
 	say       func(string, ...any)
-	slo       SLO
+	slo       report.SLO
 	// tags counts the runs of each step tag, so that a step run again gets
 	// its own interval-log tag.
 	tags map[string]int
@@ -354,14 +281,14 @@ type sweeper struct {
 
 // strategySweep is one strategy's sweep in progress.
 type strategySweep struct {
-	ss    *sweepStrategy
+	ss    *report.SweepStrategy
 	rates []float64
 	// first is the lightest step, measured in phase 1 and judged in phase 2.
-	first *sweepStep
+	first *report.SweepStep
 	// firstRun is the lightest step's first run when it failed or did not
 	// keep up and first is its re-run, made in phase 1 so that a glitch
 	// does not set the automatic objective (nil: first is the first run).
-	firstRun *sweepStep
+	firstRun *report.SweepStep
 	done     bool
 }
 
@@ -396,7 +323,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		return nil, err
 	}
 	defer closeAll()
-	r := &strategySweep{ss: &sweepStrategy{Name: name}, rates: sw.cfg.Rates}
+	r := &strategySweep{ss: &report.SweepStrategy{Name: name}, rates: sw.cfg.Rates}
 	if len(r.rates) == 0 {
 		pc := sw.base()
 		pc.Tag = name + ".probe"
@@ -413,7 +340,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, format.Count(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
 	}
 	st, err := sw.measureStep(ctx, s, workers, name, r.rates[0], false)
-	if why := st.glitch(); why != "" && err == nil {
+	if why := stepGlitch(st); why != "" && err == nil {
 		// A glitch (a node paused, a stall) in the lightest step is run
 		// again at once, before any objective is derived from it.
 		st.Repeated = true
@@ -431,15 +358,15 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 	return r, err
 }
 
-// glitch says why a step, before any objective, is run again: too many of
+// stepGlitch says why a step, before any objective, is run again: too many of
 // its operations failed, or it did not keep up ("" for neither, or a step
 // that was interrupted or measured nothing).
-func (st *sweepStep) glitch() string {
+func stepGlitch(st *report.SweepStep) string {
 	switch {
 	case st == nil || st.Interrupted || st.Ops == 0:
 		return ""
-	case st.FailedShare > sweepMaxFailedShare:
-		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*sweepMaxFailedShare, errString(st.Errors))
+	case st.FailedShare > report.MaxFailedShare:
+		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*report.MaxFailedShare, errString(st.Errors))
 	case st.Saturated:
 		return "saturated: " + st.Saturation
 	}
@@ -470,11 +397,11 @@ func (sw *sweeper) objective(runs []*strategySweep) (string, string) {
 		}
 	}
 	if best == nil {
-		sw.slo = SLO{P: 99, Max: sweepAutoMinSlack}
+		sw.slo = report.SLO{P: 99, Max: sweepAutoMinSlack}
 		return sw.slo.String(), "automatic: no lightest step completed"
 	}
-	p99 := time.Duration(load.ValueAtPercentile(best.first.hist, 99))
-	sw.slo = SLO{P: 99, Max: autoBudget(p99)}
+	p99 := time.Duration(load.ValueAtPercentile(best.first.Hist, 99))
+	sw.slo = report.SLO{P: 99, Max: autoBudget(p99)}
 	return sw.slo.String(), fmt.Sprintf("automatic, one for every strategy: %gx the p99 of the best strategy's lightest step (%s at %s ops/s: p99 %s), at least +%v",
 		sweepAutoFactor, best.ss.Name, format.Count(best.first.TargetRate), format.Us(us(int64(p99))), sweepAutoMinSlack)
 }
@@ -486,7 +413,7 @@ func autoBudget(p99 time.Duration) time.Duration {
 
 // measureStep runs one open-loop step (not judged). Each run of a rate has
 // its own interval-log tag.
-func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []load.Worker, name string, rate float64, refine bool) (*sweepStep, error) {
+func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []load.Worker, name string, rate float64, refine bool) (*report.SweepStep, error) {
 	rc := sw.base()
 	rc.Rate, rc.WarmupRate = rate, rate
 	tag := name + ".r" + strconv.FormatFloat(rate, 'f', -1, 64)
@@ -516,7 +443,7 @@ func (sw *sweeper) measureStep(ctx context.Context, s lockStrategy, workers []lo
 	notReadWhy(res.Server, sw.sess.t.addrs)
 	nameOutages(res.NodeOutages, sw.sess.config.Nodes)
 	st := sweepStepFrom(res, rate, sw.cfg.Percentiles)
-	st.machineFrom(mBefore, mAfter, res, len(sw.sess.t.addrs), len(sw.cfg.Nodes) == 0)
+	stepMachineFrom(st, mBefore, mAfter, res, len(sw.sess.t.addrs), len(sw.cfg.Nodes) == 0)
 	st.Refinement = refine
 	st.Tag = tag
 	return st, err
@@ -557,7 +484,7 @@ func (sr *stepRunner) close() {
 
 // report prints a judged step; after a step that did not hold, it lets
 // the queues left by an overloaded step drain before the next.
-func (sr *stepRunner) report(st *sweepStep) {
+func (sr *stepRunner) report(st *report.SweepStep) {
 	sw, ctx := sr.sw, sr.ctx
 	verdict := "held"
 	if !st.Held {
@@ -577,7 +504,7 @@ func (sr *stepRunner) report(st *sweepStep) {
 }
 
 // step1 measures, judges and reports one step at rate.
-func (sr *stepRunner) step1(rate float64, refine bool) (*sweepStep, error) {
+func (sr *stepRunner) step1(rate float64, refine bool) (*report.SweepStep, error) {
 	if err := sr.ensure(); err != nil {
 		return nil, err
 	}
@@ -585,7 +512,7 @@ func (sr *stepRunner) step1(rate float64, refine bool) (*sweepStep, error) {
 	if st == nil {
 		return nil, err
 	}
-	st.judge(sr.sw.slo)
+	st.Judge(sr.sw.slo)
 	sr.r.ss.Steps = append(sr.r.ss.Steps, st)
 	sr.report(st)
 	return st, err
@@ -593,17 +520,17 @@ func (sr *stepRunner) step1(rate float64, refine bool) (*sweepStep, error) {
 
 // step runs a rate (unless st is that rate's step, already measured), and
 // once more when it missed only the latency objective or did not keep up
-// (see sweepStep.Repeated). saturated reports that the rate did not hold
+// (see report.SweepStep.Repeated). saturated reports that the rate did not hold
 // and one of its runs could not keep up: a saturated first run whose
 // re-run then kept up but missed the objective (the queue left by the
 // first run) is still a rate past saturation, and the sweep stops there.
-func (sr *stepRunner) step(st *sweepStep, rate float64, refine bool) (_ *sweepStep, saturated bool, err error) {
+func (sr *stepRunner) step(st *report.SweepStep, rate float64, refine bool) (_ *report.SweepStep, saturated bool, err error) {
 	if st == nil {
 		if st, err = sr.step1(rate, refine); st == nil || err != nil {
 			return st, false, err
 		}
 	}
-	if !st.rerunnable() {
+	if !st.Rerunnable() {
 		return st, !st.Held && st.Saturated, nil
 	}
 	st.Repeated = true
@@ -621,7 +548,7 @@ func (sr *stepRunner) step(st *sweepStep, rate float64, refine bool) (_ *sweepSt
 // all hold goes on at the same spacing, up to sweepMaxProbeMultiple times
 // the probe's rate), then bisection steps between the last that held and
 // the first that did not. A step that misses only the objective or does
-// not keep up is run again (see sweepStep.Repeated).
+// not keep up is run again (see report.SweepStep.Repeated).
 func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	cfg, ss := sw.cfg, r.ss
 	sr := &stepRunner{sw: sw, ctx: ctx, r: r}
@@ -630,10 +557,10 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	// that was run again there).
 	first := r.first
 	if r.firstRun != nil {
-		r.firstRun.judge(sw.slo)
+		r.firstRun.Judge(sw.slo)
 		sr.report(r.firstRun)
 	}
-	first.judge(sw.slo)
+	first.Judge(sw.slo)
 	sr.report(first)
 	if first.Interrupted {
 		return nil
@@ -641,7 +568,7 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 	fails := 0
 	for i := 0; i < len(r.rates); i++ {
 		rate := r.rates[i]
-		var st *sweepStep
+		var st *report.SweepStep
 		var saturated bool
 		var err error
 		switch {
@@ -669,9 +596,9 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 			break
 		}
 	}
-	ss.kneeOf()
+	ss.FindKnee()
 	for k := 0; k < cfg.Refine && ss.Knee != nil; k++ {
-		hi := ss.firstFailAbove()
+		hi := ss.FirstFailAbove()
 		if hi == nil {
 			break
 		}
@@ -683,42 +610,14 @@ func (sw *sweeper) sweepOn(ctx context.Context, r *strategySweep) error {
 		if st == nil || err != nil || st.Interrupted {
 			return err
 		}
-		ss.kneeOf()
+		ss.FindKnee()
 	}
 	r.done = true
 	return nil
 }
 
-// rerunnable: a step that did not hold, whether on its latency, on not
-// keeping up with its rate or on failures (a lone stall on a shared machine,
-// a node paused for a moment), is run once more; the repeat's verdict
-// stands. Interrupted steps and steps that measured nothing are not.
-func (st *sweepStep) rerunnable() bool {
-	return !st.Held && !st.Repeated && !st.Interrupted && st.Ops > 0
-}
-
-// Breaches lists the strategies that missed the sweep's target: with
-// -capacity-rate, those whose capacity under the objective is below it
-// (a sweep that never saturated below it has not shown it holds); without,
-// those where no step held.
-func (rep *sweepReport) Breaches() []string {
-	var out []string
-	r := rep.Config.CapacityRate
-	for _, ss := range rep.Strategies {
-		switch {
-		case ss.Knee == nil:
-			out = append(out, fmt.Sprintf("%s: no step held %s", ss.Name, ss.SLO))
-		case r > 0 && ss.KneeRate < r && ss.Saturated:
-			out = append(out, fmt.Sprintf("%s: capacity %s ops/s under %s, below -capacity-rate %s", ss.Name, format.Count(ss.KneeRate), ss.SLO, format.Count(r)))
-		case r > 0 && ss.KneeRate < r:
-			out = append(out, fmt.Sprintf("%s: held up to %s ops/s, the highest rate tried, below -capacity-rate %s (not shown to hold)", ss.Name, format.Count(ss.KneeRate), format.Count(r)))
-		}
-	}
-	return out
-}
-
-// finish records the objective, the knee and what bound it.
-func (ss *sweepStrategy) finish(slo SLO, source string, cfg *Config) {
+// finishStrategy records the objective, the knee and what bound it.
+func finishStrategy(ss *report.SweepStrategy, slo report.SLO, source string, cfg *Config) {
 	ss.SLO = slo.String()
 	switch {
 	case cfg.SLOAuto:
@@ -727,12 +626,12 @@ func (ss *sweepStrategy) finish(slo SLO, source string, cfg *Config) {
 		ss.SLO += " (default)"
 	}
 	ss.SLOPct, ss.SLOBudgetUs = slo.P, float64(slo.Max)/1e3
-	ss.kneeOf()
-	ss.Bound = ss.bound(cfg)
-	ss.ClientCPUFit, ss.ServerCPUFit = fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
+	ss.FindKnee()
+	ss.Bound = strategyBound(ss, cfg)
+	ss.ClientCPUFit, ss.ServerCPUFit = report.FitCost(ss.Steps, report.ClientCost), report.FitCost(ss.Steps, report.BusiestCost)
 	// Starved at the knee or past it first; a strategy with no knee (or
 	// none reached) by any of its steps.
-	ss.Starved = starvedAround(ss.Knee, ss.firstFailAbove())
+	ss.Starved = starvedAround(ss.Knee, ss.FirstFailAbove())
 	if ss.Starved == "" && (ss.Knee == nil || !ss.Saturated) {
 		ss.Starved = starvedAround(ss.Steps...)
 	}
@@ -742,9 +641,9 @@ func (ss *sweepStrategy) finish(slo SLO, source string, cfg *Config) {
 // the time were the limit ("bound by the workers").
 const sweepWorkersBusy = 0.9
 
-// bound names what most likely limited the knee, from the CPU figures of
+// strategyBound names what most likely limited the knee, from the CPU figures of
 // the knee and the measured worker occupancy of the first step past it.
-func (ss *sweepStrategy) bound(cfg *Config) string {
+func strategyBound(ss *report.SweepStrategy, cfg *Config) string {
 	k := ss.Knee
 	if k == nil || !ss.Saturated {
 		return ""
@@ -764,14 +663,14 @@ func (ss *sweepStrategy) bound(cfg *Config) string {
 	// kept up, the workers did not). Busy workers whose operations slowed
 	// down are waiting on a server that is the limit.
 	busy, workersCap, needed := 0.0, 0.0, 0.0
-	if f := ss.firstFailAbove(); f != nil {
+	if f := ss.FirstFailAbove(); f != nil {
 		busy, needed = f.WorkerBusyShare, f.TargetRate
 	}
 	if k.MeanServiceUs > 0 {
 		workersCap = float64(cfg.Workers) / (k.MeanServiceUs / 1e6)
 	}
 	local := len(cfg.Nodes) == 0
-	f := ss.firstFailAbove()
+	f := ss.FirstFailAbove()
 	capNote := ""
 	if cfg.NodeCap > 0 {
 		// The cap bounds the knee only where queues near it build up:
@@ -784,7 +683,7 @@ func (ss *sweepStrategy) bound(cfg *Config) string {
 		capNote = fmt.Sprintf("not the planted node cap (-node-cap %g commands/s, %g lock ops/s: the first step that did not hold asked for %s ops/s, %.0f%% of it, and %s); ",
 			cfg.NodeCap, capOps, format.Count(f.TargetRate), 100*f.TargetRate/capOps, f.Why)
 	}
-	return capNote + ss.boundBy(cfg, boundFigures{nodes: nodes, server: server, busiest: busiest, client: client, busy: busy, workersCap: workersCap, needed: needed, local: local})
+	return capNote + strategyBoundBy(ss, cfg, boundFigures{nodes: nodes, server: server, busiest: busiest, client: client, busy: busy, workersCap: workersCap, needed: needed, local: local})
 }
 
 // sweepCapNear: a planted -node-cap bounds the knee when the first step
@@ -793,9 +692,9 @@ const sweepCapNear = 0.8
 
 // starvedAround says how the machine was CPU-starved at the knee or at the
 // first step past it ("" when neither was).
-func starvedAround(steps ...*sweepStep) string {
+func starvedAround(steps ...*report.SweepStep) string {
 	for _, st := range steps {
-		if why := st.starved(numCPU()); why != "" {
+		if why := st.Starved(numCPU()); why != "" {
 			return fmt.Sprintf("at %s ops/s: %s", format.Count(st.TargetRate), why)
 		}
 	}
@@ -809,9 +708,9 @@ type boundFigures struct {
 	local                                             bool
 }
 
-// boundBy names the resource that bound the knee from its figures, the
+// strategyBoundBy names the resource that bound the knee from its figures, the
 // latency objective itself when none did.
-func (ss *sweepStrategy) boundBy(cfg *Config, b boundFigures) string {
+func strategyBoundBy(ss *report.SweepStrategy, cfg *Config, b boundFigures) string {
 	k, nodes, server, busiest, client, busy, workersCap, needed, local := ss.Knee, b.nodes, b.server, b.busiest, b.client, b.busy, b.workersCap, b.needed, b.local
 	switch {
 	case busiest >= 0.8:
@@ -822,8 +721,8 @@ func (ss *sweepStrategy) boundBy(cfg *Config, b boundFigures) string {
 		return fmt.Sprintf("this machine's CPU: client %.2f + servers %.2f cores of %d at the knee (they share it)", client, server*float64(nodes), numCPU())
 	case busy >= sweepWorkersBusy && workersCap > 0 && needed >= 0.9*workersCap:
 		return fmt.Sprintf("the workers: -c %d at the knee's %s per operation carry %s ops/s; past the knee they were busy %.0f%% of the time (raise -c)", cfg.Workers, format.Us(k.MeanServiceUs), format.Count(workersCap), 100*busy)
-	case starvedAround(k, ss.firstFailAbove()) != "":
-		return "this machine's CPU, starved by other work (" + starvedAround(k, ss.firstFailAbove()) + "): the knee is this machine's, not the target's; sweep again on a quiet machine, or with the client on a machine of its own"
+	case starvedAround(k, ss.FirstFailAbove()) != "":
+		return "this machine's CPU, starved by other work (" + starvedAround(k, ss.FirstFailAbove()) + "): the knee is this machine's, not the target's; sweep again on a quiet machine, or with the client on a machine of its own"
 	case server == 0 && !local:
 		return fmt.Sprintf("not the client's CPU nor -c (workers busy %.0f%% past the knee, waiting on slower operations); the servers' CPU is unknown (no INFO CPU)", 100*busy)
 	}

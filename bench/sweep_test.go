@@ -14,12 +14,13 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
 
 // runSweepArgs parses and runs a sweep command line (after "sweep").
-func runSweepArgs(t *testing.T, args ...string) (*sweepReport, string, string) {
+func runSweepArgs(t *testing.T, args ...string) (*report.SweepReport, string, string) {
 	t.Helper()
 	cfg, err := parseSweepArgs(args, noEnv)
 	require.NoError(t, err)
@@ -97,7 +98,7 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 	for _, want := range []string{"## Capacity", "### Headroom", "## Steps", "**knee**", "redmux-bench sweep -fake 5"} {
 		require.Contains(t, string(md), want)
 	}
-	var doc sweepReport
+	var doc report.SweepReport
 	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
@@ -172,11 +173,11 @@ func (s sleepStrategy) Close() error                                   { return 
 func TestParseSLOAndSweepFlags(t *testing.T) {
 	s, err := parseSLO("p99.9<5ms")
 	require.NoError(t, err)
-	require.Equal(t, SLO{P: 99.9, Max: 5 * time.Millisecond}, *s)
+	require.Equal(t, report.SLO{P: 99.9, Max: 5 * time.Millisecond}, *s)
 	require.Equal(t, "p99.9<5ms", s.String())
 	s, err = parseSLO("p50<=1.5ms")
 	require.NoError(t, err)
-	require.Equal(t, SLO{P: 50, Max: 1500 * time.Microsecond}, *s)
+	require.Equal(t, report.SLO{P: 50, Max: 1500 * time.Microsecond}, *s)
 	for _, bad := range []string{"", "99<5ms", "p99", "p100<1ms", "p0<1ms", "p99<5", "p99<-1ms", "px<1ms"} {
 		_, err := parseSLO(bad)
 		require.Error(t, err, bad)
@@ -206,53 +207,53 @@ func TestSweepRatesAndJudge(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		load.Record(h, time.Duration(i+1)*time.Millisecond) // 1..100ms
 	}
-	slo := SLO{P: 99, Max: 50 * time.Millisecond}
-	st := &sweepStep{Ops: 100, hist: h}
-	st.judge(slo)
+	slo := report.SLO{P: 99, Max: 50 * time.Millisecond}
+	st := &report.SweepStep{Ops: 100, Hist: h}
+	st.Judge(slo)
 	require.False(t, st.Held)
 	require.Contains(t, st.Why, "p99")
-	st = &sweepStep{Ops: 100, hist: h}
-	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
+	st = &report.SweepStep{Ops: 100, Hist: h}
+	st.Judge(report.SLO{P: 50, Max: 60 * time.Millisecond})
 	require.True(t, st.Held, st.Why)
-	st = &sweepStep{Ops: 100, hist: h, FailedShare: 0.02}
-	st.judge(SLO{P: 50, Max: 60 * time.Millisecond})
+	st = &report.SweepStep{Ops: 100, Hist: h, FailedShare: 0.02}
+	st.Judge(report.SLO{P: 50, Max: 60 * time.Millisecond})
 	require.False(t, st.Held)
 	require.Contains(t, st.Why, "failed")
 
 	// Issue 36 item 1: a lone step that did not hold (its re-run
 	// included) below one that held is set aside, and the strategy is
 	// judged by the steps that held above it.
-	ss := &sweepStrategy{Steps: []*sweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
-	ss.kneeOf()
+	ss := &report.SweepStrategy{Steps: []*report.SweepStep{{TargetRate: 300, Held: true}, {TargetRate: 100, Held: true}, {TargetRate: 200, Held: false}}}
+	ss.FindKnee()
 	require.Equal(t, 300.0, ss.KneeRate)
 	require.False(t, ss.Saturated)
 	require.True(t, ss.Steps[1].SetAside)
-	require.Nil(t, ss.firstFailAbove())
+	require.Nil(t, ss.FirstFailAbove())
 	// The lightest step too.
-	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, FailedShare: 0.2}, {TargetRate: 200, Held: true}, {TargetRate: 400, Held: true}, {TargetRate: 800}}}
-	ss.kneeOf()
+	ss = &report.SweepStrategy{Steps: []*report.SweepStep{{TargetRate: 100, FailedShare: 0.2}, {TargetRate: 200, Held: true}, {TargetRate: 400, Held: true}, {TargetRate: 800}}}
+	ss.FindKnee()
 	require.Equal(t, 400.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
 	require.True(t, ss.Steps[0].SetAside)
-	require.Equal(t, 800.0, ss.firstFailAbove().TargetRate)
+	require.Equal(t, 800.0, ss.FirstFailAbove().TargetRate)
 	// Two in a row that did not hold end the prefix: a later step holding
 	// again (noise) does not raise the knee.
-	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200}, {TargetRate: 300}, {TargetRate: 400, Held: true}}}
-	ss.kneeOf()
+	ss = &report.SweepStrategy{Steps: []*report.SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200}, {TargetRate: 300}, {TargetRate: 400, Held: true}}}
+	ss.FindKnee()
 	require.Equal(t, 100.0, ss.KneeRate)
 	require.True(t, ss.Saturated)
 	require.False(t, ss.Steps[1].SetAside)
-	require.Equal(t, 200.0, ss.firstFailAbove().TargetRate)
+	require.Equal(t, 200.0, ss.FirstFailAbove().TargetRate)
 
 	// A step run again after missing only the objective: the repeat's
 	// verdict stands.
-	ss = &sweepStrategy{Steps: []*sweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
-	ss.kneeOf()
+	ss = &report.SweepStrategy{Steps: []*report.SweepStep{{TargetRate: 100, Held: true}, {TargetRate: 200, Held: false, Repeated: true}, {TargetRate: 200, Held: true}, {TargetRate: 300, Held: false}}}
+	ss.FindKnee()
 	require.Equal(t, 200.0, ss.KneeRate)
-	require.Equal(t, 300.0, ss.firstFailAbove().TargetRate)
+	require.Equal(t, 300.0, ss.FirstFailAbove().TargetRate)
 }
 
-func steps(ss *sweepStrategy) []string {
+func steps(ss *report.SweepStrategy) []string {
 	var out []string
 	for _, st := range ss.Steps {
 		v := "held"
@@ -317,7 +318,7 @@ func TestSweepObjectiveStaysPutBetweenRuns(t *testing.T) {
 	// Different objectives: loud, first and last.
 	b, err := os.ReadFile(dirs[1])
 	require.NoError(t, err)
-	var rep sweepReport
+	var rep report.SweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
 	rep.Strategies[0].SLO, rep.Strategies[0].SLOBudgetUs = "p99<10.11ms (automatic, the same for every strategy)", 10110
 	other := writeJSONFile(t, &rep)

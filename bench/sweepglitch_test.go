@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,7 +58,7 @@ func TestSweepSurvivesOneFailingLightStep(t *testing.T) {
 	first := ss.Steps[0]
 	require.Equal(t, 100.0, first.TargetRate)
 	require.True(t, first.Repeated, "%+v", first)
-	require.Greater(t, first.FailedShare, sweepMaxFailedShare, "the planted blackholes failed operations: %+v", first)
+	require.Greater(t, first.FailedShare, report.MaxFailedShare, "the planted blackholes failed operations: %+v", first)
 	require.Contains(t, first.Why, "failed")
 	require.Equal(t, "mux.r100.run2", ss.Steps[1].Tag)
 	require.True(t, ss.Steps[1].Held, "%+v", ss.Steps[1])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/plot"
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // Files written in a sweep's -out directory.
@@ -24,7 +25,7 @@ const (
 
 func numCPU() int { return runtime.NumCPU() }
 
-func kneeCell(ss *sweepStrategy) string {
+func kneeCell(ss *report.SweepStrategy) string {
 	switch {
 	case ss.Knee == nil:
 		return "none (no step held)"
@@ -35,7 +36,7 @@ func kneeCell(ss *sweepStrategy) string {
 }
 
 // writeSweepTable prints the steps and knees for a terminal.
-func writeSweepTable(w io.Writer, rep *sweepReport) {
+func writeSweepTable(w io.Writer, rep *report.SweepReport) {
 	c := rep.Config
 	fmt.Fprintf(w, "objective for every strategy: %s (%s)\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "%s; sweep of %s, %d workers, workload %s, keys %d, %gs steps\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Workload, c.Keys, c.DurationS)
@@ -70,12 +71,12 @@ func writeSweepTable(w io.Writer, rep *sweepReport) {
 }
 
 // writeSweepCSV writes one row per strategy and step.
-func writeSweepCSV(w io.Writer, rep *sweepReport) error {
+func writeSweepCSV(w io.Writer, rep *report.SweepReport) error {
 	return stepColumns(rep.Config).writeCSV(w, stepRows(rep))
 }
 
 // stepRows are every strategy's steps, in order.
-func stepRows(rep *sweepReport) []stepRow {
+func stepRows(rep *report.SweepReport) []stepRow {
 	var rows []stepRow
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
@@ -88,13 +89,13 @@ func stepRows(rep *sweepReport) []stepRow {
 // stepRow is one step of one strategy: a row of the sweep's terminal
 // table and of sweep.csv.
 type stepRow struct {
-	ss *sweepStrategy
-	st *sweepStep
+	ss *report.SweepStrategy
+	st *report.SweepStep
 }
 
 // stepColumns are the sweep's terminal table's columns and sweep.csv's,
 // in one list (json: the step's field; "*": its latency object).
-func stepColumns(c ReportConfig) columns[stepRow] {
+func stepColumns(c report.ReportConfig) columns[stepRow] {
 	cs := columns[stepRow]{
 		{head: "strategy", csv: "strategy", cell: func(r stepRow) string { return r.ss.Name }},
 		{head: "target/s", csv: "target_rate", json: "target_rate", cell: func(r stepRow) string { return format.Count(r.st.TargetRate) }, raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
@@ -121,16 +122,16 @@ func stepColumns(c ReportConfig) columns[stepRow] {
 	for _, p := range reportPercentiles(c) {
 		cs = append(cs, column[stepRow]{csv: format.Percentile(p) + "_us", json: "*", cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
 	}
-	f := func(csv, json string, v func(*sweepStep) float64) column[stepRow] {
+	f := func(csv, json string, v func(*report.SweepStep) float64) column[stepRow] {
 		return column[stepRow]{csv: csv, json: json, cell: func(r stepRow) string { return csvFloat(v(r.st)) }}
 	}
 	return append(cs, columns[stepRow]{
-		f("max_us", "*.max_us", func(st *sweepStep) float64 { return st.Latency.MaxUs }),
-		f("client_cpu_us_per_op", "client_cpu_us_per_op", func(st *sweepStep) float64 { return st.ClientCPUUsPerOp }),
-		f("server_cpu_us_per_op_per_node", "server_cpu_us_per_op_per_node", func(st *sweepStep) float64 { return st.ServerCPUUsPerOpPerNode }),
-		f("server_cpu_max_node_us_per_op", "server_cpu_max_node_us_per_op", func(st *sweepStep) float64 { return st.ServerCPUMaxNodeUsPerOp }),
-		f("worker_busy_share", "worker_busy_share", func(st *sweepStep) float64 { return st.WorkerBusyShare }),
-		f("mean_service_us", "mean_service_us", func(st *sweepStep) float64 { return st.MeanServiceUs }),
+		f("max_us", "*.max_us", func(st *report.SweepStep) float64 { return st.Latency.MaxUs }),
+		f("client_cpu_us_per_op", "client_cpu_us_per_op", func(st *report.SweepStep) float64 { return st.ClientCPUUsPerOp }),
+		f("server_cpu_us_per_op_per_node", "server_cpu_us_per_op_per_node", func(st *report.SweepStep) float64 { return st.ServerCPUUsPerOpPerNode }),
+		f("server_cpu_max_node_us_per_op", "server_cpu_max_node_us_per_op", func(st *report.SweepStep) float64 { return st.ServerCPUMaxNodeUsPerOp }),
+		f("worker_busy_share", "worker_busy_share", func(st *report.SweepStep) float64 { return st.WorkerBusyShare }),
+		f("mean_service_us", "mean_service_us", func(st *report.SweepStep) float64 { return st.MeanServiceUs }),
 		{csv: "interrupted", json: "interrupted", cell: func(r stepRow) string { return fmtBool(r.st.Interrupted) }},
 		{csv: "hlog_tag", json: "hlog_tag", cell: func(r stepRow) string { return r.st.Tag }},
 		{csv: "why", json: "why", cell: func(r stepRow) string { return r.st.Why }},
@@ -148,22 +149,22 @@ func stepColumns(c ReportConfig) columns[stepRow] {
 			return verdict
 		}},
 		{csv: "set_aside", json: "set_aside", cell: func(r stepRow) string { return fmtBool(r.st.SetAside) }},
-		f("load_avg", "load_avg", func(st *sweepStep) float64 { return st.LoadAvg }),
-		f("machine_busy_cores", "machine_busy_cores", func(st *sweepStep) float64 { return st.MachineBusyCores }),
-		f("other_cores", "other_cores", func(st *sweepStep) float64 { return st.OtherCores }),
-		f("steal_share", "steal_share", func(st *sweepStep) float64 { return st.StealShare }),
+		f("load_avg", "load_avg", func(st *report.SweepStep) float64 { return st.LoadAvg }),
+		f("machine_busy_cores", "machine_busy_cores", func(st *report.SweepStep) float64 { return st.MachineBusyCores }),
+		f("other_cores", "other_cores", func(st *report.SweepStep) float64 { return st.OtherCores }),
+		f("steal_share", "steal_share", func(st *report.SweepStep) float64 { return st.StealShare }),
 	}...)
 }
 
 // writeSweepJSON writes sweep.json.
-func writeSweepJSON(w io.Writer, rep *sweepReport) error {
+func writeSweepJSON(w io.Writer, rep *report.SweepReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
 
 // writeSweepMarkdown writes sweep.md: the capacity report.
-func writeSweepMarkdown(w io.Writer, rep *sweepReport) error {
+func writeSweepMarkdown(w io.Writer, rep *report.SweepReport) error {
 	c, e := rep.Config, rep.Env
 	title := c.Title
 	if title == "" {
@@ -182,7 +183,7 @@ func writeSweepMarkdown(w io.Writer, rep *sweepReport) error {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
-	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", saturationShare*100, sweepMaxFailedShare*100)
+	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", saturationShare*100, report.MaxFailedShare*100)
 	writeKneeTable(w, rep)
 	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", fileSweepPlot)
 	writeProvisioning(w, rep)
@@ -198,7 +199,7 @@ func writeSweepMarkdown(w io.Writer, rep *sweepReport) error {
 
 // writeKneeTable writes each strategy's capacity and its figures at the
 // knee, and a hint for a strategy with no knee.
-func writeKneeTable(w io.Writer, rep *sweepReport) {
+func writeKneeTable(w io.Writer, rep *report.SweepReport) {
 	kt := newTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
 	for _, ss := range rep.Strategies {
 		k := ss.Knee
@@ -245,7 +246,7 @@ func writeKneeTable(w io.Writer, rep *sweepReport) {
 // stepOutageNotes names, per step, the nodes that failed within its
 // operations, with their error counts and when (the step's measured
 // window).
-func stepOutageNotes(ss *sweepStrategy) []string {
+func stepOutageNotes(ss *report.SweepStrategy) []string {
 	var out []string
 	for _, st := range ss.Steps {
 		for _, o := range st.NodeOutages {
@@ -257,7 +258,7 @@ func stepOutageNotes(ss *sweepStrategy) []string {
 
 // starvedNote says that the machine was CPU-starved during a strategy's
 // steps, unless its "bound by" says so already ("" when it was not).
-func starvedNote(ss *sweepStrategy) string {
+func starvedNote(ss *report.SweepStrategy) string {
 	if ss.Starved == "" || strings.Contains(ss.Bound, "starved") {
 		return ""
 	}
@@ -266,7 +267,7 @@ func starvedNote(ss *sweepStrategy) string {
 
 // rerunNotes says which of a strategy's steps were run again and why, and
 // which were set aside as lone failures below a heavier step that held.
-func rerunNotes(ss *sweepStrategy) []string {
+func rerunNotes(ss *report.SweepStrategy) []string {
 	var out []string
 	for i, st := range ss.Steps {
 		switch {
@@ -297,7 +298,7 @@ func rerunNotes(ss *sweepStrategy) []string {
 }
 
 // writeStepsSection writes every step of every strategy.
-func writeStepsSection(w io.Writer, rep *sweepReport) {
+func writeStepsSection(w io.Writer, rep *report.SweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
@@ -359,19 +360,19 @@ func writeStepsSection(w io.Writer, rep *sweepReport) {
 // machineCell is a step's machine figures: load average, CPUs used by
 // other processes, steal ("-" when not measured); numCPU is the measuring
 // machine's (Env.NumCPU), not the one writing the report (render).
-func machineCell(st *sweepStep, numCPU int) string {
+func machineCell(st *report.SweepStep, numCPU int) string {
 	if st.LoadAvg == 0 && st.MachineBusyCores == 0 {
 		return "-"
 	}
 	c := fmt.Sprintf("%.1f, %.2f, %.0f%%", st.LoadAvg, st.OtherCores, 100*st.StealShare)
-	if st.starved(numCPU) != "" {
+	if st.Starved(numCPU) != "" {
 		c += " (CPU-starved)"
 	}
 	return c
 }
 
 // writeSweepConfig writes the sweep's configuration and environment.
-func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
+func writeSweepConfig(w io.Writer, c report.ReportConfig, e report.Env) {
 	fmt.Fprintln(w, "## Configuration and environment")
 	fmt.Fprintln(w)
 	ct := newTable("setting", "value")
@@ -392,7 +393,7 @@ func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 	ct.row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
 	if e.Build.RevisionSource != "" {
 		ct.row("module version", e.Build.Module)
-		ct.row("revision", e.Build.describe())
+		ct.row("revision", describeBuild(e.Build))
 	} else if e.Revision != "" {
 		ct.row("revision", e.Revision)
 	}
@@ -407,11 +408,11 @@ func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 
 // noKneeHint says what to change when no step of a strategy held ("" when
 // one did).
-func noKneeHint(ss *sweepStrategy) string {
+func noKneeHint(ss *report.SweepStrategy) string {
 	if ss.Knee != nil || len(ss.Steps) == 0 {
 		return ""
 	}
-	var light *sweepStep
+	var light *report.SweepStep
 	for _, st := range ss.Steps {
 		if !st.Interrupted && (light == nil || st.TargetRate < light.TargetRate) {
 			light = st
@@ -421,7 +422,7 @@ func noKneeHint(ss *sweepStrategy) string {
 		return "every step was interrupted; run the sweep again."
 	}
 	switch {
-	case light.FailedShare > sweepMaxFailedShare:
+	case light.FailedShare > report.MaxFailedShare:
 		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", format.Count(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
 	case light.Saturated:
 		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", format.Count(light.TargetRate), light.Saturation)
@@ -465,7 +466,7 @@ type provision struct {
 	clientCPU float64 // client cores for the target rate, at utilisation
 	nodeCPU   float64 // one node's cores if one group took the whole rate
 	groups    int     // groups the servers' CPU (or a planted cap) needs alone
-	fit       *costFit
+	fit       *report.CostFit
 	none      string // why there is no plan
 }
 
@@ -493,7 +494,7 @@ func (p provision) line() string {
 	case p.starved:
 		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
 	}
-	if p.fit.caveat() != "" {
+	if p.fit.Caveat() != "" {
 		out += fmt.Sprintf(" (costs fitted over only %d step(s): not a fit)", p.fit.Steps)
 	}
 	return out
@@ -501,7 +502,7 @@ func (p provision) line() string {
 
 // provisionFor sizes the target rate r from a strategy's knee and its CPU
 // costs fitted over the steps that held.
-func provisionFor(ss *sweepStrategy, r float64, nodeCap float64) provision {
+func provisionFor(ss *report.SweepStrategy, r float64, nodeCap float64) provision {
 	p := provision{name: ss.Name}
 	if ss.Knee == nil {
 		p.none = "no plan: no step held the objective"
@@ -510,11 +511,11 @@ func provisionFor(ss *sweepStrategy, r float64, nodeCap float64) provision {
 	p.knee, p.lower, p.starved = ss.KneeRate, !ss.Saturated, ss.Starved != ""
 	p.units = int(math.Ceil(r / (p.knee * utilisation)))
 	unit := r / float64(p.units)
-	p.fit = fitCost(ss.Steps, clientCost)
-	p.clientUs = p.fit.usPerOp(unit)
-	p.clientCPU = float64(p.units) * p.fit.cores(unit) / utilisation
-	if sf := fitCost(ss.Steps, busiestCost); sf != nil {
-		p.serverUs, p.nodeCPU = sf.usPerOp(r), sf.cores(r)
+	p.fit = report.FitCost(ss.Steps, report.ClientCost)
+	p.clientUs = p.fit.UsPerOpAt(unit)
+	p.clientCPU = float64(p.units) * p.fit.Cores(unit) / utilisation
+	if sf := report.FitCost(ss.Steps, report.BusiestCost); sf != nil {
+		p.serverUs, p.nodeCPU = sf.UsPerOpAt(r), sf.Cores(r)
 		// The fewest groups whose busiest node stays at utilisation of a
 		// core, each taking r/groups.
 		g := math.Ceil(p.nodeCPU / utilisation)
@@ -531,7 +532,7 @@ func provisionFor(ss *sweepStrategy, r float64, nodeCap float64) provision {
 	return p
 }
 
-func provisionAll(rep *sweepReport) []provision {
+func provisionAll(rep *report.SweepReport) []provision {
 	var out []provision
 	for _, ss := range rep.Strategies {
 		out = append(out, provisionFor(ss, rep.Config.CapacityRate, rep.Config.NodeCap))
@@ -541,7 +542,7 @@ func provisionAll(rep *sweepReport) []provision {
 
 // writeProvisioning writes the Provisioning section: what -capacity-rate
 // takes in client and server cores, from the costs measured at the knee.
-func writeProvisioning(w io.Writer, rep *sweepReport) {
+func writeProvisioning(w io.Writer, rep *report.SweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Provisioning")
 	fmt.Fprintln(w)
@@ -595,9 +596,9 @@ func writeProvisioning(w io.Writer, rep *sweepReport) {
 
 // writeCostFits says what each strategy's fitted costs are and which steps
 // they come from.
-func writeCostFits(w io.Writer, rep *sweepReport) {
+func writeCostFits(w io.Writer, rep *report.SweepReport) {
 	for _, ss := range rep.Strategies {
-		cf, sf := fitCost(ss.Steps, clientCost), fitCost(ss.Steps, busiestCost)
+		cf, sf := report.FitCost(ss.Steps, report.ClientCost), report.FitCost(ss.Steps, report.BusiestCost)
 		if cf == nil {
 			continue
 		}
@@ -605,7 +606,7 @@ func writeCostFits(w io.Writer, rep *sweepReport) {
 		if sf != nil {
 			fmt.Fprintf(w, "; busiest node %.3f cores fixed + %.1f us per operation", sf.FixedCores, sf.UsPerOp)
 		}
-		if c := cf.caveat(); c != "" {
+		if c := cf.Caveat(); c != "" {
 			fmt.Fprintf(w, ". **%s**", c)
 		}
 		fmt.Fprintln(w, ".")
@@ -614,7 +615,7 @@ func writeCostFits(w io.Writer, rep *sweepReport) {
 }
 
 // serverFigure says where the server CPU figures came from.
-func serverFigure(rep *sweepReport) string {
+func serverFigure(rep *report.SweepReport) string {
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
 			switch st.ServerCPUSource {
@@ -629,7 +630,7 @@ func serverFigure(rep *sweepReport) string {
 }
 
 // writeHeadroom writes what the knee means for a target rate.
-func writeHeadroom(w io.Writer, rep *sweepReport) {
+func writeHeadroom(w io.Writer, rep *report.SweepReport) {
 	c := rep.Config
 	n := len(c.Nodes)
 	rates := []float64{}
@@ -690,7 +691,7 @@ func writeHeadroom(w io.Writer, rep *sweepReport) {
 }
 
 // sweepPlotTitle is the sweep plot's title and subtitle.
-func sweepPlotTitle(rep *sweepReport) (string, string) {
+func sweepPlotTitle(rep *report.SweepReport) (string, string) {
 	c := rep.Config
 	sub := c.Target
 	if c.LatencyMs > 0 {
@@ -712,8 +713,8 @@ func sweepPlotTitle(rep *sweepReport) (string, string) {
 
 // writeSweepPlot draws sweep.svg: latency against achieved throughput, per
 // strategy (bench/internal/plot draws it).
-func writeSweepPlot(w io.Writer, rep *sweepReport) error {
-	s := plot.Sweep{MaxFailedShare: sweepMaxFailedShare}
+func writeSweepPlot(w io.Writer, rep *report.SweepReport) error {
+	s := plot.Sweep{MaxFailedShare: report.MaxFailedShare}
 	for _, ss := range rep.Strategies {
 		ps := plot.SweepSeries{Name: ss.Name, SLOPct: ss.SLOPct, SLOBudgetUs: ss.SLOBudgetUs, Capacity: "capacity " + kneeCell(ss) + " ops/s"}
 		if ss.Knee == nil {
@@ -726,7 +727,7 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 		if ss.Starved != "" {
 			ps.Caveats = append(ps.Caveats, "CPU-starved machine")
 		}
-		if c := fitCost(ss.Steps, clientCost).plotCaveat(); c != "" {
+		if c := report.FitCost(ss.Steps, report.ClientCost).PlotCaveat(); c != "" {
 			ps.Caveats = append(ps.Caveats, c)
 		}
 		for _, st := range ss.Steps {
@@ -743,7 +744,7 @@ func writeSweepPlot(w io.Writer, rep *sweepReport) error {
 }
 
 // sweepPlotStep is what the sweep plot draws of st.
-func sweepPlotStep(st *sweepStep) plot.SweepStep {
+func sweepPlotStep(st *report.SweepStep) plot.SweepStep {
 	return plot.SweepStep{TargetRate: st.TargetRate, OpsPerSec: st.OpsPerSec, Ops: st.Ops, Repeated: st.Repeated, SLOUs: st.SLOUs, P50Us: st.Latency.P50Us,
 		Held: st.Held, Saturated: st.Saturated, FailedShare: st.FailedShare}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 )
@@ -100,11 +101,11 @@ func TestEndToEndRealTLS(t *testing.T) {
 	require.NotContains(t, out.String()+errb.String(), pw)
 }
 
-func readReport(t *testing.T, file string) Report {
+func readReport(t *testing.T, file string) report.Report {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	return rep
 }

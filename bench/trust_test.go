@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +34,7 @@ func TestFailingRunShowsFailures(t *testing.T) {
 
 	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
 	require.NoError(t, err)
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Len(t, rep.Strategies, 3)
 	for _, s := range rep.Strategies {
@@ -104,7 +105,7 @@ func TestHlogTotalsEqualSummaryCounts(t *testing.T) {
 	merged, dropped := hlog.MergeTagged(hs)
 	require.Zero(t, dropped)
 	for _, m := range load.Metrics {
-		l := res.metric(m)
+		l := res.Metric(m)
 		require.Positive(t, l.Count, m)
 		h := merged["stall."+m]
 		require.NotNil(t, h, m)
@@ -123,10 +124,10 @@ func TestSummarizeIsCeilingRank(t *testing.T) {
 	for i := 1; i <= 70; i++ {
 		load.Record(h, time.Duration(i)*time.Millisecond)
 	}
-	l := Summarize(h, 98)
+	l := report.Summarize(h, 98)
 	require.Equal(t, us(highestEq(70e6)), l.P99Us)
 	require.Equal(t, us(highestEq(63e6)), l.P90Us)
-	require.Equal(t, []Percentile{{P: 98, Us: us(highestEq(69e6))}}, l.Percentiles)
+	require.Equal(t, []report.Percentile{{P: 98, Us: us(highestEq(69e6))}}, l.Percentiles)
 }
 
 // highestEq and lowestEq are the bounds of v's bucket in the bench geometry
@@ -185,7 +186,7 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.NoError(t, err)
 
 	// The table marks it.
-	rep := &Report{Config: ReportConfig{Rate: 2000, Loop: "open"}, Strategies: []*StrategyResult{{Name: "x", Ops: 10, OpsPerSec: 500, TargetRate: 2000, Saturated: true, Saturation: "achieved 500 of the 2000 ops/s target (25%)"}}}
+	rep := &report.Report{Config: report.ReportConfig{Rate: 2000, Loop: "open"}, Strategies: []*report.StrategyResult{{Name: "x", Ops: 10, OpsPerSec: 500, TargetRate: 2000, Saturated: true, Saturation: "achieved 500 of the 2000 ops/s target (25%)"}}}
 	var tb bytes.Buffer
 	WriteTable(&tb, rep)
 	require.Contains(t, tb.String(), "x (saturated)")
@@ -199,7 +200,7 @@ func TestStdoutOutputsCSVAndPercentiles(t *testing.T) {
 	base := []string{"-fake", "3", "-strategy", "seq,mux", "-c", "2", "-d", "300ms", "-warmup", "0s", "-out", ""}
 	var out, errb bytes.Buffer
 	require.Equal(t, ExitOK, Main(append(base, "-json", "-", "-percentiles", "50,90,99,99.9"), &out, &errb, noEnv), errb.String())
-	var rep Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), "stdout is the JSON alone: %q", out.String())
 	require.Len(t, rep.Strategies, 2)
 	require.Equal(t, []float64{50, 90, 99, 99.9}, rep.Config.Percentiles)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // Where Build.Revision came from (Build.RevisionSource).
@@ -53,11 +55,11 @@ func versionString() string { return currentBuild().Version }
 
 var (
 	buildOnce sync.Once
-	buildMemo Build
+	buildMemo report.Build
 )
 
 // currentBuild returns this binary's Build, worked out once.
-func currentBuild() Build {
+func currentBuild() report.Build {
 	buildOnce.Do(func() {
 		bi, ok := debug.ReadBuildInfo()
 		if !ok {
@@ -77,8 +79,8 @@ type gitRev struct {
 // buildOf works out the Build from the build info bi (nil: none), the Go
 // version and platform text, and fromGit (asked only for a development
 // build without a stamp; ok false when it cannot tell).
-func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool)) Build {
-	b := Build{Module: "(devel)", RevisionSource: revisionUnknown}
+func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool)) report.Build {
+	b := report.Build{Module: "(devel)", RevisionSource: revisionUnknown}
 	if bi != nil {
 		if bi.Main.Version != "" {
 			b.Module = bi.Main.Version
@@ -108,7 +110,7 @@ func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool
 	out := "redmux-bench " + b.Module
 	switch b.RevisionSource {
 	case revisionFromBuildInfo, revisionFromGit:
-		out += " revision " + b.shortRevision()
+		out += " revision " + shortRevision(b)
 		var notes []string
 		if b.RevisionTime != "" {
 			notes = append(notes, b.RevisionTime)
@@ -128,7 +130,7 @@ func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool
 
 // shortRevision is the revision's first 12 characters, with "+dirty" when
 // the working tree had changes.
-func (b Build) shortRevision() string {
+func shortRevision(b report.Build) string {
 	r := b.Revision
 	if len(r) > 12 {
 		r = r[:12]
@@ -139,8 +141,8 @@ func (b Build) shortRevision() string {
 	return r
 }
 
-// describe is the build as report.md's "revision" row gives it.
-func (b Build) describe() string {
+// describeBuild is the build as report.md's "revision" row gives it.
+func describeBuild(b report.Build) string {
 	switch b.RevisionSource {
 	case revisionFromBuildInfo, revisionFromGit:
 		s := b.Revision

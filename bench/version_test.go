@@ -51,7 +51,7 @@ func TestBuildOf(t *testing.T) {
 		if b.Version != tc.want || b.RevisionSource != tc.source || b.Revision != tc.rev || b.Modified != tc.modifed {
 			t.Errorf("%s: got %+v, want %q from %q, revision %q, modified %v", tc.name, b, tc.want, tc.source, tc.rev, tc.modifed)
 		}
-		if b.describe() == "" {
+		if describeBuild(b) == "" {
 			t.Errorf("%s: no description", tc.name)
 		}
 	}

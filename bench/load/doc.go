@@ -4,7 +4,7 @@
 // accounts the process's allocations and CPU time over the measured
 // window. Measure runs one warm-up and one measured phase and returns the
 // raw figures (Result); package bench creates the workers, summarises a
-// Result into its report schema (bench/schema.go: load has no JSON types
+// Result into its report schema (bench/internal/report: load has no JSON types
 // of its own) and writes the reports.
 //
 // The API is narrow: RunConfig, Progress, Worker, IntervalLog, Measure and

@@ -50,6 +50,7 @@ var level = map[string]int{
 	"bench/internal/hdrtest":   26,
 	"bench/internal/hlog":      27,
 	"bench/internal/plot":      27,
+	"bench/internal/report":    28,
 	"redlock/internal/checker": 30,
 	"bench":                    30,
 	"cmd/redmux-bench":         40,

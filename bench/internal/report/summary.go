@@ -1,12 +1,9 @@
-package bench
+package report
 
 import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redmux/redmux/bench/load"
 )
-
-// defaultPercentiles are the percentiles of reports without -percentiles.
-var defaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
 // At returns the value of percentile p from l.Percentiles, or from the
 // fixed fields, and whether it is known.

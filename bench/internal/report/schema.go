@@ -1,11 +1,10 @@
 // This file holds the JSON schema of redmux-bench's outputs, every type with
-// JSON tags: summary.json (Report), sweep.json (sweepReport) and merged.json
-// (mergeResult), so that a field is added in one place. The schema is fixed
+// JSON tags: summary.json (Report), sweep.json (SweepReport) and merged.json
+// (MergeResult), so that a field is added in one place. The schema is fixed
 // (docs/ARCHITECTURE.md, "Fixed and open"): fields are added, never renamed.
-// (compare reads results through these types; its one local probe struct
-// stays in compare.go.)
+// Read (read.go) decodes any of them.
 
-package bench
+package report
 
 import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -22,7 +21,8 @@ type Report struct {
 	// report covers the strategies measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
 
-	hlog []byte
+	// Hlog is the run's interval log (bench.hlog), not in the JSON.
+	Hlog []byte `json:"-"`
 }
 
 // ReportConfig is the run's configuration as written in reports (never the
@@ -100,7 +100,7 @@ type Env struct {
 	// Build.Modified); empty when unknown.
 	Revision string `json:"revision,omitempty"`
 	// Build names the code that ran: the -version line, the module version,
-	// the full revision and where it came from (versionString documents how).
+	// the full revision and where it came from (bench's versionString documents how).
 	Build     Build  `json:"build"`
 	Server    string `json:"server,omitempty"`
 	ServerCPU string `json:"server_cpu_source"`
@@ -203,7 +203,8 @@ type StrategyResult struct {
 	// its end (its latency less any wait for a free worker).
 	MeanServiceUs float64 `json:"mean_service_us"`
 
-	hists load.Hists
+	// Hists are the measured histograms (load.Metrics order), not in the JSON.
+	Hists load.Hists `json:"-"`
 }
 
 // Latency is a latency distribution summary in microseconds. Percentiles
@@ -254,22 +255,23 @@ type ServerCost struct {
 	CPUSource         string  `json:"cpu_source,omitempty"`
 }
 
-// sweepReport is a sweep's outcome (sweep.json).
-type sweepReport struct {
+// SweepReport is a sweep's outcome (sweep.json).
+type SweepReport struct {
 	// SLO is the one objective every strategy was judged by; SLOSource
 	// says where it came from (-slo, or how it was derived).
 	SLO         string           `json:"slo"`
 	SLOSource   string           `json:"slo_source"`
-	Strategies  []*sweepStrategy `json:"strategies"`
+	Strategies  []*SweepStrategy `json:"strategies"`
 	Config      ReportConfig     `json:"config"`
 	Env         Env              `json:"env"`
 	Interrupted bool             `json:"interrupted,omitempty"`
 
-	hlog []byte
+	// Hlog is the sweep's interval log (sweep.hlog), not in the JSON.
+	Hlog []byte `json:"-"`
 }
 
-// sweepStrategy is one strategy's sweep.
-type sweepStrategy struct {
+// SweepStrategy is one strategy's sweep.
+type SweepStrategy struct {
 	Name string `json:"name"`
 	// ProbeOpsPerSec is the closed-loop rate the steps were spaced up to
 	// (0 with -rates).
@@ -277,14 +279,14 @@ type sweepStrategy struct {
 	// ProbeWorkerBusy is the probe's share of worker time in operations.
 	ProbeWorkerBusy float64 `json:"probe_worker_busy_share,omitempty"`
 	// SLO is the objective applied: -slo, or the automatic one, the same
-	// for every strategy of the sweep (sweepReport.SLOSource).
+	// for every strategy of the sweep (SweepReport.SLOSource).
 	SLO         string       `json:"slo"`
 	SLOPct      float64      `json:"slo_percentile"`
 	SLOBudgetUs float64      `json:"slo_budget_us"`
-	Steps       []*sweepStep `json:"steps"`
+	Steps       []*SweepStep `json:"steps"`
 	// Knee is the highest-rate step that held with every lighter step
 	// holding too (nil: none held); KneeRate its target rate.
-	Knee     *sweepStep `json:"knee,omitempty"`
+	Knee     *SweepStep `json:"knee,omitempty"`
 	KneeRate float64    `json:"knee_rate"`
 	// Saturated: the sweep reached a step past capacity (else the capacity
 	// is above the highest rate tried).
@@ -294,20 +296,20 @@ type sweepStrategy struct {
 	// ClientCPUFit and ServerCPUFit are the client's and the busiest
 	// node's CPU fitted over the steps that held (the Provisioning
 	// section's costs; nil: no step held, or no figure).
-	ClientCPUFit *costFit `json:"client_cpu_fit,omitempty"`
+	ClientCPUFit *CostFit `json:"client_cpu_fit,omitempty"`
 	// Starved says how this machine's CPU was starved by other work at the
 	// knee or the first step past it (load average, other processes,
 	// steal; empty: it was not): the knee and the costs are then this
 	// machine's, and the plan's figures upper bounds.
 	Starved      string   `json:"cpu_starved,omitempty"`
-	ServerCPUFit *costFit `json:"server_cpu_fit,omitempty"`
+	ServerCPUFit *CostFit `json:"server_cpu_fit,omitempty"`
 	Interrupted  bool     `json:"interrupted,omitempty"`
 }
 
-// sweepStep is one open-loop step of a sweep. Latencies are of every
+// SweepStep is one open-loop step of a sweep. Latencies are of every
 // operation, from its intended start to its end (acquire and release when
 // acquired; refused and failed operations to their outcome).
-type sweepStep struct {
+type SweepStep struct {
 	TargetRate  float64 `json:"target_rate"`
 	OpsPerSec   float64 `json:"ops_per_sec"`
 	Ops         int64   `json:"ops"`
@@ -369,15 +371,16 @@ type sweepStep struct {
 	OtherCores       float64 `json:"other_cores,omitempty"`
 	StealShare       float64 `json:"steal_share,omitempty"`
 
-	hist *hdr.Histogram
+	// Hist is the distribution summarised above, not in the JSON.
+	Hist *hdr.Histogram `json:"-"`
 }
 
-// costFit is a CPU cost fitted over a strategy's steps that held: cores
+// CostFit is a CPU cost fitted over a strategy's steps that held: cores
 // used = FixedCores + UsPerOp x rate / 1e6 (least squares over the steps'
 // achieved rates; FixedCores at least 0), so that the cost per operation
 // at a rate is UsPerOp + FixedCores x 1e6 / rate (it falls as the rate
 // rises: fixed costs and batches shared by more operations).
-type costFit struct {
+type CostFit struct {
 	FixedCores float64 `json:"fixed_cores"`
 	UsPerOp    float64 `json:"us_per_op"`
 	// Steps is how many steps the fit is over; MinRate and MaxRate their
@@ -387,26 +390,27 @@ type costFit struct {
 	MaxRate float64 `json:"max_rate"`
 }
 
-// mergeResult is redmux-bench merge's outcome (merged.json).
-type mergeResult struct {
+// MergeResult is redmux-bench merge's outcome (merged.json).
+type MergeResult struct {
 	Files     []string     `json:"files"`
 	Intervals int          `json:"intervals"` // kept
 	Skipped   int          `json:"skipped"`   // left out by -start, -end, -tag
 	Start     string       `json:"start,omitempty"`
 	End       string       `json:"end,omitempty"`
 	Filters   string       `json:"filters,omitempty"`
-	Tags      []*mergedTag `json:"tags"`
+	Tags      []*MergedTag `json:"tags"`
 	// Segments: the files are segments of one run (-segment i/n).
-	Segments *mergedSegments `json:"segments,omitempty"`
+	Segments *MergedSegments `json:"segments,omitempty"`
 	// Warnings: what makes the merged figures doubtful (a missing
 	// segment, segments of different runs).
 	Warnings []string `json:"warnings,omitempty"`
 
-	kept []*hdr.Histogram
+	// Kept are the intervals kept, not in the JSON.
+	Kept []*hdr.Histogram `json:"-"`
 }
 
-// mergedSegments describes merged files that are segments of one run.
-type mergedSegments struct {
+// MergedSegments describes merged files that are segments of one run.
+type MergedSegments struct {
 	Count   int    `json:"count"`             // n of -segment i/n
 	Present []int  `json:"present"`           // the segments merged (i), ascending
 	Missing []int  `json:"missing,omitempty"` // the segments not given
@@ -415,8 +419,8 @@ type mergedSegments struct {
 	TotalRate float64 `json:"total_rate,omitempty"`
 }
 
-// mergedTag is one tag's merged distribution.
-type mergedTag struct {
+// MergedTag is one tag's merged distribution.
+type MergedTag struct {
 	Tag       string  `json:"tag"`
 	Intervals int     `json:"intervals"`
 	Files     int     `json:"files"` // how many files contributed
@@ -431,5 +435,6 @@ type mergedTag struct {
 	SumPerSec float64 `json:"sum_per_sec"`
 	Latency   Latency `json:"latency"`
 
-	hist *hdr.Histogram
+	// Hist is the distribution summarised above, not in the JSON.
+	Hist *hdr.Histogram `json:"-"`
 }

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"github.com/redmux/redmux/bench/internal/format"
 )
 
-// fitCost fits cores = fixed + usPerOp x rate / 1e6 over the steps that
+// FitCost fits cores = fixed + usPerOp x rate / 1e6 over the steps that
 // held (not run again, not interrupted, with a cost figure), by least
 // squares on the achieved rates. A fit whose fixed part comes out negative
 // (or whose slope does) is refitted through the origin: the mean cost per
 // operation, weighted by rate. nil when no step qualifies.
-func fitCost(steps []*sweepStep, cost func(*sweepStep) float64) *costFit {
+func FitCost(steps []*SweepStep, cost func(*SweepStep) float64) *CostFit {
 	var xs, ys []float64
 	for _, st := range steps {
 		if !st.Held || st.Repeated || st.Interrupted || st.OpsPerSec <= 0 || cost(st) <= 0 {
@@ -24,7 +24,7 @@ func fitCost(steps []*sweepStep, cost func(*sweepStep) float64) *costFit {
 	if len(xs) == 0 {
 		return nil
 	}
-	f := &costFit{Steps: len(xs), MinRate: math.Inf(1)}
+	f := &CostFit{Steps: len(xs), MinRate: math.Inf(1)}
 	var sx, sy, sxx, sxy float64
 	for i, x := range xs {
 		sx, sy, sxx, sxy = sx+x, sy+ys[i], sxx+x*x, sxy+x*ys[i]
@@ -43,26 +43,26 @@ func fitCost(steps []*sweepStep, cost func(*sweepStep) float64) *costFit {
 	return f
 }
 
-// cores is the fitted CPU at a rate (cores).
-func (f *costFit) cores(rate float64) float64 {
+// Cores is the fitted CPU at a rate (cores).
+func (f *CostFit) Cores(rate float64) float64 {
 	if f == nil {
 		return 0
 	}
 	return f.FixedCores + f.UsPerOp*rate/1e6
 }
 
-// usPerOp is the fitted CPU per operation at a rate.
-func (f *costFit) usPerOp(rate float64) float64 {
+// UsPerOpAt is the fitted CPU per operation at a rate.
+func (f *CostFit) UsPerOpAt(rate float64) float64 {
 	if f == nil || rate <= 0 {
 		return 0
 	}
-	return f.cores(rate) / rate * 1e6
+	return f.Cores(rate) / rate * 1e6
 }
 
-// clientCost and serverCost are the step figures the fits are over: the
+// ClientCost and serverCost are the step figures the fits are over: the
 // client's CPU per operation, and the busiest node's.
-func clientCost(st *sweepStep) float64 { return st.ClientCPUUsPerOp }
-func busiestCost(st *sweepStep) float64 {
+func ClientCost(st *SweepStep) float64 { return st.ClientCPUUsPerOp }
+func BusiestCost(st *SweepStep) float64 {
 	return max(st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
 }
 
@@ -71,8 +71,8 @@ func busiestCost(st *sweepStep) float64 {
 // rate is taken for every rate), and through two nothing checks it.
 const minFitSteps = 3
 
-// caveat says what a fit over fewer than minFitSteps steps is ("": a fit).
-func (f *costFit) caveat() string {
+// Caveat says what a fit over fewer than minFitSteps steps is ("": a fit).
+func (f *CostFit) Caveat() string {
 	switch {
 	case f == nil || f.Steps >= minFitSteps:
 		return ""
@@ -82,9 +82,9 @@ func (f *costFit) caveat() string {
 	return fmt.Sprintf("a line through only %d steps (%s-%s ops/s), which nothing checks; sweep with at least %d steps below the knee for a fit", f.Steps, format.Count(f.MinRate), format.Count(f.MaxRate), minFitSteps)
 }
 
-// plotCaveat is caveat's short form for the sweep plot's legend.
-func (f *costFit) plotCaveat() string {
-	if f.caveat() == "" {
+// PlotCaveat is Caveat's short form for the sweep plot's legend.
+func (f *CostFit) PlotCaveat() string {
+	if f.Caveat() == "" {
 		return ""
 	}
 	if f.Steps == 1 {
