@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // Exit statuses of Main.
@@ -118,7 +120,7 @@ func sweepMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide 
 	rep, err := runSweep(ctx, cfg, Options{Stdout: stdout, Stderr: stderr})
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = reportAt(cfg.Out, fileSweepReport)
+		where = reportAt(cfg.Out, report.FileSweepReport)
 	}
 	switch {
 	case err == nil:
@@ -150,7 +152,7 @@ func runMain(ctx context.Context, cfg *Config, stdout, stderr io.Writer, hide fu
 	rep, err := Run(ctx, cfg, o)
 	where := ""
 	if rep != nil && cfg.Out != "" {
-		where = reportAt(cfg.Out, fileReport)
+		where = reportAt(cfg.Out, report.FileReport)
 	}
 	switch {
 	case err == nil:

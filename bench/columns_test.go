@@ -53,24 +53,24 @@ func TestColumnsNameTheirJSONFields(t *testing.T) {
 	runs := goldenRuns()
 	for _, rep := range runs {
 		var h, c, j []string
-		for _, col := range runColumns(rep.Config) {
-			h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
+		for _, col := range report.RunColumns(rep.Config) {
+			h, c, j = append(h, col.Head), append(c, col.CSV), append(j, col.JSON)
 		}
 		check("run table", reflect.TypeOf(report.StrategyResult{}), h, c, j)
 		h, c, j = nil, nil, nil
-		for _, col := range metricColumns(rep.Config) {
-			h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
+		for _, col := range report.MetricColumns(rep.Config) {
+			h, c, j = append(h, col.Head), append(c, col.CSV), append(j, col.JSON)
 		}
 		check("summary.csv", reflect.TypeOf(report.StrategyResult{}), h, c, j)
 	}
 	var h, c, j []string
-	for _, col := range stepColumns(goldenSweep().Config) {
-		h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
+	for _, col := range report.StepColumns(goldenSweep().Config) {
+		h, c, j = append(h, col.Head), append(c, col.CSV), append(j, col.JSON)
 	}
 	check("sweep steps", reflect.TypeOf(report.SweepStep{}), h, c, j)
 	h, c, j = nil, nil, nil
-	for _, col := range mergedColumns(&mergeConfig{}, true) {
-		h, c, j = append(h, col.head), append(c, col.csv), append(j, col.json)
+	for _, col := range report.MergedColumns(mergePercentiles(&mergeConfig{}), true) {
+		h, c, j = append(h, col.Head), append(c, col.CSV), append(j, col.JSON)
 	}
 	check("merged tags", reflect.TypeOf(report.MergedTag{}), h, c, j)
 }

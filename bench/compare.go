@@ -429,7 +429,7 @@ func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 	if untestedLine != "" {
 		fmt.Fprintln(w, untestedLine)
 	}
-	t := newTable("strategy", "metric", "old", "±", "new", "±", "new/old", "p", "verdict")
+	t := report.NewTable("strategy", "metric", "old", "±", "new", "±", "new/old", "p", "verdict")
 	flagged, tested := 0, 0
 	notes := map[string]bool{}
 	for _, r := range rows {
@@ -442,9 +442,9 @@ func writeCompare(w io.Writer, c *compareConfig, cmp *comparisonResult) {
 		if r.PNote != "" {
 			notes[r.PNote] = true
 		}
-		t.row(compareCells(r)...)
+		t.Row(compareCells(r)...)
 	}
-	t.write(w)
+	t.Write(w)
 	if tested > 0 {
 		test := "Mann-Whitney U test, as benchstat; centres are medians"
 		if c.Test == "ttest" {

@@ -58,19 +58,19 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 	require.True(t, full.Saturated)
 	require.False(t, low.Saturated)
 	const r = 50000
-	pf, pl := provisionFor(full, r, 0), provisionFor(low, r, 0)
-	require.False(t, pf.lower)
-	require.True(t, pl.lower)
-	require.GreaterOrEqual(t, pl.clientCPU, pf.clientCPU, "the low sweep's plan is an upper bound of the full one's")
+	pf, pl := report.ProvisionFor(full, r, 0), report.ProvisionFor(low, r, 0)
+	require.False(t, pf.Lower)
+	require.True(t, pl.Lower)
+	require.GreaterOrEqual(t, pl.ClientCPU, pf.ClientCPU, "the low sweep's plan is an upper bound of the full one's")
 	// Units scale with the fitted cost at each unit's rate.
-	require.InDelta(t, float64(pf.units)*(0.05+20e-6*r/float64(pf.units))/utilisation, pf.clientCPU, 1e-9)
-	if pl.clientCPU > 1.5*pf.clientCPU {
-		line := pl.line()
+	require.InDelta(t, float64(pf.Units)*(0.05+20e-6*r/float64(pf.Units))/report.Utilisation, pf.ClientCPU, 1e-9)
+	if pl.ClientCPU > 1.5*pf.ClientCPU {
+		line := pl.Line()
 		require.Equal(t, 4, strings.Count(line, "at most "), line)
 		require.Contains(t, line, "upper bounds")
 		var w bytes.Buffer
 		rep := &report.SweepReport{Strategies: []*report.SweepStrategy{low}, Config: report.ReportConfig{CapacityRate: r, Nodes: []string{"a", "b", "c"}, Workers: 64}}
-		writeProvisioning(&w, rep)
+		report.WriteProvisioning(&w, rep)
 		var row string
 		for _, l := range strings.Split(w.String(), "\n") {
 			if strings.HasPrefix(l, "| mux") {
@@ -86,7 +86,7 @@ func TestProvisionLowSweepIsAnUpperBound(t *testing.T) {
 		require.Contains(t, cells[8], "upper bounds")
 	}
 	// The full sweep's plan is not marked.
-	require.NotContains(t, pf.line(), "at most")
+	require.NotContains(t, pf.Line(), "at most")
 }
 
 // Issue 36 item 2: a CPU-starved machine is named before the objective is
@@ -150,10 +150,10 @@ func TestSweepSaysStarvedWithoutAKnee(t *testing.T) {
 	finishStrategy(ss, report.SLO{P: 99, Max: 10 * time.Millisecond}, "-slo", &Config{Workers: 64, Fake: 3, SLO: &report.SLO{P: 99, Max: 10 * time.Millisecond}})
 	require.Contains(t, ss.Starved, "other processes used")
 	var w bytes.Buffer
-	writeSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
+	report.WriteSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, w.String(), "this machine was CPU-starved by other work")
 	var md bytes.Buffer
-	writeKneeTable(&md, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
+	report.WriteKneeTable(&md, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, md.String(), "> **Warning: mux: this machine was CPU-starved")
 	// A quiet machine: nothing said.
 	quiet := modelSteps([]float64{1000, 2000}, 0)
@@ -171,11 +171,11 @@ func TestOneStepFitIsFlagged(t *testing.T) {
 	one.Starved = "load average 9.8 on 2 logical CPUs"
 	rep := &report.SweepReport{Config: report.ReportConfig{CapacityRate: 10000, Nodes: []string{"a", "b", "c"}}, Strategies: []*report.SweepStrategy{one}}
 	var md, svg bytes.Buffer
-	writeCostFits(&md, rep)
+	report.WriteCostFits(&md, rep)
 	require.Contains(t, md.String(), "fitted over 1 step(s) that held (4740-4740 ops/s)")
 	require.Contains(t, md.String(), "**NOT A FIT: one step held (4740 ops/s)")
-	require.Contains(t, provisionFor(one, 10000, 0).line(), "(costs fitted over only 1 step(s): not a fit)")
-	require.NoError(t, writeSweepPlot(&svg, rep))
+	require.Contains(t, report.ProvisionFor(one, 10000, 0).Line(), "(costs fitted over only 1 step(s): not a fit)")
+	require.NoError(t, report.WriteSweepPlot(&svg, rep))
 	for _, want := range []string{"cost: one step, not a fit", "plan figures: at most", "CPU-starved machine"} {
 		require.Contains(t, svg.String(), want)
 	}
@@ -185,11 +185,11 @@ func TestOneStepFitIsFlagged(t *testing.T) {
 	rep = &report.SweepReport{Strategies: []*report.SweepStrategy{three}}
 	md.Reset()
 	svg.Reset()
-	writeCostFits(&md, rep)
+	report.WriteCostFits(&md, rep)
 	require.NotContains(t, md.String(), "NOT A FIT")
 	require.NotContains(t, md.String(), "only")
-	require.NotContains(t, provisionFor(three, 10000, 0).line(), "not a fit")
-	require.NoError(t, writeSweepPlot(&svg, rep))
+	require.NotContains(t, report.ProvisionFor(three, 10000, 0).Line(), "not a fit")
+	require.NoError(t, report.WriteSweepPlot(&svg, rep))
 	require.NotContains(t, svg.String(), "not a fit")
 	require.NotContains(t, svg.String(), "at most")
 }

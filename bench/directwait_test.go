@@ -49,14 +49,14 @@ func TestDirectWaitFlag(t *testing.T) {
 	code := Main([]string{"-fake", "3", "-strategy", "mux", "-c", "1", "-n", "200", "-warmup", "0s",
 		"-direct-wait", "1ms", "-timeout", "1s", "-out", dir}, &out, &errb, noEnv)
 	require.Equal(t, 0, code, errb.String())
-	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSummary))
 	require.NoError(t, err)
 	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Equal(t, 1.0, rep.Config.DirectWaitMs)
 	require.Len(t, rep.Strategies, 1)
 	require.Zero(t, rep.Strategies[0].Failed)
-	md, err := os.ReadFile(filepath.Join(dir, fileReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileReport))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(md), "mux direct wait (-direct-wait) | 1ms"), "report.md names it")
 }
@@ -93,7 +93,7 @@ func TestTransportFlag(t *testing.T) {
 		t.Skipf("SKIPPED: this machine refuses io_uring, and the run said so: %s", errb.String())
 	}
 	require.Equal(t, 0, code, errb.String())
-	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSummary))
 	require.NoError(t, err)
 	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -101,7 +101,7 @@ func TestTransportFlag(t *testing.T) {
 	require.Len(t, rep.Strategies, 1)
 	require.Zero(t, rep.Strategies[0].Failed)
 	require.EqualValues(t, 200, rep.Strategies[0].Acquired)
-	md, err := os.ReadFile(filepath.Join(dir, fileReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "mux transport (-transport) | io_uring")
 }

@@ -2,16 +2,16 @@
 // command line (flags.go holds every flag type), the strategies it
 // compares, the targets (embedded fake cluster, child process, real
 // servers), the orchestration of runs, sweeps, merges and comparisons, and
-// the report writers (terminal table, JSON, HdrHistogram interval log, SVG
-// percentile plot, Markdown report, capacity sweep). Every JSON-tagged type
-// of the reports' schema is in bench/internal/report, whose Read is the one
-// reader of a report file (compare, render, -slo-from), with the sweep's
-// verdicts.
+// the files they write (the HdrHistogram interval logs among them). The
+// reports are package bench/internal/report's: every JSON-tagged type of
+// their schema, Read (the one reader of a report file: compare, render,
+// -slo-from), the sweep's verdicts, and the writers (terminal table, JSON,
+// CSV, Markdown report, capacity sweep, the SVG plots' series).
 //
 // The load generator (workers driven closed or open loop, latency
 // histograms, allocation and CPU accounting) is package bench/load; bench
 // creates the workers, hands them to load.Measure with a load.RunConfig,
-// and summarises the raw load.Result into a StrategyResult. bench uses
+// and summarises the raw load.Result into a report.StrategyResult. bench uses
 // load's names (load.Worker, load.Hold, the metric names, ...) as they are.
 //
 // # Strategies

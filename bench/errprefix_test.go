@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redmux/redmux/bench/internal/hlog"
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/fakeserver"
 )
 
@@ -64,7 +65,7 @@ func TestErrorsHaveOnePrefix(t *testing.T) {
 			}
 		})
 	}
-	for _, e := range []error{errAuth, errAuthRequired, errServerReply, errNoQuorum, errValidity, errReplyTooBig, hlog.ErrBad, errNotSteady, ErrUsage, errNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
+	for _, e := range []error{errAuth, errAuthRequired, errServerReply, errNoQuorum, errValidity, errReplyTooBig, hlog.ErrBad, report.ErrNotSteady, ErrUsage, errNodeUnreachable, ErrInterrupted, ErrMostlyFailed} {
 		if strings.Contains(e.Error(), "bench:") {
 			t.Errorf("sentinel %q carries a prefix; the command adds its own", e)
 		}

@@ -225,30 +225,30 @@ func goldenPlotMany(w io.Writer) error {
 func TestGoldenOutputs(t *testing.T) {
 	outs := map[string]func(*bytes.Buffer) error{}
 	for name, rep := range goldenRuns() {
-		outs[name+".table.txt"] = func(b *bytes.Buffer) error { WriteTable(b, rep); return nil }
-		outs[name+".csv"] = func(b *bytes.Buffer) error { return WriteCSV(b, rep) }
-		outs[name+".json"] = func(b *bytes.Buffer) error { return WriteJSON(b, rep) }
-		outs[name+".md"] = func(b *bytes.Buffer) error { return WriteMarkdown(b, rep) }
+		outs[name+".table.txt"] = func(b *bytes.Buffer) error { report.WriteTable(b, rep); return nil }
+		outs[name+".csv"] = func(b *bytes.Buffer) error { return report.WriteCSV(b, rep) }
+		outs[name+".json"] = func(b *bytes.Buffer) error { return report.WriteJSON(b, rep) }
+		outs[name+".md"] = func(b *bytes.Buffer) error { return report.WriteMarkdown(b, rep) }
 	}
 	sw := goldenSweep()
-	outs["sweep.table.txt"] = func(b *bytes.Buffer) error { writeSweepTable(b, sw); return nil }
-	outs["sweep.csv"] = func(b *bytes.Buffer) error { return writeSweepCSV(b, sw) }
-	outs["sweep.json"] = func(b *bytes.Buffer) error { return writeSweepJSON(b, sw) }
-	outs["sweep.md"] = func(b *bytes.Buffer) error { return writeSweepMarkdown(b, sw) }
+	outs["sweep.table.txt"] = func(b *bytes.Buffer) error { report.WriteSweepTable(b, sw); return nil }
+	outs["sweep.csv"] = func(b *bytes.Buffer) error { return report.WriteSweepCSV(b, sw) }
+	outs["sweep.json"] = func(b *bytes.Buffer) error { return report.WriteSweepJSON(b, sw) }
+	outs["sweep.md"] = func(b *bytes.Buffer) error { return report.WriteSweepMarkdown(b, sw) }
 	mr, mcs := goldenMerge()
 	for i, mc := range mcs {
 		n := []string{"merge-default", "merge-pcts"}[i]
-		outs[n+".table.txt"] = func(b *bytes.Buffer) error { writeMergedTable(b, mr, mc); return nil }
-		outs[n+".csv"] = func(b *bytes.Buffer) error { return writeMergedCSV(b, mr, mc) }
+		outs[n+".table.txt"] = func(b *bytes.Buffer) error { report.WriteMergedTable(b, mr, mergePercentiles(mc)); return nil }
+		outs[n+".csv"] = func(b *bytes.Buffer) error { return report.WriteMergedCSV(b, mr, mergePercentiles(mc)) }
 	}
 	for name, rep := range goldenPlotRuns() {
-		outs[name+".percentiles.svg"] = func(b *bytes.Buffer) error { return writePlot(b, rep, load.MetricAcquireRelease) }
-		outs[name+".percentiles-acquire.svg"] = func(b *bytes.Buffer) error { return writePlot(b, rep, load.MetricAcquire) }
+		outs[name+".percentiles.svg"] = func(b *bytes.Buffer) error { return report.WritePlot(b, rep, load.MetricAcquireRelease) }
+		outs[name+".percentiles-acquire.svg"] = func(b *bytes.Buffer) error { return report.WritePlot(b, rep, load.MetricAcquire) }
 	}
-	outs["sweep.svg"] = func(b *bytes.Buffer) error { return writeSweepPlot(b, sw) }
+	outs["sweep.svg"] = func(b *bytes.Buffer) error { return report.WriteSweepPlot(b, sw) }
 	swm := goldenSweepMixed()
-	outs["sweep-mixed.svg"] = func(b *bytes.Buffer) error { return writeSweepPlot(b, swm) }
-	outs["merge-default.svg"] = func(b *bytes.Buffer) error { return writeMergedPlot(b, mr, mcs[0]) }
+	outs["sweep-mixed.svg"] = func(b *bytes.Buffer) error { return report.WriteSweepPlot(b, swm) }
+	outs["merge-default.svg"] = func(b *bytes.Buffer) error { return report.WriteMergedPlot(b, mr, mcs[0].Title, len(mcs[0].Tags) > 0) }
 	outs["plot-many.svg"] = func(b *bytes.Buffer) error { return goldenPlotMany(b) }
 	for name, write := range outs {
 		t.Run(name, func(t *testing.T) {

@@ -23,7 +23,7 @@ func TestHarnessCPUReportedApart(t *testing.T) {
 	require.InDelta(t, 12, s.CPUUsPerOp, 1e-9)
 
 	var md bytes.Buffer
-	writeOutcomes(&md, &report.Report{Strategies: []*report.StrategyResult{s}})
+	report.WriteOutcomes(&md, &report.Report{Strategies: []*report.StrategyResult{s}})
 	require.Contains(t, md.String(), "harness cpu us/op")
 	require.Contains(t, md.String(), "| 12.00 | 3.00 |")
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestMergeTwoLogsEqualsAllValues(t *testing.T) {
 	require.Contains(t, out.String(), "merged 16 interval histograms from 2 files")
 	require.Contains(t, out.String(), "fanout.acquire")
 	p99 := report.Summarize(all["fanout.release"]).P99Us
-	require.Contains(t, out.String(), f1(p99))
+	require.Contains(t, out.String(), fmt.Sprintf("%.1f", p99))
 }
 
 func TestRecordClampsAndSummarize(t *testing.T) {

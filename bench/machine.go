@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -57,3 +58,5 @@ func machineUse(before, after machineSnap, numCPU int) (busyCores, steal float64
 	}
 	return float64(after.busy-before.busy) / float64(dt) * float64(numCPU), float64(after.steal-before.steal) / float64(dt), true
 }
+
+func numCPU() int { return runtime.NumCPU() }

@@ -16,9 +16,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/hlog"
-	"github.com/redmux/redmux/bench/internal/plot"
 	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
@@ -302,98 +300,7 @@ func mergePercentiles(c *mergeConfig) []float64 {
 	if len(c.Percentiles) > 0 {
 		return c.Percentiles
 	}
-	return defaultPercentiles
-}
-
-// writeMergedTable prints one row per tag: count, rate and percentiles.
-func writeMergedTable(w io.Writer, r *report.MergeResult, c *mergeConfig) {
-	fmt.Fprintf(w, "merged %d interval histograms from %d files (latency in us)", r.Intervals, len(r.Files))
-	if r.Filters != "" {
-		fmt.Fprintf(w, "; %s; %d intervals left out", r.Filters, r.Skipped)
-	}
-	fmt.Fprintln(w)
-	if r.Segments != nil {
-		fmt.Fprintln(w, describeMergedSegments(r.Segments))
-	}
-	mergedColumns(c, len(r.Files) > 1).table(r.Tags).write(w)
-}
-
-// writeMergedCSV writes one row per tag.
-func writeMergedCSV(w io.Writer, r *report.MergeResult, c *mergeConfig) error {
-	return mergedColumns(c, false).writeCSV(w, r.Tags)
-}
-
-// mergedColumns are the merge's table's columns and merged.csv's, one row
-// per tag; several: the table's "sum per s" column (more than one file).
-func mergedColumns(c *mergeConfig, several bool) columns[*report.MergedTag] {
-	cs := columns[*report.MergedTag]{
-		{head: "tag", csv: "tag", json: "tag", cell: func(m *report.MergedTag) string {
-			if m.Tag == "" {
-				return "(untagged)"
-			}
-			return m.Tag
-		}, raw: func(m *report.MergedTag) string { return m.Tag }},
-		{head: "count", csv: "count", json: "latency.count", cell: func(m *report.MergedTag) string { return fmtInt(m.Latency.Count) }},
-		{csv: "intervals", json: "intervals", cell: func(m *report.MergedTag) string { return fmt.Sprint(m.Intervals) }},
-		{head: "files", csv: "files", json: "files", cell: func(m *report.MergedTag) string { return fmt.Sprint(m.Files) }},
-		{csv: "start", json: "start", cell: func(m *report.MergedTag) string { return m.Start }},
-		{csv: "end", json: "end", cell: func(m *report.MergedTag) string { return m.End }},
-		{head: "per s", csv: "per_sec", json: "per_sec", cell: func(m *report.MergedTag) string { return format.Count(m.PerSec) }, raw: func(m *report.MergedTag) string { return csvFloat(m.PerSec) }},
-	}
-	if several {
-		cs = append(cs, column[*report.MergedTag]{head: "sum per s", json: "sum_per_sec", cell: func(m *report.MergedTag) string { return format.Count(m.SumPerSec) }})
-	}
-	cs = append(cs, columns[*report.MergedTag]{
-		{head: "min", csv: "min_us", json: "latency.min_us", cell: func(m *report.MergedTag) string { return f1(m.Latency.MinUs) }, raw: func(m *report.MergedTag) string { return csvFloat(m.Latency.MinUs) }},
-		{csv: "mean_us", json: "latency.mean_us", cell: func(m *report.MergedTag) string { return csvFloat(m.Latency.MeanUs) }},
-	}...)
-	for _, p := range mergePercentiles(c) {
-		cs = append(cs, column[*report.MergedTag]{head: format.Percentile(p), csv: format.Percentile(p) + "_us", json: "latency", cell: func(m *report.MergedTag) string {
-			v, ok := m.Latency.At(p)
-			if !ok {
-				v = us(load.ValueAtPercentile(m.Hist, p))
-			}
-			return f1(v)
-		}, raw: func(m *report.MergedTag) string { return csvFloat(us(load.ValueAtPercentile(m.Hist, p))) }})
-	}
-	return append(cs, column[*report.MergedTag]{head: "max", csv: "max_us", json: "latency.max_us", cell: func(m *report.MergedTag) string { return f1(m.Latency.MaxUs) }, raw: func(m *report.MergedTag) string { return csvFloat(m.Latency.MaxUs) }})
-}
-
-// writeMergedPlot draws the merged tags' percentile distributions: those
-// matching -tag when given, else the *.acquire_release tags when there are
-// any, else every tag.
-func writeMergedPlot(w io.Writer, r *report.MergeResult, c *mergeConfig) error {
-	var series []plot.Series
-	pick := func(m *report.MergedTag) bool {
-		if len(c.Tags) > 0 {
-			return true
-		}
-		return strings.HasSuffix(m.Tag, "."+load.MetricAcquireRelease)
-	}
-	anyAR := false
-	for _, m := range r.Tags {
-		anyAR = anyAR || pick(m)
-	}
-	for i, m := range r.Tags {
-		if anyAR && !pick(m) {
-			continue
-		}
-		name := m.Tag
-		color := plot.Color(strings.SplitN(name, ".", 2)[0], i)
-		if len(series) >= 3 {
-			color = plot.Spare(i)
-		}
-		series = append(series, plot.Series{Name: name, Hist: m.Hist, Color: color})
-	}
-	title := c.Title
-	if title == "" {
-		title = "Merged latency by percentile"
-	}
-	sub := fmt.Sprintf("%d files, %d intervals, %s .. %s", len(r.Files), r.Intervals, r.Start, r.End)
-	if r.Filters != "" {
-		sub += "; " + r.Filters
-	}
-	return plot.WritePercentiles(w, title, sub, series)
+	return report.DefaultPercentiles
 }
 
 // runMerge is redmux-bench merge.
@@ -409,15 +316,15 @@ func runMerge(c *mergeConfig, stdout, stderr io.Writer) error {
 	for _, w := range r.Warnings {
 		fmt.Fprintln(stderr, "redmux-bench: merge: WARNING: "+w)
 	}
-	writeMergedTable(tableOut, r, c)
+	report.WriteMergedTable(tableOut, r, mergePercentiles(c))
 	jsonW := func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
 	hlogW := func(w io.Writer) error { return writeMergedHlog(w, r) }
-	csvW := func(w io.Writer) error { return writeMergedCSV(w, r, c) }
-	svgW := func(w io.Writer) error { return writeMergedPlot(w, r, c) }
+	csvW := func(w io.Writer) error { return report.WriteMergedCSV(w, r, mergePercentiles(c)) }
+	svgW := func(w io.Writer) error { return report.WriteMergedPlot(w, r, c.Title, len(c.Tags) > 0) }
 	outs := []struct {
 		path  string
 		write func(io.Writer) error

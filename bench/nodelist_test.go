@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/stretchr/testify/require"
 )
@@ -68,7 +69,7 @@ func TestNodesPasswordWithComma(t *testing.T) {
 		require.NoError(t, err)
 		requireNoSecret(t, string(b), e.Name())
 	}
-	sum, err := os.ReadFile(filepath.Join(dir, fileSummary))
+	sum, err := os.ReadFile(filepath.Join(dir, report.FileSummary))
 	require.NoError(t, err)
 	require.Contains(t, string(sum), "redis://:***@"+c.Addrs()[0])
 	require.Contains(t, string(sum), `"password_set": true`, "the nodes' URLs carry a password")

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"sort"
 	"sync"
 	"time"
 
@@ -93,18 +92,6 @@ func nameOutages(out []report.NodeOutage, nodes []string) {
 			out[i].Addr = nodes[n]
 		}
 	}
-}
-
-// outageLines are the warnings naming each strategy's failing nodes,
-// the most errors first.
-func outageLines(name string, out []report.NodeOutage) []string {
-	o := append([]report.NodeOutage(nil), out...)
-	sort.SliceStable(o, func(i, j int) bool { return o[i].Errors > o[j].Errors })
-	var lines []string
-	for _, x := range o {
-		lines = append(lines, name+": "+x.String())
-	}
-	return lines
 }
 
 // nodeErrCounts is a worker's node errors by kind (Worker.NodeErrors).

@@ -82,7 +82,7 @@ func TestServerCostNotReadIsNotZero(t *testing.T) {
 	notReadWhy(c, []string{"redis-sentinel://127.0.0.1:26379?sentinelMasterId=m", "redis-sentinel://127.0.0.1:26380?sentinelMasterId=m"})
 	require.Contains(t, c.NotRead, "not asked through redis-sentinel:// nodes")
 	var md strings.Builder
-	writeServerSection(&md, &report.Report{Strategies: []*report.StrategyResult{{Name: "mux", Ops: 1000, Server: c}}})
+	report.WriteServerSection(&md, &report.Report{Strategies: []*report.StrategyResult{{Name: "mux", Ops: 1000, Server: c}}})
 	require.Contains(t, md.String(), "| mux | not read | not read | not read | not read | 1.00 | 0 |", md.String())
 	require.Contains(t, md.String(), "Not read: mux: INFO commandstats is not asked through redis-sentinel://")
 }
@@ -97,8 +97,8 @@ func TestSweepNamesTheFailingNodeAndWhen(t *testing.T) {
 		{TargetRate: 2000, Tag: "mux.r2000", Held: true, Ops: 2000, NodeOutages: []report.NodeOutage{o}}}}}}
 	want := "at 2000 ops/s (mux.r2000): node 2 (127.0.0.1:7002): 1500 error(s) from 2.50s to 4.00s into the measured window (01:00:02.500Z to 01:00:04.000Z)."
 	var table, md strings.Builder
-	writeSweepTable(&table, rep)
+	report.WriteSweepTable(&table, rep)
 	require.Contains(t, table.String(), want)
-	writeKneeTable(&md, rep)
+	report.WriteKneeTable(&md, rep)
 	require.Contains(t, md.String(), "**mux: nodes that failed.** "+want)
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // An -out directory that holds anything is refused before the run (exit
@@ -38,13 +40,13 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 		written string // report file expected afterwards ("" = none)
 	}{
 		{"not empty", run, mk("full", "report.md", "notes.txt"), ExitUsage, ""},
-		{"not empty, -force", append(run, "-force"), mk("forced", "notes.txt"), ExitOK, fileReport},
-		{"empty", run, mk("empty"), ExitOK, fileReport},
-		{"missing", run, filepath.Join(base, "new", "dir"), ExitOK, fileReport},
+		{"not empty, -force", append(run, "-force"), mk("forced", "notes.txt"), ExitOK, report.FileReport},
+		{"empty", run, mk("empty"), ExitOK, report.FileReport},
+		{"missing", run, filepath.Join(base, "new", "dir"), ExitOK, report.FileReport},
 		{"a file", run, filepath.Join(mk("file", "f"), "f"), ExitUsage, ""},
 		{"sweep not empty", sweep, mk("sweepfull", "sweep.md"), ExitUsage, ""},
-		{"sweep not empty, -force", append(sweep, "-force"), mk("sweepforced", "sweep.md"), ExitOK, fileSweepReport},
-		{"default dir written over", run, "", ExitOK, fileReport},
+		{"sweep not empty, -force", append(sweep, "-force"), mk("sweepforced", "sweep.md"), ExitOK, report.FileSweepReport},
+		{"default dir written over", run, "", ExitOK, report.FileReport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +60,7 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 				if err := os.MkdirAll(mk, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(mk, fileReport), []byte("old"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(mk, report.FileReport), []byte("old"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -69,7 +71,7 @@ func TestOutRefusesNonEmptyDir(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb.String())
 			}
-			notice := "holds the previous run's files (" + fileReport + "): they are replaced; give -out "
+			notice := "holds the previous run's files (" + report.FileReport + "): they are replaced; give -out "
 			if said := strings.Contains(errb.String(), notice); said != (tc.dir == "") {
 				t.Errorf("notice of the default directory written over: said %v, want %v: %q", said, tc.dir == "", errb.String())
 			}
@@ -150,7 +152,7 @@ func TestOutputFilesCheckedBeforeTheRun(t *testing.T) {
 	if code := Main(append(run, "-out", out, "-hlog", filepath.Join(out, "run.hlog")), &stdout, &stderr, noEnv); code != ExitOK {
 		t.Fatalf("-hlog in -out: exit %d: %s", code, stderr.String())
 	}
-	for _, f := range []string{"run.hlog", fileReport} {
+	for _, f := range []string{"run.hlog", report.FileReport} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("-hlog in -out: %v", err)
 		}
@@ -161,18 +163,18 @@ func TestOutputFilesCheckedBeforeTheRun(t *testing.T) {
 	a := &artifacts{
 		json:  func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err },
 		csv:   func(w io.Writer) error { _, err := io.WriteString(w, "a,b"); return err },
-		files: []artifact{{fileReport, func(w io.Writer) error { _, err := io.WriteString(w, "# report"); return err }}},
+		files: []artifact{{report.FileReport, func(w io.Writer) error { _, err := io.WriteString(w, "# report"); return err }}},
 	}
 	cfg := &Config{Out: filepath.Join(dir, "out"), JSON: filepath.Join(dir, "gone", "x.json"), CSV: filepath.Join(dir, "x.csv")}
 	if err := a.write(cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "x.json") {
 		t.Fatalf("write: %v, want the -json file's error", err)
 	}
-	for _, f := range []string{filepath.Join(dir, "out", fileReport), filepath.Join(dir, "x.csv")} {
+	for _, f := range []string{filepath.Join(dir, "out", report.FileReport), filepath.Join(dir, "x.csv")} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("not written past the failed -json: %v", err)
 		}
 	}
-	if got := reportAt(filepath.Join(dir, "none"), fileReport); got != "" {
+	if got := reportAt(filepath.Join(dir, "none"), report.FileReport); got != "" {
 		t.Errorf("reportAt of a report never written: %q", got)
 	}
 }

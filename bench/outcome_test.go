@@ -29,10 +29,10 @@ func TestOutcomeCountsAddUp(t *testing.T) {
 	require.Equal(t, s.Ops, s.AcquiredReleased+s.NotAcquired+s.Failed)
 	rep := &report.Report{Strategies: []*report.StrategyResult{s}}
 	var md bytes.Buffer
-	writeOutcomes(&md, rep)
+	report.WriteOutcomes(&md, rep)
 	require.Contains(t, md.String(), "| mux | 100 | 1.00 | 75 | 10 | 15 | 5 |", md.String())
 	var tb bytes.Buffer
-	WriteTable(&tb, rep)
+	report.WriteTable(&tb, rep)
 	require.Contains(t, tb.String(), "acq+rel ok")
 	require.True(t, strings.Contains(tb.String(), " 75 ") && strings.Contains(tb.String(), " 15 "), tb.String())
 }

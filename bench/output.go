@@ -92,15 +92,15 @@ func (a *artifacts) write(cfg *Config, stdout io.Writer) error {
 // writeOutputs writes a run's outputs: -json, -csv, -hlog and the -out
 // directory (report.md, summary.json and .csv, bench.hlog, the plots).
 func writeOutputs(cfg *Config, rep *report.Report, stdout io.Writer) error {
-	jsonW := func(w io.Writer) error { return WriteJSON(w, rep) }
-	csvW := func(w io.Writer) error { return WriteCSV(w, rep) }
+	jsonW := func(w io.Writer) error { return report.WriteJSON(w, rep) }
+	csvW := func(w io.Writer) error { return report.WriteCSV(w, rep) }
 	a := &artifacts{json: jsonW, csv: csvW, hlog: writeBytes(rep.Hlog), files: []artifact{
-		{fileSummary, jsonW},
-		{fileCSV, csvW},
-		{fileHlog, writeBytes(rep.Hlog)},
-		{filePlot, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquireRelease) }},
-		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquire) }},
-		{fileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }},
+		{report.FileSummary, jsonW},
+		{report.FileCSV, csvW},
+		{report.FileHlog, writeBytes(rep.Hlog)},
+		{report.FilePlot, func(w io.Writer) error { return report.WritePlot(w, rep, load.MetricAcquireRelease) }},
+		{report.FilePlotAcquire, func(w io.Writer) error { return report.WritePlot(w, rep, load.MetricAcquire) }},
+		{report.FileReport, func(w io.Writer) error { return report.WriteMarkdown(w, rep) }},
 	}}
 	return a.write(cfg, stdout)
 }
@@ -109,14 +109,14 @@ func writeOutputs(cfg *Config, rep *report.Report, stdout io.Writer) error {
 // directory (sweep.md, sweep.json and .csv, sweep.hlog, sweep.svg). A
 // sweep has no -hlog (its log is in -out).
 func writeSweepOutputs(cfg *Config, rep *report.SweepReport, stdout io.Writer) error {
-	jsonW := func(w io.Writer) error { return writeSweepJSON(w, rep) }
-	csvW := func(w io.Writer) error { return writeSweepCSV(w, rep) }
+	jsonW := func(w io.Writer) error { return report.WriteSweepJSON(w, rep) }
+	csvW := func(w io.Writer) error { return report.WriteSweepCSV(w, rep) }
 	a := &artifacts{json: jsonW, csv: csvW, files: []artifact{
-		{fileSweepJSON, jsonW},
-		{fileSweepCSV, csvW},
-		{fileSweepHlog, writeBytes(rep.Hlog)},
-		{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, rep) }},
-		{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, rep) }},
+		{report.FileSweepJSON, jsonW},
+		{report.FileSweepCSV, csvW},
+		{report.FileSweepHlog, writeBytes(rep.Hlog)},
+		{report.FileSweepPlot, func(w io.Writer) error { return report.WriteSweepPlot(w, rep) }},
+		{report.FileSweepReport, func(w io.Writer) error { return report.WriteSweepMarkdown(w, rep) }},
 	}}
 	return a.write(cfg, stdout)
 }

@@ -21,7 +21,7 @@ import (
 // readSweepJSON reads dir's sweep.json.
 func readSweepJSON(t *testing.T, dir string) *report.SweepReport {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSweepJSON))
 	require.NoError(t, err)
 	var rep report.SweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -88,7 +88,7 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 		require.False(t, at300[1].Held)
 		require.Contains(t, ss.Bound, "node cap")
 	}
-	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
+	hf, err := os.Open(filepath.Join(dir, report.FileSweepHlog))
 	require.NoError(t, err)
 	hs, err := hlog.Read(hf)
 	hf.Close()
@@ -97,22 +97,22 @@ func TestSweepOneObjectiveProvisioningAndBreach(t *testing.T) {
 	require.Contains(t, merged, "mux.r300.acquire_release")
 	require.Contains(t, merged, "mux.r300.run2.acquire_release")
 
-	csvb, err := os.ReadFile(filepath.Join(dir, fileSweepCSV))
+	csvb, err := os.ReadFile(filepath.Join(dir, report.FileSweepCSV))
 	require.NoError(t, err)
 	require.Contains(t, string(csvb), ",mux.r300.run2,", "the CSV names each run's hlog tag")
-	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileSweepReport))
 	require.NoError(t, err)
 	for _, want := range []string{"**Objective, the same for every strategy: " + rep.SLO, "## Provisioning", "For **1000 lock operations/s**",
 		"Assumptions:", "planted -node-cap", "workers busy"} {
 		require.Contains(t, string(md), want)
 	}
 	for _, ss := range rep.Strategies {
-		p := provisionFor(ss, 1000, 200)
-		require.Empty(t, p.none)
+		p := report.ProvisionFor(ss, 1000, 200)
+		require.Empty(t, p.None)
 		// The cap (100 ops/s per node) at 70%: 15 groups at least.
-		require.GreaterOrEqual(t, p.groups, 15)
-		require.Positive(t, p.clientCPU)
-		require.Equal(t, int(math.Ceil(1000/(ss.KneeRate*utilisation))), p.units)
+		require.GreaterOrEqual(t, p.Groups, 15)
+		require.Positive(t, p.ClientCPU)
+		require.Equal(t, int(math.Ceil(1000/(ss.KneeRate*report.Utilisation))), p.Units)
 	}
 }
 
@@ -140,17 +140,17 @@ func TestSweepBreaches(t *testing.T) {
 func TestNoKneeHint(t *testing.T) {
 	ss := &report.SweepStrategy{Name: "seq", SLOPct: 99, SLOBudgetUs: 1000, Saturated: true,
 		Steps: []*report.SweepStep{{TargetRate: 200, SLOUs: 4000}, {TargetRate: 100, SLOUs: 3000, Ops: 100}}}
-	h := noKneeHint(ss)
+	h := report.NoKneeHint(ss)
 	require.Contains(t, h, "lightest step (100 ops/s) measured p99 3.00ms")
 	require.Contains(t, h, "-slo 'p99<4.5ms'")
 	ss.Steps[1].FailedShare = 0.5
-	require.Contains(t, noKneeHint(ss), "fail")
+	require.Contains(t, report.NoKneeHint(ss), "fail")
 	ss.Knee = ss.Steps[1]
-	require.Empty(t, noKneeHint(ss))
+	require.Empty(t, report.NoKneeHint(ss))
 
 	var w bytes.Buffer
 	ss.Knee = nil
-	writeSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
+	report.WriteSweepTable(&w, &report.SweepReport{Strategies: []*report.SweepStrategy{ss}})
 	require.Contains(t, w.String(), "hint: ")
 }
 
@@ -209,7 +209,7 @@ func TestSweepServerCPUFromRemoteNodes(t *testing.T) {
 		require.Positive(t, st.ServerCPUUsPerOpPerNode)
 		require.GreaterOrEqual(t, st.ServerCPUMaxNodeUsPerOp, st.ServerCPUUsPerOpPerNode)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileSweepReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "## Provisioning")
 	require.Contains(t, string(md), "each node's INFO CPU")

@@ -35,7 +35,7 @@ func TestPlotSubtitleAndSaturation(t *testing.T) {
 	for _, tc := range tests {
 		for _, metric := range []string{load.MetricAcquireRelease, load.MetricAcquire} {
 			var b strings.Builder
-			if err := writePlot(&b, &report.Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
+			if err := report.WritePlot(&b, &report.Report{Config: cfg, Strategies: tc.strats}, metric); err != nil {
 				t.Fatal(err)
 			}
 			svg := b.String()
@@ -66,7 +66,7 @@ func TestSweepPlotMarksSaturatedSteps(t *testing.T) {
 	}}
 	rep := &report.SweepReport{Config: report.ReportConfig{Target: "t", Workload: load.WorkloadAcquireRelease, Workers: 64, DurationS: 2}, Strategies: []*report.SweepStrategy{ss}}
 	var b strings.Builder
-	if err := writeSweepPlot(&b, rep); err != nil {
+	if err := report.WriteSweepPlot(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	svg := b.String()

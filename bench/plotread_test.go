@@ -35,7 +35,7 @@ func TestSweepPlotReadable(t *testing.T) {
 		Title:    "A capacity sweep with a title long enough to run past the right edge of the plot at sixteen pixels",
 		Workload: "acquire-release", Workers: 64, DurationS: 2}}
 	var b bytes.Buffer
-	require.NoError(t, writeSweepPlot(&b, rep))
+	require.NoError(t, report.WriteSweepPlot(&b, rep))
 	svg := b.String()
 	require.NoError(t, xml.Unmarshal(b.Bytes(), new(struct{})))
 
@@ -83,7 +83,7 @@ func unescapeXML(s string) string {
 func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	s := &report.StrategyResult{Name: "mux", Ops: 10, AcquireRelease: report.Latency{Count: 10, P50Us: 100}, Acquire: report.Latency{Count: 10}, Release: report.Latency{Count: 10}}
 	var w bytes.Buffer
-	writeLatencyTables(&w, &report.Report{Strategies: []*report.StrategyResult{s}})
+	report.WriteLatencyTables(&w, &report.Report{Strategies: []*report.StrategyResult{s}})
 	out := w.String()
 	require.Contains(t, out, "### Failed (latency to failure) latency (us)\n\nNone in any strategy (count 0), so no table.")
 	require.Equal(t, 3, strings.Count(out, "| strategy | count |"), out)
@@ -93,7 +93,7 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	require.Equal(t, "500ms warm-up then 2s per strategy (about 7s in all, with 1s of connection set-up per strategy: a blackholed node never answers it)", runPlan(cfg))
 
 	var h bytes.Buffer
-	writeHeadroom(&h, &report.SweepReport{Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
+	report.WriteHeadroom(&h, &report.SweepReport{Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
 	require.NotContains(t, h.String(), "| mux |", "no all-dash headroom table")
 	// no knee and no -capacity-rate: no plan stated, no Provisioning
 	// bounds invoked that were not computed
@@ -101,6 +101,6 @@ func TestNoAllZeroTablesAndBlackholePromise(t *testing.T) {
 	require.NotContains(t, h.String(), "upper bounds stand")
 	require.Contains(t, h.String(), "no capacity to plan at 70% of")
 	h.Reset()
-	writeHeadroom(&h, &report.SweepReport{Config: report.ReportConfig{CapacityRate: 500}, Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
+	report.WriteHeadroom(&h, &report.SweepReport{Config: report.ReportConfig{CapacityRate: 500}, Strategies: []*report.SweepStrategy{{Name: "mux", Knee: &report.SweepStep{}, KneeRate: 100}}})
 	require.Contains(t, h.String(), "The Provisioning section's upper bounds stand.")
 }

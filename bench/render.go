@@ -97,13 +97,13 @@ func (o *renderOutcome) String() string {
 // renderDir redraws dir's plots, and its report when the JSON is complete.
 // Nothing is written unless every plot could be drawn.
 func renderDir(dir string) (*renderOutcome, error) {
-	if _, err := os.Stat(filepath.Join(dir, fileSweepJSON)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, report.FileSweepJSON)); err == nil {
 		return renderSweep(dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, fileSummary)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, report.FileSummary)); err == nil {
 		return renderRun(dir)
 	}
-	return nil, fmt.Errorf("%s: %w: neither %s nor %s in it", dir, errCannotRender, fileSummary, fileSweepJSON)
+	return nil, fmt.Errorf("%s: %w: neither %s nor %s in it", dir, errCannotRender, report.FileSummary, report.FileSweepJSON)
 }
 
 // readJSON reads a report's JSON and decodes it with dec, keeping the
@@ -136,25 +136,25 @@ var (
 // bench.hlog (each strategy's metric checked against summary.json's count),
 // report.md when summary.json is complete.
 func renderRun(dir string) (*renderOutcome, error) {
-	rep, doc, err := readJSON(filepath.Join(dir, fileSummary), (*report.File).Run)
+	rep, doc, err := readJSON(filepath.Join(dir, report.FileSummary), (*report.File).Run)
 	if err != nil {
 		return nil, err
 	}
 	if miss := missingPaths(doc, runPlotFields); len(miss) > 0 {
-		return nil, fmt.Errorf("%s: %w: %s lacks %s", dir, errCannotRender, fileSummary, strings.Join(miss, ", "))
+		return nil, fmt.Errorf("%s: %w: %s lacks %s", dir, errCannotRender, report.FileSummary, strings.Join(miss, ", "))
 	}
 	if err := histsFromHlog(dir, rep); err != nil {
 		return nil, err
 	}
 	out := &renderOutcome{dir: dir}
 	files := []artifact{
-		{filePlot, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquireRelease) }},
-		{filePlotAcquire, func(w io.Writer) error { return writePlot(w, rep, load.MetricAcquire) }},
+		{report.FilePlot, func(w io.Writer) error { return report.WritePlot(w, rep, load.MetricAcquireRelease) }},
+		{report.FilePlotAcquire, func(w io.Writer) error { return report.WritePlot(w, rep, load.MetricAcquire) }},
 	}
 	if miss := missingFields(reflect.TypeOf(rep), doc); len(miss) > 0 {
-		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", fileReport, fileSummary, strings.Join(miss, ", "))
+		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", report.FileReport, report.FileSummary, strings.Join(miss, ", "))
 	} else {
-		files = append(files, artifact{fileReport, func(w io.Writer) error { return WriteMarkdown(w, rep) }})
+		files = append(files, artifact{report.FileReport, func(w io.Writer) error { return report.WriteMarkdown(w, rep) }})
 	}
 	return out, writeAll(dir, files, out)
 }
@@ -163,7 +163,7 @@ func renderRun(dir string) (*renderOutcome, error) {
 // <strategy>.<metric>), refusing a log whose totals are not summary.json's
 // counts (a metric the log lacks must have a count of 0).
 func histsFromHlog(dir string, rep *report.Report) error {
-	path := filepath.Join(dir, fileHlog)
+	path := filepath.Join(dir, report.FileHlog)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %v", dir, errCannotRender, err)
@@ -184,7 +184,7 @@ func histsFromHlog(dir string, rep *report.Report) error {
 				h = load.NewHistogram()
 			}
 			if got, want := h.TotalCount(), s.Metric(m).Count; got != want {
-				return fmt.Errorf("%s: %w: tag %s.%s holds %d values, %s counts %d", path, errCannotRender, s.Name, m, got, fileSummary, want)
+				return fmt.Errorf("%s: %w: tag %s.%s holds %d values, %s counts %d", path, errCannotRender, s.Name, m, got, report.FileSummary, want)
 			}
 			s.Hists[i] = h
 		}
@@ -195,22 +195,22 @@ func histsFromHlog(dir string, rep *report.Report) error {
 // renderSweep redraws a sweep directory: sweep.svg from sweep.json, and
 // sweep.md when sweep.json is complete.
 func renderSweep(dir string) (*renderOutcome, error) {
-	rep, doc, err := readJSON(filepath.Join(dir, fileSweepJSON), (*report.File).Sweep)
+	rep, doc, err := readJSON(filepath.Join(dir, report.FileSweepJSON), (*report.File).Sweep)
 	if err != nil {
 		return nil, err
 	}
 	if miss := missingPaths(doc, sweepPlotFields); len(miss) > 0 {
-		return nil, fmt.Errorf("%s: %w: %s lacks %s", dir, errCannotRender, fileSweepJSON, strings.Join(miss, ", "))
+		return nil, fmt.Errorf("%s: %w: %s lacks %s", dir, errCannotRender, report.FileSweepJSON, strings.Join(miss, ", "))
 	}
 	for _, ss := range rep.Strategies {
 		relinkKnee(ss)
 	}
 	out := &renderOutcome{dir: dir}
-	files := []artifact{{fileSweepPlot, func(w io.Writer) error { return writeSweepPlot(w, rep) }}}
+	files := []artifact{{report.FileSweepPlot, func(w io.Writer) error { return report.WriteSweepPlot(w, rep) }}}
 	if miss := missingFields(reflect.TypeOf(rep), doc); len(miss) > 0 {
-		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", fileSweepReport, fileSweepJSON, strings.Join(miss, ", "))
+		out.kept = fmt.Sprintf("%s: %s lacks %s, which this version's report shows or needs (written by an earlier version)", report.FileSweepReport, report.FileSweepJSON, strings.Join(miss, ", "))
 	} else {
-		files = append(files, artifact{fileSweepReport, func(w io.Writer) error { return writeSweepMarkdown(w, rep) }})
+		files = append(files, artifact{report.FileSweepReport, func(w io.Writer) error { return report.WriteSweepMarkdown(w, rep) }})
 	}
 	return out, writeAll(dir, files, out)
 }

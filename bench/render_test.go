@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redmux/redmux/bench/internal/report"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,8 +27,8 @@ func TestRenderRedrawsTheSameFiles(t *testing.T) {
 		"-step", "200ms", "-warmup", "0s", "-quiet", "-out", sweep}, &out, &errb, noEnv), errb.String())
 
 	drawn := map[string][]string{
-		run:   {filePlot, filePlotAcquire, fileReport},
-		sweep: {fileSweepPlot, fileSweepReport},
+		run:   {report.FilePlot, report.FilePlotAcquire, report.FileReport},
+		sweep: {report.FileSweepPlot, report.FileSweepReport},
 	}
 	before := map[string][]byte{}
 	for d := range drawn {
@@ -56,7 +58,7 @@ func TestRenderRedrawsTheSameFiles(t *testing.T) {
 	}
 	// The contended run's acquire plot draws the refused attempts from
 	// the interval log.
-	require.Contains(t, string(before[filepath.Join(run, filePlotAcquire)]), "not acquired")
+	require.Contains(t, string(before[filepath.Join(run, report.FilePlotAcquire)]), "not acquired")
 }
 
 // A JSON written before a field the report shows keeps its report; plots
@@ -81,21 +83,21 @@ func TestRenderRefusesWhatItCannotRedraw(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 	}
 	strategy0 := func(doc map[string]any) map[string]any { return doc["strategies"].([]any)[0].(map[string]any) }
-	summary := filepath.Join(run, fileSummary)
+	summary := filepath.Join(run, report.FileSummary)
 
 	// An older summary.json: no harness figure. The plots are redrawn,
 	// report.md is kept and the field named.
 	edit(summary, func(doc map[string]any) { delete(strategy0(doc), "harness_cpu_us_per_op") })
-	require.NoError(t, os.WriteFile(filepath.Join(run, fileReport), []byte("old report"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(run, report.FileReport), []byte("old report"), 0o644))
 	out.Reset()
 	require.Equal(t, ExitOK, Main([]string{"render", run}, &out, &errb, noEnv), errb.String())
 	require.Contains(t, out.String(), "redrew percentiles.svg, percentiles-acquire.svg; kept report.md: summary.json lacks strategies[].harness_cpu_us_per_op")
-	b, err := os.ReadFile(filepath.Join(run, fileReport))
+	b, err := os.ReadFile(filepath.Join(run, report.FileReport))
 	require.NoError(t, err)
 	require.Equal(t, "old report", string(b))
 
 	// A count the interval log does not hold: refused, nothing written.
-	require.NoError(t, os.WriteFile(filepath.Join(run, filePlot), []byte("old plot"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(run, report.FilePlot), []byte("old plot"), 0o644))
 	var failed int
 	edit(summary, func(doc map[string]any) {
 		fl := strategy0(doc)["failed_latency"].(map[string]any)
@@ -106,7 +108,7 @@ func TestRenderRefusesWhatItCannotRedraw(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, ExitFailure, Main([]string{"render", run}, &out, &errb, noEnv))
 	require.Contains(t, errb.String(), fmt.Sprintf("cannot redraw: tag mux.failed holds %d values, summary.json counts %d", failed, failed+7))
-	b, err = os.ReadFile(filepath.Join(run, filePlot))
+	b, err = os.ReadFile(filepath.Join(run, report.FilePlot))
 	require.NoError(t, err)
 	require.Equal(t, "old plot", string(b))
 

@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*report.Report, error) {
 	if !cfg.Quiet {
 		// What is about to be measured comes first: a long run does not
 		// leave the reader guessing (the table repeats it).
-		fmt.Fprintf(tableOut, "measuring: %s; %s\n", runDescription(rep.Config), runPlan(cfg))
+		fmt.Fprintf(tableOut, "measuring: %s; %s\n", report.RunDescription(rep.Config), runPlan(cfg))
 	}
 	progress := progressFunc(cfg, o)
 	for i, name := range cfg.Strategies {
@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*report.Report, error) {
 	rep.Hlog = hbuf.Bytes()
 	rep.Env.LoadAvgEnd = loadAvg()
 	if !cfg.Quiet {
-		WriteTable(tableOut, rep)
+		report.WriteTable(tableOut, rep)
 	}
 	if err := writeOutputs(cfg, rep, o.Stdout); err != nil {
 		return rep, secrets.hideErr(err)
@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg *Config, o Options) (*report.Report, error) {
 	for _, s := range rep.Strategies {
 		if s.Ops > 0 && s.FailedShare() > 0.5 {
 			return rep, fmt.Errorf("%w: %s: %d of %d operations failed (%s; node errors %s)",
-				ErrMostlyFailed, s.Name, s.Failed, s.Ops, errString(s.Errors), errString(s.NodeErrors))
+				ErrMostlyFailed, s.Name, s.Failed, s.Ops, report.ErrString(s.Errors), report.ErrString(s.NodeErrors))
 		}
 	}
 	return rep, nil
@@ -579,4 +579,28 @@ func notReadWhy(c *report.ServerCost, addrs []string) {
 			}
 		}
 	}
+}
+
+// blackholeSetup is what a blackholed node adds to a strategy's set-up: the
+// dial and set-up timeout its connections wait out (DialTimeout in run.go).
+const blackholeSetup = time.Second
+
+// runPlan says how long each strategy runs and about how long the whole
+// run takes.
+func runPlan(cfg *Config) string {
+	n := len(cfg.Strategies)
+	if cfg.Ops > 0 {
+		return fmt.Sprintf("%s warm-up then %d operations per strategy", cfg.Warmup, cfg.Ops)
+	}
+	total := time.Duration(n) * (cfg.Warmup + cfg.Duration)
+	setup := ""
+	for _, f := range cfg.Faults {
+		if f.Kind == "blackhole" {
+			// Workers are set up together: one set-up timeout per strategy
+			// (seq and fanout: per connection to the blackholed node).
+			total += time.Duration(n) * blackholeSetup
+			setup = fmt.Sprintf(", with %s of connection set-up per strategy: a blackholed node never answers it", blackholeSetup)
+		}
+	}
+	return fmt.Sprintf("%s warm-up then %s per strategy (about %s in all%s)", cfg.Warmup, cfg.Duration, total.Round(time.Second/10), setup)
 }

@@ -107,19 +107,19 @@ func TestEndToEndFakeClusterJSONSchema(t *testing.T) {
 	}
 
 	// The report directory.
-	for _, name := range []string{fileReport, fileSummary, fileHlog, filePlot, filePlotAcquire} {
+	for _, name := range []string{report.FileReport, report.FileSummary, report.FileHlog, report.FilePlot, report.FilePlotAcquire} {
 		st, err := os.Stat(filepath.Join(out, name))
 		require.NoError(t, err, name)
 		require.Positive(t, st.Size(), name)
 	}
-	md, _ := os.ReadFile(filepath.Join(out, fileReport))
+	md, _ := os.ReadFile(filepath.Join(out, report.FileReport))
 	for _, want := range []string{"## Results", "## Capacity", "## Server-side cost", "## Configuration", "## Environment", "redmux-bench -strategy all",
-		"| revision | " + describeBuild(currentBuild())} {
+		"| revision | " + currentBuild().Describe()} {
 		require.Contains(t, string(md), want)
 	}
 	hl, _ := os.ReadFile(hlogPath)
 	require.Contains(t, string(hl), "#"+versionString()+"\n", "the interval log's header names the build")
-	svg, _ := os.ReadFile(filepath.Join(out, filePlot))
+	svg, _ := os.ReadFile(filepath.Join(out, report.FilePlot))
 	requireSVG(t, svg, 3)
 }
 
@@ -290,14 +290,14 @@ func TestOpenLoopChargesStallsToEveryScheduledOp(t *testing.T) {
 func TestCapacityEstimateAndNoExtrapolation(t *testing.T) {
 	s := &report.StrategyResult{Name: "x", Ops: 1000, OpsPerSec: 900, CPUUsPerOp: 50, AcquireRelease: report.Latency{Count: 1000, MeanUs: 2000},
 		Server: &report.ServerCost{NodesReporting: 5, CPUUsPerOpPerNode: 20}}
-	c, err := estimateCapacity(s)
+	c, err := report.EstimateCapacity(s)
 	require.NoError(t, err)
 	require.InDelta(t, 20000, c.ClientOpsPerCore, 1e-6)
 	require.InDelta(t, 50000, c.NodeOpsPerS, 1e-6)
 	// Issue 12 item 5: the single run's report gives costs per operation
 	// and sends capacity questions to the sweep; no plan is extrapolated.
 	var b bytes.Buffer
-	writeCapacity(&b, &report.Report{Config: report.ReportConfig{Nodes: []string{"a", "b", "c", "d", "e"}, CapacityRate: 1e5}, Strategies: []*report.StrategyResult{s}})
+	report.WriteCapacity(&b, &report.Report{Config: report.ReportConfig{Nodes: []string{"a", "b", "c", "d", "e"}, CapacityRate: 1e5}, Strategies: []*report.StrategyResult{s}})
 	require.Contains(t, b.String(), "redmux-bench sweep")
 	require.NotContains(t, b.String(), "ops in flight")
 	require.NotContains(t, b.String(), "Redlock groups")

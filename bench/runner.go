@@ -11,10 +11,6 @@ import (
 	"github.com/redmux/redmux/bench/load"
 )
 
-// Saturation threshold of an open-loop run: the run is saturated when the
-// achieved rate is below this share of the target.
-const saturationShare = 0.97
-
 // runStrategy creates the workers, warms up, then measures. Interval
 // histograms go to hw (when not nil) tagged "<strategy>.<metric>", and a
 // load.Progress snapshot to progress (when not nil) once per interval.
@@ -168,12 +164,12 @@ func strategyResult(name string, cfg load.RunConfig, r *load.Result) *report.Str
 }
 
 // checkSaturation marks an open-loop result saturated when it did not keep
-// up with its target: the achieved rate is below saturationShare of the
+// up with its target: the achieved rate is below report.SaturationShare of the
 // target, or operations due were left unstarted at the end (the backlog grew
 // beyond what the workers had in hand).
 func checkSaturation(res *report.StrategyResult, due int64, workers int) {
 	switch {
-	case res.OpsPerSec < saturationShare*res.TargetRate:
+	case res.OpsPerSec < report.SaturationShare*res.TargetRate:
 		res.Saturated = true
 		res.Saturation = fmt.Sprintf("achieved %s of the %s ops/s target (%.0f%%)",
 			format.Count(res.OpsPerSec), format.Count(res.TargetRate), 100*res.OpsPerSec/res.TargetRate)
@@ -182,8 +178,5 @@ func checkSaturation(res *report.StrategyResult, due int64, workers int) {
 		res.Saturation = fmt.Sprintf("%d of %d operations due were never started (the backlog grew)", res.Backlog, due)
 	}
 }
-
-// defaultPercentiles are the percentiles of reports without -percentiles.
-var defaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }

@@ -142,24 +142,6 @@ func segmentKeyPrefix(startAt time.Time) string {
 	return fmt.Sprintf("redmux-bench:%012x:", uint64(startAt.UnixMilli()))
 }
 
-// describeSegment is the segment in words, for the report and the run's first
-// line.
-func describeSegment(s *report.SegmentInfo, rate float64, workers, keys int) string {
-	out := fmt.Sprintf("segment %d/%d of one run", s.Index, s.Count)
-	if s.TotalRate > 0 {
-		out += fmt.Sprintf(": rate %.6g of %.6g ops/s", rate, s.TotalRate)
-	} else {
-		out += ":"
-	}
-	out += fmt.Sprintf(", workers %d of %d", workers, s.TotalWorkers)
-	if s.KeysSplit {
-		out += fmt.Sprintf(", keys %d..%d of %d", s.KeyFirst, s.KeyFirst+keys-1, s.TotalKeys)
-	} else {
-		out += fmt.Sprintf(", all %d keys (shared by every segment)", s.TotalKeys)
-	}
-	return out
-}
-
 // segmentCommentPrefix starts the interval log's comment line that names
 // the segment (#segment=i/n start_at=... total_rate=...): merge reads it.
 const segmentCommentPrefix = "segment="
@@ -273,18 +255,4 @@ func checkSegments(files []string, segs []*hlogSegment) (*report.MergedSegments,
 		warns = append(warns, fmt.Sprintf("segments %s missing: the merged figures cover %d of %d shares of the run's rate, workers and keys", strings.Join(names, ", "), len(ms.Present), ms.Count))
 	}
 	return ms, warns, nil
-}
-
-// describeMergedSegments is the merged segments in words (the merge table's second line).
-func describeMergedSegments(m *report.MergedSegments) string {
-	s := fmt.Sprintf("segments: %d of %d of one run (-start-at %s)", len(m.Present), m.Count, m.StartAt)
-	if len(m.Missing) == 0 {
-		s += ", complete"
-	} else {
-		s += fmt.Sprintf(", %d missing", len(m.Missing))
-	}
-	if m.TotalRate > 0 {
-		s += fmt.Sprintf("; the whole run's target rate %.6g ops/s", m.TotalRate)
-	}
-	return s
 }

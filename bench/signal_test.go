@@ -85,9 +85,9 @@ wait:
 	require.Equal(t, ExitInterrupted, ee.ExitCode(), "stderr %q", got)
 	last := got[len(got)-1]
 	require.Contains(t, last, "interrupted: the report covers what was measured (seq, mux partly)")
-	require.Contains(t, last, filepath.Join(dir, fileReport))
+	require.Contains(t, last, filepath.Join(dir, report.FileReport))
 
-	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSummary))
 	require.NoError(t, err)
 	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -101,7 +101,7 @@ wait:
 	require.Positive(t, mux.Acquired)
 	require.Less(t, mux.DurationS, 1.9)
 	require.Zero(t, mux.Failed, "operations in flight at the stop finish; none is counted as failed: %v", mux.Errors)
-	md, err := os.ReadFile(filepath.Join(dir, fileReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "interrupted")
 	require.Contains(t, string(md), "mux (interrupted)")
@@ -167,7 +167,7 @@ wait:
 	require.True(t, errors.As(err, &ee), "exit: %v; stderr %q", err, got)
 	require.Equal(t, ExitInterrupted, ee.ExitCode(), "stderr %q", got)
 
-	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSweepJSON))
 	require.NoError(t, err)
 	var rep report.SweepReport
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -182,7 +182,7 @@ wait:
 		require.Zero(t, st.Failed, "the cluster must survive Ctrl-C: %+v (%v)", st.Errors, got)
 	}
 	require.Equal(t, 50.0, ss.KneeRate, "the interrupted step takes no part in the knee")
-	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileSweepReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "interrupted after")
 }

@@ -45,7 +45,7 @@ var defaultSLO = report.SLO{P: 99, Max: 5 * time.Millisecond}
 // sweep.json (or the directory that holds it).
 func sloFromFile(path string) (*report.SLO, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, fileSweepJSON)
+		path = filepath.Join(path, report.FileSweepJSON)
 	}
 	f, err := report.Read(path)
 	var fe *report.FormatError
@@ -190,7 +190,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*report.SweepReport,
 	if cfg.Rates != nil {
 		steps = fmt.Sprintf("steps at %s ops/s and %d refining ones per strategy", joinFloats(&cfg.Rates), cfg.Refine)
 	}
-	sw.say("measuring: %s; %s warm-up then %s per step; %s", runDescription(rep.Config), cfg.Warmup, cfg.Step, steps)
+	sw.say("measuring: %s; %s warm-up then %s per step; %s", report.RunDescription(rep.Config), cfg.Warmup, cfg.Step, steps)
 	if !cfg.StartAt.IsZero() {
 		// Several sweeps started together begin together; later steps
 		// drift apart (steps repeat and stop where each machine's
@@ -250,7 +250,7 @@ func runSweep(ctx context.Context, cfg *Config, o Options) (*report.SweepReport,
 		tableOut = o.Stderr
 	}
 	if !cfg.Quiet {
-		writeSweepTable(tableOut, rep)
+		report.WriteSweepTable(tableOut, rep)
 	}
 	if err := writeSweepOutputs(cfg, rep, o.Stdout); err != nil {
 		return rep, cfg.secrets().hideErr(err)
@@ -332,7 +332,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 			return r, err
 		}
 		if res.Ops == 0 || res.FailedShare() > 0.5 {
-			return r, fmt.Errorf("%s: the closed-loop probe failed (%d of %d operations failed: %s)", name, res.Failed, res.Ops, errString(res.Errors))
+			return r, fmt.Errorf("%s: the closed-loop probe failed (%d of %d operations failed: %s)", name, res.Failed, res.Ops, report.ErrString(res.Errors))
 		}
 		r.ss.ProbeOpsPerSec = res.OpsPerSec
 		r.ss.ProbeWorkerBusy = res.WorkerBusyShare
@@ -366,7 +366,7 @@ func stepGlitch(st *report.SweepStep) string {
 	case st == nil || st.Interrupted || st.Ops == 0:
 		return ""
 	case st.FailedShare > report.MaxFailedShare:
-		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*report.MaxFailedShare, errString(st.Errors))
+		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*report.MaxFailedShare, report.ErrString(st.Errors))
 	case st.Saturated:
 		return "saturated: " + st.Saturation
 	}

@@ -93,27 +93,27 @@ func TestSweepFindsPlantedKnee(t *testing.T) {
 	require.Contains(t, ss.Bound, "node cap")
 
 	// Every output is there and readable.
-	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileSweepReport))
 	require.NoError(t, err)
 	for _, want := range []string{"## Capacity", "### Headroom", "## Steps", "**knee**", "redmux-bench sweep -fake 5"} {
 		require.Contains(t, string(md), want)
 	}
 	var doc report.SweepReport
-	b, err := os.ReadFile(filepath.Join(dir, fileSweepJSON))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSweepJSON))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
 	require.Equal(t, ss.KneeRate, doc.Strategies[0].KneeRate)
-	f, err := os.Open(filepath.Join(dir, fileSweepCSV))
+	f, err := os.Open(filepath.Join(dir, report.FileSweepCSV))
 	require.NoError(t, err)
 	rows, err := csv.NewReader(f).ReadAll()
 	f.Close()
 	require.NoError(t, err)
 	require.Len(t, rows, 1+len(ss.Steps))
-	svg, err := os.ReadFile(filepath.Join(dir, fileSweepPlot))
+	svg, err := os.ReadFile(filepath.Join(dir, report.FileSweepPlot))
 	require.NoError(t, err)
 	require.NoError(t, xml.Unmarshal(svg, new(struct{})), "the SVG is well-formed XML")
 	require.Equal(t, 2, strings.Count(string(svg), "<polyline"), "one objective line and one p50 line")
-	hf, err := os.Open(filepath.Join(dir, fileSweepHlog))
+	hf, err := os.Open(filepath.Join(dir, report.FileSweepHlog))
 	require.NoError(t, err)
 	hs, err := hlog.Read(hf)
 	hf.Close()
@@ -299,7 +299,7 @@ func TestSweepObjectiveStaysPutBetweenRuns(t *testing.T) {
 		rep := readSweepJSON(t, dir)
 		require.Equal(t, "p99<5ms (default)", rep.Strategies[0].SLO)
 		require.Equal(t, 5000.0, rep.Strategies[0].SLOBudgetUs)
-		dirs = append(dirs, filepath.Join(dir, fileSweepJSON))
+		dirs = append(dirs, filepath.Join(dir, report.FileSweepJSON))
 	}
 	var out, errb bytes.Buffer
 	require.Equal(t, ExitOK, Main([]string{"compare", dirs[0], dirs[1]}, &out, &errb, noEnv), errb.String())

@@ -64,7 +64,7 @@ func TestSweepSurvivesOneFailingLightStep(t *testing.T) {
 	require.True(t, ss.Steps[1].Held, "%+v", ss.Steps[1])
 	require.Contains(t, errb.String(), "lightest step 100 ops/s: ")
 	require.Contains(t, errb.String(), "; run again")
-	md, err := os.ReadFile(filepath.Join(dir, fileSweepReport))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileSweepReport))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "**mux: steps run again or set aside.** 100 ops/s was run again: ")
 	require.Contains(t, string(md), "the re-run held")

@@ -32,7 +32,7 @@ func TestFailingRunShowsFailures(t *testing.T) {
 	require.Contains(t, msg, "most operations failed")
 	require.Contains(t, msg, "no_quorum=")
 
-	b, err := os.ReadFile(filepath.Join(dir, fileSummary))
+	b, err := os.ReadFile(filepath.Join(dir, report.FileSummary))
 	require.NoError(t, err)
 	var rep report.Report
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -53,11 +53,11 @@ func TestFailingRunShowsFailures(t *testing.T) {
 	require.Contains(t, table, "warning: seq:")
 	require.NotRegexp(t, `(^|\s)0us`, table, "no zero latencies for empty histograms")
 
-	md, _ := os.ReadFile(filepath.Join(dir, fileReport))
+	md, _ := os.ReadFile(filepath.Join(dir, report.FileReport))
 	require.Contains(t, string(md), "### Failed (latency to failure) latency (us)")
 	require.Contains(t, string(md), "**Warning:**")
 	require.Contains(t, string(md), "Not estimated: seq")
-	svg, _ := os.ReadFile(filepath.Join(dir, filePlotAcquire))
+	svg, _ := os.ReadFile(filepath.Join(dir, report.FilePlotAcquire))
 	requireSVG(t, svg, 3) // per strategy the failed line; acquire has no data
 	require.Contains(t, string(svg), "no data")
 	require.Contains(t, string(svg), "seq failed")
@@ -172,8 +172,8 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.Less(t, res.OpsPerSec, 0.97*2000)
 	require.Positive(t, res.Backlog)
 	require.Contains(t, res.Saturation, "target")
-	_, err = estimateCapacity(res)
-	require.ErrorIs(t, err, errNotSteady)
+	_, err = report.EstimateCapacity(res)
+	require.ErrorIs(t, err, report.ErrNotSteady)
 
 	// Well below capacity: not saturated, estimable.
 	res, err = runStrategy(context.Background(), oneWorker{slowWorker{time.Millisecond}}, load.RunConfig{Workers: 2,
@@ -182,13 +182,13 @@ func TestOpenLoopSaturation(t *testing.T) {
 	require.False(t, res.Saturated, res.Saturation)
 	require.InDelta(t, 100, res.OpsPerSec, 15)
 	require.LessOrEqual(t, res.Backlog, int64(2))
-	_, err = estimateCapacity(res)
+	_, err = report.EstimateCapacity(res)
 	require.NoError(t, err)
 
 	// The table marks it.
 	rep := &report.Report{Config: report.ReportConfig{Rate: 2000, Loop: "open"}, Strategies: []*report.StrategyResult{{Name: "x", Ops: 10, OpsPerSec: 500, TargetRate: 2000, Saturated: true, Saturation: "achieved 500 of the 2000 ops/s target (25%)"}}}
 	var tb bytes.Buffer
-	WriteTable(&tb, rep)
+	report.WriteTable(&tb, rep)
 	require.Contains(t, tb.String(), "x (saturated)")
 	require.Contains(t, tb.String(), "target/s")
 	require.Contains(t, tb.String(), "warning: x saturated: achieved 500")

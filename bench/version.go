@@ -16,26 +16,6 @@ import (
 	"github.com/redmux/redmux/bench/internal/report"
 )
 
-// Where Build.Revision came from (Build.RevisionSource).
-const (
-	// revisionFromBuildInfo: the binary's own VCS stamp (go build in a git
-	// checkout; -buildvcs is auto by default, but go run never stamps).
-	revisionFromBuildInfo = "build info"
-	// revisionFromGit: the binary was built by go run (or go test) moments
-	// before, from the checkout its sources are in; the revision was read
-	// with git from that checkout when it started.
-	revisionFromGit = "git at run time (go run)"
-	// revisionFromModule: a tagged module version (go install ...@v0.3.0)
-	// names the code; no revision is needed.
-	revisionFromModule = "module version"
-	// revisionUnknown: none of the above.
-	revisionUnknown = "unknown"
-)
-
-// revisionUnknownWhy is what -version and the reports say when the revision
-// is unknown.
-const revisionUnknownWhy = "no VCS stamp: built with -buildvcs=false, -trimpath or outside a git checkout; go build -buildvcs=true in the checkout stamps it"
-
 // versionString is what -version prints: "redmux-bench <module version>" (a
 // tag such as v0.3.0, a pseudo-version for a go build in a checkout, or
 // "(devel)"), the VCS revision, "+dirty" when the working tree had
@@ -80,7 +60,7 @@ type gitRev struct {
 // version and platform text, and fromGit (asked only for a development
 // build without a stamp; ok false when it cannot tell).
 func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool)) report.Build {
-	b := report.Build{Module: "(devel)", RevisionSource: revisionUnknown}
+	b := report.Build{Module: "(devel)", RevisionSource: report.RevisionUnknown}
 	if bi != nil {
 		if bi.Main.Version != "" {
 			b.Module = bi.Main.Version
@@ -98,67 +78,34 @@ func buildOf(bi *debug.BuildInfo, goVersion string, fromGit func() (gitRev, bool
 	}
 	switch {
 	case b.Revision != "":
-		b.RevisionSource = revisionFromBuildInfo
+		b.RevisionSource = report.RevisionFromBuildInfo
 	case b.Module != "(devel)":
-		b.RevisionSource = revisionFromModule
+		b.RevisionSource = report.RevisionFromModule
 	case fromGit != nil:
 		if g, ok := fromGit(); ok {
 			b.Revision, b.RevisionTime, b.Modified = g.revision, g.time, g.modified
-			b.RevisionSource = revisionFromGit
+			b.RevisionSource = report.RevisionFromGit
 		}
 	}
 	out := "redmux-bench " + b.Module
 	switch b.RevisionSource {
-	case revisionFromBuildInfo, revisionFromGit:
-		out += " revision " + shortRevision(b)
+	case report.RevisionFromBuildInfo, report.RevisionFromGit:
+		out += " revision " + b.ShortRevision()
 		var notes []string
 		if b.RevisionTime != "" {
 			notes = append(notes, b.RevisionTime)
 		}
-		if b.RevisionSource == revisionFromGit {
+		if b.RevisionSource == report.RevisionFromGit {
 			notes = append(notes, "read from git at run time: go run")
 		}
 		if len(notes) > 0 {
 			out += " (" + strings.Join(notes, "; ") + ")"
 		}
-	case revisionUnknown:
-		out += " revision unknown (" + revisionUnknownWhy + ")"
+	case report.RevisionUnknown:
+		out += " revision unknown (" + report.RevisionUnknownWhy + ")"
 	}
 	b.Version = out + " " + goVersion
 	return b
-}
-
-// shortRevision is the revision's first 12 characters, with "+dirty" when
-// the working tree had changes.
-func shortRevision(b report.Build) string {
-	r := b.Revision
-	if len(r) > 12 {
-		r = r[:12]
-	}
-	if b.Modified {
-		r += "+dirty"
-	}
-	return r
-}
-
-// describeBuild is the build as report.md's "revision" row gives it.
-func describeBuild(b report.Build) string {
-	switch b.RevisionSource {
-	case revisionFromBuildInfo, revisionFromGit:
-		s := b.Revision
-		if b.Modified {
-			s += " +dirty (the working tree had changes)"
-		}
-		if b.RevisionTime != "" {
-			s += ", committed " + b.RevisionTime
-		}
-		return s + "; from " + b.RevisionSource
-	case revisionFromModule:
-		return "module " + b.Module
-	case revisionUnknown:
-		return "unknown (" + revisionUnknownWhy + ")"
-	}
-	return ""
 }
 
 // gitRevision reads the revision of the checkout this binary's sources are

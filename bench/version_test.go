@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/redmux/redmux/bench/internal/report"
 )
 
 func TestBuildOf(t *testing.T) {
@@ -17,7 +19,7 @@ func TestBuildOf(t *testing.T) {
 		}
 		return out
 	}
-	const unknown = "revision unknown (" + revisionUnknownWhy + ")"
+	const unknown = "revision unknown (" + report.RevisionUnknownWhy + ")"
 	noGit := func() (gitRev, bool) { return gitRev{}, false }
 	git := func() (gitRev, bool) {
 		return gitRev{revision: "fedcba9876543210fedcba9876543210fedcba98", time: "2026-11-26T04:39:35Z", modified: true}, true
@@ -31,27 +33,27 @@ func TestBuildOf(t *testing.T) {
 		rev     string
 		modifed bool
 	}{
-		{"no build info", nil, noGit, "redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
-		{"test binary, no git", &debug.BuildInfo{}, noGit, "redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
-		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, git, "redmux-bench v0.3.0 go1.x", revisionFromModule, "", false},
+		{"no build info", nil, noGit, "redmux-bench (devel) " + unknown + " go1.x", report.RevisionUnknown, "", false},
+		{"test binary, no git", &debug.BuildInfo{}, noGit, "redmux-bench (devel) " + unknown + " go1.x", report.RevisionUnknown, "", false},
+		{"tagged", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, git, "redmux-bench v0.3.0 go1.x", report.RevisionFromModule, "", false},
 		{"checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"},
 			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.time", "2026-11-25T20:00:00Z", "vcs.modified", "false")}, git,
-			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x", revisionFromBuildInfo, "0123456789abcdef0123", false},
+			"redmux-bench (devel) revision 0123456789ab (2026-11-25T20:00:00Z) go1.x", report.RevisionFromBuildInfo, "0123456789abcdef0123", false},
 		{"dirty checkout", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125200000-0123456789ab+dirty"},
 			Settings: settings("vcs.revision", "0123456789abcdef0123", "vcs.modified", "true")}, git,
-			"redmux-bench v0.0.0-20261125200000-0123456789ab+dirty revision 0123456789ab+dirty go1.x", revisionFromBuildInfo, "0123456789abcdef0123", true},
+			"redmux-bench v0.0.0-20261125200000-0123456789ab+dirty revision 0123456789ab+dirty go1.x", report.RevisionFromBuildInfo, "0123456789abcdef0123", true},
 		{"go run", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, git,
 			"redmux-bench (devel) revision fedcba987654+dirty (2026-11-26T04:39:35Z; read from git at run time: go run) go1.x",
-			revisionFromGit, "fedcba9876543210fedcba9876543210fedcba98", true},
+			report.RevisionFromGit, "fedcba9876543210fedcba9876543210fedcba98", true},
 		{"go run, git fails", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, noGit,
-			"redmux-bench (devel) " + unknown + " go1.x", revisionUnknown, "", false},
+			"redmux-bench (devel) " + unknown + " go1.x", report.RevisionUnknown, "", false},
 	}
 	for _, tc := range tests {
 		b := buildOf(tc.bi, "go1.x", tc.git)
 		if b.Version != tc.want || b.RevisionSource != tc.source || b.Revision != tc.rev || b.Modified != tc.modifed {
 			t.Errorf("%s: got %+v, want %q from %q, revision %q, modified %v", tc.name, b, tc.want, tc.source, tc.rev, tc.modifed)
 		}
-		if describeBuild(b) == "" {
+		if b.Describe() == "" {
 			t.Errorf("%s: no description", tc.name)
 		}
 	}
@@ -100,7 +102,7 @@ func TestVersionNamesRevisionUnderGoRun(t *testing.T) {
 		}
 	}
 	b := currentBuild()
-	if b.RevisionSource != revisionFromGit || (b.Revision != head && !isAncestor(b.Revision, head)) {
+	if b.RevisionSource != report.RevisionFromGit || (b.Revision != head && !isAncestor(b.Revision, head)) {
 		t.Fatalf("build %+v, want revision %s (or one before it: a commit landed since the build read it) from git", b, head)
 	}
 	var out, errb bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 	"github.com/stretchr/testify/require"
 )
@@ -41,12 +42,12 @@ func TestContendedReportsHandoffs(t *testing.T) {
 	require.LessOrEqual(t, s.AcquiredPerSec, 1/0.005*1.05+2, "hand-offs/s over one key held 5ms each: %v", s.AcquiredPerSec)
 	require.Contains(t, stdout, "acquired/s")
 	require.Contains(t, stdout, "hold 5ms")
-	md := readFile(t, dir+"/"+fileReport)
+	md := readFile(t, dir+"/"+report.FileReport)
 	for _, want := range []string{"### Contention", "hand-offs/s", "attempts per hand-off", "busy", "hold inside the lock (-hold)"} {
 		require.Contains(t, md, want)
 	}
 	var b bytes.Buffer
-	require.NoError(t, WriteJSON(&b, rep))
+	require.NoError(t, report.WriteJSON(&b, rep))
 	require.True(t, strings.Contains(b.String(), `"acquired_per_sec"`) && strings.Contains(b.String(), `"hold": "5ms"`), b.String()[:200])
 }
 

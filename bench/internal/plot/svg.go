@@ -1,8 +1,8 @@
 // Package plot draws bench's SVG plots: the percentile distributions of
 // latency (percentiles.svg, percentiles-acquire.svg, merged.svg) and the
 // sweep's latency against throughput (sweep.svg). It knows nothing of
-// bench's reports: bench turns a run, a merge or a sweep into the series
-// drawn here. Internal: its API is bench's, not users'.
+// bench's reports: bench/internal/report turns a run, a merge or a sweep
+// into the series drawn here. Internal: its API is bench's, not users'.
 package plot
 
 import (

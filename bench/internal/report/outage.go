@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/redmux/redmux/bench/internal/format"
@@ -37,4 +38,16 @@ func ShortTime(s string) string {
 		return s
 	}
 	return t.UTC().Format("15:04:05.000Z")
+}
+
+// outageLines are the warnings naming each strategy's failing nodes,
+// the most errors first.
+func outageLines(name string, out []NodeOutage) []string {
+	o := append([]NodeOutage(nil), out...)
+	sort.SliceStable(o, func(i, j int) bool { return o[i].Errors > o[j].Errors })
+	var lines []string
+	for _, x := range o {
+		lines = append(lines, name+": "+x.String())
+	}
+	return lines
 }

@@ -57,3 +57,10 @@ func Summarize(h *hdr.Histogram, pcts ...float64) Latency {
 	}
 	return l
 }
+
+// DefaultPercentiles are the percentiles of reports without -percentiles.
+var DefaultPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+// SaturationShare is the saturation threshold of an open-loop run: the run
+// is saturated when the achieved rate is below this share of the target.
+const SaturationShare = 0.97

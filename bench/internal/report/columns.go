@@ -5,7 +5,7 @@
 // text, Markdown and CSV (benchstat's table.go: a column list, not
 // parallel slices of headers and cells).
 
-package bench
+package report
 
 import (
 	"encoding/csv"
@@ -14,57 +14,57 @@ import (
 	"strconv"
 )
 
-// column is one column of a row table of rows of type R.
-type column[R any] struct {
-	// head is the column's header in the text and Markdown table; "":
+// Column is one column of a row table of rows of type R.
+type Column[R any] struct {
+	// Head is the column's header in the text and Markdown table; "":
 	// the column is CSV's only.
-	head string
-	// csv is its header in CSV; "": the table's only.
-	csv string
-	// json is the JSON field the column shows, relative to the row's
+	Head string
+	// CSV is its header in CSV; "": the table's only.
+	CSV string
+	// JSON is the JSON field the column shows, relative to the row's
 	// object ("*" for the row's latency object, as in "*.p50_us"); "":
 	// derived, or not in the JSON.
-	json string
-	// cell is the table's cell (short units).
-	cell func(R) string
-	// raw is the CSV cell (full precision); nil: cell.
-	raw func(R) string
+	JSON string
+	// Cell is the table's cell (short units).
+	Cell func(R) string
+	// Raw is the CSV cell (full precision); nil: Cell.
+	Raw func(R) string
 }
 
-// columns is a row table's column list, in order; each rendering takes
+// Columns is a row table's column list, in order; each rendering takes
 // the columns it has a header for.
-type columns[R any] []column[R]
+type Columns[R any] []Column[R]
 
 // table renders rows as a text (or Markdown) table of the columns with a
 // head.
-func (cs columns[R]) table(rows []R) *table {
+func (cs Columns[R]) table(rows []R) *Table {
 	var head []string
 	for _, c := range cs {
-		if c.head != "" {
-			head = append(head, c.head)
+		if c.Head != "" {
+			head = append(head, c.Head)
 		}
 	}
-	t := newTable(head...)
+	t := NewTable(head...)
 	for _, r := range rows {
 		cells := make([]string, 0, len(head))
 		for _, c := range cs {
-			if c.head != "" {
-				cells = append(cells, c.cell(r))
+			if c.Head != "" {
+				cells = append(cells, c.Cell(r))
 			}
 		}
-		t.row(cells...)
+		t.Row(cells...)
 	}
 	return t
 }
 
 // writeCSV writes rows as CSV, the columns with a CSV name, with a header
 // line.
-func (cs columns[R]) writeCSV(w io.Writer, rows []R) error {
+func (cs Columns[R]) writeCSV(w io.Writer, rows []R) error {
 	cw := csv.NewWriter(w)
 	var head []string
 	for _, c := range cs {
-		if c.csv != "" {
-			head = append(head, c.csv)
+		if c.CSV != "" {
+			head = append(head, c.CSV)
 		}
 	}
 	if err := cw.Write(head); err != nil {
@@ -74,11 +74,11 @@ func (cs columns[R]) writeCSV(w io.Writer, rows []R) error {
 		cells := make([]string, 0, len(head))
 		for _, c := range cs {
 			switch {
-			case c.csv == "":
-			case c.raw != nil:
-				cells = append(cells, c.raw(r))
+			case c.CSV == "":
+			case c.Raw != nil:
+				cells = append(cells, c.Raw(r))
 			default:
-				cells = append(cells, c.cell(r))
+				cells = append(cells, c.Cell(r))
 			}
 		}
 		if err := cw.Write(cells); err != nil {

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"errors"
@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/redmux/redmux/bench/internal/format"
-	"github.com/redmux/redmux/bench/internal/report"
 )
 
-// utilisation is the share of a sweep's knee a capacity plan allows itself
+// Utilisation is the share of a sweep's knee a capacity plan allows itself
 // to use (the headroom table of sweep.md).
-const utilisation = 0.7
+const Utilisation = 0.7
 
 // capacityFigures is the capacity estimate of one strategy.
 type capacityFigures struct {
@@ -28,24 +27,24 @@ type capacityFigures struct {
 	MeanLatencyS float64
 }
 
-// errNotSteady is returned by estimateCapacity for a result that cannot be
+// ErrNotSteady is returned by EstimateCapacity for a result that cannot be
 // extrapolated: an open-loop run that did not keep up with its target
 // (its latencies are queueing time) or one where most operations failed.
-var errNotSteady = errors.New("result not usable for capacity planning")
+var ErrNotSteady = errors.New("result not usable for capacity planning")
 
-// estimateCapacity derives per-core and per-node capacity from a result. It
-// refuses (errNotSteady) a saturated open-loop result and one where most
+// EstimateCapacity derives per-core and per-node capacity from a result. It
+// refuses (ErrNotSteady) a saturated open-loop result and one where most
 // operations failed: Little's law and per-operation costs only hold for a
 // system that keeps up.
-func estimateCapacity(s *report.StrategyResult) (capacityFigures, error) {
+func EstimateCapacity(s *StrategyResult) (capacityFigures, error) {
 	c := capacityFigures{Strategy: s.Name}
 	switch {
 	case s.Saturated:
-		return c, fmt.Errorf("%w: %s is saturated (%s)", errNotSteady, s.Name, s.Saturation)
+		return c, fmt.Errorf("%w: %s is saturated (%s)", ErrNotSteady, s.Name, s.Saturation)
 	case s.Ops == 0:
-		return c, fmt.Errorf("%w: %s measured no operations", errNotSteady, s.Name)
+		return c, fmt.Errorf("%w: %s measured no operations", ErrNotSteady, s.Name)
 	case s.FailedShare() > 0.5:
-		return c, fmt.Errorf("%w: %s: %d of %d operations failed", errNotSteady, s.Name, s.Failed, s.Ops)
+		return c, fmt.Errorf("%w: %s: %d of %d operations failed", ErrNotSteady, s.Name, s.Failed, s.Ops)
 	}
 	if s.CPUUsPerOp > 0 {
 		c.ClientOpsPerCore = 1e6 / s.CPUUsPerOp
@@ -71,16 +70,16 @@ func estimateCapacity(s *report.StrategyResult) (capacityFigures, error) {
 	return c, nil
 }
 
-func writeCapacity(w io.Writer, rep *report.Report) {
+func WriteCapacity(w io.Writer, rep *Report) {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
-	t := newTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")
+	t := NewTable("strategy", "measured ops/s", "client ops/s per core", "node ops/s (one core)", "node figure from", "mean latency")
 	var refused []string
 	for _, s := range rep.Strategies {
-		c, err := estimateCapacity(s)
+		c, err := EstimateCapacity(s)
 		if err != nil {
-			refused = append(refused, strings.TrimPrefix(err.Error(), errNotSteady.Error()+": "))
-			t.row(s.Name, format.Count(s.OpsPerSec), "-", "-", "not estimated", "-")
+			refused = append(refused, strings.TrimPrefix(err.Error(), ErrNotSteady.Error()+": "))
+			t.Row(s.Name, format.Count(s.OpsPerSec), "-", "-", "not estimated", "-")
 			continue
 		}
 		node, src := "-", "-"
@@ -91,9 +90,9 @@ func writeCapacity(w io.Writer, rep *report.Report) {
 		if c.ClientOpsPerCore > 0 {
 			core = format.Count(c.ClientOpsPerCore)
 		}
-		t.row(s.Name, format.Count(s.OpsPerSec), core, node, src, format.Us(c.MeanLatencyS*1e6))
+		t.Row(s.Name, format.Count(s.OpsPerSec), core, node, src, format.Us(c.MeanLatencyS*1e6))
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	fmt.Fprintln(w)
 	for _, r := range refused {
 		fmt.Fprintf(w, "Not estimated: %s. Capacity is only derived from runs that keep up with their load; lower -rate, or find the knee with `redmux-bench sweep`.\n\n", r)

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -7,13 +7,12 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/plot"
-	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
 )
 
-// writePlot writes the percentile-distribution plot of one metric of every
+// WritePlot writes the percentile-distribution plot of one metric of every
 // strategy in rep as an SVG document.
-func writePlot(w io.Writer, rep *report.Report, metric string) error {
+func WritePlot(w io.Writer, rep *Report, metric string) error {
 	var series []plot.Series
 	var saturated []string
 	idx := map[string]int{}

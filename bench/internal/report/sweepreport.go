@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"encoding/json"
@@ -11,21 +11,20 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/format"
 	"github.com/redmux/redmux/bench/internal/plot"
-	"github.com/redmux/redmux/bench/internal/report"
 )
 
 // Files written in a sweep's -out directory.
 const (
-	fileSweepReport = "sweep.md"
-	fileSweepJSON   = "sweep.json"
-	fileSweepCSV    = "sweep.csv"
-	fileSweepPlot   = "sweep.svg"
-	fileSweepHlog   = "sweep.hlog"
+	FileSweepReport = "sweep.md"
+	FileSweepJSON   = "sweep.json"
+	FileSweepCSV    = "sweep.csv"
+	FileSweepPlot   = "sweep.svg"
+	FileSweepHlog   = "sweep.hlog"
 )
 
 func numCPU() int { return runtime.NumCPU() }
 
-func kneeCell(ss *report.SweepStrategy) string {
+func kneeCell(ss *SweepStrategy) string {
 	switch {
 	case ss.Knee == nil:
 		return "none (no step held)"
@@ -35,12 +34,12 @@ func kneeCell(ss *report.SweepStrategy) string {
 	return format.Count(ss.KneeRate)
 }
 
-// writeSweepTable prints the steps and knees for a terminal.
-func writeSweepTable(w io.Writer, rep *report.SweepReport) {
+// WriteSweepTable prints the steps and knees for a terminal.
+func WriteSweepTable(w io.Writer, rep *SweepReport) {
 	c := rep.Config
 	fmt.Fprintf(w, "objective for every strategy: %s (%s)\n", rep.SLO, rep.SLOSource)
 	fmt.Fprintf(w, "%s; sweep of %s, %d workers, workload %s, keys %d, %gs steps\n", c.Target, strings.Join(c.Strategies, "/"), c.Workers, c.Workload, c.Keys, c.DurationS)
-	stepColumns(c).table(stepRows(rep)).write(w)
+	StepColumns(c).table(stepRows(rep)).Write(w)
 	for _, ss := range rep.Strategies {
 		fmt.Fprintf(w, "%s: capacity %s ops/s under %s", ss.Name, kneeCell(ss), ss.SLO)
 		if ss.Bound != "" {
@@ -50,7 +49,7 @@ func writeSweepTable(w io.Writer, rep *report.SweepReport) {
 			fmt.Fprintf(w, "; %s", n)
 		}
 		fmt.Fprintln(w)
-		if h := noKneeHint(ss); h != "" {
+		if h := NoKneeHint(ss); h != "" {
 			fmt.Fprintf(w, "  hint: %s\n", h)
 		}
 		for _, n := range rerunNotes(ss) {
@@ -62,7 +61,7 @@ func writeSweepTable(w io.Writer, rep *report.SweepReport) {
 	}
 	if rep.Config.CapacityRate > 0 {
 		for _, p := range provisionAll(rep) {
-			fmt.Fprintf(w, "%s for %s ops/s: %s\n", p.name, format.Count(rep.Config.CapacityRate), p.line())
+			fmt.Fprintf(w, "%s for %s ops/s: %s\n", p.name, format.Count(rep.Config.CapacityRate), p.Line())
 		}
 	}
 	if rep.Interrupted {
@@ -70,13 +69,13 @@ func writeSweepTable(w io.Writer, rep *report.SweepReport) {
 	}
 }
 
-// writeSweepCSV writes one row per strategy and step.
-func writeSweepCSV(w io.Writer, rep *report.SweepReport) error {
-	return stepColumns(rep.Config).writeCSV(w, stepRows(rep))
+// WriteSweepCSV writes one row per strategy and step.
+func WriteSweepCSV(w io.Writer, rep *SweepReport) error {
+	return StepColumns(rep.Config).writeCSV(w, stepRows(rep))
 }
 
 // stepRows are every strategy's steps, in order.
-func stepRows(rep *report.SweepReport) []stepRow {
+func stepRows(rep *SweepReport) []stepRow {
 	var rows []stepRow
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
@@ -89,53 +88,53 @@ func stepRows(rep *report.SweepReport) []stepRow {
 // stepRow is one step of one strategy: a row of the sweep's terminal
 // table and of sweep.csv.
 type stepRow struct {
-	ss *report.SweepStrategy
-	st *report.SweepStep
+	ss *SweepStrategy
+	st *SweepStep
 }
 
-// stepColumns are the sweep's terminal table's columns and sweep.csv's,
-// in one list (json: the step's field; "*": its latency object).
-func stepColumns(c report.ReportConfig) columns[stepRow] {
-	cs := columns[stepRow]{
-		{head: "strategy", csv: "strategy", cell: func(r stepRow) string { return r.ss.Name }},
-		{head: "target/s", csv: "target_rate", json: "target_rate", cell: func(r stepRow) string { return format.Count(r.st.TargetRate) }, raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
-		{head: "ops/s", csv: "ops_per_sec", json: "ops_per_sec", cell: func(r stepRow) string { return format.Count(r.st.OpsPerSec) }, raw: func(r stepRow) string { return csvFloat(r.st.OpsPerSec) }},
-		{csv: "ops", json: "ops", cell: func(r stepRow) string { return fmtInt(r.st.Ops) }},
-		{csv: "saturated", json: "saturated", cell: func(r stepRow) string { return fmtBool(r.st.Saturated) }},
-		{csv: "failed", json: "failed", cell: func(r stepRow) string { return fmtInt(r.st.Failed) }},
-		{head: "p50", json: "*.p50_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P50Us) }},
-		{head: "p99", json: "*.p99_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P99Us) }},
-		{head: "p99.9", json: "*.p999_us", cell: func(r stepRow) string { return format.Us(r.st.Latency.P999Us) }},
-		{head: "objective", json: "slo_us", cell: func(r stepRow) string { return format.Percentile(r.ss.SLOPct) + " " + format.Us(r.st.SLOUs) }},
-		{head: "failed", csv: "failed_share", json: "failed_share", cell: func(r stepRow) string { return fmt.Sprintf("%.2f%%", 100*r.st.FailedShare) }, raw: func(r stepRow) string { return csvFloat(r.st.FailedShare) }},
-		{csv: "held", json: "held", cell: func(r stepRow) string { return fmtBool(r.st.Held) }},
-		{csv: "knee", cell: func(r stepRow) string { return fmtBool(r.st == r.ss.Knee) }},
-		{csv: "refinement", json: "refinement", cell: func(r stepRow) string { return fmtBool(r.st.Refinement) }},
-		{csv: "repeated", json: "repeated", cell: func(r stepRow) string { return fmtBool(r.st.Repeated) }},
-		{csv: "slo", cell: func(r stepRow) string {
+// StepColumns are the sweep's terminal table's columns and sweep.csv's,
+// in one list (JSON: the step's field; "*": its latency object).
+func StepColumns(c ReportConfig) Columns[stepRow] {
+	cs := Columns[stepRow]{
+		{Head: "strategy", CSV: "strategy", Cell: func(r stepRow) string { return r.ss.Name }},
+		{Head: "target/s", CSV: "target_rate", JSON: "target_rate", Cell: func(r stepRow) string { return format.Count(r.st.TargetRate) }, Raw: func(r stepRow) string { return csvFloat(r.st.TargetRate) }},
+		{Head: "ops/s", CSV: "ops_per_sec", JSON: "ops_per_sec", Cell: func(r stepRow) string { return format.Count(r.st.OpsPerSec) }, Raw: func(r stepRow) string { return csvFloat(r.st.OpsPerSec) }},
+		{CSV: "ops", JSON: "ops", Cell: func(r stepRow) string { return fmtInt(r.st.Ops) }},
+		{CSV: "saturated", JSON: "saturated", Cell: func(r stepRow) string { return fmtBool(r.st.Saturated) }},
+		{CSV: "failed", JSON: "failed", Cell: func(r stepRow) string { return fmtInt(r.st.Failed) }},
+		{Head: "p50", JSON: "*.p50_us", Cell: func(r stepRow) string { return format.Us(r.st.Latency.P50Us) }},
+		{Head: "p99", JSON: "*.p99_us", Cell: func(r stepRow) string { return format.Us(r.st.Latency.P99Us) }},
+		{Head: "p99.9", JSON: "*.p999_us", Cell: func(r stepRow) string { return format.Us(r.st.Latency.P999Us) }},
+		{Head: "objective", JSON: "slo_us", Cell: func(r stepRow) string { return format.Percentile(r.ss.SLOPct) + " " + format.Us(r.st.SLOUs) }},
+		{Head: "failed", CSV: "failed_share", JSON: "failed_share", Cell: func(r stepRow) string { return fmt.Sprintf("%.2f%%", 100*r.st.FailedShare) }, Raw: func(r stepRow) string { return csvFloat(r.st.FailedShare) }},
+		{CSV: "held", JSON: "held", Cell: func(r stepRow) string { return fmtBool(r.st.Held) }},
+		{CSV: "knee", Cell: func(r stepRow) string { return fmtBool(r.st == r.ss.Knee) }},
+		{CSV: "refinement", JSON: "refinement", Cell: func(r stepRow) string { return fmtBool(r.st.Refinement) }},
+		{CSV: "repeated", JSON: "repeated", Cell: func(r stepRow) string { return fmtBool(r.st.Repeated) }},
+		{CSV: "slo", Cell: func(r stepRow) string {
 			return format.Percentile(r.ss.SLOPct) + "<" + csvFloat(r.ss.SLOBudgetUs) + "us"
 		}},
-		{csv: "slo_us", json: "slo_us", cell: func(r stepRow) string { return csvFloat(r.st.SLOUs) }},
-		{csv: "min_us", json: "*.min_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MinUs) }},
-		{csv: "mean_us", json: "*.mean_us", cell: func(r stepRow) string { return csvFloat(r.st.Latency.MeanUs) }},
+		{CSV: "slo_us", JSON: "slo_us", Cell: func(r stepRow) string { return csvFloat(r.st.SLOUs) }},
+		{CSV: "min_us", JSON: "*.min_us", Cell: func(r stepRow) string { return csvFloat(r.st.Latency.MinUs) }},
+		{CSV: "mean_us", JSON: "*.mean_us", Cell: func(r stepRow) string { return csvFloat(r.st.Latency.MeanUs) }},
 	}
 	for _, p := range reportPercentiles(c) {
-		cs = append(cs, column[stepRow]{csv: format.Percentile(p) + "_us", json: "*", cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
+		cs = append(cs, Column[stepRow]{CSV: format.Percentile(p) + "_us", JSON: "*", Cell: func(r stepRow) string { v, _ := r.st.Latency.At(p); return csvFloat(v) }})
 	}
-	f := func(csv, json string, v func(*report.SweepStep) float64) column[stepRow] {
-		return column[stepRow]{csv: csv, json: json, cell: func(r stepRow) string { return csvFloat(v(r.st)) }}
+	f := func(csv, json string, v func(*SweepStep) float64) Column[stepRow] {
+		return Column[stepRow]{CSV: csv, JSON: json, Cell: func(r stepRow) string { return csvFloat(v(r.st)) }}
 	}
-	return append(cs, columns[stepRow]{
-		f("max_us", "*.max_us", func(st *report.SweepStep) float64 { return st.Latency.MaxUs }),
-		f("client_cpu_us_per_op", "client_cpu_us_per_op", func(st *report.SweepStep) float64 { return st.ClientCPUUsPerOp }),
-		f("server_cpu_us_per_op_per_node", "server_cpu_us_per_op_per_node", func(st *report.SweepStep) float64 { return st.ServerCPUUsPerOpPerNode }),
-		f("server_cpu_max_node_us_per_op", "server_cpu_max_node_us_per_op", func(st *report.SweepStep) float64 { return st.ServerCPUMaxNodeUsPerOp }),
-		f("worker_busy_share", "worker_busy_share", func(st *report.SweepStep) float64 { return st.WorkerBusyShare }),
-		f("mean_service_us", "mean_service_us", func(st *report.SweepStep) float64 { return st.MeanServiceUs }),
-		{csv: "interrupted", json: "interrupted", cell: func(r stepRow) string { return fmtBool(r.st.Interrupted) }},
-		{csv: "hlog_tag", json: "hlog_tag", cell: func(r stepRow) string { return r.st.Tag }},
-		{csv: "why", json: "why", cell: func(r stepRow) string { return r.st.Why }},
-		{head: "verdict", cell: func(r stepRow) string {
+	return append(cs, Columns[stepRow]{
+		f("max_us", "*.max_us", func(st *SweepStep) float64 { return st.Latency.MaxUs }),
+		f("client_cpu_us_per_op", "client_cpu_us_per_op", func(st *SweepStep) float64 { return st.ClientCPUUsPerOp }),
+		f("server_cpu_us_per_op_per_node", "server_cpu_us_per_op_per_node", func(st *SweepStep) float64 { return st.ServerCPUUsPerOpPerNode }),
+		f("server_cpu_max_node_us_per_op", "server_cpu_max_node_us_per_op", func(st *SweepStep) float64 { return st.ServerCPUMaxNodeUsPerOp }),
+		f("worker_busy_share", "worker_busy_share", func(st *SweepStep) float64 { return st.WorkerBusyShare }),
+		f("mean_service_us", "mean_service_us", func(st *SweepStep) float64 { return st.MeanServiceUs }),
+		{CSV: "interrupted", JSON: "interrupted", Cell: func(r stepRow) string { return fmtBool(r.st.Interrupted) }},
+		{CSV: "hlog_tag", JSON: "hlog_tag", Cell: func(r stepRow) string { return r.st.Tag }},
+		{CSV: "why", JSON: "why", Cell: func(r stepRow) string { return r.st.Why }},
+		{Head: "verdict", Cell: func(r stepRow) string {
 			verdict := "held"
 			if !r.st.Held {
 				verdict = r.st.Why
@@ -148,23 +147,23 @@ func stepColumns(c report.ReportConfig) columns[stepRow] {
 			}
 			return verdict
 		}},
-		{csv: "set_aside", json: "set_aside", cell: func(r stepRow) string { return fmtBool(r.st.SetAside) }},
-		f("load_avg", "load_avg", func(st *report.SweepStep) float64 { return st.LoadAvg }),
-		f("machine_busy_cores", "machine_busy_cores", func(st *report.SweepStep) float64 { return st.MachineBusyCores }),
-		f("other_cores", "other_cores", func(st *report.SweepStep) float64 { return st.OtherCores }),
-		f("steal_share", "steal_share", func(st *report.SweepStep) float64 { return st.StealShare }),
+		{CSV: "set_aside", JSON: "set_aside", Cell: func(r stepRow) string { return fmtBool(r.st.SetAside) }},
+		f("load_avg", "load_avg", func(st *SweepStep) float64 { return st.LoadAvg }),
+		f("machine_busy_cores", "machine_busy_cores", func(st *SweepStep) float64 { return st.MachineBusyCores }),
+		f("other_cores", "other_cores", func(st *SweepStep) float64 { return st.OtherCores }),
+		f("steal_share", "steal_share", func(st *SweepStep) float64 { return st.StealShare }),
 	}...)
 }
 
-// writeSweepJSON writes sweep.json.
-func writeSweepJSON(w io.Writer, rep *report.SweepReport) error {
+// WriteSweepJSON writes sweep.json.
+func WriteSweepJSON(w io.Writer, rep *SweepReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
 
-// writeSweepMarkdown writes sweep.md: the capacity report.
-func writeSweepMarkdown(w io.Writer, rep *report.SweepReport) error {
+// WriteSweepMarkdown writes sweep.md: the capacity report.
+func WriteSweepMarkdown(w io.Writer, rep *SweepReport) error {
 	c, e := rep.Config, rep.Env
 	title := c.Title
 	if title == "" {
@@ -183,28 +182,28 @@ func writeSweepMarkdown(w io.Writer, rep *report.SweepReport) error {
 	fmt.Fprintln(w, "## Capacity")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "**Objective, the same for every strategy: %s** (%s).\n\n", rep.SLO, rep.SLOSource)
-	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", saturationShare*100, report.MaxFailedShare*100)
-	writeKneeTable(w, rep)
-	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", fileSweepPlot)
-	writeProvisioning(w, rep)
-	writeHeadroom(w, rep)
+	fmt.Fprintf(w, "A step holds when it keeps up with its rate (achieved at least %.0f%% of the target, no growing backlog), at most %g%% of its operations fail, and the objective's percentile of every operation's latency (from its intended start to its end; failures count at their latency to failure) is within the objective. The capacity (the knee) is the highest rate that held with every lighter step holding too, except lone failures: a step that did not hold in either of its runs while the next heavier step held is set aside (a heavier rate that holds shows the lighter one is not past capacity).\n\n", SaturationShare*100, MaxFailedShare*100)
+	WriteKneeTable(w, rep)
+	fmt.Fprintf(w, "![latency against throughput](%s)\n\n", FileSweepPlot)
+	WriteProvisioning(w, rep)
+	WriteHeadroom(w, rep)
 
 	writeStepsSection(w, rep)
 
 	writeSweepConfig(w, c, e)
 	fmt.Fprintf(w, "Files: [%s](%s), [%s](%s) (one row per strategy and step), [%s](%s) (HdrHistogram interval log, ns, tags `<strategy>.r<rate>.<metric>`, `<strategy>.r<rate>.run2.<metric>` for a step run again, and `<strategy>.probe.<metric>`; each step's tag is its `hlog_tag` in sweep.json), [%s](%s).\n",
-		fileSweepJSON, fileSweepJSON, fileSweepCSV, fileSweepCSV, fileSweepHlog, fileSweepHlog, fileSweepPlot, fileSweepPlot)
+		FileSweepJSON, FileSweepJSON, FileSweepCSV, FileSweepCSV, FileSweepHlog, FileSweepHlog, FileSweepPlot, FileSweepPlot)
 	return nil
 }
 
-// writeKneeTable writes each strategy's capacity and its figures at the
+// WriteKneeTable writes each strategy's capacity and its figures at the
 // knee, and a hint for a strategy with no knee.
-func writeKneeTable(w io.Writer, rep *report.SweepReport) {
-	kt := newTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
+func WriteKneeTable(w io.Writer, rep *SweepReport) {
+	kt := NewTable("strategy", "capacity ops/s", "objective", "at the knee: p50", "p99", "p99.9", "client CPU us/op", "server CPU us/op/node", "client cores", "server cores/node", "bound by")
 	for _, ss := range rep.Strategies {
 		k := ss.Knee
 		if k == nil {
-			kt.row(ss.Name, kneeCell(ss), ss.SLO, "-", "-", "-", "-", "-", "-", "-", "-")
+			kt.Row(ss.Name, kneeCell(ss), ss.SLO, "-", "-", "-", "-", "-", "-", "-", "-")
 			continue
 		}
 		srv, srvCores := "-", "-"
@@ -216,13 +215,13 @@ func writeKneeTable(w io.Writer, rep *report.SweepReport) {
 		if bound == "" {
 			bound = "not reached"
 		}
-		kt.row(ss.Name, kneeCell(ss), ss.SLO, format.Us(k.Latency.P50Us), format.Us(k.Latency.P99Us), format.Us(k.Latency.P999Us),
+		kt.Row(ss.Name, kneeCell(ss), ss.SLO, format.Us(k.Latency.P50Us), format.Us(k.Latency.P99Us), format.Us(k.Latency.P999Us),
 			fmt.Sprintf("%.1f", k.ClientCPUUsPerOp), srv, fmt.Sprintf("%.2f", ss.KneeRate*k.ClientCPUUsPerOp/1e6), srvCores, bound)
 	}
-	kt.markdown(w)
+	kt.Markdown(w)
 	fmt.Fprintln(w)
 	for _, ss := range rep.Strategies {
-		if h := noKneeHint(ss); h != "" {
+		if h := NoKneeHint(ss); h != "" {
 			fmt.Fprintf(w, "**%s: no step held.** %s\n\n", ss.Name, h)
 		}
 	}
@@ -246,7 +245,7 @@ func writeKneeTable(w io.Writer, rep *report.SweepReport) {
 // stepOutageNotes names, per step, the nodes that failed within its
 // operations, with their error counts and when (the step's measured
 // window).
-func stepOutageNotes(ss *report.SweepStrategy) []string {
+func stepOutageNotes(ss *SweepStrategy) []string {
 	var out []string
 	for _, st := range ss.Steps {
 		for _, o := range st.NodeOutages {
@@ -258,7 +257,7 @@ func stepOutageNotes(ss *report.SweepStrategy) []string {
 
 // starvedNote says that the machine was CPU-starved during a strategy's
 // steps, unless its "bound by" says so already ("" when it was not).
-func starvedNote(ss *report.SweepStrategy) string {
+func starvedNote(ss *SweepStrategy) string {
 	if ss.Starved == "" || strings.Contains(ss.Bound, "starved") {
 		return ""
 	}
@@ -267,7 +266,7 @@ func starvedNote(ss *report.SweepStrategy) string {
 
 // rerunNotes says which of a strategy's steps were run again and why, and
 // which were set aside as lone failures below a heavier step that held.
-func rerunNotes(ss *report.SweepStrategy) []string {
+func rerunNotes(ss *SweepStrategy) []string {
 	var out []string
 	for i, st := range ss.Steps {
 		switch {
@@ -277,7 +276,7 @@ func rerunNotes(ss *report.SweepStrategy) []string {
 				why = "it did not hold"
 			}
 			if len(st.Errors) > 0 {
-				why += " (" + errString(st.Errors) + ")"
+				why += " (" + ErrString(st.Errors) + ")"
 			}
 			outcome := "the re-run was not measured"
 			for _, again := range ss.Steps[i+1:] {
@@ -298,7 +297,7 @@ func rerunNotes(ss *report.SweepStrategy) []string {
 }
 
 // writeStepsSection writes every step of every strategy.
-func writeStepsSection(w io.Writer, rep *report.SweepReport) {
+func writeStepsSection(w io.Writer, rep *SweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Steps")
 	fmt.Fprintln(w)
@@ -310,7 +309,7 @@ func writeStepsSection(w io.Writer, rep *report.SweepReport) {
 		head = append(head, format.Percentile(p))
 	}
 	head = append(head, "max", "failed", "client CPU us/op", "server CPU us/op/node (busiest)", "workers busy", "machine: load avg, other CPUs, steal", "verdict")
-	t := newTable(head...)
+	t := NewTable(head...)
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
 			row := []string{ss.Name, format.Count(st.TargetRate), format.Count(st.OpsPerSec), fmt.Sprint(st.Ops)}
@@ -343,10 +342,10 @@ func writeStepsSection(w io.Writer, rep *report.SweepReport) {
 			}
 			row = append(row, format.Us(st.Latency.MaxUs), fmt.Sprintf("%d (%.2f%%)", st.Failed, 100*st.FailedShare),
 				fmt.Sprintf("%.1f", st.ClientCPUUsPerOp), srv, fmt.Sprintf("%.0f%%", 100*st.WorkerBusyShare), machineCell(st, rep.Env.NumCPU), verdict)
-			t.row(row...)
+			t.Row(row...)
 		}
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	fmt.Fprintln(w)
 	for _, ss := range rep.Strategies {
 		if ss.ProbeOpsPerSec > 0 {
@@ -360,7 +359,7 @@ func writeStepsSection(w io.Writer, rep *report.SweepReport) {
 // machineCell is a step's machine figures: load average, CPUs used by
 // other processes, steal ("-" when not measured); numCPU is the measuring
 // machine's (Env.NumCPU), not the one writing the report (render).
-func machineCell(st *report.SweepStep, numCPU int) string {
+func machineCell(st *SweepStep, numCPU int) string {
 	if st.LoadAvg == 0 && st.MachineBusyCores == 0 {
 		return "-"
 	}
@@ -372,47 +371,47 @@ func machineCell(st *report.SweepStep, numCPU int) string {
 }
 
 // writeSweepConfig writes the sweep's configuration and environment.
-func writeSweepConfig(w io.Writer, c report.ReportConfig, e report.Env) {
+func writeSweepConfig(w io.Writer, c ReportConfig, e Env) {
 	fmt.Fprintln(w, "## Configuration and environment")
 	fmt.Fprintln(w)
-	ct := newTable("setting", "value")
-	ct.row("nodes", fmt.Sprintf("%d (%s)", len(c.Nodes), strings.Join(c.Nodes, ", ")))
-	ct.row("workers (-c)", fmt.Sprint(c.Workers))
-	ct.row("ttl, per-node timeout", fmt.Sprintf("%dms, %gms", c.TTLMs, c.TimeoutMs))
+	ct := NewTable("setting", "value")
+	ct.Row("nodes", fmt.Sprintf("%d (%s)", len(c.Nodes), strings.Join(c.Nodes, ", ")))
+	ct.Row("workers (-c)", fmt.Sprint(c.Workers))
+	ct.Row("ttl, per-node timeout", fmt.Sprintf("%dms, %gms", c.TTLMs, c.TimeoutMs))
 	if c.LatencyMs > 0 {
-		ct.row("added reply latency (-latency)", fmt.Sprintf("%gms on every node", c.LatencyMs))
+		ct.Row("added reply latency (-latency)", fmt.Sprintf("%gms on every node", c.LatencyMs))
 	}
 	if c.NodeCap > 0 {
-		ct.row("node throughput cap (-node-cap)", fmt.Sprintf("%g commands/s per node", c.NodeCap))
+		ct.Row("node throughput cap (-node-cap)", fmt.Sprintf("%g commands/s per node", c.NodeCap))
 	}
 	if len(c.Faults) > 0 {
-		ct.row("faults (-fault)", strings.Join(c.Faults, ", "))
+		ct.Row("faults (-fault)", strings.Join(c.Faults, ", "))
 	}
-	ct.row("time (UTC)", e.Time)
-	ct.row("go", e.GoVersion+" "+e.OS+"/"+e.Arch)
-	ct.row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
+	ct.Row("time (UTC)", e.Time)
+	ct.Row("go", e.GoVersion+" "+e.OS+"/"+e.Arch)
+	ct.Row("cpu", fmt.Sprintf("%s; %d logical CPUs, GOMAXPROCS %d", e.CPU, e.NumCPU, e.GOMAXPROCS))
 	if e.Build.RevisionSource != "" {
-		ct.row("module version", e.Build.Module)
-		ct.row("revision", describeBuild(e.Build))
+		ct.Row("module version", e.Build.Module)
+		ct.Row("revision", e.Build.Describe())
 	} else if e.Revision != "" {
-		ct.row("revision", e.Revision)
+		ct.Row("revision", e.Revision)
 	}
-	ct.row("server", e.Server)
-	ct.row("server CPU measured with", e.ServerCPU)
+	ct.Row("server", e.Server)
+	ct.Row("server CPU measured with", e.ServerCPU)
 	if e.LoadAvgStart != "" {
-		ct.row("load average (1 min) at start, end", e.LoadAvgStart+", "+e.LoadAvgEnd+fmt.Sprintf(" (on %d logical CPUs; this benchmark's own processes included)", e.NumCPU))
+		ct.Row("load average (1 min) at start, end", e.LoadAvgStart+", "+e.LoadAvgEnd+fmt.Sprintf(" (on %d logical CPUs; this benchmark's own processes included)", e.NumCPU))
 	}
-	ct.markdown(w)
+	ct.Markdown(w)
 	fmt.Fprintln(w)
 }
 
-// noKneeHint says what to change when no step of a strategy held ("" when
+// NoKneeHint says what to change when no step of a strategy held ("" when
 // one did).
-func noKneeHint(ss *report.SweepStrategy) string {
+func NoKneeHint(ss *SweepStrategy) string {
 	if ss.Knee != nil || len(ss.Steps) == 0 {
 		return ""
 	}
-	var light *report.SweepStep
+	var light *SweepStep
 	for _, st := range ss.Steps {
 		if !st.Interrupted && (light == nil || st.TargetRate < light.TargetRate) {
 			light = st
@@ -422,8 +421,8 @@ func noKneeHint(ss *report.SweepStrategy) string {
 		return "every step was interrupted; run the sweep again."
 	}
 	switch {
-	case light.FailedShare > report.MaxFailedShare:
-		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", format.Count(light.TargetRate), 100*light.FailedShare, errString(light.Errors))
+	case light.FailedShare > MaxFailedShare:
+		return fmt.Sprintf("its lightest step (%s ops/s) had %.1f%% of its operations fail (%s): check the nodes and -timeout before any objective can hold.", format.Count(light.TargetRate), 100*light.FailedShare, ErrString(light.Errors))
 	case light.Saturated:
 		return fmt.Sprintf("its lightest step (%s ops/s) did not keep up (%s): start lower with -rates, or raise -c.", format.Count(light.TargetRate), light.Saturation)
 	}
@@ -446,50 +445,51 @@ func durLabelUs(usv float64) string {
 	return d.String()
 }
 
-// provision is one strategy's plan for -capacity-rate.
-type provision struct {
+// Provision is one strategy's plan for -capacity-rate.
+type Provision struct {
 	name string
-	// knee is the capacity one client process and one group held (lower:
+	// knee is the capacity one client process and one group held (Lower:
 	// a lower bound when the sweep did not saturate, and then every
 	// figure derived from it an upper bound).
 	knee  float64
-	lower bool
+	Lower bool
 	// starved: the machine was CPU-starved at the knee, so the knee is
 	// low and the costs high: every figure is an upper bound too.
 	starved  bool
 	clientUs float64 // client CPU us/op at a unit's rate (fitted)
 	serverUs float64 // busiest node's CPU us/op at the whole rate on one group (fitted; 0: unknown)
-	// units are copies of what was measured (one client process of -c
+	// Units are copies of what was measured (one client process of -c
 	// workers and one Redlock group, keys spread over the groups), each
-	// at utilisation of the knee.
-	units     int
-	clientCPU float64 // client cores for the target rate, at utilisation
+	// at Utilisation of the knee.
+	Units     int
+	ClientCPU float64 // client cores for the target rate, at Utilisation
 	nodeCPU   float64 // one node's cores if one group took the whole rate
-	groups    int     // groups the servers' CPU (or a planted cap) needs alone
-	fit       *report.CostFit
-	none      string // why there is no plan
+	Groups    int     // groups the servers' CPU (or a planted cap) needs alone
+	fit       *CostFit
+	None      string // why there is no plan
 }
 
 // atMost prefixes a figure derived from a sweep that never reached its
 // knee: it is an upper bound.
-func (p provision) atMost(v string) string {
-	if p.lower || p.starved {
+func (p Provision) atMost(v string) string {
+	if p.Lower || p.starved {
 		return "at most " + v
 	}
 	return v
 }
 
-func (p provision) line() string {
-	if p.none != "" {
-		return p.none
+// Line is the plan in one line (the Provisioning table's notes).
+func (p Provision) Line() string {
+	if p.None != "" {
+		return p.None
 	}
 	srv := "server cores unknown (no server CPU figure)"
 	if p.serverUs > 0 {
-		srv = fmt.Sprintf("servers %s cores per node on one group (%s group(s) by server CPU alone)", p.atMost(fmt.Sprintf("%.2f", p.nodeCPU)), p.atMost(fmt.Sprint(p.groups)))
+		srv = fmt.Sprintf("servers %s cores per node on one group (%s group(s) by server CPU alone)", p.atMost(fmt.Sprintf("%.2f", p.nodeCPU)), p.atMost(fmt.Sprint(p.Groups)))
 	}
-	out := fmt.Sprintf("%s unit(s) of one client process + one group; client %s cores in all; %s", p.atMost(fmt.Sprint(p.units)), p.atMost(fmt.Sprintf("%.2f", p.clientCPU)), srv)
+	out := fmt.Sprintf("%s unit(s) of one client process + one group; client %s cores in all; %s", p.atMost(fmt.Sprint(p.Units)), p.atMost(fmt.Sprintf("%.2f", p.ClientCPU)), srv)
 	switch {
-	case p.lower:
+	case p.Lower:
 		out += fmt.Sprintf(" (upper bounds: the sweep held up to %s ops/s, its highest step, without reaching a knee)", format.Count(p.knee))
 	case p.starved:
 		out += " (upper bounds: this machine's CPU was starved by other work at the knee, so the knee is low and the costs high)"
@@ -500,49 +500,49 @@ func (p provision) line() string {
 	return out
 }
 
-// provisionFor sizes the target rate r from a strategy's knee and its CPU
+// ProvisionFor sizes the target rate r from a strategy's knee and its CPU
 // costs fitted over the steps that held.
-func provisionFor(ss *report.SweepStrategy, r float64, nodeCap float64) provision {
-	p := provision{name: ss.Name}
+func ProvisionFor(ss *SweepStrategy, r float64, nodeCap float64) Provision {
+	p := Provision{name: ss.Name}
 	if ss.Knee == nil {
-		p.none = "no plan: no step held the objective"
+		p.None = "no plan: no step held the objective"
 		return p
 	}
-	p.knee, p.lower, p.starved = ss.KneeRate, !ss.Saturated, ss.Starved != ""
-	p.units = int(math.Ceil(r / (p.knee * utilisation)))
-	unit := r / float64(p.units)
-	p.fit = report.FitCost(ss.Steps, report.ClientCost)
+	p.knee, p.Lower, p.starved = ss.KneeRate, !ss.Saturated, ss.Starved != ""
+	p.Units = int(math.Ceil(r / (p.knee * Utilisation)))
+	unit := r / float64(p.Units)
+	p.fit = FitCost(ss.Steps, ClientCost)
 	p.clientUs = p.fit.UsPerOpAt(unit)
-	p.clientCPU = float64(p.units) * p.fit.Cores(unit) / utilisation
-	if sf := report.FitCost(ss.Steps, report.BusiestCost); sf != nil {
+	p.ClientCPU = float64(p.Units) * p.fit.Cores(unit) / Utilisation
+	if sf := FitCost(ss.Steps, BusiestCost); sf != nil {
 		p.serverUs, p.nodeCPU = sf.UsPerOpAt(r), sf.Cores(r)
-		// The fewest groups whose busiest node stays at utilisation of a
+		// The fewest groups whose busiest node stays at Utilisation of a
 		// core, each taking r/groups.
-		g := math.Ceil(p.nodeCPU / utilisation)
-		if sf.FixedCores < utilisation {
-			g = math.Ceil(sf.UsPerOp * r / 1e6 / (utilisation - sf.FixedCores))
+		g := math.Ceil(p.nodeCPU / Utilisation)
+		if sf.FixedCores < Utilisation {
+			g = math.Ceil(sf.UsPerOp * r / 1e6 / (Utilisation - sf.FixedCores))
 		}
-		p.groups = max(1, int(g))
+		p.Groups = max(1, int(g))
 	}
 	if nodeCap > 0 {
 		// A planted cap is a node's limit whatever its CPU: 2 commands per
 		// lock operation.
-		p.groups = max(p.groups, int(math.Ceil(r/(nodeCap/2*utilisation))))
+		p.Groups = max(p.Groups, int(math.Ceil(r/(nodeCap/2*Utilisation))))
 	}
 	return p
 }
 
-func provisionAll(rep *report.SweepReport) []provision {
-	var out []provision
+func provisionAll(rep *SweepReport) []Provision {
+	var out []Provision
 	for _, ss := range rep.Strategies {
-		out = append(out, provisionFor(ss, rep.Config.CapacityRate, rep.Config.NodeCap))
+		out = append(out, ProvisionFor(ss, rep.Config.CapacityRate, rep.Config.NodeCap))
 	}
 	return out
 }
 
-// writeProvisioning writes the Provisioning section: what -capacity-rate
+// WriteProvisioning writes the Provisioning section: what -capacity-rate
 // takes in client and server cores, from the costs measured at the knee.
-func writeProvisioning(w io.Writer, rep *report.SweepReport) {
+func WriteProvisioning(w io.Writer, rep *SweepReport) {
 	c := rep.Config
 	fmt.Fprintln(w, "## Provisioning")
 	fmt.Fprintln(w)
@@ -553,37 +553,37 @@ func writeProvisioning(w io.Writer, rep *report.SweepReport) {
 	}
 	r := c.CapacityRate
 	nodes := len(c.Nodes)
-	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", format.Count(r), c.Workers, nodes, utilisation*100)
-	t := newTable("strategy", "knee ops/s", "units", "client CPU us/op at a unit's rate", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
+	fmt.Fprintf(w, "For **%s lock operations/s** (-capacity-rate), from the CPU costs fitted over the steps that held (below). A *unit* is what the sweep measured: one client process of %d workers and one %d-node Redlock group; units run at %.0f%% of the knee, keys spread over their groups.\n\n", format.Count(r), c.Workers, nodes, Utilisation*100)
+	t := NewTable("strategy", "knee ops/s", "units", "client CPU us/op at a unit's rate", "client cores in all", "server CPU us/op (busiest node)", "server cores per node, one group", "groups by server CPU alone", "bound by")
 	for i, p := range provisionAll(rep) {
 		ss := rep.Strategies[i]
-		if p.none != "" {
-			t.row(p.name, "none", "-", "-", "-", "-", "-", "-", p.none)
+		if p.None != "" {
+			t.Row(p.name, "none", "-", "-", "-", "-", "-", "-", p.None)
 			continue
 		}
 		knee := format.Count(p.knee)
-		if p.lower {
+		if p.Lower {
 			knee = "> " + knee
 		}
 		srv, cores, groups := "-", "-", "-"
 		if p.serverUs > 0 {
 			srv, cores = p.atMost(fmt.Sprintf("%.1f", p.serverUs)), p.atMost(fmt.Sprintf("%.2f", p.nodeCPU))
 		}
-		if p.groups > 0 {
-			groups = p.atMost(fmt.Sprint(p.groups))
+		if p.Groups > 0 {
+			groups = p.atMost(fmt.Sprint(p.Groups))
 		}
 		bound := ss.Bound
 		if bound == "" {
 			bound = "not reached: upper bounds (the sweep never approached its knee; costs per operation fall as the rate rises)"
 		}
-		t.row(p.name, knee, p.atMost(fmt.Sprint(p.units)), p.atMost(fmt.Sprintf("%.1f", p.clientUs)), p.atMost(fmt.Sprintf("%.2f", p.clientCPU)), srv, cores, groups, bound)
+		t.Row(p.name, knee, p.atMost(fmt.Sprint(p.Units)), p.atMost(fmt.Sprintf("%.1f", p.clientUs)), p.atMost(fmt.Sprintf("%.2f", p.ClientCPU)), srv, cores, groups, bound)
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "How to read it: the knee was bound by one side (the *bound by* column). Units scale both sides together and always suffice; when the client bound the knee, the servers need only the groups their CPU needs (the *groups by server CPU alone* column), and when a node bound it, client processes need only the client cores.\n\n")
-	writeCostFits(w, rep)
+	WriteCostFits(w, rep)
 	fmt.Fprintf(w, "Assumptions: (1) CPU grows with the rate as fitted over the steps that held (cores = fixed + per-operation cost x rate, least squares: the cost per operation falls as the rate rises, so each unit's cost is taken at the unit's own rate, and a node's at the rate its group takes), the same when the load is spread over more processes and groups; a sweep that never reached its knee plans more units, each at a lower rate, so its figures are upper bounds (marked \"at most\"); and the knee's latency holds only on a network like this one (%s); (2) client cores are planned %.0f%% busy (cores in all = units x the fitted client cores at a unit's rate / %.1f); (3) a Redis node executes commands on one core, so no node is planned above %.0f%% of a core: above that, keys are spread over more Redlock groups of %d nodes (every node of a group sees every operation: more nodes per group add safety, not capacity), and each group needs %d nodes' cores; (4) the client figure is this process's CPU (getrusage) and includes histogram recording; the server figure is %s.",
-		c.Target, utilisation*100, utilisation, utilisation*100, nodes, nodes, serverFigure(rep))
+		c.Target, Utilisation*100, Utilisation, Utilisation*100, nodes, nodes, serverFigure(rep))
 	if c.NodeCap > 0 {
 		fmt.Fprintf(w, " A planted -node-cap (%g commands/s, %g lock ops/s per node) limits groups whatever their CPU.", c.NodeCap, c.NodeCap/2)
 	}
@@ -594,11 +594,11 @@ func writeProvisioning(w io.Writer, rep *report.SweepReport) {
 	fmt.Fprintln(w)
 }
 
-// writeCostFits says what each strategy's fitted costs are and which steps
+// WriteCostFits says what each strategy's fitted costs are and which steps
 // they come from.
-func writeCostFits(w io.Writer, rep *report.SweepReport) {
+func WriteCostFits(w io.Writer, rep *SweepReport) {
 	for _, ss := range rep.Strategies {
-		cf, sf := report.FitCost(ss.Steps, report.ClientCost), report.FitCost(ss.Steps, report.BusiestCost)
+		cf, sf := FitCost(ss.Steps, ClientCost), FitCost(ss.Steps, BusiestCost)
 		if cf == nil {
 			continue
 		}
@@ -615,7 +615,7 @@ func writeCostFits(w io.Writer, rep *report.SweepReport) {
 }
 
 // serverFigure says where the server CPU figures came from.
-func serverFigure(rep *report.SweepReport) string {
+func serverFigure(rep *SweepReport) string {
 	for _, ss := range rep.Strategies {
 		for _, st := range ss.Steps {
 			switch st.ServerCPUSource {
@@ -629,8 +629,8 @@ func serverFigure(rep *report.SweepReport) string {
 	return "unknown here (no node reported INFO CPU): server cores are not sized"
 }
 
-// writeHeadroom writes what the knee means for a target rate.
-func writeHeadroom(w io.Writer, rep *report.SweepReport) {
+// WriteHeadroom writes what the knee means for a target rate.
+func WriteHeadroom(w io.Writer, rep *SweepReport) {
 	c := rep.Config
 	n := len(c.Nodes)
 	rates := []float64{}
@@ -645,7 +645,7 @@ func writeHeadroom(w io.Writer, rep *report.SweepReport) {
 	}
 	if !planned {
 		// No all-dash table, and no plan stated that is not made.
-		fmt.Fprintf(w, "No strategy reached a knee (none saturated, or none held): there is no capacity to plan at %.0f%% of.", utilisation*100)
+		fmt.Fprintf(w, "No strategy reached a knee (none saturated, or none held): there is no capacity to plan at %.0f%% of.", Utilisation*100)
 		if len(rates) > 0 {
 			fmt.Fprint(w, " The Provisioning section's upper bounds stand.")
 		} else {
@@ -655,7 +655,7 @@ func writeHeadroom(w io.Writer, rep *report.SweepReport) {
 		fmt.Fprintln(w)
 		return
 	}
-	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", utilisation*100, n)
+	fmt.Fprintf(w, "Planning at %.0f%% of the knee. One client process with these settings and one %d-node Redlock group carry the planned rate.", Utilisation*100, n)
 	if len(rates) == 0 {
 		fmt.Fprintln(w, " Give -capacity-rate to size a target.")
 		fmt.Fprintln(w)
@@ -667,31 +667,31 @@ func writeHeadroom(w io.Writer, rep *report.SweepReport) {
 	for _, r := range rates {
 		head = append(head, "headroom at "+format.Count(r)+" ops/s")
 	}
-	t := newTable(head...)
+	t := NewTable(head...)
 	for _, ss := range rep.Strategies {
 		if ss.Knee == nil || !ss.Saturated {
 			row := []string{ss.Name, "-"}
 			for range rates {
 				row = append(row, "-")
 			}
-			t.row(row...)
+			t.Row(row...)
 			continue
 		}
-		plan := ss.KneeRate * utilisation
+		plan := ss.KneeRate * Utilisation
 		row := []string{ss.Name, format.Count(plan)}
 		for _, r := range rates {
 			row = append(row, fmt.Sprintf("%.2fx", ss.KneeRate/r))
 		}
-		t.row(row...)
+		t.Row(row...)
 	}
-	t.markdown(w)
+	t.Markdown(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Headroom is the knee over the target (below 1: the target is past capacity; the Provisioning section says what to add). A strategy that never saturated has no knee to plan with: its capacity is above the highest rate tried.")
 	fmt.Fprintln(w)
 }
 
 // sweepPlotTitle is the sweep plot's title and subtitle.
-func sweepPlotTitle(rep *report.SweepReport) (string, string) {
+func sweepPlotTitle(rep *SweepReport) (string, string) {
 	c := rep.Config
 	sub := c.Target
 	if c.LatencyMs > 0 {
@@ -711,10 +711,10 @@ func sweepPlotTitle(rep *report.SweepReport) (string, string) {
 	return title, sub
 }
 
-// writeSweepPlot draws sweep.svg: latency against achieved throughput, per
+// WriteSweepPlot draws sweep.svg: latency against achieved throughput, per
 // strategy (bench/internal/plot draws it).
-func writeSweepPlot(w io.Writer, rep *report.SweepReport) error {
-	s := plot.Sweep{MaxFailedShare: report.MaxFailedShare}
+func WriteSweepPlot(w io.Writer, rep *SweepReport) error {
+	s := plot.Sweep{MaxFailedShare: MaxFailedShare}
 	for _, ss := range rep.Strategies {
 		ps := plot.SweepSeries{Name: ss.Name, SLOPct: ss.SLOPct, SLOBudgetUs: ss.SLOBudgetUs, Capacity: "capacity " + kneeCell(ss) + " ops/s"}
 		if ss.Knee == nil {
@@ -727,7 +727,7 @@ func writeSweepPlot(w io.Writer, rep *report.SweepReport) error {
 		if ss.Starved != "" {
 			ps.Caveats = append(ps.Caveats, "CPU-starved machine")
 		}
-		if c := report.FitCost(ss.Steps, report.ClientCost).PlotCaveat(); c != "" {
+		if c := FitCost(ss.Steps, ClientCost).PlotCaveat(); c != "" {
 			ps.Caveats = append(ps.Caveats, c)
 		}
 		for _, st := range ss.Steps {
@@ -744,7 +744,7 @@ func writeSweepPlot(w io.Writer, rep *report.SweepReport) error {
 }
 
 // sweepPlotStep is what the sweep plot draws of st.
-func sweepPlotStep(st *report.SweepStep) plot.SweepStep {
+func sweepPlotStep(st *SweepStep) plot.SweepStep {
 	return plot.SweepStep{TargetRate: st.TargetRate, OpsPerSec: st.OpsPerSec, Ops: st.Ops, Repeated: st.Repeated, SLOUs: st.SLOUs, P50Us: st.Latency.P50Us,
 		Held: st.Held, Saturated: st.Saturated, FailedShare: st.FailedShare}
 }
