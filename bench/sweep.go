@@ -340,7 +340,7 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 		sw.say("%s: closed-loop probe %s ops/s with %d workers; steps %s", name, format.Count(res.OpsPerSec), sw.cfg.Workers, rateList{&r.rates}.String())
 	}
 	st, err := sw.measureStep(ctx, s, workers, name, r.rates[0], false)
-	if why := stepGlitch(st); why != "" && err == nil {
+	if why := st.Glitch(); why != "" && err == nil {
 		// A glitch (a node paused, a stall) in the lightest step is run
 		// again at once, before any objective is derived from it.
 		st.Repeated = true
@@ -356,21 +356,6 @@ func (sw *sweeper) calibrate(ctx context.Context, name string) (*strategySweep, 
 			format.Us(st.Latency.P99Us), 100*st.FailedShare)
 	}
 	return r, err
-}
-
-// stepGlitch says why a step, before any objective, is run again: too many of
-// its operations failed, or it did not keep up ("" for neither, or a step
-// that was interrupted or measured nothing).
-func stepGlitch(st *report.SweepStep) string {
-	switch {
-	case st == nil || st.Interrupted || st.Ops == 0:
-		return ""
-	case st.FailedShare > report.MaxFailedShare:
-		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*report.MaxFailedShare, report.ErrString(st.Errors))
-	case st.Saturated:
-		return "saturated: " + st.Saturation
-	}
-	return ""
 }
 
 // objective sets sw.slo: -slo, else the automatic one from the best

@@ -170,3 +170,18 @@ func (s *StrategyResult) Metric(m string) Latency {
 	}
 	return s.AcquireRelease
 }
+
+// Glitch says why a step, before any objective, is run again: too many of
+// its operations failed, or it did not keep up ("" for neither, or a step
+// that was interrupted or measured nothing).
+func (st *SweepStep) Glitch() string {
+	switch {
+	case st == nil || st.Interrupted || st.Ops == 0:
+		return ""
+	case st.FailedShare > MaxFailedShare:
+		return fmt.Sprintf("%.1f%% of operations failed (over %g%%: %s)", 100*st.FailedShare, 100*MaxFailedShare, ErrString(st.Errors))
+	case st.Saturated:
+		return "saturated: " + st.Saturation
+	}
+	return ""
+}
