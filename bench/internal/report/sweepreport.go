@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"strings"
 	"time"
 
@@ -21,8 +20,6 @@ const (
 	FileSweepPlot   = "sweep.svg"
 	FileSweepHlog   = "sweep.hlog"
 )
-
-func numCPU() int { return runtime.NumCPU() }
 
 func kneeCell(ss *SweepStrategy) string {
 	switch {
