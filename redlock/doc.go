@@ -114,6 +114,9 @@
 // and error) and every node error to an Observer, for metrics and alerts
 // on lost locks, without wrapping calls; unset it costs one branch, and an
 // observer that allocates nothing keeps the calls allocation-free. The
+// keep-alive's events are delivered on a goroutine of the client's own, so
+// an observer that blocks delays events, never a lock's extensions (at
+// most 4096 wait; the rest are counted by ObserverDropped). The
 // interop/observe module (its own go.mod) has Prometheus and OpenTelemetry
 // adapters.
 //
