@@ -126,6 +126,12 @@ func (cn *pconn) ingest(l link) bool {
 				cn.fail(ErrProtocol, err)
 				return false
 			}
+			// A reply that arrived whole is over the cap too when the read
+			// buffer (initialReadBuf) is larger than MaxReplyBytes.
+			if n > cn.c.cfg.MaxReplyBytes {
+				cn.fail(ErrProtocol, errReplyTooBig)
+				return false
+			}
 			if rep.Type != resp.TypePush { // pushes are never replies
 				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null), shape: rep.Shape()}
 				nf++
