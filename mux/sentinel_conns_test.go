@@ -163,3 +163,44 @@ func testSentinelFailoverConns(t *testing.T, conns int) {
 		t.Fatalf("after the rejoin: %d of %d ECHOs answered, %d failed, misattributed %v", tl.ok, 16*20, tl.failed, tl.wrong)
 	}
 }
+
+// TestSentinelSwitchWatchEveryConn is TestSentinelSwitchWatch with Conns =
+// 3: every connection carried a command to the primary, then all stay
+// idle through the failover (none owes a reply, so none breaks), and the
+// old primary is resumed without REPLICAOF (it answers as a primary until
+// the sentinels demote it). The +switch-master watcher must replace every
+// connection, not only one: on each, the first command answered after the
+// failover is answered by the new primary.
+func TestSentinelSwitchWatchEveryConn(t *testing.T) {
+	const conns = 3
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	c := newTestClient(t, []string{sentinelURL(g, "", nil, "")}, func(cfg *Config) {
+		cfg.Conns = conns
+		cfg.DialTimeout = 500 * time.Millisecond
+	})
+	old := g.Data[0]
+	for k := 0; k < conns; k++ {
+		if port, err := portOn(c, k); err != nil || port != old.Port {
+			t.Fatalf("connection %d before the failover: port %d, %v; want %d", k, port, err, old.Port)
+		}
+	}
+	if err := old.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	nw, err := g.WaitFailover(old, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Resume(); err != nil { // no REPLICAOF: the sentinels demote it later
+		t.Fatal(err)
+	}
+	for k := 0; k < conns; k++ {
+		port, err := portOn(c, k)
+		for end := time.Now().Add(5 * time.Second); err != nil && time.Now().Before(end); port, err = portOn(c, k) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil || port != nw.Port {
+			t.Fatalf("connection %d after the failover: port %d, %v; want the new primary's %d (old %d)", k, port, err, nw.Port, old.Port)
+		}
+	}
+}
