@@ -66,7 +66,9 @@ func (cn *pconn) readTurn(l link) bool {
 	budget := readBudget
 	for {
 		if rd.buf == nil {
-			rd.buf = make([]byte, initialReadBuf)
+			// Never larger than MaxReplyBytes: a reply over the cap then
+			// never arrives whole, so the checks below refuse it.
+			rd.buf = make([]byte, min(initialReadBuf, max))
 		}
 		if rd.w == len(rd.buf) {
 			switch {
@@ -124,12 +126,6 @@ func (cn *pconn) ingest(l link) bool {
 			}
 			if err != nil {
 				cn.fail(ErrProtocol, err)
-				return false
-			}
-			// A reply that arrived whole is over the cap too when the read
-			// buffer (initialReadBuf) is larger than MaxReplyBytes.
-			if n > cn.c.cfg.MaxReplyBytes {
-				cn.fail(ErrProtocol, errReplyTooBig)
 				return false
 			}
 			if rep.Type != resp.TypePush { // pushes are never replies
