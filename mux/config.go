@@ -30,7 +30,8 @@ type Config struct {
 	// for TLS. A URL's user, password, db and options apply to its node
 	// and win over the fields below; see the package documentation
 	// ("Node URLs and TLS") for the options. Errors, NodeError.Addr and
-	// Client.Addrs show a URL's password as ***.
+	// Client.Addrs show a URL's password as ***. Each server once: New
+	// refuses two entries that reach one server (CheckDistinct).
 	Addrs          []string
 	Conns          int           // connections per node, shared by every caller; default 1, at most 64
 	DialTimeout    time.Duration // connect + set-up pipeline; default 1s
