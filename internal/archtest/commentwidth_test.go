@@ -2,9 +2,6 @@ package archtest
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,32 +52,8 @@ func TestWideCommentsFinds(t *testing.T) {
 func TestCommentWidth(t *testing.T) {
 	root := moduleRoot(t)
 	var bad []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p == root {
-				return nil
-			}
-			name := d.Name()
-			if name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		r, _ := filepath.Rel(root, p)
-		bad = append(bad, wideComments(filepath.ToSlash(r), src)...)
+	err := walkModuleGo(root, true, func(rel string, src []byte) error {
+		bad = append(bad, wideComments(rel, src)...)
 		return nil
 	})
 	if err != nil {

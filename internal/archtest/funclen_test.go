@@ -70,12 +70,12 @@ func recvType(e ast.Expr) string {
 	return "?"
 }
 
-// moduleFuncLengths measures every function of the module's non-test Go
-// files under root, whatever their build tags; nested modules (interop/),
-// testdata and hidden directories are not the module's.
-func moduleFuncLengths(root string) ([]funcLen, error) {
-	var all []funcLen
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// walkModuleGo calls f with the slash path (relative to root) and text of
+// every Go file of the module under root (tests only with tests), whatever
+// their build tags; nested modules (interop/), testdata and hidden
+// directories are not the module's.
+func walkModuleGo(root string, tests bool, f func(rel string, src []byte) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func moduleFuncLengths(root string) ([]funcLen, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if !strings.HasSuffix(p, ".go") || !tests && strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
 		src, err := os.ReadFile(p)
@@ -103,12 +103,18 @@ func moduleFuncLengths(root string) ([]funcLen, error) {
 		if err != nil {
 			return err
 		}
-		fl, err := funcLengths(filepath.ToSlash(r), src)
-		if err != nil {
-			return err
-		}
+		return f(filepath.ToSlash(r), src)
+	})
+}
+
+// moduleFuncLengths measures every function of the module's non-test Go
+// files under root (walkModuleGo).
+func moduleFuncLengths(root string) ([]funcLen, error) {
+	var all []funcLen
+	err := walkModuleGo(root, false, func(rel string, src []byte) error {
+		fl, err := funcLengths(rel, src)
 		all = append(all, fl...)
-		return nil
+		return err
 	})
 	sort.SliceStable(all, func(i, j int) bool { return all[i].lines > all[j].lines })
 	return all, err
