@@ -29,10 +29,12 @@ run:
 	$(GO) run ./cmd/redmux-bench
 
 ## test: gofmt check, go vet, and every test with the race detector; then mux's suite again
-## with every client on io_uring (said and skipped where the kernel refuses io_uring; a failure under REDMUX_REQUIRE_IOURING=1, as CI sets) (~15 min)
+## with every client on io_uring (said and skipped where the kernel refuses io_uring; a failure under REDMUX_REQUIRE_IOURING=1, as CI sets);
+## then every benchmark once (-benchtime 1x), so that a benchmark that no longer runs fails here (~15 min)
 test: fmt-check vet
 	$(GO) test -race -shuffle=on -count=1 -timeout 45m $(PKGS)
 	REDMUX_TEST_TRANSPORT=io_uring $(GO) test -race -shuffle=on -count=1 -timeout 10m ./mux
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 10m $(PKGS)
 
 ## install-check: README's Install recipes (replace, workspace; each also for the Prometheus/OTel
 ## adapters, interop/observe), applied as written to a module outside the checkout in a temporary

@@ -231,7 +231,7 @@ func BenchmarkFencing(b *testing.B) {
 			continue
 		}
 		b.Run(cname, func(b *testing.B) {
-			c := newClient(b, start(b), redlock.WithNodeTimeout(time.Second))
+			c := newClient(b, start(b), redlock.WithNodeTimeout(time.Second), redlock.WithTrustNodesAtStart())
 			warm(b, c)
 			ctx := context.Background()
 			for _, mode := range []string{"plain", "fenced"} {
