@@ -76,18 +76,22 @@ func (d *tokenDriver) awaitArrived() {
 		if err := d.set.arrived(d.note); err != nil {
 			return // the set broke: the holder fails every connection
 		}
-		if len(d.pend) == 0 {
-			return
-		}
+		// A turn that began during the look, on any connection, may have
+		// taken bytes from the socket that arrived then no longer saw and
+		// not yet judged them: look again (the turn is then in progress,
+		// or over and its bytes judged).
 		stable := true
-		for _, a := range d.pend {
-			if b, _ := d.set.marks(a.cn); b != a.upTo-1 {
-				stable = false // a turn began during the look: look again
+		for i, cn := range c.conns {
+			if b, _ := d.set.marks(cn); b != d.snap[i] {
+				stable = false
+				break
 			}
 		}
 		if stable {
-			d.strayWaits.Add(1)
-			d.waitTurns()
+			if len(d.pend) > 0 {
+				d.strayWaits.Add(1)
+				d.waitTurns()
+			}
 			return
 		}
 		runtime.Gosched()

@@ -118,6 +118,6 @@ func (s *epollSet) arrived(note func(idx int)) error {
 
 // marks: a connection's own read turns (pconn.readable), which read its
 // socket.
-func (s *epollSet) marks(cn *pconn) (uint32, uint32) {
-	return cn.rd.begun.Load(), cn.rd.ended.Load()
+func (s *epollSet) marks(cn *pconn) (begun, ended uint32) {
+	return marksOf(&cn.rd.begun, &cn.rd.ended)
 }

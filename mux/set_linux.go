@@ -2,6 +2,8 @@
 
 package mux
 
+import "sync/atomic"
+
 // readySet is how a tokenDriver learns what is ready, and its only
 // waiting. Every method but flush and close is called by the token holder
 // only; each handles what became ready (the connections' readable and
@@ -35,6 +37,16 @@ type readySet interface {
 	// turns begun, ended those finished; a turn takes what had arrived
 	// when it began. Any goroutine.
 	marks(cn *pconn) (begun, ended uint32)
+}
+
+// marksOf loads a pair of read marks, ended first: a pair read that way
+// with begun == ended says that no turn was in progress at the second
+// load and every turn begun before it had ended (begun read first could
+// pair a turn's end with the next turn's start, taken in between, and
+// show an idle connection while a turn holds bytes it has not judged).
+func marksOf(begun, ended *atomic.Uint32) (b, e uint32) {
+	e = ended.Load()
+	return begun.Load(), e
 }
 
 // wakeTag marks the eventfd's events.

@@ -202,8 +202,8 @@ func (s *uringSet) reap() int {
 
 // marks: the ring's reaps (a connection's arrivals are read when their
 // completions are reaped), the same for every connection.
-func (s *uringSet) marks(*pconn) (uint32, uint32) {
-	return s.reapBegun.Load(), s.reapEnded.Load()
+func (s *uringSet) marks(*pconn) (begun, ended uint32) {
+	return marksOf(&s.reapBegun, &s.reapEnded)
 }
 
 // arrived: every connection with a receive's completion with data waiting

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,132 @@ func TestStrayWhileTokenHeldIsProtocolError(t *testing.T) {
 	if accepted != 2 {
 		t.Fatalf("%d connections: the stray's must have been replaced, once", accepted)
 	}
+}
+
+// lookRace is a readySet whose first arrived plays a read turn that
+// begins during enter's look and takes the bytes from the socket: the
+// turn's begun mark moves, arrived sees nothing, and the turn ends only
+// when the test says (xe), after it has read what arrived itself.
+type lookRace struct {
+	readySet
+	xb, xe atomic.Uint32 // the played turn's marks, added to the set's
+	took   atomic.Bool
+}
+
+func (s *lookRace) marks(cn *pconn) (begun, ended uint32) {
+	b, e := s.readySet.marks(cn)
+	return b + s.xb.Load(), e + s.xe.Load()
+}
+
+func (s *lookRace) arrived(note func(idx int)) error {
+	if s.took.CompareAndSwap(false, true) {
+		s.xb.Add(1)
+		return nil
+	}
+	return s.readySet.arrived(note)
+}
+
+// TestStrayTakenDuringLook: a read turn that begins during enter's look
+// (after the look took each connection's marks, before arrived asked
+// the socket) can take a stray from the socket, so that arrived no longer
+// sees it, and judge it only after the call queued its slot. The look
+// must see the turn's begun mark move and wait for it, as for a turn in
+// progress. It used to return when arrived found nothing: the call's
+// slot was queued, and the turn gave it the stray as its reply (1 to 3
+// strays in 1,000 of TestStrayWhileIdleRepro under load).
+func TestStrayTakenDuringLook(t *testing.T) {
+	noSweeps(t)
+	mark := make(chan *hconn, 1)
+	h := startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
+			if string(args[0]) == "ECHO" && string(args[1]) == "mark" {
+				select {
+				case mark <- c:
+				default:
+				}
+			}
+			return r
+		}
+	})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
+		cfg.Scripts, cfg.Conns, cfg.Timeout = nil, 1, 5*time.Second
+	})
+	d, ok := c.drv.(*tokenDriver)
+	if !ok {
+		t.Skipf("transport %s has no reader token", c.Transport())
+	}
+	b := c.NewBatch()
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "mark"))
+	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	hc := <-mark
+	for end := time.Now().Add(5 * time.Second); !d.tok.CompareAndSwap(false, true); {
+		if time.Now().After(end) {
+			t.Fatal("the reader token never came free")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	held := true
+	defer func() {
+		if held {
+			d.release()
+		}
+	}()
+	if err := hc.send([]byte("$6\r\nSTRAY!\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(c); {
+		if time.Now().After(end) {
+			t.Fatal("the stray never reached the client")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	race := &lookRace{readySet: d.set}
+	d.set = race // the token's holder's to change; enter's look reads it after the go below
+	waitsBefore := d.strayWaits.Load()
+	cb := c.NewBatch()
+	cb.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), cb, Policy{})
+		done <- err
+	}()
+	cn := c.conns[0]
+	queued := func() bool {
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		return cn.q.n > 0
+	}
+	for end := time.Now().Add(5 * time.Second); !queued() && d.strayWaits.Load() == waitsBefore; {
+		if time.Now().After(end) {
+			t.Fatal("the call neither queued its command nor waited for the turn")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	slotFirst := queued()
+	if !race.took.Load() {
+		t.Fatal("the look never asked what arrived")
+	}
+	// The played turn reads and judges what arrived, and ends.
+	d.after(d.set.poke())
+	race.xe.Add(1)
+	held = false
+	d.release()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never returned")
+	}
+	rep, rerr := cb.Last(0)
+	if err == nil && rerr == nil && string(rep.Data) == "STRAY!" {
+		t.Fatalf("the stray passed for the reply of a call made after it arrived (slot queued first: %v)", slotFirst)
+	}
+	if slotFirst {
+		t.Fatal("the call queued its slot while a turn begun during its look held the stray")
+	}
+	t.Logf("the call's result: %q %v %v", rep.Data, err, rerr)
 }
 
 // TestStrayWhileIdleRepro is the review's repro of R6 (issue 34): a stray
