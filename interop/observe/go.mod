@@ -6,7 +6,7 @@ replace github.com/redmux/redmux => ../..
 
 require (
 	github.com/prometheus/client_golang v1.23.2
-	github.com/redmux/redmux v0.0.0-00010101000000-000000000000
+	github.com/redmux/redmux v0.1.0
 	go.opentelemetry.io/otel v1.41.0
 	go.opentelemetry.io/otel/metric v1.41.0
 	go.opentelemetry.io/otel/sdk/metric v1.41.0
