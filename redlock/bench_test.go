@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -216,8 +217,10 @@ func processCPU() time.Duration {
 // BenchmarkFencing: TryAcquire + Release with and without WithFencing,
 // side by side, on 5 fake nodes in a child process and (when
 // redis-server is installed) on 5 real redis-server processes; one
-// goroutine ("c1") and 64 ("c64", one resource each). Fencing costs one
-// more round trip (the token's write-back) and waits for every node.
+// goroutine ("c1") and 64 ("c64", one resource each). On the real
+// servers it also reports their CPU per pair and node (srv-us/op/node:
+// INFO's used_cpu_user + used_cpu_sys before and after, so the fenced
+// scripts' cost beside the plain SET's; issue 47).
 func BenchmarkFencing(b *testing.B) {
 	clusters := map[string]func(testing.TB) []string{
 		"fake": func(tb testing.TB) []string { return startExternalCluster(tb, 5) },
@@ -231,7 +234,17 @@ func BenchmarkFencing(b *testing.B) {
 			continue
 		}
 		b.Run(cname, func(b *testing.B) {
-			c := newClient(b, start(b), redlock.WithNodeTimeout(time.Second), redlock.WithTrustNodesAtStart())
+			addrs := start(b)
+			c := newClient(b, addrs, redlock.WithNodeTimeout(time.Second), redlock.WithTrustNodesAtStart())
+			srv := func() float64 { return 0 }
+			if cname == "real" {
+				srv = func() float64 { return serversCPU(b, addrs) }
+			}
+			report := func(b *testing.B, cpu0 float64) {
+				if cname == "real" {
+					b.ReportMetric((srv()-cpu0)*1e6/float64(b.N)/float64(len(addrs)), "srv-us/op/node")
+				}
+			}
 			warm(b, c)
 			ctx := context.Background()
 			for _, mode := range []string{"plain", "fenced"} {
@@ -241,6 +254,8 @@ func BenchmarkFencing(b *testing.B) {
 				}
 				b.Run(mode+"/c1", func(b *testing.B) {
 					b.ReportAllocs()
+					cpu0 := srv()
+					defer report(b, cpu0)
 					for i := 0; i < b.N; i++ {
 						l, err := c.TryAcquire(ctx, "bench:fencing", opts...)
 						if err != nil {
@@ -254,6 +269,8 @@ func BenchmarkFencing(b *testing.B) {
 				b.Run(mode+"/c64", func(b *testing.B) {
 					var id atomic.Int64
 					b.ReportAllocs()
+					cpu0 := srv()
+					defer report(b, cpu0)
 					b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
 					b.RunParallel(func(pb *testing.PB) {
 						key := "bench:fencing:" + strconv.FormatInt(id.Add(1), 10)
@@ -318,4 +335,25 @@ func BenchmarkObserver(b *testing.B) {
 		b.ReportMetric(obs, "ns/pair-observed")
 		b.ReportMetric(obs/none, "observed/none")
 	}
+}
+
+// serversCPU is the CPU time (s) the servers at addrs have used: the sum
+// of their INFO used_cpu_user and used_cpu_sys.
+func serversCPU(tb testing.TB, addrs []string) float64 {
+	tb.Helper()
+	var sum float64
+	for _, a := range addrs {
+		r := rawDo(tb, a, "INFO", "cpu")
+		for _, line := range strings.Split(string(r.Data), "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					tb.Fatalf("INFO cpu from %s: %q", a, line)
+				}
+				sum += f
+			}
+		}
+	}
+	return sum
 }
