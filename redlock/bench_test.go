@@ -343,16 +343,13 @@ func serversCPU(tb testing.TB, addrs []string) float64 {
 	tb.Helper()
 	var sum float64
 	for _, a := range addrs {
-		r := rawDo(tb, a, "INFO", "cpu")
-		for _, line := range strings.Split(string(r.Data), "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					tb.Fatalf("INFO cpu from %s: %q", a, line)
-				}
-				sum += f
+		info := string(rawDo(tb, a, "INFO", "cpu").Data)
+		for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
+			f, err := strconv.ParseFloat(strings.TrimSpace(infoField(info, field)), 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu from %s: %s: %v", a, field, err)
 			}
+			sum += f
 		}
 	}
 	return sum

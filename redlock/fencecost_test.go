@@ -1,0 +1,124 @@
+package redlock_test
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/internal/redisproc/redistest"
+	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
+)
+
+// BenchmarkFencedServerCost: what one real redis-server spends on a lock
+// pair (acquire + release), from its INFO cpu before and after
+// (srv-us/op), the pairs sent 64 at a time on one connection as mux's
+// write combining sends them, over 10,000 resources, side by side:
+//   - plain: SET NX PX, then the release script;
+//   - fenced: the fenced acquire script (scripts.AcquireFenced, counter
+//     tagged with the node's run_id, a proposal from the clock), then
+//     the release script;
+//   - zset: a fenced acquire without Lua that redmux does not use, kept
+//     for the design note (docs/FENCING.md, what bounds a fenced pair's
+//     server cost): MULTI, SET NX PX, ZREVRANGE of a sorted-set counter,
+//     ZADD GT of the proposal, EXEC; then the release script.
+func BenchmarkFencedServerCost(b *testing.B) {
+	addr := redistest.Addrs(redistest.StartN(b, 1, redistest.Options{}))[0]
+	for _, mode := range []string{"plain", "fenced", "zset"} {
+		b.Run(mode, func(b *testing.B) {
+			pc := dialPipe(b, addr)
+			defer pc.nc.Close()
+			pc.expectOK("SCRIPT", "LOAD", scripts.AcquireFenced.Text)
+			pc.expectOK("SCRIPT", "LOAD", scripts.Release.Text)
+			tag := "=" + strings.TrimSpace(infoField(string(rawDo(b, addr, "INFO", "server").Data), "run_id"))
+			if len(tag) != 41 {
+				b.Fatalf("run_id %q", tag[1:])
+			}
+			perPair := map[string]int{"plain": 2, "fenced": 2, "zset": 6}[mode]
+			var cmd []byte
+			cpu0 := serversCPU(b, []string{addr})
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 64 {
+				n := min(64, b.N-i)
+				cmd = cmd[:0]
+				for j := 0; j < n; j++ {
+					k, v := "fc:"+strconv.Itoa((i+j)%10000), "v"+strconv.Itoa(i+j)
+					g := strconv.FormatInt(time.Now().UnixMicro()+int64(j), 10)
+					switch mode {
+					case "plain":
+						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
+					case "fenced":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, tag)
+					case "zset":
+						cmd = resp.AppendCommand(cmd, "MULTI")
+						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
+						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fz", "0", "0", "WITHSCORES")
+						cmd = resp.AppendCommand(cmd, "ZADD", k+":fz", "GT", g, tag[1:])
+						cmd = resp.AppendCommand(cmd, "EXEC")
+					}
+				}
+				for j := 0; j < n; j++ {
+					k, v := "fc:"+strconv.Itoa((i+j)%10000), "v"+strconv.Itoa(i+j)
+					cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.Release.SHA, "1", k, v)
+				}
+				pc.roundTrip(cmd, n*perPair)
+			}
+			b.StopTimer()
+			b.ReportMetric((serversCPU(b, []string{addr})-cpu0)*1e6/float64(b.N), "srv-us/op")
+		})
+	}
+}
+
+// pipe is a bare pipelined connection: a write, then its replies read
+// and checked to be no error.
+type pipe struct {
+	tb  testing.TB
+	nc  net.Conn
+	buf []byte
+}
+
+func dialPipe(tb testing.TB, addr string) *pipe {
+	tb.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &pipe{tb: tb, nc: nc, buf: make([]byte, 0, 64<<10)}
+}
+
+func (p *pipe) expectOK(args ...string) { p.roundTrip(resp.AppendCommand(nil, args...), 1) }
+
+// roundTrip writes cmd and reads n replies (10 s at most).
+func (p *pipe) roundTrip(cmd []byte, n int) {
+	_ = p.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := p.nc.Write(cmd); err != nil {
+		p.tb.Fatal(err)
+	}
+	p.buf = p.buf[:0]
+	off := 0
+	for n > 0 {
+		r, m, err := resp.Parse(p.buf[off:])
+		if err == nil {
+			if r.IsError() {
+				p.tb.Fatalf("error reply: %s", r.Data)
+			}
+			off += m
+			n--
+			continue
+		}
+		if !errors.Is(err, resp.ErrIncomplete) {
+			p.tb.Fatal(err)
+		}
+		if len(p.buf) == cap(p.buf) {
+			p.buf = append(p.buf, 0)[:len(p.buf)]
+		}
+		k, err := p.nc.Read(p.buf[len(p.buf):cap(p.buf)])
+		if err != nil {
+			p.tb.Fatal(err)
+		}
+		p.buf = p.buf[:len(p.buf)+k]
+	}
+}
