@@ -11,6 +11,7 @@ import (
 
 	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -241,7 +242,7 @@ func (c *Config) transportName() string {
 func (c *Config) tlsConfig() (*tls.Config, error) {
 	tc := &tls.Config{ServerName: c.SNI, InsecureSkipVerify: c.Insecure}
 	if c.CACert != "" {
-		pool, err := mux.LoadCertPool(c.CACert)
+		pool, err := nodeaddr.LoadCertPool(c.CACert)
 		if err != nil {
 			return nil, fmt.Errorf("-cacert: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/resp"
@@ -54,15 +55,15 @@ type connOpts struct {
 
 // node resolves addr (host:port or a redis:// or rediss:// URL) as mux
 // does, so every strategy reaches a node the same way.
-func (o *connOpts) node(addr string) (mux.NodeAddr, error) {
-	na, err := mux.ParseAddr(addr, mux.Config{Username: o.user, Password: o.password, DB: o.db, TLS: o.tls})
+func (o *connOpts) node(addr string) (nodeaddr.Node, error) {
+	na, err := nodeaddr.Parse(-1, addr, nodeaddr.Defaults{Username: o.user, Password: o.password, DB: o.db, TLS: o.tls})
 	if err == nil && na.Sentinel != nil {
 		// mux asks the sentinels at every dial; a plain connection has a
 		// fixed address
-		return na, fmt.Errorf("node %s: a %s:// node's primary is found by mux at every dial: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, mux.SentinelScheme)
+		return na, fmt.Errorf("node %s: a %s:// node's primary is found by mux at every dial: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, nodeaddr.SentinelScheme)
 	}
 	if err == nil && na.Cluster != nil {
-		return na, fmt.Errorf("node %s: a %s:// node's keys are on the primaries of their slots, which mux routes to: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, mux.ClusterScheme)
+		return na, fmt.Errorf("node %s: a %s:// node's keys are on the primaries of their slots, which mux routes to: measure it with -strategy mux (seq and fanout dial fixed addresses)", na.Display, nodeaddr.ClusterScheme)
 	}
 	return na, err
 }
@@ -73,7 +74,7 @@ func (o *connOpts) node(addr string) (mux.NodeAddr, error) {
 // next use (on the caller's path, as naive clients do).
 type plainConn struct {
 	addr string
-	node mux.NodeAddr // addr resolved; perr if it does not resolve
+	node nodeaddr.Node // addr resolved; perr if it does not resolve
 	perr error
 	opt  *connOpts
 	c    net.Conn
@@ -108,7 +109,7 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 	}
 	nd := &pc.node
 	d := net.Dialer{Timeout: pc.opt.dialTimeout}
-	c, err := d.DialContext(ctx, "tcp", nd.Addr)
+	c, err := d.DialContext(ctx, "tcp", nd.Addr())
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (pc *plainConn) connect(ctx context.Context, setupTimeout time.Duration) er
 	}
 	pc.c = c
 	fc := &firstByteConn{Conn: c}
-	err = mux.Setup(fc, *nd, "", setupScripts, time.Now().Add(setupTimeout))
+	err = nodeaddr.Setup(fc, *nd, "", setupScripts, time.Now().Add(setupTimeout))
 	if err == nil {
 		return nil
 	}
@@ -177,7 +178,13 @@ func isRESPType(b byte) bool {
 
 // setupScripts are the scripts every plain connection loads, the ones
 // redlock's mux client loads.
-var setupScripts = redlock.MuxScripts()
+var setupScripts = func() []nodeaddr.Script {
+	var out []nodeaddr.Script
+	for _, s := range redlock.MuxScripts() {
+		out = append(out, nodeaddr.Script{Text: s.Text, SHA: s.SHA})
+	}
+	return out
+}()
 
 // do writes cmd and reads its reply within the per-node timeout, dialling
 // first if the connection is closed. The reply is valid until the next call.

@@ -22,7 +22,7 @@
 // validity = ttl - elapsed - (ttl*0.01 + 2ms), release on ALL nodes after a
 // failed acquire, compare-and-delete release and compare-and-pexpire extend
 // by EVALSHA with an EVAL fallback on NOSCRIPT), and every connection is set
-// up by mux's own set-up (mux.Setup: AUTH, HELLO, SELECT, CLIENT SETNAME and
+// up by mux's own set-up (nodeaddr.Setup: AUTH, HELLO, SELECT, CLIENT SETNAME and
 // SCRIPT LOAD of redlock.MuxScripts in one write, every reply checked), so
 // that only the transport differs:
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/lockrule"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
 )
@@ -71,10 +72,10 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 	for i := range addrs {
 		if e := m.NodeErr(i); errors.Is(e, mux.ErrAuth) {
 			_ = m.Close()
-			if p.Password == "" && mux.URLPassword(addrs[i]) == "" {
-				return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), errAuthRequired)
+			if p.Password == "" && nodeaddr.URLPassword(addrs[i]) == "" {
+				return nil, fmt.Errorf("node %s: %w", nodeaddr.RedactURL(addrs[i]), errAuthRequired)
 			}
-			return nil, fmt.Errorf("node %s: %w", mux.RedactURL(addrs[i]), errAuth)
+			return nil, fmt.Errorf("node %s: %w", nodeaddr.RedactURL(addrs[i]), errAuth)
 		}
 	}
 	opts := []redlock.Option{
@@ -109,7 +110,7 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 		var b strings.Builder
 		for i := range addrs {
 			if left, ok := q[i]; ok {
-				fmt.Fprintf(&b, "; node %s: %v left", mux.RedactURL(addrs[i]), left.Round(time.Millisecond))
+				fmt.Fprintf(&b, "; node %s: %v left", nodeaddr.RedactURL(addrs[i]), left.Round(time.Millisecond))
 			}
 		}
 		return nil, fmt.Errorf("%d of %d nodes started less than the lock's TTL ago, or their data sets are new to redmux clients (no data-set marker yet: the first use of these nodes): the lock quarantines them (docs/OPERATIONS.md)%s; wait, or pass -fresh-nodes if they hold no lock", len(q), c.N(), b.String())

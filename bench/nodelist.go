@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
 // splitNodes splits a -nodes list into its addresses. A comma separates
@@ -121,7 +121,7 @@ func suspectPort(a string) string {
 }
 
 // shownNode is address a as errors quote it: a URL's user information
-// and query as mux.RedactURL leaves them (password as ***, no query), a
+// and query as nodeaddr.RedactURL leaves them (password as ***, no query), a
 // URL's suspect port (suspectPort) as ***, and the user information of
 // a host:port that has one (no host holds an '@') as ***.
 func shownNode(a string) string {
@@ -135,17 +135,17 @@ func shownNode(a string) string {
 		auth, start, _ := authority(a)
 		host := strings.TrimSuffix(auth, p)
 		host = strings.TrimSuffix(host, ":")
-		return mux.RedactURL(a[:start] + host + ":***" + a[start+len(auth):])
+		return nodeaddr.RedactURL(a[:start] + host + ":***" + a[start+len(auth):])
 	}
-	return mux.RedactURL(a)
+	return nodeaddr.RedactURL(a)
 }
 
 // nodeSecrets returns the texts of address a that may be a password, for
 // scrubbing messages: a URL's password and sentinel_password values
-// (unescaped and as written, mux.URLSecrets), a suspect port
+// (unescaped and as written, nodeaddr.URLSecrets), a suspect port
 // (suspectPort), the user information of a host:port.
 func nodeSecrets(a string) []string {
-	out := mux.URLSecrets(a)
+	out := nodeaddr.URLSecrets(a)
 	if p := suspectPort(a); p != "" {
 		out = append(out, p)
 	}
@@ -164,7 +164,7 @@ func checkNode(a string) error {
 		if suspectPort(a) != "" {
 			return usagef("bad -nodes address %q: the port is not a number (a password goes before an '@': redis://[user]:password@host:port; escape special characters with %%XX)", shownNode(a))
 		}
-		if _, err := mux.ParseAddr(a, mux.Config{}); err != nil {
+		if _, err := nodeaddr.Parse(-1, a, nodeaddr.Defaults{}); err != nil {
 			return usagef("bad -nodes address: %v", err)
 		}
 		return nil

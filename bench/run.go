@@ -19,7 +19,7 @@ import (
 	"github.com/redmux/redmux/bench/internal/hlog"
 	"github.com/redmux/redmux/bench/internal/report"
 	"github.com/redmux/redmux/bench/load"
-	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
 // loadAvg returns the 1-minute load average ("" when unknown).
@@ -387,7 +387,7 @@ func reportConfig(cfg *Config, t *target, p lockParams) report.ReportConfig {
 		Title: cfg.Title, Command: cfg.Command, Target: t.desc, TargetKind: t.kind, Nodes: shownAddrs(t.addrs), TLS: cfg.TLS, Strategies: cfg.Strategies,
 		Workers: cfg.Workers, MuxConns: cfg.Conns, DirectWaitMs: float64(cfg.DirectWait) / 1e6, MuxTransport: cfg.transportName(), DurationS: cfg.Duration.Seconds(), Ops: cfg.Ops, WarmupS: cfg.Warmup.Seconds(),
 		Keys: cfg.Keys, TTLMs: cfg.TTL.Milliseconds(), TimeoutMs: float64(cfg.Timeout) / 1e6, Rate: cfg.Rate,
-		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "" || slices.ContainsFunc(t.addrs, func(a string) bool { return len(mux.URLSecrets(a)) > 0 }), DB: cfg.DB,
+		Loop: "closed", Workload: cfg.Workload, KeysDist: cfg.KeyDist.String(), User: cfg.User, PasswordSet: cfg.Password != "" || slices.ContainsFunc(t.addrs, func(a string) bool { return len(nodeaddr.URLSecrets(a)) > 0 }), DB: cfg.DB,
 		LatencyMs: float64(cfg.Latency) / 1e6, NodeCap: cfg.NodeCap, CapacityRate: cfg.CapacityRate, Percentiles: cfg.Percentiles, DriftFactor: p.DriftFactor, DriftMs: float64(p.DriftFixed) / 1e6,
 	}
 	if cfg.Rate > 0 {
@@ -413,7 +413,7 @@ func reportConfig(cfg *Config, t *target, p lockParams) report.ReportConfig {
 func shownAddrs(addrs []string) []string {
 	out := make([]string, len(addrs))
 	for i, a := range addrs {
-		out[i] = mux.RedactURL(a)
+		out[i] = nodeaddr.RedactURL(a)
 	}
 	return out
 }
@@ -572,7 +572,7 @@ func notReadWhy(c *report.ServerCost, addrs []string) {
 		return
 	}
 	for _, a := range addrs {
-		for _, scheme := range []string{mux.SentinelScheme, mux.ClusterScheme} {
+		for _, scheme := range []string{nodeaddr.SentinelScheme, nodeaddr.ClusterScheme} {
 			if strings.HasPrefix(strings.ToLower(a), scheme+"://") {
 				c.NotRead = "INFO commandstats is not asked through " + scheme + ":// nodes (the primaries that execute the commands are found at run time)"
 				return

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
 // secrets are the passwords no output may show: -password's,
@@ -108,7 +108,7 @@ func commandLine(args []string) string {
 func hideURLPasswords(list string) string {
 	parts := splitNodes(list)
 	for i, a := range parts {
-		parts[i] = mux.HideURLSecrets(a)
+		parts[i] = nodeaddr.HideURLSecrets(a)
 	}
 	for i, a := range parts {
 		// What a malformed address may show of a password (its run

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/resp"
@@ -106,7 +107,7 @@ func startRealLocal(n int, password string, useTLS bool) (*target, error) {
 		cleanup = func() { _ = os.RemoveAll(dir) }
 		files, err := redisproc.WriteCerts(dir, redisproc.CertOptions{})
 		if err == nil {
-			pool, err = mux.LoadCertPool(files.CAFile)
+			pool, err = nodeaddr.LoadCertPool(files.CAFile)
 		}
 		if err != nil {
 			cleanup()
@@ -157,7 +158,7 @@ func startRealLocalShape(n int, shape string, shards int, password string, useTL
 			stops = append(stops, cl.Stop)
 			procs = append(procs, cl.All()...)
 			a := cl.Addrs()
-			u := mux.ClusterScheme + "://" + a[0]
+			u := nodeaddr.ClusterScheme + "://" + a[0]
 			for k, s := range a[1:] {
 				u += map[bool]string{true: "?", false: "&"}[k == 0] + "seed=" + s
 			}
@@ -174,7 +175,7 @@ func startRealLocalShape(n int, shape string, shards int, password string, useTL
 			stops = append(stops, g.Stop)
 			procs = append(procs, g.Data...)
 			s := g.SentinelAddrs()
-			t.addrs = append(t.addrs, mux.SentinelScheme+"://"+s[0]+"?sentinelMasterId="+g.Name+"&sentinel="+s[1]+"&sentinel="+s[2])
+			t.addrs = append(t.addrs, nodeaddr.SentinelScheme+"://"+s[0]+"?sentinelMasterId="+g.Name+"&sentinel="+s[1]+"&sentinel="+s[2])
 		}
 		t.desc = fmt.Sprintf("%d local Sentinel services, one per node (each a primary, a replica and 3 sentinels; started and stopped by redmux-bench)", n)
 	}
@@ -211,17 +212,17 @@ func preflight(ctx context.Context, addrs []string, opt *connOpts) error {
 			// reached through mux (the sentinels, the slot map); the
 			// plain connection's refusal of such a node is no failure here
 			if err := preflightMux(a, opt); err != nil {
-				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, mux.RedactURL(a), secrets{opt.password, mux.URLPassword(a)}.hide(err.Error()))
+				return fmt.Errorf("%w: %s: %s", errNodeUnreachable, nodeaddr.RedactURL(a), secrets{opt.password, nodeaddr.URLPassword(a)}.hide(err.Error()))
 			}
 			continue
 		}
 		if _, err := command(ctx, a, opt, "PING"); err != nil {
-			shown := mux.RedactURL(a)
+			shown := nodeaddr.RedactURL(a)
 			if errors.Is(err, errAuth) || errors.Is(err, errAuthRequired) || errors.Is(err, errServerReply) || errors.Is(err, errNotRedis) {
 				// The node answered: it is reachable, it refused.
 				return fmt.Errorf("node %s: %w", shown, err)
 			}
-			return fmt.Errorf("%w: %s: %s", errNodeUnreachable, shown, secrets{opt.password, mux.URLPassword(a)}.hide(err.Error()))
+			return fmt.Errorf("%w: %s: %s", errNodeUnreachable, shown, secrets{opt.password, nodeaddr.URLPassword(a)}.hide(err.Error()))
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redmux/redmux/bench/load"
 	"github.com/redmux/redmux/internal/lockrule"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/mux"
 )
 
@@ -36,7 +37,7 @@ func checkSweepFlags(c *Config, set map[string]bool) error {
 // An empty -nodes (an unset $NODES in -nodes "$NODES") is refused rather
 // than read as "no -nodes", which would benchmark the embedded fake
 // cluster and exit 0; so is a list in which two entries reach one server
-// (mux.CheckDistinct): a lock's quorum would count it twice.
+// (nodeaddr.CheckDistinct): a lock's quorum would count it twice.
 func parseNodes(c *Config, nodes string, set bool) error {
 	if set && strings.TrimSpace(nodes) == "" {
 		return usagef("-nodes is empty (an unset variable?): give host:port,... or leave -nodes out to run on the embedded fake cluster")
@@ -49,7 +50,7 @@ func parseNodes(c *Config, nodes string, set bool) error {
 			}
 			c.Nodes = append(c.Nodes, a)
 		}
-		if err := mux.CheckDistinct(c.Nodes, mux.Config{}); err != nil {
+		if err := nodeaddr.CheckDistinct(c.Nodes, nodeaddr.Defaults{}); err != nil {
 			return usagef("-nodes: %v", err)
 		}
 	}
@@ -77,7 +78,7 @@ func checkTLS(c *Config, set map[string]bool) error {
 	}
 	for _, a := range c.Nodes {
 		if c.TLS && strings.HasPrefix(a, "redis://") {
-			return usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", mux.RedactURL(a))
+			return usagef("-tls with a redis:// (plaintext) node %s: write rediss://, or host:port", nodeaddr.RedactURL(a))
 		}
 	}
 	return nil
@@ -205,7 +206,7 @@ func parseStrategies(c *Config, strategy string) error {
 		routed = "-shape " + c.Shape
 	}
 	for _, a := range c.Nodes {
-		for _, scheme := range []string{mux.SentinelScheme, mux.ClusterScheme} {
+		for _, scheme := range []string{nodeaddr.SentinelScheme, nodeaddr.ClusterScheme} {
 			if routed == "" && strings.HasPrefix(strings.ToLower(a), scheme+"://") {
 				routed = "a " + scheme + ":// node"
 			}

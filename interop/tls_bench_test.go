@@ -15,7 +15,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	goredislib "github.com/redis/go-redis/v9"
-
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/mux"
@@ -34,7 +34,7 @@ import (
 //	cd interop && go test -run '^$' -bench LockTLS -benchtime 5s
 func BenchmarkLockTLS(b *testing.B) {
 	files := redistest.Certs(b, redisproc.CertOptions{})
-	pool, err := mux.LoadCertPool(files.CAFile)
+	pool, err := nodeaddr.LoadCertPool(files.CAFile)
 	if err != nil {
 		b.Fatal(err)
 	}

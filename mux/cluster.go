@@ -16,7 +16,7 @@ import (
 )
 
 // This file holds what a Redis Cluster node (a redis-cluster:// URL,
-// cluster_url.go) adds: the slot map, asked of the members in the
+// internal/nodeaddr/cluster.go) adds: the slot map, asked of the members in the
 // background (New and the node's supervisor, never a caller); one set of
 // connections per shard primary, Config.Conns each, made at New for
 // MaxClusterShards shards and dialled only while a shard holds slots; a

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
@@ -36,7 +37,7 @@ func clusterDo(c *Client, b *Batch, key string, args ...string) (resp.Reply, boo
 // redirected one) and the slot map moves the slot.
 func TestRedisClusterRESP3(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
-	u := ClusterScheme + "://" + cl.Primaries[0].Addr + "?seed=" + cl.Primaries[1].Addr + "&seed=" + cl.Primaries[2].Addr
+	u := nodeaddr.ClusterScheme + "://" + cl.Primaries[0].Addr + "?seed=" + cl.Primaries[1].Addr + "&seed=" + cl.Primaries[2].Addr
 	for _, tc := range []struct {
 		name, addr string
 		resp3      bool

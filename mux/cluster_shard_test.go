@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
 // A Redis Cluster node whose first-listed shard primary is dead (refuses)
@@ -42,7 +43,7 @@ func testClusterDeadShard(t *testing.T, fault string, atNew bool) {
 	}
 	a := cl.Addrs()
 	c, err := New(Config{
-		Addrs:        []string{ClusterScheme + "://" + a[0] + "?seed=" + a[1]},
+		Addrs:        []string{nodeaddr.ClusterScheme + "://" + a[0] + "?seed=" + a[1]},
 		DialTimeout:  300 * time.Millisecond,
 		Timeout:      300 * time.Millisecond,
 		ReconnectMin: 10 * time.Millisecond,

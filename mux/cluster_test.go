@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
@@ -36,45 +37,9 @@ func TestKeySlot(t *testing.T) {
 	}
 }
 
-func TestClusterURL(t *testing.T) {
-	ok := map[string]string{
-		"redis-cluster://127.0.0.1:7000":                              "redis-cluster://127.0.0.1:7000",
-		"redis-cluster://u:secret@127.0.0.1:7000?seed=127.0.0.1:7001": "redis-cluster://u:***@127.0.0.1:7000?seed=127.0.0.1:7001",
-		"redis-cluster://h1?seed=h2:7001&seed=h3&protocol=3":          "redis-cluster://h1:6379?seed=h2:7001&seed=h3:6379",
-		"redis-cluster://:pw@[::1]:7000/0?client_name=x":              "redis-cluster://:***@[::1]:7000",
-		"redis-cluster://127.0.0.1:7000?db=0":                         "redis-cluster://127.0.0.1:7000",
-	}
-	for in, display := range ok {
-		na, err := ParseAddr(in, Config{})
-		if err != nil {
-			t.Errorf("%s: %v", in, err)
-			continue
-		}
-		if na.Cluster == nil || na.Addr != "" || na.Display != display {
-			t.Errorf("%s: got %+v, display %q, want %q", in, na, na.Display, display)
-		}
-	}
-	bad := map[string]string{
-		"redis-cluster://h1,h2":                      "one member in the host part",
-		"redis-cluster://h1/2":                       "one database",
-		"redis-cluster://h1?db=3":                    "one database",
-		"redis-cluster://h1?seed=h1":                 "given twice",
-		"redis-cluster://h1?seed=h2:x":               "bad port",
-		"redis-cluster://h1?cacert=/x":               "plaintext",
-		"redis-cluster://h1?sentinelMasterId=m":      "unknown option",
-		"redis-cluster://user@h1":                    "user without password",
-		"redis-cluster://u:hunter2@h1?protocol=4":    "protocol",
-		"redis-cluster://u:hunter2@h1?seed=h1:99999": "bad port",
-	}
-	for in, want := range bad {
-		_, err := ParseAddr(in, Config{})
-		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err %v, want %q", in, err, want)
-		}
-		if err != nil && strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%s: the password is in the error: %v", in, err)
-		}
-	}
+// TestClusterURLTLS: New refuses a cluster node beside Config.TLS
+// (internal/nodeaddr's TestClusterURL parses the URLs).
+func TestClusterURLTLS(t *testing.T) {
 	if _, err := New(Config{Addrs: []string{"redis-cluster://127.0.0.1:7000"}, TLS: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "plaintext") {
 		t.Errorf("Config.TLS with a cluster node: %v", err)
 	}
@@ -166,7 +131,7 @@ func TestParseSlotMaps(t *testing.T) {
 // clusterClient makes a client of one cluster node on cl.
 func clusterClient(t *testing.T, cl *redisproc.Cluster, cfg Config) *Client {
 	t.Helper()
-	u := ClusterScheme + "://" + cl.Primaries[0].Addr
+	u := nodeaddr.ClusterScheme + "://" + cl.Primaries[0].Addr
 	for _, s := range cl.Addrs()[1:] {
 		if strings.Contains(u, "?") {
 			u += "&seed=" + s
@@ -387,7 +352,7 @@ func TestRedisClusterFailover(t *testing.T) {
 // never the password.
 func TestClusterBadSeeds(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{Password: "hunter2"})
-	c, err := New(Config{Addrs: []string{ClusterScheme + "://:hunter2@" + s.Addr + "?seed=127.0.0.1:1"}, DialTimeout: time.Second})
+	c, err := New(Config{Addrs: []string{nodeaddr.ClusterScheme + "://:hunter2@" + s.Addr + "?seed=127.0.0.1:1"}, DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

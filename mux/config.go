@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -31,7 +32,7 @@ type Config struct {
 	// and win over the fields below; see the package documentation
 	// ("Node URLs and TLS") for the options. Errors, NodeError.Addr and
 	// Client.Addrs show a URL's password as ***. Each server once: New
-	// refuses two entries that reach one server (CheckDistinct).
+	// refuses two entries that reach one server.
 	Addrs          []string
 	Conns          int           // connections per node, shared by every caller; default 1, at most 64
 	DialTimeout    time.Duration // connect + set-up pipeline; default 1s
@@ -248,19 +249,21 @@ func resolve(cfg Config) (*resolved, error) {
 	// Addresses last: a URL's values default to the fields checked above.
 	// r.Addrs become the printable forms (a URL's password as ***).
 	r.Addrs = make([]string, n)
+	parsed := make([]nodeaddr.Node, 0, n)
 	for i, a := range cfg.Addrs {
-		ns, err := parseAddr(i, a, &r.Config)
+		na, err := nodeaddr.Parse(i, a, r.defaults())
 		if err != nil {
 			return nil, err
 		}
-		if strings.ContainsAny(ns.clientName, " \r\n") {
-			return nil, fmt.Errorf("%w: address %d: client_name %q has spaces or newlines", ErrConfig, i, ns.clientName)
+		if strings.ContainsAny(na.ClientName, " \r\n") {
+			return nil, fmt.Errorf("%w: address %d: client_name %q has spaces or newlines", ErrConfig, i, na.ClientName)
 		}
-		r.nodes = append(r.nodes, ns)
-		r.Addrs[i] = ns.display
-		r.tls = r.tls || ns.tls != nil
+		parsed = append(parsed, na)
+		r.nodes = append(r.nodes, specOf(&na))
+		r.Addrs[i] = na.Display
+		r.tls = r.tls || na.TLS != nil
 	}
-	if err := distinct(r.nodes); err != nil {
+	if err := nodeaddr.Distinct(parsed); err != nil {
 		return nil, err
 	}
 	r.Scripts = append([]Script(nil), cfg.Scripts...)

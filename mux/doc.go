@@ -140,10 +140,9 @@
 // certificate for mutual TLS), sni (the server name to send and verify),
 // insecure or skip_verify (true: do not verify the server's certificate),
 // min_version (1.2 or 1.3). Errors about a URL, NodeError.Addr and
-// Client.Addrs show its password as *** (RedactURL); URLSecrets and
-// HideURLSecrets find every password a URL holds (sentinel_password
-// included) for texts of the caller's own; ParseAddr resolves an
-// address the way New does, for code that reaches the same nodes otherwise.
+// Client.Addrs show its password as ***. (The parser is the module's
+// internal/nodeaddr, which redmux-bench shares to reach the same nodes on
+// connections of its own and to keep passwords out of what it records.)
 //
 // Config.TLS (a *tls.Config) connects every node over TLS (a redis:// URL
 // beside it is a config error, not a silent plaintext node); without it, a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
 // Errors a node's result can carry, and the errors Do and New return
@@ -23,8 +25,10 @@ var (
 	// neither a success nor a failure in the Outcome; it is counted in
 	// Pending, and its replies are read and dropped when they come.
 	ErrPending = errors.New("mux: reply not awaited (outcome decided early)")
-	// ErrConfig is wrapped by every error New returns for a bad Config.
-	ErrConfig = errors.New("mux: bad config")
+	// ErrConfig is wrapped by every error New returns for a bad Config
+	// (its text is "mux: bad config"; the address parser mux shares
+	// with redmux-bench wraps it too).
+	ErrConfig = nodeaddr.ErrConfig
 	// ErrAuth is wrapped by the node error of a connection whose set-up
 	// failed authentication (a wrong password or user, or NOAUTH because no
 	// password was configured: the error then says that the node requires a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -58,7 +59,7 @@ func testRedirectBounded(t *testing.T, cfg Config, n, size int) {
 		}
 	})
 	slotsReply = slotsOf(t, src.addr(), stall.addr())
-	cfg.Addrs = []string{ClusterScheme + "://" + src.addr() + "?seed=" + stall.addr()}
+	cfg.Addrs = []string{nodeaddr.ClusterScheme + "://" + src.addr() + "?seed=" + stall.addr()}
 	cfg.Timeout = time.Second
 	cfg.HardTimeout = time.Hour // the stalled connection is not closed under the check
 	c, err := New(cfg)

@@ -15,7 +15,7 @@ import (
 )
 
 // This file holds what a Sentinel-managed node (a redis-sentinel:// URL,
-// sentinel_url.go) adds to a dial: the sentinels are asked which process
+// internal/nodeaddr/sentinel.go) adds to a dial: the sentinels are asked which process
 // is the primary, that process is dialled and must answer ROLE "master"
 // in its set-up pipeline. It runs only where mux dials (New and the
 // supervisor), never on a caller's path; the watcher (watchSentinel)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/resp"
 )
@@ -22,7 +23,7 @@ func sentinelURL(g *redisproc.SentinelGroup, userinfo string, sentinels []string
 	if sentinels == nil {
 		sentinels = g.SentinelAddrs()
 	}
-	u := SentinelScheme + "://" + userinfo + sentinels[0] + "?sentinelMasterId=" + g.Name
+	u := nodeaddr.SentinelScheme + "://" + userinfo + sentinels[0] + "?sentinelMasterId=" + g.Name
 	for _, s := range sentinels[1:] {
 		u += "&sentinel=" + s
 	}

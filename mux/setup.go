@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -184,22 +185,23 @@ func checkStep(s setupStep, rep resp.Reply, password string, secrets []string) e
 	return nil
 }
 
-// Setup runs a node's connection set-up on nc exactly as New's connections
-// run it: AUTH (a's user and password), HELLO 3 (a.RESP3), SELECT (a.DB),
-// CLIENT SETNAME (name, or DefaultClientName when empty) and SCRIPT LOAD of
-// every script, written in one go; every reply is checked (a script's SHA
-// too) and a byte past the last reply is an error. It is for code that
-// reaches the same nodes on connections of its own (redmux-bench's seq and
-// fanout strategies), so that they are set up as mux's. A refused
-// authentication wraps ErrAuth; no error contains the password. nc's
-// deadlines are left set to deadline.
-func Setup(nc net.Conn, a NodeAddr, name string, scripts []Script, deadline time.Time) error {
+// setupConn runs a node's connection set-up on nc exactly as New's
+// connections run it (nodeaddr.Setup, which it is, says what for): AUTH
+// (na's user and password), HELLO 3 (na.RESP3), SELECT (na.DB), CLIENT
+// SETNAME (name, or DefaultClientName when empty) and SCRIPT LOAD of every
+// script, written in one go; every reply is checked (a script's SHA too)
+// and a byte past the last reply is an error. A refused authentication
+// wraps ErrAuth; no error contains the password. nc's deadlines are left
+// set to deadline.
+func setupConn(nc net.Conn, na nodeaddr.Node, name string, scripts []nodeaddr.Script, deadline time.Time) error {
 	if name == "" {
 		name = DefaultClientName
 	}
 	r := &resolved{
-		Config: Config{Scripts: scripts},
-		nodes:  []nodeSpec{{username: a.Username, password: a.Password, db: a.DB, resp3: a.RESP3, clientName: name}},
+		nodes: []nodeSpec{{username: na.Username, password: na.Password, db: na.DB, resp3: na.RESP3, clientName: name}},
+	}
+	for _, s := range scripts {
+		r.Scripts = append(r.Scripts, Script{Text: s.Text, SHA: s.SHA})
 	}
 	rest, err := runSetup(netRW{nc}, r, 0, 0, deadline)
 	// Complete push frames after the set-up were read and dropped here; an
@@ -213,3 +215,7 @@ func Setup(nc net.Conn, a NodeAddr, name string, scripts []Script, deadline time
 	}
 	return err
 }
+
+// The set-up reaches redmux-bench through internal/nodeaddr, which mux
+// imports: one implementation, not in mux's exported API.
+func init() { nodeaddr.Setup = setupConn }

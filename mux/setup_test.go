@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/internal/nodeaddr"
 )
 
-// Setup runs New's set-up on a connection of the caller's: with the right
+// nodeaddr.Setup (setupConn) runs New's set-up on a connection of the
+// caller's: with the right
 // password the scripts are loaded and the db selected; a wrong one is
 // ErrAuth without the password; a server that answers more than was asked
 // is refused.
@@ -29,8 +31,8 @@ func TestSetupOnOwnConnection(t *testing.T) {
 	deadline := func() time.Time { return time.Now().Add(5 * time.Second) }
 
 	c := dial()
-	a := NodeAddr{Addr: cl.Addrs()[0], Password: pw, DB: 3}
-	if err := Setup(c, a, "", []Script{script}, deadline()); err != nil {
+	a := nodeaddr.Node{Password: pw, DB: 3}
+	if err := nodeaddr.Setup(c, a, "", []nodeaddr.Script{{Text: script.Text, SHA: script.SHA}}, deadline()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
 	_ = c.SetDeadline(deadline())
@@ -54,12 +56,12 @@ func TestSetupOnOwnConnection(t *testing.T) {
 	}
 
 	a.Password = "not-" + pw
-	err := Setup(dial(), a, "", nil, deadline())
+	err := nodeaddr.Setup(dial(), a, "", nil, deadline())
 	if !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), pw) {
 		t.Fatalf("wrong password: %v, want ErrAuth without the password", err)
 	}
 	a.Password = ""
-	if err := Setup(dial(), a, "", nil, deadline()); !errors.Is(err, ErrAuth) {
+	if err := nodeaddr.Setup(dial(), a, "", nil, deadline()); !errors.Is(err, ErrAuth) {
 		t.Fatalf("no password: %v, want ErrAuth (NOAUTH)", err)
 	}
 }
@@ -90,7 +92,7 @@ func TestSetupRefusesStrayReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	err = Setup(c, NodeAddr{Addr: ln.Addr().String()}, "", nil, time.Now().Add(5*time.Second))
+	err = nodeaddr.Setup(c, nodeaddr.Node{}, "", nil, time.Now().Add(5*time.Second))
 	if err == nil {
 		t.Fatal("a stray reply after the set-up was accepted")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/resp"
 )
 
@@ -37,7 +38,7 @@ func TestSlotMapObeysMaxReplyBytes(t *testing.T) {
 		max int
 		up  bool
 	}{{8 << 20, true}, {1 << 20, false}} {
-		c, err := New(Config{Addrs: []string{ClusterScheme + "://" + a.addr() + "?seed=" + b.addr()},
+		c, err := New(Config{Addrs: []string{nodeaddr.ClusterScheme + "://" + a.addr() + "?seed=" + b.addr()},
 			MaxReplyBytes: tc.max, DialTimeout: 10 * time.Second, ReconnectMin: time.Hour, ReconnectMax: time.Hour})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/resp"
@@ -24,7 +25,7 @@ import (
 
 func tlsConfig(t testing.TB, files *redisproc.TLS) *tls.Config {
 	t.Helper()
-	pool, err := LoadCertPool(files.CAFile)
+	pool, err := nodeaddr.LoadCertPool(files.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
+	"github.com/stretchr/testify/require"
 )
 
 // A key whose slot moves to another shard keeps its remaining TTL in
@@ -33,7 +33,7 @@ func TestClusterMoveKeepsValidity(t *testing.T) {
 		cl.Nodes[1].StepClock(500*time.Microsecond, 0) // before any key
 		groups = append(groups, cl)
 		a := cl.Addrs()
-		addrs = append(addrs, mux.ClusterScheme+"://"+a[0]+"?seed="+a[1])
+		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1])
 	}
 	c := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithDriftFactor(0), redlock.WithFixedDrift(0),
 		redlock.WithTrustNodesAtStart())

@@ -10,18 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock"
+	"github.com/stretchr/testify/require"
 )
 
 // clusterURL is cl as one Redlock node: a redis-cluster:// URL with every
 // primary as a seed.
 func clusterURL(cl *redisproc.Cluster) string {
-	u := mux.ClusterScheme + "://" + cl.Primaries[0].Addr
+	u := nodeaddr.ClusterScheme + "://" + cl.Primaries[0].Addr
 	for k, a := range cl.Addrs()[1:] {
 		sep := "&"
 		if k == 0 {

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/redmux/redmux/fakeserver"
-	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/redlock/internal/checker"
+	"github.com/stretchr/testify/require"
 )
 
 // clusterChaos is the fault injector of a run on Redis Cluster nodes: its
@@ -81,7 +80,7 @@ func TestSafetyClusterRestarts(t *testing.T) {
 		groups = append(groups, cl)
 		all.Nodes = append(all.Nodes, cl.Nodes...)
 		a := cl.Addrs()
-		addrs = append(addrs, mux.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
+		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
 	}
 	prof := restartProfile(safetyTTL)
 	prof.MaxImpaired = 2

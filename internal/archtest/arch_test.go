@@ -36,10 +36,12 @@ const module = "github.com/redmux/redmux"
 // beside bench; bench/load, bench's load generator, sits below bench and
 // above redlock (it imports no module package); bench's internal packages
 // (bench/internal/...) sit between bench/load and bench; mux/internal/poll,
-// mux's kernel layer, sits below mux (it imports no module package).
+// mux's kernel layer, sits below mux (it imports no module package), and
+// so does internal/nodeaddr, the node-address parser mux shares with bench.
 var level = map[string]int{
 	"resp":                     0,
 	"mux/internal/poll":        5,
+	"internal/nodeaddr":        5,
 	"mux":                      10,
 	"internal/lockcmd":         15,
 	"internal/lockrule":        15,
@@ -69,10 +71,10 @@ var side = map[string][]string{
 }
 
 // stdOnly may import the standard library only.
-var stdOnly = []string{"resp", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc", "bench/internal/format"}
+var stdOnly = []string{"resp", "internal/nodeaddr", "internal/lockrule", "redlock/scripts", "redlock/internal/hook", "redlock/internal/mutants", "internal/redisproc", "bench/internal/format"}
 
 // clientCode is what fakeserver must never reach, directly or not.
-var clientCode = []string{"resp", "mux", "internal/lockcmd", "internal/lockrule", "redlock", "bench"}
+var clientCode = []string{"resp", "mux", "internal/nodeaddr", "internal/lockcmd", "internal/lockrule", "redlock", "bench"}
 
 // cmdMay is all the module code a cmd/* main may import.
 var cmdMay = []string{"bench", "fakeserver"}

@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"crypto/tls"
@@ -13,7 +13,7 @@ import (
 // the printed form (no password of either kind), and errors that name the
 // address's index and cause and print no password.
 func TestSentinelURL(t *testing.T) {
-	base := Config{Username: "u0", Password: "p0", DB: 1, ClientName: "base"}
+	base := Defaults{Username: "u0", Password: "p0", DB: 1, ClientName: "base"}
 	good := []struct {
 		addr          string
 		sentinels     []string
@@ -41,29 +41,29 @@ func TestSentinelURL(t *testing.T) {
 			display: "redis-sentinel://alice:***@s1:5000?sentinelMasterId=m"},
 	}
 	for _, c := range good {
-		ns, err := parseAddr(3, c.addr, &base)
+		ns, err := Parse(3, c.addr, base)
 		if err != nil {
 			t.Errorf("%s: %v", c.addr, err)
 			continue
 		}
-		ss := ns.sentinel
+		ss := ns.Sentinel
 		if ss == nil {
 			t.Errorf("%s: not a sentinel node", c.addr)
 			continue
 		}
-		if !slices.Equal(ss.addrs, c.sentinels) || ss.master != c.master || ss.username != c.suser || ss.password != c.spass ||
-			ns.username != c.user || ns.password != c.pass || ns.db != c.db || ns.resp3 != c.resp3 || ns.clientName != c.name ||
-			ns.display != c.display || ns.host != "" || ns.tls != nil {
+		if !slices.Equal(ss.Sentinels, c.sentinels) || ss.MasterName != c.master || ss.Username != c.suser || ss.Password != c.spass ||
+			ns.Username != c.user || ns.Password != c.pass || ns.DB != c.db || ns.RESP3 != c.resp3 || ns.ClientName != c.name ||
+			ns.Display != c.display || ns.Host != "" || ns.TLS != nil {
 			t.Errorf("%s: got %+v, sentinels %+v", c.addr, ns, ss)
 		}
-		if strings.Contains(ns.display, "secret") || strings.Contains(ns.display, "sp") && c.spass != "" && strings.Contains(ns.display, c.spass) {
-			t.Errorf("%s: display %q shows a password", c.addr, ns.display)
+		if strings.Contains(ns.Display, "secret") || strings.Contains(ns.Display, "sp") && c.spass != "" && strings.Contains(ns.Display, c.spass) {
+			t.Errorf("%s: display %q shows a password", c.addr, ns.Display)
 		}
 	}
-	na, err := ParseAddr(good[1].addr, Config{})
-	if err != nil || na.Addr != "" || na.Sentinel == nil || na.Sentinel.MasterName != "m" || len(na.Sentinel.Sentinels) != 3 ||
+	na, err := Parse(-1, good[1].addr, Defaults{})
+	if err != nil || na.Addr() != "" || na.Sentinel == nil || na.Sentinel.MasterName != "m" || len(na.Sentinel.Sentinels) != 3 ||
 		na.Sentinel.Password != "sp-secret" || na.Password != "pw-secret" {
-		t.Errorf("ParseAddr: %+v %+v %v", na, na.Sentinel, err)
+		t.Errorf("Parse: %+v %+v %v", na, na.Sentinel, err)
 	}
 
 	bad := []struct{ addr, want string }{
@@ -84,7 +84,7 @@ func TestSentinelURL(t *testing.T) {
 		{"redis-sentinel://s1?sentinelMasterId=m%20x%0A", "spaces or newlines"},
 	}
 	for _, c := range bad {
-		_, err := parseAddr(3, c.addr, &base)
+		_, err := Parse(3, c.addr, base)
 		if err == nil {
 			t.Errorf("%s: accepted", c.addr)
 			continue
@@ -99,11 +99,7 @@ func TestSentinelURL(t *testing.T) {
 	}
 	withTLS := base
 	withTLS.TLS = &tls.Config{}
-	if _, err := parseAddr(0, "redis-sentinel://s1?sentinelMasterId=m", &withTLS); err == nil || !strings.Contains(err.Error(), "Config.TLS") {
+	if _, err := Parse(0, "redis-sentinel://s1?sentinelMasterId=m", withTLS); err == nil || !strings.Contains(err.Error(), "Config.TLS") {
 		t.Errorf("Config.TLS with a sentinel node: %v", err)
-	}
-	// New refuses the same, before dialling anything
-	if _, err := New(Config{Addrs: []string{"redis-sentinel://:pw-secret@s1?sentinelMasterId=m&bogus=1"}}); !errors.Is(err, ErrConfig) || strings.Contains(err.Error(), "secret") {
-		t.Errorf("New: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"net/url"
@@ -23,21 +23,16 @@ const ClusterScheme = "redis-cluster"
 // protocol and client_name.
 var clusterOptions = []string{"seed"}
 
-// clusterSpec is a Redis Cluster node: the members asked for the slot map.
-type clusterSpec struct {
-	seeds []string // host:port, in the URL's order
-}
-
-// ClusterAddr is a Redis Cluster node as ParseAddr resolves it: the
-// members to ask for the slot map (mux asks them at New and whenever a
-// reply or a broken connection says the map moved).
-type ClusterAddr struct {
-	Seeds []string // host:port
+// Cluster is a Redis Cluster node: the members to ask for the slot map
+// (mux asks them at New and whenever a reply or a broken connection says
+// the map moved).
+type Cluster struct {
+	Seeds []string // host:port, in the URL's order
 }
 
 // parseCluster fills ns, a redis-cluster:// node, from u (its password
 // already checked) and returns it.
-func (e addrErr) parseCluster(ns nodeSpec, u *url.URL, cfg *Config) (nodeSpec, error) {
+func (e addrErr) parseCluster(ns Node, u *url.URL, cfg *Defaults) (Node, error) {
 	if u.Opaque != "" {
 		return ns, e.bad("want %s://host:port[?seed=host:port]", ClusterScheme)
 	}
@@ -73,16 +68,16 @@ func (e addrErr) parseCluster(ns nodeSpec, u *url.URL, cfg *Config) (nodeSpec, e
 	if err != nil {
 		return ns, e.bad("member %q: %v", u.Host, err)
 	}
-	cs := &clusterSpec{seeds: []string{first}}
+	cs := &Cluster{Seeds: []string{first}}
 	for _, s := range q["seed"] {
 		hp, err := hostPortDefault(s, DefaultPort)
 		if err != nil {
 			return ns, e.bad("seed %q: %v", s, err)
 		}
-		if slices.Contains(cs.seeds, hp) {
+		if slices.Contains(cs.Seeds, hp) {
 			return ns, e.bad("seed %s given twice", hp)
 		}
-		cs.seeds = append(cs.seeds, hp)
+		cs.Seeds = append(cs.Seeds, hp)
 	}
 	if err := e.userinfo(u, ClusterScheme, &ns); err != nil {
 		return ns, err
@@ -100,23 +95,23 @@ func (e addrErr) parseCluster(ns nodeSpec, u *url.URL, cfg *Config) (nodeSpec, e
 	if _, err := e.options(&rest, &ns); err != nil {
 		return ns, err
 	}
-	ns.db = 0
-	ns.cluster = cs
-	ns.host, ns.port = "", 0 // each shard's, from the slot map
-	ns.display = clusterDisplay(u, cs)
+	ns.DB = 0
+	ns.Cluster = cs
+	ns.Host, ns.Port = "", 0 // each shard's, from the slot map
+	ns.Display = clusterDisplay(u, cs)
 	return ns, nil
 }
 
 // clusterDisplay is a cluster node's printable address: its user
 // (password as ***) and its seeds.
-func clusterDisplay(u *url.URL, cs *clusterSpec) string {
+func clusterDisplay(u *url.URL, cs *Cluster) string {
 	var b strings.Builder
 	b.WriteString(ClusterScheme + "://")
 	if u.User != nil {
 		b.WriteString(u.User.Username() + ":***@")
 	}
-	b.WriteString(cs.seeds[0])
-	for k, a := range cs.seeds[1:] {
+	b.WriteString(cs.Seeds[0])
+	for k, a := range cs.Seeds[1:] {
 		if k == 0 {
 			b.WriteString("?seed=" + a)
 		} else {

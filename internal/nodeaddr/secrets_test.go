@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"slices"
@@ -37,11 +37,11 @@ func TestURLSecrets(t *testing.T) {
 		if got := HideURLSecrets(tc.addr); got != tc.hidden {
 			t.Errorf("HideURLSecrets(%q) = %q, want %q", tc.addr, got, tc.hidden)
 		}
-		// nothing New says of the URL holds a password either
-		_, err := ParseAddr(tc.addr, Config{})
+		// nothing Parse says of the URL holds a password either
+		_, err := Parse(-1, tc.addr, Defaults{})
 		for _, p := range []string{"nodepw", "ssw0rd", "Tr0@horse"} {
 			if err != nil && strings.Contains(err.Error(), p) {
-				t.Errorf("ParseAddr(%q): the password is in the error: %v", tc.addr, err)
+				t.Errorf("Parse(%q): the password is in the error: %v", tc.addr, err)
 			}
 			if strings.Contains(RedactURL(tc.addr), p) {
 				t.Errorf("RedactURL(%q) = %q", tc.addr, RedactURL(tc.addr))

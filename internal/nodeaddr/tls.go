@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-// This file holds a rediss:// node's TLS options (url.go parses the rest
+// This file holds a rediss:// node's TLS options (nodeaddr.go parses the rest
 // of a node's URL).
 
 // urlTLSOptions are the query options that only rediss:// takes.

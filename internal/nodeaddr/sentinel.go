@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"net"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 )
 
 // SentinelScheme is the URL scheme of a Sentinel-managed node (lettuce's):
@@ -27,20 +26,9 @@ const DefaultSentinelPort = 26379
 // SentinelPassword).
 var sentinelOptions = []string{"sentinelMasterId", "sentinel", "sentinel_username", "sentinel_password"}
 
-// sentinelSpec is a Sentinel-managed node: the sentinels to ask, the
-// service's name and the sentinels' credentials (the node's own are in
-// its nodeSpec and apply to the primary).
-type sentinelSpec struct {
-	master             string
-	addrs              []string // host:port of every sentinel, in the URL's order
-	username, password string
-	secrets            []string     // the node's and the sentinels' passwords (cleanText)
-	first              atomic.Int32 // the sentinel asked first: the last whose primary was set up
-}
-
 // parseSentinel fills ns, a redis-sentinel:// node, from u (the URL a,
 // parsed; its password already checked) and returns it.
-func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (nodeSpec, error) {
+func (e addrErr) parseSentinel(ns Node, u *url.URL, a string, cfg *Defaults) (Node, error) {
 	if u.Opaque != "" {
 		return ns, e.bad("want %s://host:port?sentinelMasterId=name", SentinelScheme)
 	}
@@ -55,7 +43,7 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 		// its text could quote part of sentinel_password
 		return ns, e.bad("malformed query (escape special characters of option values with %%XX)")
 	}
-	ss := &sentinelSpec{master: q.Get("sentinelMasterId")}
+	ss := &Sentinel{MasterName: q.Get("sentinelMasterId")}
 	for k, v := range q {
 		known := slices.Contains(sentinelOptions, k) || slices.Contains(urlOptions, k)
 		if !known {
@@ -68,32 +56,32 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 			return ns, e.bad("option %q given twice", k)
 		}
 	}
-	if ss.master == "" {
+	if ss.MasterName == "" {
 		return ns, e.bad("no master name: add ?sentinelMasterId=NAME (the name the sentinels monitor)")
 	}
-	if strings.ContainsAny(ss.master, " \r\n") {
-		return ns, e.bad("sentinelMasterId %q has spaces or newlines", ss.master)
+	if strings.ContainsAny(ss.MasterName, " \r\n") {
+		return ns, e.bad("sentinelMasterId %q has spaces or newlines", ss.MasterName)
 	}
 	first, err := hostPortDefault(u.Host, DefaultSentinelPort)
 	if err != nil {
 		return ns, e.bad("sentinel %q: %v", u.Host, err)
 	}
-	ss.addrs = append(ss.addrs, first)
+	ss.Sentinels = append(ss.Sentinels, first)
 	for _, s := range q["sentinel"] {
 		hp, err := hostPortDefault(s, DefaultSentinelPort)
 		if err != nil {
 			return ns, e.bad("sentinel %q: %v", s, err)
 		}
-		if slices.Contains(ss.addrs, hp) {
+		if slices.Contains(ss.Sentinels, hp) {
 			return ns, e.bad("sentinel %s given twice", hp)
 		}
-		ss.addrs = append(ss.addrs, hp)
+		ss.Sentinels = append(ss.Sentinels, hp)
 	}
-	ss.username, ss.password = q.Get("sentinel_username"), q.Get("sentinel_password")
-	if q.Has("sentinel_password") && ss.password == "" {
+	ss.Username, ss.Password = q.Get("sentinel_username"), q.Get("sentinel_password")
+	if q.Has("sentinel_password") && ss.Password == "" {
 		return ns, e.bad("empty sentinel_password")
 	}
-	if ss.username != "" && ss.password == "" {
+	if ss.Username != "" && ss.Password == "" {
 		return ns, e.bad("sentinel_username without sentinel_password")
 	}
 	if err := e.userinfo(u, SentinelScheme, &ns); err != nil {
@@ -111,11 +99,9 @@ func (e addrErr) parseSentinel(ns nodeSpec, u *url.URL, a string, cfg *Config) (
 	if _, err := e.options(&rest, &ns); err != nil {
 		return ns, err
 	}
-	ns.sentinel = ss
-	ns.host, ns.port = "", 0 // the primary's, learned at every dial
-	// what the sentinels' answers are cleaned of
-	ss.secrets = ns.secrets()
-	ns.display = sentinelDisplay(u, ns, ss, strings.Trim(u.Path, "/") != "" || q.Has("db"))
+	ns.Sentinel = ss
+	ns.Host, ns.Port = "", 0 // the primary's, learned at every dial
+	ns.Display = sentinelDisplay(u, ns, ss, strings.Trim(u.Path, "/") != "" || q.Has("db"))
 	return ns, nil
 }
 
@@ -163,30 +149,29 @@ func (e errBadAddr) Error() string { return string(e) }
 // sentinelDisplay is a Sentinel node's printable address: its user
 // (password as ***), its sentinels, db and master name; never the
 // sentinels' password.
-func sentinelDisplay(u *url.URL, ns nodeSpec, ss *sentinelSpec, db bool) string {
+func sentinelDisplay(u *url.URL, ns Node, ss *Sentinel, db bool) string {
 	var b strings.Builder
 	b.WriteString(SentinelScheme + "://")
 	if u.User != nil {
 		b.WriteString(u.User.Username() + ":***@")
 	}
-	b.WriteString(ss.addrs[0])
+	b.WriteString(ss.Sentinels[0])
 	if db {
-		b.WriteString("/" + strconv.Itoa(ns.db))
+		b.WriteString("/" + strconv.Itoa(ns.DB))
 	}
-	b.WriteString("?sentinelMasterId=" + url.QueryEscape(ss.master))
-	for _, a := range ss.addrs[1:] {
+	b.WriteString("?sentinelMasterId=" + url.QueryEscape(ss.MasterName))
+	for _, a := range ss.Sentinels[1:] {
 		b.WriteString("&sentinel=" + a)
 	}
 	return b.String()
 }
 
-// SentinelAddr is a Sentinel-managed node as ParseAddr resolves it: the
-// primary's address is not known until the sentinels are asked (mux asks
-// them at every dial).
-type SentinelAddr struct {
-	MasterName string
-	Sentinels  []string // host:port
+// Sentinel is a Sentinel-managed node: the primary's address is not known
+// until the sentinels are asked (mux asks them at every dial).
+type Sentinel struct {
+	MasterName string   // the service the sentinels monitor (sentinelMasterId)
+	Sentinels  []string // host:port of every sentinel, in the URL's order
 	// Username and Password are the sentinels' own (sentinel_username,
-	// sentinel_password); NodeAddr's are the primary's.
+	// sentinel_password); Node's are the primary's.
 	Username, Password string
 }

@@ -1,4 +1,4 @@
-package mux
+package nodeaddr
 
 import (
 	"fmt"
@@ -10,8 +10,9 @@ import (
 
 // A quorum counts independent masters: one server listed twice would be
 // counted twice (three entries of one server in a list of three are a
-// "majority" of one). New refuses a list in which two entries reach one
-// server as far as their addresses tell, after normalisation: a host is
+// "majority" of one). mux.New (with Distinct) refuses a list in which two
+// entries reach one server as far as their addresses tell, after
+// normalisation: a host is
 // compared case-insensitively without a trailing dot, an IP address in
 // its canonical form (::ffff:127.0.0.1 is 127.0.0.1, [::1] is ::1),
 // localhost as 127.0.0.1, a URL's default port is 6379, and what a URL
@@ -48,27 +49,28 @@ func hostPortKey(hp string) string {
 }
 
 // serverKeys are the servers node ns reaches, in normalised form.
-func (ns *nodeSpec) serverKeys() []string {
+func (ns *Node) serverKeys() []string {
 	switch {
-	case ns.cluster != nil:
-		keys := make([]string, len(ns.cluster.seeds))
-		for i, s := range ns.cluster.seeds {
+	case ns.Cluster != nil:
+		keys := make([]string, len(ns.Cluster.Seeds))
+		for i, s := range ns.Cluster.Seeds {
 			keys[i] = hostPortKey(s)
 		}
 		return keys
-	case ns.sentinel != nil:
-		keys := make([]string, len(ns.sentinel.addrs))
-		for i, s := range ns.sentinel.addrs {
-			keys[i] = "sentinel master " + strconv.Quote(ns.sentinel.master) + " at " + hostPortKey(s)
+	case ns.Sentinel != nil:
+		keys := make([]string, len(ns.Sentinel.Sentinels))
+		for i, s := range ns.Sentinel.Sentinels {
+			keys[i] = "sentinel master " + strconv.Quote(ns.Sentinel.MasterName) + " at " + hostPortKey(s)
 		}
 		return keys
 	}
-	return []string{hostKey(ns.host, ns.port)}
+	return []string{hostKey(ns.Host, ns.Port)}
 }
 
-// distinct refuses nodes of which two reach one server (see above); the
-// error names both entries by their printable forms.
-func distinct(nodes []nodeSpec) error {
+// Distinct refuses nodes of which two reach one server (see above); the
+// error, which wraps ErrConfig, names both entries by their printable
+// forms.
+func Distinct(nodes []Node) error {
 	seen := make(map[string]int, len(nodes))
 	for i := range nodes {
 		keys := nodes[i].serverKeys()
@@ -77,7 +79,7 @@ func distinct(nodes []nodeSpec) error {
 		for _, k := range keys {
 			if j, ok := seen[k]; ok {
 				return fmt.Errorf("%w: addresses %d %q and %d %q are one server (%s): a quorum counts independent masters, list each once",
-					ErrConfig, j, nodes[j].display, i, nodes[i].display, k)
+					ErrConfig, j, nodes[j].Display, i, nodes[i].Display, k)
 			}
 			seen[k] = i
 		}
@@ -85,18 +87,18 @@ func distinct(nodes []nodeSpec) error {
 	return nil
 }
 
-// CheckDistinct parses addrs as New does (cfg's defaults) and reports the
-// first error, or two entries that reach one server (New's check, for
+// CheckDistinct parses addrs as mux.New does (d's defaults) and reports
+// the first error, or two entries that reach one server (New's check, for
 // callers that want the answer before dialling: a command line's usage
 // error). Errors wrap ErrConfig and never contain a password.
-func CheckDistinct(addrs []string, cfg Config) error {
-	nodes := make([]nodeSpec, 0, len(addrs))
+func CheckDistinct(addrs []string, d Defaults) error {
+	nodes := make([]Node, 0, len(addrs))
 	for i, a := range addrs {
-		ns, err := parseAddr(i, a, &cfg)
+		ns, err := Parse(i, a, d)
 		if err != nil {
 			return err
 		}
 		nodes = append(nodes, ns)
 	}
-	return distinct(nodes)
+	return Distinct(nodes)
 }
