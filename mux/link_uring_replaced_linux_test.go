@@ -28,57 +28,17 @@ import (
 // must survive it and answer the next call.
 func TestURingReplacedLinkReceiveDropped(t *testing.T) {
 	requireURing(t)
-	noSweeps(t)
-	mark := make(chan *hconn, 1)
-	h := startHostile(t, func(h *hostile) {
-		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
-			if string(args[0]) == "ECHO" && string(args[1]) == "mark" {
-				select {
-				case mark <- c:
-				default:
-				}
-			}
-			return r
-		}
-	})
-	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
-		cfg.Transport, cfg.Scripts, cfg.Conns, cfg.Timeout = TransportIOURing, nil, 1, 5*time.Second
+	r := newStrayRig(t, func(cfg *Config) {
+		cfg.Transport = TransportIOURing
 		cfg.ReconnectMin, cfg.ReconnectMax = time.Millisecond, 5*time.Millisecond
 	})
+	c := r.c
 	if c.Transport() != "io_uring" {
 		t.Fatalf("transport %s, want io_uring", c.Transport())
 	}
-	d := c.drv.(*tokenDriver)
-	b := c.NewBatch()
-	b.Add(0, resp.AppendCommand(nil, "ECHO", "mark"))
-	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
-		t.Fatal(err)
-	}
-	hc := <-mark
 	cn := c.conns[0]
 	old := cn.current()
-
-	for end := time.Now().Add(5 * time.Second); !d.tok.CompareAndSwap(false, true); {
-		if time.Now().After(end) {
-			t.Fatal("the reader token never came free")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	held := true
-	defer func() {
-		if held {
-			d.release()
-		}
-	}()
-	if err := hc.send([]byte("$6\r\nSTRAY!\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(c); {
-		if time.Now().After(end) {
-			t.Fatal("the stray never reached the client")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	r.stray(t, "STRAY!")
 	// The reader fails the old connection (as for a timeout); the
 	// supervisor installs a new one while the old receive's completion
 	// still waits in the queue.
@@ -95,9 +55,7 @@ func TestURingReplacedLinkReceiveDropped(t *testing.T) {
 	if !arrivedWhileIdle(c) {
 		t.Fatal("the old receive's completion was read before the test's read")
 	}
-	d.after(d.set.poke()) // the sweep's read: the old completion is handled now
-	held = false
-	d.release()
+	r.read() // the sweep's read: the old completion is handled now
 
 	if now := cn.current(); now != cur {
 		t.Fatalf("the new connection was broken by the old one's receive (now %v)", now)
@@ -110,9 +68,9 @@ func TestURingReplacedLinkReceiveDropped(t *testing.T) {
 	if rep, err := cb.Last(0); err != nil || string(rep.Data) != "after" {
 		t.Fatalf("the call after the replacement: %q %v", rep.Data, err)
 	}
-	h.mu.Lock()
-	accepted := len(h.conns)
-	h.mu.Unlock()
+	r.h.mu.Lock()
+	accepted := len(r.h.conns)
+	r.h.mu.Unlock()
 	if accepted != 2 {
 		t.Fatalf("%d connections accepted, want 2: the new one was broken by the old one's receive", accepted)
 	}

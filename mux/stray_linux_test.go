@@ -15,6 +15,158 @@ import (
 	"github.com/redmux/redmux/resp"
 )
 
+// strayRig is a client with one connection to a hostile node, the node's
+// side of that connection (hc, found by an ECHO mark), and the reader
+// token, which the test takes as the poller takes it for a sweep (the
+// poller sleeps: noSweeps): what the tests of strays that arrive while
+// another holds the token start from.
+type strayRig struct {
+	h    *hostile
+	c    *Client
+	d    *tokenDriver
+	hc   *hconn
+	held bool
+}
+
+// newStrayRig starts the node and the client (cfg adjusts the client's
+// Config after the rig's own settings), makes the marked call and takes
+// the token; the token is given back when the test ends if it still
+// holds it. It skips where the transport has no reader token.
+func newStrayRig(t *testing.T, cfg func(*Config)) *strayRig {
+	t.Helper()
+	noSweeps(t)
+	mark := make(chan *hconn, 1)
+	r := &strayRig{}
+	r.h = startHostile(t, func(h *hostile) {
+		h.reply = func(c *hconn, args [][]byte, rep []byte) []byte {
+			if string(args[0]) == "ECHO" && string(args[1]) == "mark" {
+				select {
+				case mark <- c:
+				default:
+				}
+			}
+			return rep
+		}
+	})
+	r.c = newTestClient(t, []string{r.h.addr()}, func(c *Config) {
+		c.Scripts, c.Conns, c.Timeout = nil, 1, 5*time.Second
+		if cfg != nil {
+			cfg(c)
+		}
+	})
+	d, ok := r.c.drv.(*tokenDriver)
+	if !ok {
+		t.Skipf("transport %s has no reader token", r.c.Transport())
+	}
+	r.d = d
+	b := r.c.NewBatch()
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "mark"))
+	if _, err := r.c.Do(context.Background(), b, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.Last(0); err != nil || string(rep.Data) != "mark" {
+		t.Fatalf("mark: %q %v", rep.Data, err)
+	}
+	r.hc = <-mark
+	// The sweep takes the token (the poller sleeps: the token is free at
+	// once, or after a straggling release).
+	for end := time.Now().Add(5 * time.Second); !d.tok.CompareAndSwap(false, true); {
+		if time.Now().After(end) {
+			t.Fatal("the reader token never came free")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.held = true
+	t.Cleanup(func() {
+		if r.held {
+			d.release()
+		}
+	})
+	return r
+}
+
+// stray sends bytes no command asked for on the marked connection and
+// waits until they reached the client (arrivedWhileIdle).
+func (r *strayRig) stray(t *testing.T, text string) {
+	t.Helper()
+	if err := r.hc.send([]byte("$" + strconv.Itoa(len(text)) + "\r\n" + text + "\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(r.c); {
+		if time.Now().After(end) {
+			t.Fatal("the stray never reached the client")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// read runs the holder's read (the sweep's) and gives the token back.
+func (r *strayRig) read() {
+	r.d.after(r.d.set.poke())
+	r.held = false
+	r.d.release()
+}
+
+// strayCall is a call made while the rig holds the token.
+type strayCall struct {
+	b    *Batch
+	done chan error
+	// slotFirst: the call queued its slot before the stray was read
+	slotFirst bool
+}
+
+// call starts ECHO after on another goroutine and waits until it has
+// either queued its command (the defect) or waited for a read turn (enter
+// judging what arrived first).
+func (r *strayRig) call(t *testing.T) *strayCall {
+	t.Helper()
+	waitsBefore := r.d.strayWaits.Load()
+	sc := &strayCall{b: r.c.NewBatch(), done: make(chan error, 1)}
+	sc.b.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
+	go func() {
+		_, err := r.c.Do(context.Background(), sc.b, Policy{})
+		sc.done <- err
+	}()
+	cn := r.c.conns[0]
+	queued := func() bool {
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		return cn.q.n > 0
+	}
+	for end := time.Now().Add(5 * time.Second); !queued() && r.d.strayWaits.Load() == waitsBefore; {
+		if time.Now().After(end) {
+			t.Fatal("the call neither queued its command nor waited for the stray to be read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	sc.slotFirst = queued()
+	return sc
+}
+
+// result waits for the call (10 s at most) and fails the test if it took
+// the stray for its reply or queued its slot first; it returns the
+// call's reply and errors.
+func (sc *strayCall) result(t *testing.T, stray string) (rep resp.Reply, err, rerr error) {
+	t.Helper()
+	select {
+	case err = <-sc.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never returned")
+	}
+	rep, rerr = sc.b.Last(0)
+	if err == nil && rerr == nil && string(rep.Data) == stray {
+		t.Fatalf("the stray passed for the reply of a call made after it arrived (slot queued before the read: %v)", sc.slotFirst)
+	}
+	if rerr == nil && string(rep.Data) != "after" {
+		t.Fatalf("reply %q", rep.Data)
+	}
+	if sc.slotFirst {
+		t.Fatal("the call queued its slot before the stray that had arrived was read")
+	}
+	t.Logf("the call's result: %q %v %v", rep.Data, err, rerr)
+	return rep, err, rerr
+}
+
 // D3c (issue 34, R6): a stray that arrived while the client was idle is a
 // protocol error even when the call that comes next finds the reader
 // token held: by the poller for its sweep (the case the review traced),
@@ -33,112 +185,18 @@ import (
 // and give the token back. Run on io_uring with
 // REDMUX_TEST_TRANSPORT=io_uring (make test does).
 func TestStrayWhileTokenHeldIsProtocolError(t *testing.T) {
-	noSweeps(t)
-	mark := make(chan *hconn, 1)
-	h := startHostile(t, func(h *hostile) {
-		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
-			if string(args[0]) == "ECHO" && string(args[1]) == "mark" {
-				select {
-				case mark <- c:
-				default:
-				}
-			}
-			return r
-		}
-	})
-	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
-		cfg.Scripts, cfg.Conns, cfg.Timeout = nil, 1, 5*time.Second
-	})
-	d, ok := c.drv.(*tokenDriver)
-	if !ok {
-		t.Skipf("transport %s has no reader token", c.Transport())
-	}
-	b := c.NewBatch()
-	b.Add(0, resp.AppendCommand(nil, "ECHO", "mark"))
-	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+	r := newStrayRig(t, nil)
+	r.stray(t, "STRAY!")
+	sc := r.call(t) // the next call, while the token is held
+	r.read()        // the sweep's read, then the token goes back
+	if _, err, _ := sc.result(t, "STRAY!"); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := b.Last(0); err != nil || string(rep.Data) != "mark" {
-		t.Fatalf("mark: %q %v", rep.Data, err)
-	}
-	hc := <-mark
-
-	// The sweep takes the token (the poller sleeps: the token is free at
-	// once, or after a straggling release).
-	for end := time.Now().Add(5 * time.Second); !d.tok.CompareAndSwap(false, true); {
-		if time.Now().After(end) {
-			t.Fatal("the reader token never came free")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	held := true
-	defer func() {
-		if held {
-			d.release()
-		}
-	}()
-	if err := hc.send([]byte("$6\r\nSTRAY!\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(c); {
-		if time.Now().After(end) {
-			t.Fatal("the stray never reached the client")
-		}
-		time.Sleep(time.Millisecond)
-	}
-
-	// The next call, while the token is held.
-	waitsBefore := d.strayWaits.Load()
-	cb := c.NewBatch()
-	cb.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Do(context.Background(), cb, Policy{})
-		done <- err
-	}()
-	cn := c.conns[0]
-	queued := func() bool {
-		cn.mu.Lock()
-		defer cn.mu.Unlock()
-		return cn.q.n > 0
-	}
-	for end := time.Now().Add(5 * time.Second); !queued() && d.strayWaits.Load() == waitsBefore; {
-		if time.Now().After(end) {
-			t.Fatal("the call neither queued its command nor waited for the stray to be read")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	slotFirst := queued()
-
-	// The sweep's read, then the token goes back.
-	d.after(d.set.poke())
-	held = false
-	d.release()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never returned")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, rerr := cb.Last(0)
-	if rerr == nil && string(rep.Data) == "STRAY!" {
-		t.Fatalf("the stray passed for the reply of a call made after it arrived (slot queued before the read: %v)", slotFirst)
-	}
-	if rerr == nil && string(rep.Data) != "after" {
-		t.Fatalf("reply %q", rep.Data)
-	}
-	if slotFirst {
-		t.Fatal("the call queued its slot before the stray that had arrived was read")
-	}
-	t.Logf("the call's result: %q %v", rep.Data, rerr)
 	// The stray broke its connection: a new one answers.
-	waitAllOK(t, c, 5*time.Second)
-	h.mu.Lock()
-	accepted := len(h.conns)
-	h.mu.Unlock()
+	waitAllOK(t, r.c, 5*time.Second)
+	r.h.mu.Lock()
+	accepted := len(r.h.conns)
+	r.h.mu.Unlock()
 	if accepted != 2 {
 		t.Fatalf("%d connections: the stray's must have been replaced, once", accepted)
 	}
@@ -176,98 +234,20 @@ func (s *lookRace) arrived(note func(idx int)) error {
 // slot was queued, and the turn gave it the stray as its reply (1 to 3
 // strays in 1,000 of TestStrayWhileIdleRepro under load).
 func TestStrayTakenDuringLook(t *testing.T) {
-	noSweeps(t)
-	mark := make(chan *hconn, 1)
-	h := startHostile(t, func(h *hostile) {
-		h.reply = func(c *hconn, args [][]byte, r []byte) []byte {
-			if string(args[0]) == "ECHO" && string(args[1]) == "mark" {
-				select {
-				case mark <- c:
-				default:
-				}
-			}
-			return r
-		}
-	})
-	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
-		cfg.Scripts, cfg.Conns, cfg.Timeout = nil, 1, 5*time.Second
-	})
-	d, ok := c.drv.(*tokenDriver)
-	if !ok {
-		t.Skipf("transport %s has no reader token", c.Transport())
-	}
-	b := c.NewBatch()
-	b.Add(0, resp.AppendCommand(nil, "ECHO", "mark"))
-	if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
-		t.Fatal(err)
-	}
-	hc := <-mark
-	for end := time.Now().Add(5 * time.Second); !d.tok.CompareAndSwap(false, true); {
-		if time.Now().After(end) {
-			t.Fatal("the reader token never came free")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	held := true
-	defer func() {
-		if held {
-			d.release()
-		}
-	}()
-	if err := hc.send([]byte("$6\r\nSTRAY!\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(5 * time.Second); !arrivedWhileIdle(c); {
-		if time.Now().After(end) {
-			t.Fatal("the stray never reached the client")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	race := &lookRace{readySet: d.set}
-	d.set = race // the token's holder's to change; enter's look reads it after the go below
-	waitsBefore := d.strayWaits.Load()
-	cb := c.NewBatch()
-	cb.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Do(context.Background(), cb, Policy{})
-		done <- err
-	}()
-	cn := c.conns[0]
-	queued := func() bool {
-		cn.mu.Lock()
-		defer cn.mu.Unlock()
-		return cn.q.n > 0
-	}
-	for end := time.Now().Add(5 * time.Second); !queued() && d.strayWaits.Load() == waitsBefore; {
-		if time.Now().After(end) {
-			t.Fatal("the call neither queued its command nor waited for the turn")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	slotFirst := queued()
+	r := newStrayRig(t, nil)
+	r.stray(t, "STRAY!")
+	race := &lookRace{readySet: r.d.set}
+	r.d.set = race // the token's holder's to change; enter's look reads it after call's go
+	sc := r.call(t)
 	if !race.took.Load() {
 		t.Fatal("the look never asked what arrived")
 	}
 	// The played turn reads and judges what arrived, and ends.
-	d.after(d.set.poke())
+	r.d.after(r.d.set.poke())
 	race.xe.Add(1)
-	held = false
-	d.release()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never returned")
-	}
-	rep, rerr := cb.Last(0)
-	if err == nil && rerr == nil && string(rep.Data) == "STRAY!" {
-		t.Fatalf("the stray passed for the reply of a call made after it arrived (slot queued first: %v)", slotFirst)
-	}
-	if slotFirst {
-		t.Fatal("the call queued its slot while a turn begun during its look held the stray")
-	}
-	t.Logf("the call's result: %q %v %v", rep.Data, err, rerr)
+	r.held = false
+	r.d.release()
+	sc.result(t, "STRAY!")
 }
 
 // TestStrayWhileIdleRepro is the review's repro of R6 (issue 34): a stray
