@@ -167,10 +167,14 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 
 // full reports why nb more bytes in ns more slots cannot be queued now
 // (errQueueFull, errTooManyPending), or nil. A lone batch larger than a cap
-// still goes when nothing is queued or outstanding. mu held.
+// still goes when nothing is queued or outstanding. Queued bytes count
+// only while a reply is outstanding: with none, every byte handed to the
+// writer was answered, so a writer not yet back from its write holds
+// nothing (the NOSCRIPT fallback, sent from the reader's path, used to be
+// refused while the write that carried the EVALSHA was returning). mu held.
 func (cn *pconn) full(nb, ns int) error {
 	cfg := cn.c.cfg
-	if q := len(cn.wq) + cn.inflight; q > 0 && q+nb > cfg.MaxQueuedBytes {
+	if q := len(cn.wq) + cn.inflight; q > 0 && cn.q.n > 0 && q+nb > cfg.MaxQueuedBytes {
 		return errQueueFull
 	}
 	if cn.q.n > 0 && cn.q.n+ns > cfg.MaxPending {

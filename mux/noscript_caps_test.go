@@ -72,6 +72,37 @@ func TestNoScriptFallbackOverCapOnIdleConnGoes(t *testing.T) {
 	}
 }
 
+// The queue's byte cap counts bytes only while a reply is outstanding: a
+// reply in hand proves its command's bytes were written, so with none
+// outstanding the bytes of a writer not yet back from its write() hold
+// nothing up. The NOSCRIPT fallback (queueInternal, on the reader's path)
+// met that race: the EVALSHA's reply came before its writer cleared
+// inflight, and the fallback was refused as over the cap (1 to 2 in 20 of
+// TestNoScriptFallbackOverCapOnIdleConnGoes on the portable transport).
+func TestFullCountsOnlyUnansweredBytes(t *testing.T) {
+	h := startHostile(t, func(*hostile) {})
+	c := newTestClient(t, []string{h.addr()}, func(cfg *Config) {
+		cfg.Scripts, cfg.Conns, cfg.MaxQueuedBytes = nil, 1, 1024
+	})
+	cn := c.conns[0]
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	saved := cn.inflight
+	defer func() { cn.inflight = saved }()
+	cn.inflight = 600 // a writer still in write() with what was answered
+	if err := cn.full(8<<10, 1); err != nil {
+		t.Fatalf("nothing outstanding, %d bytes in a returning write: %v", cn.inflight, err)
+	}
+	cn.q.push(slot{}) // a reply outstanding: the bytes may not be written yet
+	defer cn.q.pop()
+	if err := cn.full(8<<10, 1); err != errQueueFull {
+		t.Fatalf("a reply outstanding, %d bytes in flight: %v, want errQueueFull", cn.inflight, err)
+	}
+	if err := cn.full(100, 1); err != nil {
+		t.Fatalf("under the cap: %v", err)
+	}
+}
+
 // queued is how many bytes connection cn holds unwritten and how many
 // replies it awaits; stuck says its writer waits for a full socket.
 func queued(cn *pconn) (bytes, slots int, stuck bool) {
