@@ -145,9 +145,16 @@ func TestSentinelWaitGrant(t *testing.T) {
 				"&sentinel=" + g.SentinelAddrs()[1] + "&sentinel=" + g.SentinelAddrs()[2]
 			addrs := []string{node0, solo[0].Addr, solo[1].Addr}
 			ctx := context.Background()
-			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithNodeTimeout(200 * time.Millisecond)}
+			// The default case's WAIT, bounded by 3/4 of the node timeout
+			// and answered at the server's next 100 ms tick, must answer
+			// within the call: node 0's grant then fails for its replicas
+			// (not pending), which a grant counted without them (the
+			// mutant wait-ignored) turns into an acquisition. With 200 ms
+			// it answered after the call about half the time, and the
+			// test passed on such a grant too.
+			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithNodeTimeout(time.Second)}
 			if control {
-				opts = append(opts, redlock.WithReplicaAcks(0))
+				opts = []redlock.Option{redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithNodeTimeout(200 * time.Millisecond), redlock.WithReplicaAcks(0)}
 			}
 			a := newClient(t, addrs, opts...)
 			warm(t, a)
@@ -164,9 +171,9 @@ func TestSentinelWaitGrant(t *testing.T) {
 				var ne *redlock.NotAcquiredError
 				require.ErrorAs(t, err, &ne, "a grant on node 0 counted before its replica had it")
 				require.Len(t, ne.Nodes, 3)
-				// a WAIT not met answers at its timeout, which Redis
-				// checks every 100 ms (hz 10): after the call, or before
-				require.NotEqual(t, redlock.NodeGranted, ne.Nodes[0].Status, "node 0: %+v", ne.Nodes[0])
+				require.Equal(t, redlock.NodeGranted, ne.Nodes[1].Status, "node 1: %+v", ne.Nodes[1])
+				require.Equal(t, redlock.NodeFailed, ne.Nodes[0].Status, "node 0: %+v", ne.Nodes[0])
+				require.ErrorContains(t, ne.Nodes[0].Err, "(WAIT)", "node 0: its grant must fail for its replicas")
 				t.Logf("node 0: %v", ne.Nodes[0].Err)
 				require.NoError(t, replica.Resume())
 				return
