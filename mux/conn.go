@@ -167,20 +167,31 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 
 // full reports why nb more bytes in ns more slots cannot be queued now
 // (errQueueFull, errTooManyPending), or nil. A lone batch larger than a cap
-// still goes when nothing is queued or outstanding. Queued bytes count
-// only while a reply is outstanding: with none, every byte handed to the
-// writer was answered, so a writer not yet back from its write holds
-// nothing (the NOSCRIPT fallback, sent from the reader's path, used to be
-// refused while the write that carried the EVALSHA was returning). mu held.
+// still goes when nothing is queued or outstanding. The bytes of a write
+// in progress count only while a reply is outstanding: with none, they
+// were all answered, and the writer is only not back yet (the NOSCRIPT
+// fallback, sent from the reader's path, used to be refused while the
+// write that carried the EVALSHA was returning). Unwritten bytes always
+// count: a node may answer what it has not read. mu held.
 func (cn *pconn) full(nb, ns int) error {
 	cfg := cn.c.cfg
-	if q := len(cn.wq) + cn.inflight; q > 0 && cn.q.n > 0 && q+nb > cfg.MaxQueuedBytes {
+	if q := cn.queuedBytes(); q > 0 && q+nb > cfg.MaxQueuedBytes {
 		return errQueueFull
 	}
 	if cn.q.n > 0 && cn.q.n+ns > cfg.MaxPending {
 		return errTooManyPending
 	}
 	return nil
+}
+
+// queuedBytes is what counts against MaxQueuedBytes (full, freeRoom): the
+// unwritten bytes, and those of a write in progress while a reply is
+// outstanding (with none, they were all answered). mu held.
+func (cn *pconn) queuedBytes() int {
+	if cn.q.n > 0 {
+		return len(cn.wq) + cn.inflight
+	}
+	return len(cn.wq)
 }
 
 // flushClaims writes every claimed connection of *held and empties it.
@@ -303,7 +314,7 @@ func (cn *pconn) writable() {
 // freeRoom wakes callers waiting for queue space once it is below the
 // caps (bytes queued or being written, replies outstanding). mu held.
 func (cn *pconn) freeRoom() {
-	if cn.room != nil && len(cn.wq)+cn.inflight < cn.c.cfg.MaxQueuedBytes && cn.q.n < cn.c.cfg.MaxPending {
+	if cn.room != nil && cn.queuedBytes() < cn.c.cfg.MaxQueuedBytes && cn.q.n < cn.c.cfg.MaxPending {
 		close(cn.room)
 		cn.room = nil
 	}
