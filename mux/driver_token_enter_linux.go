@@ -61,11 +61,15 @@ func (d *tokenDriver) awaitArrived() {
 		// Turns in progress on idle connections first: one may hold a
 		// stray it has read and not yet judged, which no look can see.
 		d.pend = d.pend[:0]
+		if d.lookGen++; d.lookGen == 0 { // wrapped: no stale mark may match
+			clear(d.noted)
+			d.lookGen = 1
+		}
 		for i, cn := range c.conns {
 			b, e := d.set.marks(cn)
 			d.snap[i] = b
 			if b != e {
-				d.noteTurn(cn, b)
+				d.noteTurn(i, b)
 			}
 		}
 		if len(d.pend) > 0 {
@@ -76,16 +80,22 @@ func (d *tokenDriver) awaitArrived() {
 		if err := d.set.arrived(d.note); err != nil {
 			return // the set broke: the holder fails every connection
 		}
-		// A turn that began during the look, on any connection, may have
-		// taken bytes from the socket that arrived then no longer saw and
-		// not yet judged them: look again (the turn is then in progress,
-		// or over and its bytes judged).
+		// Turns that began during the look may have taken bytes from a
+		// socket, which arrived then no longer saw, and not judged them
+		// yet. On a connection arrived did not note, wait for those turns
+		// to end (what they took is judged by then); on one it noted, a
+		// turn may or may not have taken what arrived saw: look again.
 		stable := true
 		for i, cn := range c.conns {
-			if b, _ := d.set.marks(cn); b != d.snap[i] {
+			b, _ := d.set.marks(cn)
+			if b == d.snap[i] {
+				continue
+			}
+			if d.noted[i] == d.lookGen {
 				stable = false
 				break
 			}
+			d.noteTurn(i, b)
 		}
 		if stable {
 			if len(d.pend) > 0 {
@@ -96,30 +106,42 @@ func (d *tokenDriver) awaitArrived() {
 		}
 		runtime.Gosched()
 	}
+	// Out of tries (a noted connection read during every look): wait for
+	// the token and read what arrived itself.
+	d.strayWaits.Add(1)
+	for !c.closed.Load() && d.waiters.Load() == 0 {
+		if d.tok.CompareAndSwap(false, true) {
+			d.after(d.set.poke())
+			d.release()
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // noteArrived is arrived's note: connection idx has unread bytes; it is
 // waited for if nothing is outstanding on it.
 func (d *tokenDriver) noteArrived(idx int) {
 	if idx >= 0 && idx < len(d.c.conns) {
-		d.noteTurn(d.c.conns[idx], d.snap[idx]+1)
+		d.noteTurn(idx, d.snap[idx]+1)
 	}
 }
 
-// noteTurn adds cn to the connections waited for, until its read marks'
-// ended reaches upTo, if it owes no reply (look held).
-func (d *tokenDriver) noteTurn(cn *pconn, upTo uint32) {
+// noteTurn adds connection idx to those waited for, until its read
+// marks' ended reaches upTo, if it owes no reply and is not noted in this
+// look yet (look held).
+func (d *tokenDriver) noteTurn(idx int, upTo uint32) {
+	if d.noted[idx] == d.lookGen {
+		return
+	}
+	cn := d.c.conns[idx]
 	cn.mu.Lock()
 	l, idle := cn.link, cn.q.n == 0
 	cn.mu.Unlock()
 	if l == nil || !idle {
 		return
 	}
-	for _, a := range d.pend {
-		if a.cn == cn {
-			return
-		}
-	}
+	d.noted[idx] = d.lookGen
 	d.pend = append(d.pend, arrival{cn: cn, l: l, upTo: upTo})
 }
 

@@ -69,6 +69,8 @@ type tokenDriver struct {
 	// note (d.noteArrived, bound once: no allocation per look).
 	look       sync.Mutex
 	snap       []uint32
+	noted      []uint32 // per connection: the look that noted it (lookGen)
+	lookGen    uint32
 	pend       []arrival
 	note       func(idx int)
 	strayWaits atomic.Int64 // enters that waited for the holder to read what had arrived (tests)
@@ -105,6 +107,7 @@ func newTokenDriver(c *Client, direct time.Duration) (*tokenDriver, error) {
 		sweepEvery: every,
 		direct:     int64(direct),
 		snap:       make([]uint32, len(c.conns)),
+		noted:      make([]uint32, len(c.conns)),
 		pend:       make([]arrival, 0, len(c.conns)),
 	}
 	d.note = d.noteArrived

@@ -250,6 +250,66 @@ func TestStrayTakenDuringLook(t *testing.T) {
 	sc.result(t, "STRAY!")
 }
 
+// busyOther is a readySet on which, during every look (each arrived), the
+// holder runs one whole read turn on another connection (p): p's begun
+// and ended marks both move. p has nothing to do with the stray.
+type busyOther struct {
+	readySet
+	p     *pconn
+	k     atomic.Uint32
+	looks atomic.Int64
+}
+
+func (s *busyOther) marks(cn *pconn) (begun, ended uint32) {
+	b, e := s.readySet.marks(cn)
+	if cn == s.p {
+		k := s.k.Load()
+		return b + k, e + k
+	}
+	return b, e
+}
+
+func (s *busyOther) arrived(note func(idx int)) error {
+	s.looks.Add(1)
+	s.k.Add(1)
+	return s.readySet.arrived(note)
+}
+
+// TestStrayLookOtherConnBusy: a holder that reads another connection
+// during every look must not make the look give up: the turns on a
+// connection the look did not note are waited for, not looked at again,
+// and a look out of tries reads what arrived itself. A look that retried
+// whenever any connection's begun mark moved gave up after lookTries and
+// queued its slot while the stray was unread (found by a review session:
+// on io_uring the stray became the call's reply).
+func TestStrayLookOtherConnBusy(t *testing.T) {
+	r := newStrayRig(t, func(c *Config) { c.Conns = 2 })
+	r.stray(t, "STRAY!")
+	busy := &busyOther{readySet: r.d.set, p: r.c.conns[1]}
+	r.d.set = busy
+	sc := r.call(t)
+	t.Logf("looks: %d", busy.looks.Load())
+	r.read()
+	sc.result(t, "STRAY!")
+}
+
+// TestStrayLookOutOfTries: when the connection the look noted is read
+// during every look (a node that streams without pause), the look runs
+// out of tries; it must then wait for the token and read what arrived
+// itself, not let the call queue its slot.
+func TestStrayLookOutOfTries(t *testing.T) {
+	r := newStrayRig(t, nil)
+	r.stray(t, "STRAY!")
+	busy := &busyOther{readySet: r.d.set, p: r.c.conns[0]}
+	r.d.set = busy
+	sc := r.call(t)
+	if n := busy.looks.Load(); n < lookTries {
+		t.Fatalf("%d looks: the look did not run out of tries", n)
+	}
+	r.read()
+	sc.result(t, "STRAY!")
+}
+
 // TestStrayWhileIdleRepro is the review's repro of R6 (issue 34): a stray
 // sent to an idle client that has reached it (arrivedWhileIdle), then a
 // call, over and over, with the poller sweeping on its own (the real
