@@ -84,8 +84,10 @@ type pconn struct {
 
 	rd reader // read side; owned by the reader
 
-	// pend: shared commands waiting for the next write (shared.go); mu
-	pend []*sharedGroup
+	// pend: shared commands waiting for the next write (shared.go), their
+	// bytes in pendBytes; mu
+	pend      []*sharedGroup
+	pendBytes int
 }
 
 // send queues node's commands of b (call generation gen) and writes them
@@ -178,20 +180,21 @@ func (cn *pconn) full(nb, ns int) error {
 	if q := cn.queuedBytes(); q > 0 && q+nb > cfg.MaxQueuedBytes {
 		return errQueueFull
 	}
-	if cn.q.n > 0 && cn.q.n+ns > cfg.MaxPending {
+	if q := cn.q.n + len(cn.pend); q > 0 && q+ns > cfg.MaxPending {
 		return errTooManyPending
 	}
 	return nil
 }
 
 // queuedBytes is what counts against MaxQueuedBytes (full, freeRoom): the
-// unwritten bytes, and those of a write in progress while a reply is
-// outstanding (with none, they were all answered). mu held.
+// unwritten bytes (shared commands' too), and those of a write in
+// progress while a reply is outstanding (with none, they were all
+// answered). mu held.
 func (cn *pconn) queuedBytes() int {
 	if cn.q.n > 0 {
-		return len(cn.wq) + cn.inflight
+		return len(cn.wq) + cn.pendBytes + cn.inflight
 	}
-	return len(cn.wq)
+	return len(cn.wq) + cn.pendBytes
 }
 
 // flushClaims writes every claimed connection of *held and empties it.
@@ -314,7 +317,7 @@ func (cn *pconn) writable() {
 // freeRoom wakes callers waiting for queue space once it is below the
 // caps (bytes queued or being written, replies outstanding). mu held.
 func (cn *pconn) freeRoom() {
-	if cn.room != nil && cn.queuedBytes() < cn.c.cfg.MaxQueuedBytes && cn.q.n < cn.c.cfg.MaxPending {
+	if cn.room != nil && cn.queuedBytes() < cn.c.cfg.MaxQueuedBytes && cn.q.n+len(cn.pend) < cn.c.cfg.MaxPending {
 		close(cn.room)
 		cn.room = nil
 	}
@@ -358,7 +361,7 @@ func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
 		into = expand(into, g)
 		cn.pend[i] = nil
 	}
-	cn.pend = cn.pend[:0]
+	cn.pend, cn.pendBytes = cn.pend[:0], 0
 	cn.wq = cn.wq[:0]
 	cn.waitOut = false
 	if !cn.inWrite {

@@ -103,6 +103,7 @@ func (cn *pconn) share(b *Batch, gen uint64, k int, deadline int64) {
 	g.exp, g.at = e, deadline
 	g.subs = append(g.subs[:0], sub)
 	cn.pend = append(cn.pend, g)
+	cn.pendBytes += len(g.cmd)
 }
 
 // flushShared queues the pending groups behind everything queued so far:
@@ -114,7 +115,7 @@ func (cn *pconn) flushShared() {
 		cn.q.push(slot{grp: g, exp: g.exp, at: g.at})
 		cn.pend[i] = nil
 	}
-	cn.pend = cn.pend[:0]
+	cn.pend, cn.pendBytes = cn.pend[:0], 0
 }
 
 // deliverShared stores a shared group's reply for every subscriber whose
