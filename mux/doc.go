@@ -58,7 +58,11 @@
 // arrived, or, when someone else holds the reader token (below), waits
 // until a read that began after its look has judged it. With other
 // callers waiting in Do it does not look; a stray on a connection that
-// owes replies is caught only by reply kinds (Batch.AddExpect).
+// owes replies is caught only by reply kinds (Batch.AddExpect). Known
+// limit on io_uring: a stray still in the socket whose receive the kernel
+// has not completed yet (its task work not run: a window of up to a few
+// milliseconds on a loaded machine) is not seen by a caller that looks
+// while another holds the token, and can pass for that caller's reply.
 //
 // # Ordering
 //
