@@ -21,7 +21,7 @@ var (
 	safetyN = flag.Int("safety.acquisitions", 0,
 		"successful acquisitions of TestSafetyUnderFaults (default 1000 with -short, 2000 otherwise; make safety uses 100000)")
 	safetyStop = flag.Bool("safety.stop", false, "end TestSafetyUnderFaults at the first violation (mutation runs)")
-	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of TestSafetyUnderFaults' run")
+	safetyMax  = flag.Duration("safety.max", 20*time.Minute, "time limit of each safety run (make safety: 60m)")
 	safetySeed = flag.Uint64("safety.seed", 0, "seed of TestSafetyUnderFaults (0: from the clock; logged)")
 	safetyOvl  = flag.Bool("safety.overlaps-only", false, "with -safety.stop: stop at the first overlap, not at a contract violation")
 	safetyTr   = flag.String("safety.transport", "auto", "the clients' mux transport: auto (mux's default: epoll with a lone caller's direct wait), epoll (without it) or io_uring (a machine that refuses io_uring fails the run)")
