@@ -282,7 +282,8 @@ func (l *Lock) extend(ctx context.Context, w *worker, ttl time.Duration, op Op) 
 		w.cmd = lockcmd.AppendEvalSHAKeysInt(w.cmd[:0], scripts.ExtendMulti.SHA, l.keys, l.value[:], ttlMillis(ttl))
 	}
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
-	c.prepWait(w, b, timeout) // a new TTL the replicas do not have would not survive a failover
+	c.prepWait(w, b, timeout)     // a new TTL the replicas do not have would not survive a failover
+	hook.At(ctx, hook.ExtendSend) // the safety checker's client pause; nil outside it
 	// every node that extended the holder's key counts, quarantined or
 	// not (docs/OPERATIONS.md, rule 3 A), once its replicas have it
 	out, err := c.m.Do(ctx, b, mux.Policy{Quorum: c.quorum, SuccessAll: w.extendOK, Timeout: timeout})

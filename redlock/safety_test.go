@@ -249,6 +249,7 @@ func TestSafetyLateExtensions(t *testing.T) {
 	res, _ := runSafety(t, restartProfile(safetyTTL), func(cfg *checker.Config) {
 		cfg.TTLs = restartTTLs(safetyTTL)
 		cfg.Resources, cfg.ExtendRate = 2, 0.9
+		cfg.SendPauseRate = 0.3
 		cfg.KeepAliveRate, cfg.MultiRate = 0, 0
 		// Most attempts lose (150 to 230 per acquisition): a quarter of
 		// the main run's count costs as much time.
@@ -256,6 +257,7 @@ func TestSafetyLateExtensions(t *testing.T) {
 	})
 	require.Positive(t, res.Extended, "extensions succeeded")
 	require.Positive(t, res.ExtendFailed, "extensions failed")
+	require.Positive(t, res.SendPaused, "extensions sent late")
 }
 
 // TestSafetyFencing is TestSafetyUnderFaults with fencing tokens (issue

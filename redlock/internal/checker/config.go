@@ -81,11 +81,16 @@ type Config struct {
 	// ExtendDeadlineRate: extensions run under a ctx deadline of
 	// U[20us, 2ms), so that some end mid-call with the commands applied.
 	ExtendDeadlineRate float64
-	// PauseRate: at the pause hook (after the replies, before the library
-	// reads its clock) each Acquire attempt and Extend stalls U[0, MaxPause)
-	// with this probability, like a GC pause. Default MaxPause: TTL.
+	// PauseRate: at the pause hooks (after the replies, before the library
+	// reads its clock; and before an extension's send) each Acquire
+	// attempt and Extend stalls U[0, MaxPause) with this probability, like
+	// a GC pause. Default MaxPause: TTL.
 	PauseRate float64
 	MaxPause  time.Duration
+	// SendPauseRate, when above PauseRate, is the rate of the pause before
+	// an extension's send instead: TestSafetyLateExtensions raises it so
+	// that extensions often land after another holder took the resource.
+	SendPauseRate float64
 	// RetryMax: contenders retry after U[0, RetryMax); default 300us.
 	RetryMax time.Duration
 	// KeepAliveRate: holders that keep the lock with Lock.KeepAlive
@@ -187,6 +192,7 @@ type Result struct {
 	LowGuesses      int64         // fenced attempts whose token proposal was lowered (LowGuessRate)
 	WriteBacks      int64         // fenced grants that took the write-back path (the others: one round trip)
 	Paused          int64         // client pauses injected
+	SendPaused      int64         // of them, before an extension's send (hook.ExtendSend)
 	LongestPause    time.Duration
 	Elapsed         time.Duration
 	FirstError      error
@@ -197,9 +203,9 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end (%d end checks), %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (longest %v), %d other errors in %v: %s",
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end (%d end checks), %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (%d before an extension's send, longest %v), %d other errors in %v: %s",
 		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.EndChecks, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
-		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.LongestPause.Round(time.Microsecond),
+		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.SendPaused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }
 
@@ -228,6 +234,7 @@ func (c *Config) defaults() {
 	if c.MaxPause <= 0 {
 		c.MaxPause = c.TTL
 	}
+	c.SendPauseRate = max(c.SendPauseRate, c.PauseRate)
 	if c.RetryMax <= 0 {
 		c.RetryMax = 300 * time.Microsecond
 	}

@@ -18,6 +18,7 @@ import (
 type hookState struct {
 	rng       *rand.Rand
 	pauseRate float64
+	sendRate  float64 // at hook.ExtendSend (Config.SendPauseRate)
 	maxPause  time.Duration
 	lowGuess  float64 // Config.LowGuessRate
 	lowered   atomic.Int64
@@ -26,6 +27,7 @@ type hookState struct {
 	at        time.Time    // when the hook returned (after any pause)
 	attempts  atomic.Int64
 	paused    atomic.Int64
+	sendPause atomic.Int64 // pauses before an extension's send
 	longest   atomic.Int64
 }
 
@@ -33,7 +35,9 @@ type holderKey struct{}
 
 // pauseAt is the hook installed during runs: it stalls the checker's own
 // holders (found through ctx) and notes when it returned. The library
-// reads its clock after this, so h.at is never later than its t2.
+// reads its clock after this, so h.at is never later than its t2. At
+// hook.ExtendSend (before the replies) it only stalls: the extension goes
+// out late, possibly after its key expired and another holder took it.
 func pauseAt(ctx context.Context, p hook.Point) {
 	h, _ := ctx.Value(holderKey{}).(*hookState)
 	if h == nil {
@@ -45,13 +49,23 @@ func pauseAt(ctx context.Context, p hook.Point) {
 	case hook.FenceWriteBack:
 		h.writeBack.Add(1)
 	}
-	if h.pauseRate > 0 && h.rng.Float64() < h.pauseRate {
+	rate := h.pauseRate
+	if p == hook.ExtendSend {
+		rate = h.sendRate
+	}
+	if rate > 0 && h.rng.Float64() < rate {
 		d := time.Duration(h.rng.Int64N(int64(h.maxPause)))
 		time.Sleep(d)
 		h.paused.Add(1)
 		if int64(d) > h.longest.Load() {
 			h.longest.Store(int64(d))
 		}
+		if p == hook.ExtendSend {
+			h.sendPause.Add(1)
+		}
+	}
+	if p == hook.ExtendSend {
+		return
 	}
 	h.fired = true
 	h.at = time.Now()

@@ -132,8 +132,8 @@ func closeAll(clients []*redlock.Client) {
 // lock at a time per holder), each with its own random stream.
 func newHolder(cfg *Config, c *redlock.Client, obs *endCounter, id int) *holder {
 	w := &holder{cfg: cfg, c: c, obs: obs, id: id, plans: newPlanner(cfg, id), resources: resourceNames(cfg.Resources)}
-	w.h = &hookState{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause, lowGuess: cfg.LowGuessRate}
-	w.kh = &hookState{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)|1<<32)), pauseRate: cfg.PauseRate, maxPause: cfg.MaxPause}
+	w.h = &hookState{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id))), pauseRate: cfg.PauseRate, sendRate: cfg.SendPauseRate, maxPause: cfg.MaxPause, lowGuess: cfg.LowGuessRate}
+	w.kh = &hookState{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)|1<<32)), pauseRate: cfg.PauseRate, sendRate: cfg.SendPauseRate, maxPause: cfg.MaxPause}
 	w.kl, _ = cfg.Faults.(KeyLister)
 	w.lives, _ = cfg.Faults.(Lives)
 	return w
@@ -189,6 +189,7 @@ func (s *stats) into(res *Result, store *fencedStore, holders []*holder) {
 		for _, h := range []*hookState{w.h, w.kh} {
 			res.Attempts += h.attempts.Load()
 			res.Paused += h.paused.Load()
+			res.SendPaused += h.sendPause.Load()
 			res.LowGuesses += h.lowered.Load()
 			res.WriteBacks += h.writeBack.Load()
 			if d := time.Duration(h.longest.Load()); d > res.LongestPause {

@@ -29,6 +29,11 @@ const (
 	// computed; the write-back has not been sent. A pause here is one
 	// past which the token must not become valid.
 	FenceWriteBack
+	// ExtendSend: an extension read its clock (t1) and built its command;
+	// nothing has been sent. A pause here sends it late, even after the
+	// key expired and another holder took the resource: the nodes must
+	// refuse it and the lock must not write over that holder's key.
+	ExtendSend
 )
 
 // Func is called at a Point with the ctx of the call.
