@@ -332,7 +332,10 @@ func (d *tokenDriver) dial(node, shard int) (link, error) { return d.set.dial(no
 
 var one = [8]byte{1}
 
-func (d *tokenDriver) closing() { _, _ = unix.Write(d.efd, one[:]) }
+func (d *tokenDriver) closing() {
+	d.reg.wakeAll() // the followers (followWait), after Close set closed
+	_, _ = unix.Write(d.efd, one[:])
+}
 
 func (d *tokenDriver) close() {
 	d.stop.Store(true)

@@ -123,6 +123,22 @@ func (r *waitReg) expire(now int64) int64 {
 	return m
 }
 
+// wakeAll wakes every registered caller (the client is closing: each
+// finds it closed and returns ErrClosed unless its call settled).
+func (r *waitReg) wakeAll() {
+	for i := range r.s {
+		s := &r.s[i]
+		s.mu.Lock()
+		for k := range s.e {
+			select {
+			case s.e[k].b.wake <- struct{}{}:
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
 // waitBound publishes that the holder's next wait ends by until, wakes
 // the followers whose deadline has passed at now, and returns until
 // lowered to the earliest deadline still waiting (token held; rules 1 and
@@ -146,16 +162,31 @@ func (d *tokenDriver) followWait(ctx context.Context, b *Batch, deadline int64, 
 		return b.wait(ctx, deadline, ctxDeadline, d.c.done)
 	}
 	defer d.reg.remove(b)
-	select {
-	case <-b.wake:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-d.c.done:
+	// Not on the client's done channel: every follower would lock that one
+	// channel to park and again when woken. Close wakes the registered
+	// (closing, wakeAll) after it set closed, which a follower registered
+	// later sees here.
+	if d.c.closed.Load() {
 		return ErrClosed
 	}
-	// Woken by the reader when the call settled, or by a holder when the
-	// deadline passed (an entry is woken only while registered, and begin
-	// drains a wake-up left for an earlier call).
+	if done := ctx.Done(); done == nil {
+		<-b.wake
+	} else {
+		select {
+		case <-b.wake:
+		case <-done:
+			return ctx.Err()
+		}
+	}
+	// Woken by the reader when the call settled, by a holder when the
+	// deadline passed, or by Close (an entry is woken only while
+	// registered, and begin drains a wake-up left for an earlier call).
+	// Once Close began the call ends with ErrClosed even if it settled
+	// meanwhile: Close fails every connection, which settles the calls
+	// still waiting too.
+	if d.c.closed.Load() {
+		return ErrClosed
+	}
 	if ctxDeadline && !b.isSettled() { // the batch lock only when the error depends on it
 		return context.DeadlineExceeded
 	}

@@ -160,31 +160,45 @@ func TestFakeAuth(t *testing.T) {
 	checkAuthFailed(t, bad, pw)
 }
 
-// TestCloseInFlight: a call waiting on a blackholed node returns ErrClosed
-// as soon as Close runs.
+// TestCloseInFlight: calls waiting on a blackholed node return ErrClosed
+// as soon as Close runs: the one reading for the others (the token's
+// holder) and the followers, with a ctx that can end (they select on it)
+// and without one (they wait on their batch alone; Close wakes them).
 func TestCloseInFlight(t *testing.T) {
 	cl := startFake(t, 3, fakeserver.Config{})
 	c := newTestClient(t, cl.Addrs(), nil)
 	cl.Nodes[0].Blackhole()
 	defer cl.Nodes[0].Heal()
-	done := make(chan error, 1)
-	go func() {
-		b := c.NewBatch()
-		b.Broadcast(resp.AppendCommand(nil, "PING"))
-		_, err := c.Do(context.Background(), b, Policy{Timeout: 10 * time.Second})
-		done <- err
-	}()
+	const callers = 16
+	done := make(chan error, callers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range callers {
+		cctx := context.Background()
+		if i%2 == 1 {
+			cctx = ctx
+		}
+		go func() {
+			b := c.NewBatch()
+			b.Broadcast(resp.AppendCommand(nil, "PING"))
+			_, err := c.Do(cctx, b, Policy{Timeout: 30 * time.Second})
+			done <- err
+		}()
+	}
 	time.Sleep(100 * time.Millisecond)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("in-flight call: %v", err)
+	limit := time.After(10 * time.Second) // far below the calls' 30 s
+	for range callers {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("in-flight call: %v", err)
+			}
+		case <-limit:
+			t.Fatal("an in-flight call did not return after Close")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("in-flight call did not return after Close")
 	}
 	b := c.NewBatch()
 	b.Broadcast(resp.AppendCommand(nil, "PING"))

@@ -19,6 +19,19 @@ import (
 // waking each caller: a floor under any goroutine-per-caller client.
 func BenchmarkHandoffFloor(b *testing.B) { benchHandoff(b, handoffFloor) }
 
+// BenchmarkHandoffWait is the floor with the caller parked three ways:
+// recv, on its own channel alone; own-select, in a select on it and a
+// second channel of its own; shared-select, in a select on it and one
+// channel every caller shares. mux's followers waited as in
+// shared-select (their batch's channel and the client's done channel)
+// until Close woke them instead: the select, not the sharing, is what
+// costs on 2 cores (results/cost/README.md, issue 47).
+func BenchmarkHandoffWait(b *testing.B) {
+	b.Run("recv", func(b *testing.B) { benchHandoff(b, handoffFloor) })
+	b.Run("own-select", func(b *testing.B) { benchHandoff(b, handoffOwnSelect) })
+	b.Run("shared-select", func(b *testing.B) { benchHandoff(b, handoffSharedSelect) })
+}
+
 // BenchmarkHandoffConns adds a 64-byte command and a reply slot on each of
 // 5 connections per call, which the server takes back before it wakes the
 // caller:
@@ -38,12 +51,15 @@ const (
 	handoffFloor = iota
 	handoffLocks
 	handoffPublish
+	handoffSharedSelect // handoffFloor, each caller also selecting on one shared channel
+	handoffOwnSelect    // handoffFloor, each caller also selecting on a second channel of its own
 )
 
 type handoffReq struct {
-	wake chan struct{}
-	got  int
-	cmd  [64]byte
+	wake  chan struct{}
+	never chan struct{} // handoffOwnSelect's second channel
+	got   int
+	cmd   [64]byte
 }
 
 type handoffConn struct {
@@ -61,6 +77,7 @@ func benchHandoff(b *testing.B, mode int) {
 		q     []*handoffReq
 		kick  = make(chan struct{}, 1)
 		stop  = make(chan struct{})
+		never = make(chan struct{}) // handoffSharedSelect's shared channel
 		left  atomic.Int64
 		wg    sync.WaitGroup
 	)
@@ -80,7 +97,7 @@ func benchHandoff(b *testing.B, mode int) {
 					qmu.Unlock()
 					n += len(local)
 					for _, r := range local {
-						if mode == handoffFloor {
+						if mode != handoffLocks && mode != handoffPublish {
 							r.wake <- struct{}{}
 							continue
 						}
@@ -90,7 +107,7 @@ func benchHandoff(b *testing.B, mode int) {
 						}
 					}
 				}
-				if mode == handoffFloor {
+				if mode != handoffLocks && mode != handoffPublish {
 					continue
 				}
 				for i := range conns {
@@ -123,7 +140,7 @@ func benchHandoff(b *testing.B, mode int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := &handoffReq{wake: make(chan struct{}, 1)}
+			r := &handoffReq{wake: make(chan struct{}, 1), never: make(chan struct{})}
 			for left.Add(-1) >= 0 {
 				if mode == handoffLocks {
 					for i := range conns {
@@ -141,6 +158,20 @@ func benchHandoff(b *testing.B, mode int) {
 				select {
 				case kick <- struct{}{}:
 				default:
+				}
+				if mode == handoffOwnSelect {
+					select {
+					case <-r.wake:
+					case <-r.never:
+					}
+					continue
+				}
+				if mode == handoffSharedSelect {
+					select {
+					case <-r.wake:
+					case <-never:
+					}
+					continue
 				}
 				<-r.wake
 			}
