@@ -159,7 +159,14 @@ func (d *tokenDriver) followWait(ctx context.Context, b *Batch, deadline int64, 
 	if deadline < d.bound.Load() {
 		d.reg.remove(b) // the holder may sleep past it: this call keeps a timer
 		d.timed.Add(1)
-		return b.wait(ctx, deadline, ctxDeadline, d.c.done)
+		err := b.wait(ctx, deadline, ctxDeadline, d.c.done)
+		if err == nil && d.c.closed.Load() {
+			// Close's wakeAll may have reached b while it was still
+			// registered: that wake-up is not a settled call (b.wait
+			// would take it for one)
+			return ErrClosed
+		}
+		return err
 	}
 	defer d.reg.remove(b)
 	// Not on the client's done channel: every follower would lock that one
