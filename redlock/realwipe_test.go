@@ -358,11 +358,23 @@ func TestRealRecordLearned(t *testing.T) {
 					_, err := redisproc.Command(p, "", "FLUSHALL")
 					require.NoError(t, err, p)
 				}
-				err = refusedWhileValid(t, short, "real:learned", la, shape+": the 1 s client, run "+strconv.Itoa(run))
+				flushed := time.Now()
+				// the 1 s client's first look makes the young keys: their
+				// life is the quarantine it learned, looked at at once (a
+				// 1 s one would be over by the end of the refusals below)
+				_, err = short.TryAcquire(ctx, "real:learned")
+				require.ErrorIs(t, err, redlock.ErrNotAcquired)
 				q := short.Quarantined()
+				require.GreaterOrEqual(t, len(q), len(addrs)/2+1, "every node was flushed, a quorum at least was met: %v", q)
 				for i, v := range q {
 					require.Greater(t, v, 25*time.Second, "node %d: the 1 s client's quarantine is A's 30 s TTL: %v", i, q)
 				}
+				err = refusedWhileValid(t, short, "real:learned", la, shape+": the 1 s client, run "+strconv.Itoa(run))
+				// past the 1 s client's own TTL, twice: a young key of that
+				// life would be gone and A's lock taken
+				time.Sleep(time.Until(flushed.Add(2 * time.Second)))
+				_, err2 := short.TryAcquire(ctx, "real:learned")
+				require.ErrorIs(t, err2, redlock.ErrNotAcquired, "%s: A's lock taken %v after the flush, its validity %v", shape, time.Since(flushed), la.Validity())
 				t.Logf("%s run %d: refused while A's validity is %v; quarantines %v: %v", shape, run, la.Validity().Round(time.Millisecond), q, err)
 			}
 		})
