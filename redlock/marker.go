@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -63,6 +64,19 @@ type markerNode struct {
 	// WithTrustNodesAtStart, trusted with its young key (this client's
 	// view only: other clients still wait for it)
 	trustYoung atomic.Bool
+	// steady is the last MGET reply judged steady (markerCheck): the same
+	// bytes, for the same accepted id and TTL record, are judged the same
+	// without a parse (under concurrency one shared MGET reply is judged
+	// for every acquisition it serves)
+	steady atomic.Pointer[steadyFrame]
+}
+
+// steadyFrame is an MGET reply's bytes that markerCheck judged steady for
+// the accepted id (the pointer it loaded) and the record want: immutable.
+type steadyFrame struct {
+	raw  []byte
+	id   *string
+	want int64
 }
 
 // markerSeen is what a scan keeps of one node's MGET for markerWork:
@@ -170,11 +184,32 @@ func markerOK(st *markerNode, r resp.Reply) bool {
 // noteMarkers passes over the nodes it found steady without reading their
 // replies again.
 func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
-	if r.Type != resp.TypeArray || r.Len() != 3 {
-		return false, false
-	}
 	p := st.id.Load()
 	if p == nil {
+		return false, false
+	}
+	if want < 0 {
+		return judgeMGET(st, p, r, want)
+	}
+	//mutant:memo-id-unchecked
+	if f := st.steady.Load(); f != nil && f.id == p && f.want == want && bytes.Equal(f.raw, r.Raw) {
+		if st.young.Load() != 0 {
+			st.young.Store(0) // the young key is gone: over
+		}
+		return true, true
+	}
+	ok, steady = judgeMGET(st, p, r, want)
+	if steady {
+		// a new steady reply (the first, or the record or marker moved):
+		// copied once, then compared
+		st.steady.Store(&steadyFrame{raw: bytes.Clone(r.Raw), id: p, want: want})
+	}
+	return ok, steady
+}
+
+// judgeMGET is markerCheck's reading of the reply r for the accepted id p.
+func judgeMGET(st *markerNode, p *string, r resp.Reply, want int64) (ok, steady bool) {
+	if r.Type != resp.TypeArray || r.Len() != 3 {
 		return false, false
 	}
 	it := r.Iter()

@@ -14,6 +14,7 @@ import (
 	"github.com/redmux/redmux/internal/redisproc"
 	"github.com/redmux/redmux/internal/redisproc/redistest"
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/scripts"
 )
 
 // Issue 44's scenarios on real redis-servers the test starts and stops
@@ -379,4 +380,57 @@ func TestRealRecordLearned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A FLUSHALL, then a backup restored over the node (DUMP and RESTORE of
+// every key, as restore tools do) with no restart: the backup's marker is
+// the id the clients accepted before the flush. A client that saw the
+// flush made a new marker there (rule 4); the restored one is a change to
+// it, quarantined, never the steady marker it knew before, even though the
+// MGET's bytes are again exactly those it judged steady then (the grant's
+// memo: mutant memo-id-unchecked).
+func TestRealRestoreAfterFlush(t *testing.T) {
+	_, addrs := startRealFive(t)
+	ctx := context.Background()
+	const ttl = 3 * time.Second
+	a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+	connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+	warm(t, connected) // its grants judged every node's MGET steady
+	mk, _, tk := scripts.MarkerKeys("")
+	var backup [3][2]string
+	before := make([]string, 3)
+	for i := 0; i < 3; i++ {
+		before[i] = string(rawDo(t, addrs[i], "GET", mk).Data)
+		backup[i] = [2]string{string(rawDo(t, addrs[i], "DUMP", mk).Data), string(rawDo(t, addrs[i], "DUMP", tk).Data)}
+	}
+	la, err := a.Acquire(ctx, "real:restore")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "real:restore", la)
+	for i := 0; i < 3; i++ {
+		rawDo(t, addrs[i], "FLUSHALL")
+	}
+	// the connected client meets the empty data sets and makes new
+	// markers (an attempt that returns before a node answers leaves that
+	// node to the next)
+	eventually(t, 5*time.Second, func() bool {
+		_, err = connected.TryAcquire(ctx, "real:restore")
+		require.ErrorIs(t, err, redlock.ErrNotAcquired)
+		for i := 0; i < 3; i++ {
+			if rawDo(t, addrs[i], "GET", mk).IsNil() {
+				return false
+			}
+		}
+		return true
+	}, "the connected client made no new marker on every flushed node")
+	for i := 0; i < 3; i++ {
+		require.NotEqual(t, before[i], string(rawDo(t, addrs[i], "GET", mk).Data), "node %d", i)
+		// the operator's restore: the backup, over an emptied node
+		rawDo(t, addrs[i], "FLUSHALL")
+		rawDo(t, addrs[i], "RESTORE", mk, "0", backup[i][0])
+		rawDo(t, addrs[i], "RESTORE", tk, "0", backup[i][1])
+		require.Equal(t, before[i], string(rawDo(t, addrs[i], "GET", mk).Data), "node %d", i)
+	}
+	require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "real:restore", la.Value()), "A's keys were wiped")
+	err = refusedWhileValid(t, connected, "real:restore", la, "the client that saw the flush")
+	t.Logf("refused while A's validity is %v: %v", la.Validity().Round(time.Millisecond), err)
 }
