@@ -20,6 +20,7 @@ func TestSharedCommandAfterEveryWrite(t *testing.T) {
 	c := newTestClient(t, cl.Addrs(), func(cfg *Config) { cfg.Conns = 1 })
 	counter := uniqueKey("shared-ctr")
 	get := resp.AppendCommand(nil, "GET", counter)
+	exists := resp.AppendCommand(nil, "EXISTS", counter)
 	before := cmdCalls(t, cl.Addrs()[0], "get")
 	const workers, rounds = 32, 50
 	var wg sync.WaitGroup
@@ -33,6 +34,14 @@ func TestSharedCommandAfterEveryWrite(t *testing.T) {
 				b.Reset()
 				b.Add(0, resp.AppendCommand(nil, "INCR", counter))
 				b.AddShared(0, get, ExpectBulk)
+				// some batches subscribe twice to one group (the same
+				// command again), some to a second group as well
+				if g%2 == 1 {
+					b.AddShared(0, get, ExpectBulk)
+				}
+				if g%3 == 0 {
+					b.AddShared(0, exists, ExpectInt)
+				}
 				if _, err := c.Do(context.Background(), b, Policy{Timeout: 5 * time.Second}); err != nil {
 					errs <- err
 					return
@@ -42,6 +51,22 @@ func TestSharedCommandAfterEveryWrite(t *testing.T) {
 				if err1 != nil || err2 != nil {
 					errs <- errors.Join(err1, err2)
 					return
+				}
+				k := 2
+				if g%2 == 1 { // the same group's reply again
+					r, err := b.Reply(0, k)
+					if err != nil || string(r.Raw) != string(read.Raw) {
+						errs <- errors.Join(err, errors.New("the second subscription got "+string(r.Raw)+", the first "+string(read.Raw)))
+						return
+					}
+					k++
+				}
+				if g%3 == 0 { // the second group's
+					r, err := b.Reply(0, k)
+					if err != nil || r.Type != resp.TypeInteger || r.N != 1 {
+						errs <- errors.Join(err, errors.New("the EXISTS got "+string(r.Raw)))
+						return
+					}
 				}
 				v, _ := strconv.ParseInt(string(read.Data), 10, 64)
 				if v < incr.N {
