@@ -363,10 +363,14 @@ func TestRealRecordLearned(t *testing.T) {
 				// the 1 s client's first look makes the young keys: their
 				// life is the quarantine it learned, looked at at once (a
 				// 1 s one would be over by the end of the refusals below)
-				_, err = short.TryAcquire(ctx, "real:learned")
-				require.ErrorIs(t, err, redlock.ErrNotAcquired)
-				q := short.Quarantined()
-				require.GreaterOrEqual(t, len(q), len(addrs)/2+1, "every node was flushed, a quorum at least was met: %v", q)
+				// (an init whose reply came late is met again at the next)
+				var q map[int]time.Duration
+				eventually(t, 5*time.Second, func() bool {
+					_, err = short.TryAcquire(ctx, "real:learned")
+					require.ErrorIs(t, err, redlock.ErrNotAcquired)
+					q = short.Quarantined()
+					return len(q) >= len(addrs)/2+1
+				}, "every node was flushed: a quorum at least is quarantined")
 				for i, v := range q {
 					require.Greater(t, v, 25*time.Second, "node %d: the 1 s client's quarantine is A's 30 s TTL: %v", i, q)
 				}
@@ -392,10 +396,10 @@ func TestRealRecordLearned(t *testing.T) {
 func TestRealRestoreAfterFlush(t *testing.T) {
 	_, addrs := startRealFive(t)
 	ctx := context.Background()
-	const ttl = 3 * time.Second
+	const ttl = 10 * time.Second // room to judge on a loaded machine
 	a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
 	connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
-	warm(t, connected) // its grants judged every node's MGET steady
+	warm(t, connected) // its grants judged the nodes' MGETs steady
 	mk, _, tk := scripts.MarkerKeys("")
 	var backup [3][2]string
 	before := make([]string, 3)
@@ -410,18 +414,20 @@ func TestRealRestoreAfterFlush(t *testing.T) {
 		rawDo(t, addrs[i], "FLUSHALL")
 	}
 	// the connected client meets the empty data sets and makes new
-	// markers (an attempt that returns before a node answers leaves that
-	// node to the next)
-	eventually(t, 5*time.Second, func() bool {
+	// markers, and accepts them: they are young, so it quarantines the
+	// nodes (an attempt that returns before a node answers, or whose
+	// init's reply comes late, leaves that node to the next)
+	eventually(t, 10*time.Second, func() bool {
 		_, err = connected.TryAcquire(ctx, "real:restore")
 		require.ErrorIs(t, err, redlock.ErrNotAcquired)
+		q := connected.Quarantined()
 		for i := 0; i < 3; i++ {
-			if rawDo(t, addrs[i], "GET", mk).IsNil() {
+			if _, ok := q[i]; !ok || rawDo(t, addrs[i], "GET", mk).IsNil() {
 				return false
 			}
 		}
 		return true
-	}, "the connected client made no new marker on every flushed node")
+	}, "the connected client did not accept a new marker on every flushed node")
 	for i := 0; i < 3; i++ {
 		require.NotEqual(t, before[i], string(rawDo(t, addrs[i], "GET", mk).Data), "node %d", i)
 		// the operator's restore: the backup, over an emptied node
