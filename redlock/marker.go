@@ -191,7 +191,7 @@ func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	if want < 0 {
 		return judgeMGET(st, p, r, want)
 	}
-	//mutant:memo-id-unchecked
+	//mutant:memo-id-unchecked,memo-want-unchecked
 	if f := st.steady.Load(); f != nil && f.id == p && f.want == want && bytes.Equal(f.raw, r.Raw) {
 		if st.young.Load() != 0 {
 			st.young.Store(0) // the young key is gone: over

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
+	"github.com/redmux/redmux/redlock/scripts"
 )
 
 // incEvents records OpIncarnation events.
@@ -478,4 +479,38 @@ func TestNoScriptResentNotCounted(t *testing.T) {
 	l, err := c.TryAcquireMulti(ctx, []string{"ns:a", "ns:b"})
 	require.NoError(t, err, "the scripts were loaded again")
 	require.NoError(t, l.Release(ctx))
+}
+
+// Rule 5: a node that missed a TTL declaration (down while the client
+// declared a longer TTL) has its record raised by the client's next
+// grants that read it, although its MGET reply is byte for byte the one
+// the grants judged steady before the declaration: the grant's memo
+// compares the record it was judged for (mutant memo-want-unchecked).
+func TestRecordRaisedAfterMissedDeclaration(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	ctx := context.Background()
+	c := newClient(t, addrs, redlock.WithTTL(time.Second))
+	warm(t, c) // its grants judged the nodes' MGETs steady: record 1000
+	_, _, tk := scripts.MarkerKeys("")
+	record := func(i int) string {
+		v, _ := cl.Nodes[i].Get(tk)
+		return string(v)
+	}
+	require.Equal(t, "1000", record(4))
+	cl.Nodes[4].Down()
+	l, err := c.Acquire(ctx, "declared", redlock.WithTTL(30*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	eventually(t, 5*time.Second, func() bool {
+		return record(0) == "30000" && record(1) == "30000" && record(2) == "30000" && record(3) == "30000"
+	}, "the declaration did not reach the nodes that were up")
+	require.Equal(t, "1000", record(4), "node 4 was down: it missed the declaration")
+	cl.Nodes[4].Up()
+	eventually(t, 10*time.Second, func() bool {
+		if l, err := c.TryAcquire(ctx, "after"); err == nil {
+			require.NoError(t, l.Release(ctx))
+		}
+		return record(4) == "30000"
+	}, "node 4's record was not raised to the declared 30 s by the grants that read it")
 }

@@ -97,6 +97,12 @@ var mutants = []Mutant{
 			"\tif f := st.steady.Load(); f != nil && f.want == want && bytes.Equal(f.raw, r.Raw) {\n"}},
 	},
 	{
+		Name: "memo-want-unchecked", Class: "the grant's memo of a steady MGET reply used for another TTL record: a node that missed a declaration is never raised to it (rule 5, issue 47)", Test: "TestRecordRaisedAfterMissedDeclaration", Scripted: true,
+		Edits: []Edit{{"redlock/marker.go",
+			"\tif f := st.steady.Load(); f != nil && f.id == p && f.want == want && bytes.Equal(f.raw, r.Raw) {\n",
+			"\tif f := st.steady.Load(); f != nil && f.id == p && bytes.Equal(f.raw, r.Raw) {\n"}},
+	},
+	{
 		Name: "copied-data-set-accepted", Class: "a marker that changed, or is another node's too (a data set copied from a sibling), accepted and counted at once (issue 44)", Test: "TestMarkerCopiedDataSet", Scripted: true,
 		Edits: []Edit{
 			{"redlock/trust.go", "\tcase duplicate:\n\t\treturn markReinit\n", "\tcase duplicate && false:\n\t\treturn markReinit\n"},
