@@ -185,11 +185,12 @@ var mutants = []Mutant{
 			"\tn := w.waitN[i]\n\tif n <= 0 || true {\n"}},
 	},
 	{
-		Name: "cluster-incarnation-one-shard", Class: "a Redis Cluster node's incarnation taken from its first shard only: a restart or failover of another shard counted at once (issue 33)", Test: clusterTest, Short: true,
-		// up to 3 minutes: since the shards' markers (rule 4) see every
-		// wipe, only failovers and older snapshots are left to it, and
-		// beside CI's burners 60 s (6,348 acquisitions) once found none
-		// (caught in 28.5 s alone)
+		Name: "cluster-incarnation-one-shard", Class: "a Redis Cluster node's incarnation taken from its first shard only: a restart or failover of another shard counted at once (issue 33)", Test: clusterTest,
+		// up to 3 minutes, and not among the short ones CI runs: since the
+		// shards' markers (rule 4) see every wipe, only failovers and older
+		// snapshots are left to it; caught in 6.6 s and 28.5 s alone, but
+		// beside CI's burners in 1 min 27 s once and not in 3 min once
+		// (0ac9f11), so its catch there is luck, not a gate
 		Max: 3 * time.Minute,
 		Edits: []Edit{{"mux/cluster.go",
 			"\t\tif p == nil || m == nil || m.addrs[k] == \"\" {\n",
