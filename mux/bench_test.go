@@ -5,8 +5,10 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -86,6 +88,37 @@ func benchLockOpParallel(b *testing.B, p int) {
 		}
 	})
 	cpu.report(b)
+}
+
+// BenchmarkSet256: one plain SET per op (a one-command batch, Policy's
+// defaults) from 256 goroutines (128 per GOMAXPROCS) sharing one client on
+// one real redis-server: the client's CPU per command (cpu-ns/op) that
+// issue 47 sets against redis-benchmark's (-P 16 -c 50) CPU per SET;
+// results/cost/set.sh runs the two side by side.
+func BenchmarkSet256(b *testing.B) {
+	srv := redistest.StartN(b, 1, redistest.Options{})
+	c := newTestClient(b, redistest.Addrs(srv), func(cfg *Config) { cfg.Conns = 0 })
+	var id atomic.Int64
+	var fails atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
+	cpu := startCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		bt := c.NewBatch()
+		cmd := resp.AppendCommand(nil, "SET", "set:"+strconv.FormatInt(id.Add(1), 10), "v")
+		ctx := context.Background()
+		for pb.Next() {
+			bt.Reset()
+			bt.AddExpect(0, cmd, ExpectSimple)
+			if out, err := c.Do(ctx, bt, Policy{Success: isOK}); err != nil || out.Successes != 1 {
+				fails.Add(1)
+			}
+		}
+	})
+	cpu.report(b)
+	if n := fails.Load(); n != 0 {
+		b.Fatalf("%d of %d SETs failed", n, b.N)
+	}
 }
 
 // cpuMeter measures the client's CPU time over a benchmark's loop: the
