@@ -193,9 +193,7 @@ func markerCheck(st *markerNode, r resp.Reply, want int64) (ok, steady bool) {
 	}
 	//mutant:memo-id-unchecked,memo-want-unchecked
 	if f := st.steady.Load(); f != nil && f.id == p && f.want == want && bytes.Equal(f.raw, r.Raw) {
-		if st.young.Load() != 0 {
-			st.young.Store(0) // the young key is gone: over
-		}
+		st.youngGone()
 		return true, true
 	}
 	ok, steady = judgeMGET(st, p, r, want)
@@ -221,9 +219,7 @@ func judgeMGET(st *markerNode, p *string, r resp.Reply, want int64) (ok, steady 
 	if !a.Null {
 		return st.trustYoung.Load(), false
 	}
-	if st.young.Load() != 0 {
-		st.young.Store(0) // the young key is gone: over
-	}
+	st.youngGone()
 	if want < 0 {
 		return true, true
 	}
@@ -233,6 +229,14 @@ func judgeMGET(st *markerNode, p *string, r resp.Reply, want int64) (ok, steady 
 	v := readRecord(a)
 	//mutant:record-not-learned
 	return true, v == want || v > want && want >= maxTTLMillis
+}
+
+// youngGone ends the node's young-key wait, if any: a reply without the
+// young key says it is gone.
+func (st *markerNode) youngGone() {
+	if st.young.Load() != 0 {
+		st.young.Store(0)
+	}
 }
 
 // maxTTLMillis is maxTTL in milliseconds: a record above it is learned as
@@ -289,8 +293,8 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 		st := w.mstate[i]
 		p := st.id.Load()
 		steady := !m.Null && p != nil && string(m.Data) == *p && rec >= want
-		if y.Null && st.young.Load() != 0 {
-			st.young.Store(0) // the young key is gone: over
+		if y.Null {
+			st.youngGone()
 		}
 		if steady && !y.Null && !st.trustYoung.Load() {
 			if now < 0 {
