@@ -6,13 +6,18 @@
 #     script starts (a free loopback port, never 6379; stopped by pid on
 #     exit), N requests: its user+sys CPU per request;
 #  2. mux's BenchmarkSet256 (256 goroutines sharing one client, a
-#     one-command batch each, on one redis-server the benchmark starts):
-#     its cpu-ns/op, the process's user+sys per SET.
-# Each round prints one line, then the medians and the median of the
-# rounds' ratios.
-# Usage: set.sh [ROUNDS [N]]   (run from the repository root)
+#     one-command batch each, on one redis-server the benchmark starts),
+#     built from each checkout DIR given (default: this one; an older
+#     commit needs the benchmark's function copied into its
+#     mux/bench_test.go): its cpu-ns/op, the process's user+sys per SET.
+# Each round prints one line per checkout (their order flips every round),
+# then the medians of CPU per SET and of the rounds' ratios.
+# Usage: set.sh [ROUNDS [N [DIR...]]]   (run from the repository root)
 set -euo pipefail
 rounds=${1:-3} n=${2:-1000000}
+shift $(($# < 2 ? $# : 2))
+dirs=("$@")
+[ ${#dirs[@]} -gt 0 ] || dirs=(.)
 tmp=$(mktemp -d)
 pid=
 cleanup() {
@@ -21,7 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go test -c -o "$tmp/mux.test" ./mux
+for i in "${!dirs[@]}"; do
+	(cd "${dirs[$i]}" && go test -c -o "$tmp/mux$i.test" ./mux)
+done
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 [ "$port" != 6379 ] || { echo "set.sh: drew port 6379; run again" >&2; exit 1; }
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
@@ -31,19 +38,25 @@ for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; slee
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-printf '%-6s %14s %15s %9s %7s\n' round "rb us/SET" "mux us/SET" mux/rb load
+printf '%-6s %-24s %10s %11s %7s %6s\n' round checkout "rb us/SET" "mux us/SET" mux/rb load
 for r in $(seq "$rounds"); do
 	TIMEFORMAT='%U %S'
 	rb=$({ time redis-benchmark -p "$port" -P 16 -c 50 -n "$n" -r 100000000 -t set -q >/dev/null; } 2>&1 |
 		awk -v n="$n" '{printf "%.3f", ($1 + $2) / n * 1e6}')
 	redis-cli -p "$port" FLUSHALL >/dev/null
-	mux=$(cd mux && "$tmp/mux.test" -test.run '^$' -test.bench '^BenchmarkSet256$' -test.benchtime "${n}x" |
-		awk '/^BenchmarkSet256/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "%.3f", $i / 1000}')
-	[ -n "$mux" ] || { echo "set.sh: BenchmarkSet256 reported no cpu-ns/op" >&2; exit 1; }
-	load=$(cut -d' ' -f1 /proc/loadavg)
-	awk -v r="$r" -v a="$rb" -v b="$mux" -v l="$load" \
-		'BEGIN {printf "%-6s %14.3f %15.3f %9.2f %7s\n", r, a, b, b/a, l}' | tee -a "$tmp/rows"
+	order=("${!dirs[@]}")
+	if [ $((r % 2)) -eq 0 ]; then mapfile -t order < <(printf '%s\n' "${order[@]}" | tac); fi
+	for i in "${order[@]}"; do
+		mux=$(cd "${dirs[$i]}/mux" && "$tmp/mux$i.test" -test.run '^$' -test.bench '^BenchmarkSet256$' -test.benchtime "${n}x" |
+			awk '/^BenchmarkSet256/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "%.3f", $i / 1000}')
+		[ -n "$mux" ] || { echo "set.sh: BenchmarkSet256 in ${dirs[$i]} reported no cpu-ns/op" >&2; exit 1; }
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		awk -v r="$r" -v d="${dirs[$i]}" -v a="$rb" -v b="$mux" -v l="$load" \
+			'BEGIN {printf "%-6s %-24s %10.3f %11.3f %7.2f %6s\n", r, d, a, b, b/a, l}' | tee -a "$tmp/rows"
+	done
 done
-printf '%-6s' median
-for col in 2 3 4; do printf " %14s" "$(awk -v c=$col '{print $c}' "$tmp/rows" | median)"; done
-echo
+for d in "${dirs[@]}"; do
+	printf 'median %-24s' "$d"
+	for col in 3 4 5; do printf " %10s" "$(awk -v d="$d" -v c=$col '$2 == d {print $c}' "$tmp/rows" | median)"; done
+	echo
+done
