@@ -105,13 +105,15 @@ const endCheckSpan = 1500 * time.Microsecond
 // at every read of the last endCheckSpan before end, unless one went down
 // or restarted meanwhile. A read counts only when it is over before end
 // and the run's ctx had not ended by then (the injector resets the clocks
-// after that).
+// after that). A violation says what the node held instead (nothing, or
+// another value), which read of the span saw it (the first: the key may
+// have gone long before the span), and the TTL the node gave the key at
+// the first look: a key set too short and a key taken away differ there.
 func (w *holder) checkEnd(ctx context.Context, r string, l redlock.Lock, end time.Time) {
 	v := l.ValueArray()
-	held := w.heldOn(r, v[:])
+	held, ttls, looked := w.heldOn(r, v[:])
 	sleepUntil(ctx, end.Add(-endCheckSpan))
-	counted := false
-	for ; ; time.Sleep(50 * time.Microsecond) {
+	for n := 1; ; n++ {
 		before := w.lives.Lives()
 		vals, _ := w.kl.KeyValues(r)
 		after := w.lives.Lives()
@@ -119,31 +121,38 @@ func (w *holder) checkEnd(ctx context.Context, r string, l redlock.Lock, end tim
 		if ctx.Err() != nil || !now.Before(end) {
 			return // over (a read after the end is no evidence), or the faults are being undone
 		}
-		if !counted {
-			counted = true
+		if n == 1 {
 			w.s.endChecks.Add(1)
 		}
 		for i, life := range held {
 			if life != "" && before[i] == life && after[i] == life && string(vals[i]) != string(v[:]) {
-				w.rec.Broke(KeyExpiredEarly, "holder %d: %q key gone from node %d (up, same incarnation) %v before the end of the validity it was given",
-					w.id, r, i, end.Sub(now))
+				found := "no key"
+				if vals[i] != nil {
+					found = "another value"
+				}
+				w.rec.Broke(KeyExpiredEarly, "holder %d: %q key gone from node %d (up, same incarnation) %v before the end of the validity it was given "+
+					"(%s; read %d of the end check; at the first look, %v before the end, the node gave it %v to live)",
+					w.id, r, i, end.Sub(now), found, n, end.Sub(looked), ttls[i])
 				return
 			}
 		}
+		time.Sleep(50 * time.Microsecond)
 	}
 }
 
 // heldOn returns, per node, its incarnation where it holds value for r
-// now (up, the same incarnation before and after the read), else "".
-func (w *holder) heldOn(r string, value []byte) []string {
+// now (up, the same incarnation before and after the read), else "";
+// the TTL each node gave the key, and when the read was over.
+func (w *holder) heldOn(r string, value []byte) ([]string, []time.Duration, time.Time) {
 	before := w.lives.Lives()
-	vals, _ := w.kl.KeyValues(r)
+	vals, ttls := w.kl.KeyValues(r)
 	after := w.lives.Lives()
+	at := time.Now()
 	out := make([]string, len(vals))
 	for i := range vals {
 		if before[i] != "" && before[i] == after[i] && string(vals[i]) == string(value) {
 			out[i] = before[i]
 		}
 	}
-	return out
+	return out, ttls, at
 }
