@@ -57,6 +57,26 @@ func TestDataSetFaultsKeepConnections(t *testing.T) {
 	}
 }
 
+// Resync copies each key's absolute expiry, read then on the copy's own
+// clock, as a Redis replica reads its primary's (the safety checker's end
+// check leaves such a node out, redlock/internal/checker): a copy whose
+// clock is 10 s ahead of its source's gives a key 10 s less to live, and
+// its data-set generation is raised.
+func TestResyncExpiryOnOwnClock(t *testing.T) {
+	a, b := startNode(t, Config{}), startNode(t, Config{})
+	b.SetClock(10*time.Second, 0)
+	ca := dial(t, a.Addr())
+	ca.do("SET", "k", "v", "PX", "60000")
+	gen := b.DataGen()
+	b.Resync(a)
+	if b.DataGen() == gen {
+		t.Fatal("Resync kept the data-set generation")
+	}
+	if pa, pb := a.PTTL("k"), b.PTTL("k"); pb <= 40*time.Second || pb > 50*time.Second+time.Millisecond || pa <= pb {
+		t.Fatalf("PTTL on the source %v, on the copy 10 s ahead %v (want about 10 s less)", pa, pb)
+	}
+}
+
 // RestartLag loses the writes of the last lag, keeps older keys, and
 // starts a new process.
 func TestRestartLagKeepsOlderKeys(t *testing.T) {

@@ -101,17 +101,21 @@ const endCheckSpan = 1500 * time.Microsecond
 
 // checkEnd is the end check (EndCheckRate) of the holding of r by l,
 // whose claimed validity ends at end: the nodes that hold l's value now
-// (up, their incarnation unchanged across the read) must hold it still
-// at every read of the last endCheckSpan before end, unless one went down
-// or restarted meanwhile. A read counts only when it is over before end
-// and the run's ctx had not ended by then (the injector resets the clocks
-// after that). A violation says what the node held instead (nothing, or
+// (up, their incarnation unchanged since pre, the lives read just before
+// Acquire, and across the read) must hold it still at every read of the
+// last endCheckSpan before end, unless one went down or restarted
+// meanwhile. A read counts only when it is over before end and the run's
+// ctx had not ended by then (the injector resets the clocks after that).
+// A node whose data set changed while the acquisition ran is left out: a
+// resync may have brought it another node's copy of the key, its expiry
+// set by that node's clock (the lock counts on rule 4 there, not on the
+// clocks). A violation says what the node held instead (nothing, or
 // another value), which read of the span saw it (the first: the key may
 // have gone long before the span), and the TTL the node gave the key at
 // the first look: a key set too short and a key taken away differ there.
-func (w *holder) checkEnd(ctx context.Context, r string, l redlock.Lock, end time.Time) {
+func (w *holder) checkEnd(ctx context.Context, r string, l redlock.Lock, end time.Time, pre []string) {
 	v := l.ValueArray()
-	held, ttls, looked := w.heldOn(r, v[:])
+	held, ttls, looked := w.heldOn(r, v[:], pre)
 	sleepUntil(ctx, end.Add(-endCheckSpan))
 	for n := 1; ; n++ {
 		before := w.lives.Lives()
@@ -141,16 +145,16 @@ func (w *holder) checkEnd(ctx context.Context, r string, l redlock.Lock, end tim
 }
 
 // heldOn returns, per node, its incarnation where it holds value for r
-// now (up, the same incarnation before and after the read), else "";
-// the TTL each node gave the key, and when the read was over.
-func (w *holder) heldOn(r string, value []byte) ([]string, []time.Duration, time.Time) {
+// now (up, the same incarnation as in pre and before and after the read),
+// else ""; the TTL each node gave the key, and when the read was over.
+func (w *holder) heldOn(r string, value []byte, pre []string) ([]string, []time.Duration, time.Time) {
 	before := w.lives.Lives()
 	vals, ttls := w.kl.KeyValues(r)
 	after := w.lives.Lives()
 	at := time.Now()
 	out := make([]string, len(vals))
 	for i := range vals {
-		if before[i] != "" && before[i] == after[i] && string(vals[i]) == string(value) {
+		if before[i] != "" && before[i] == after[i] && i < len(pre) && pre[i] == before[i] && string(vals[i]) == string(value) {
 			out[i] = before[i]
 		}
 	}

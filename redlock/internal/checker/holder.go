@@ -39,6 +39,10 @@ type holding struct {
 	got time.Time // when Acquire returned
 	end time.Time // the validity Acquire gave
 	id  int64     // the Recorder's holding id
+	// pre: the nodes' lives just before Acquire (end checks only): a node
+	// whose data set changed while the acquisition ran may hold a copy of
+	// another node's key, whose expiry that node's clock set
+	pre []string
 }
 
 // claim records a claim of the holding, on each of its resources.
@@ -116,6 +120,9 @@ func (w *holder) acquire(ctx context.Context, p *plan) *holding {
 		l   redlock.Lock
 		err error
 	)
+	if p.endCheck && w.lives != nil {
+		g.pre = w.lives.Lives()
+	}
 	if g.rs != nil {
 		l, err = w.c.AcquireMulti(actx, g.rs, opts...)
 	} else {
@@ -161,7 +168,7 @@ func (w *holder) hold(ctx context.Context, g *holding, p *plan) {
 	if p.toEnd {
 		w.s.heldToEnd.Add(1)
 		if p.endCheck && w.lives != nil && w.kl != nil {
-			w.checkEnd(ctx, g.r, g.l, end)
+			w.checkEnd(ctx, g.r, g.l, end, g.pre)
 		}
 		sleepUntil(ctx, end)
 	} else {
