@@ -77,6 +77,19 @@ func TestResyncExpiryOnOwnClock(t *testing.T) {
 	}
 }
 
+// FastForward keeps what a drifting clock gained before it: a clock
+// running at 1.5x that has gained 10 ms or more, moved 1 s forward, is
+// more than 1 s ahead (it was put back to 1 s exactly, the gain dropped).
+func TestFastForwardKeepsDrift(t *testing.T) {
+	n := startNode(t, Config{})
+	n.SetClock(0, 0.5)
+	time.Sleep(20 * time.Millisecond)
+	n.FastForward(time.Second)
+	if sk := n.ClockSkew(); sk < time.Second+10*time.Millisecond {
+		t.Fatalf("clock skew after 20 ms at 1.5x and FastForward(1s): %v", sk)
+	}
+}
+
 // RestartLag loses the writes of the last lag, keeps older keys, and
 // starts a new process.
 func TestRestartLagKeepsOlderKeys(t *testing.T) {

@@ -131,6 +131,12 @@ func (n *Node) closeLost() {
 // from real time.
 func (n *Node) StepClock(delta time.Duration, driftRate float64) {
 	n.mu.Lock()
+	n.stepClockLocked(delta, driftRate)
+	n.mu.Unlock()
+}
+
+// stepClockLocked is StepClock with n.mu held.
+func (n *Node) stepClockLocked(delta time.Duration, driftRate float64) {
 	m := int64(time.Since(n.base))
 	off := n.clockOff
 	if n.drift != 0 {
@@ -139,7 +145,6 @@ func (n *Node) StepClock(delta time.Duration, driftRate float64) {
 	n.clockOff = off + int64(delta)
 	n.drift = driftRate
 	n.driftAt = m
-	n.mu.Unlock()
 }
 
 // ClockSkew returns the node clock minus real time now.

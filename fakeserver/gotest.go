@@ -71,14 +71,13 @@ func (n *Node) Keys() []string {
 func (n *Node) TTL(key string) time.Duration { return n.PTTL(key) }
 
 // FastForward moves the node's clock d forward (backward if negative),
-// keeping any drift: keys whose time has come expire, exactly as when a
-// real clock jumps. It is SetClock with the offset increased by d, so it
-// shows in FAKE CLOCK's terms too.
+// keeping any drift, the time it gained so far and its rate: keys whose
+// time has come expire, exactly as when a real clock jumps. It is
+// StepClock with the drift rate unchanged.
 func (n *Node) FastForward(d time.Duration) {
 	n.mu.Lock()
-	off, drift := time.Duration(n.clockOff)+d, n.drift
+	n.stepClockLocked(d, n.drift)
 	n.mu.Unlock()
-	n.SetClock(off, drift)
 }
 
 // FastForward moves every node's clock d forward (see Node.FastForward).
