@@ -1,6 +1,36 @@
 # shellcheck shell=bash
-# Sourced by ceiling.sh and device.sh: the servers' pipelined ceiling for a
-# lock's commands, on the nodes whose ports are in the array "ports".
+# Sourced by ceiling.sh, fenced.sh and device.sh: 5 local servers
+# (local_servers) and the servers' pipelined ceiling for a lock's commands,
+# on the nodes whose ports are in the array "ports".
+
+# local_servers DIR NAME: starts 5 redis-servers on free loopback ports
+# (never 6379; NAME says who drew it), their files under DIR, and waits
+# until each answers PING. Sets the arrays "ports" and "pids" (the caller
+# stops them by pid) and "nodes" (host:port,...).
+local_servers() {
+	local dir=$1 name=$2 p
+	mapfile -t ports < <(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1", 0))
+for s in ss: print(s.getsockname()[1])
+for s in ss: s.close()')
+	nodes=""
+	for p in "${ports[@]}"; do
+		[ "$p" != 6379 ] || { echo "$name: drew port 6379; run again" >&2; exit 1; }
+		mkdir -p "$dir/$p"
+		redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+			--dir "$dir/$p" --logfile '' --loglevel warning --protected-mode no >/dev/null &
+		pids+=($!)
+		nodes+="${nodes:+,}127.0.0.1:$p"
+	done
+	for p in "${ports[@]}"; do
+		for _ in $(seq 100); do redis-cli -p "$p" PING >/dev/null 2>&1 && break; sleep 0.1; done
+	done
+}
+
+# median: the median of the numbers on stdin, one per line.
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 #
 # ceiling_round SHA [N]: one redis-benchmark (C, -P 16 -c 50, N requests,
 # default 200000, random keys) per node, all 5 at once, first

@@ -31,29 +31,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 5 free loopback ports, never 6379
-mapfile -t ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(5)]
-for s in ss: s.bind(("127.0.0.1", 0))
-for s in ss: print(s.getsockname()[1])
-for s in ss: s.close()')
-nodes=""
-for p in "${ports[@]}"; do
-	[ "$p" != 6379 ] || { echo "ceiling.sh: drew port 6379; run again" >&2; exit 1; }
-	mkdir -p "$tmp/$p"
-	redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-		--dir "$tmp/$p" --logfile '' --loglevel warning --protected-mode no >/dev/null &
-	pids+=($!)
-	nodes+="${nodes:+,}127.0.0.1:$p"
-done
+local_servers "$tmp" ceiling.sh
 release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
 for p in "${ports[@]}"; do
-	for _ in $(seq 100); do redis-cli -p "$p" PING >/dev/null 2>&1 && break; sleep 0.1; done
 	sha=$(redis-cli -p "$p" SCRIPT LOAD "$release")
 done
-
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 printf '%-6s %9s %9s %9s %9s %11s %15s %15s %9s %13s\n' round set/s rel/s ceiling mux/s mux/ceiling "rb us/10cmd" "mux us/pair" mux/rb "harness us/op"
 for r in $(seq "$rounds"); do

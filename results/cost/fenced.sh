@@ -7,6 +7,8 @@
 # pair; each round the fenced/plain ratio; then the median ratio per -c.
 # Usage: fenced.sh BINARY [ROUNDS [DURATION [C...]]]   (C: 64 256 by default)
 set -euo pipefail
+# shellcheck source=results/cost/ceiling-lib.sh
+. "$(dirname "$(readlink -f "$0")")/ceiling-lib.sh"
 bin=$1 rounds=${2:-3} dur=${3:-6s}
 shift $(($# < 3 ? $# : 3))
 cs=("$@")
@@ -20,26 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mapfile -t ports < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(5)]
-for s in ss: s.bind(("127.0.0.1", 0))
-for s in ss: print(s.getsockname()[1])
-for s in ss: s.close()')
-nodes=""
-for p in "${ports[@]}"; do
-	[ "$p" != 6379 ] || { echo "fenced.sh: drew port 6379; run again" >&2; exit 1; }
-	mkdir -p "$tmp/$p"
-	redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-		--dir "$tmp/$p" --logfile '' --loglevel warning --protected-mode no >/dev/null &
-	pids+=($!)
-	nodes+="${nodes:+,}127.0.0.1:$p"
-done
-for p in "${ports[@]}"; do
-	for _ in $(seq 100); do redis-cli -p "$p" PING >/dev/null 2>&1 && break; sleep 0.1; done
-done
-
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+local_servers "$tmp" fenced.sh
 
 # one WORKLOAD C: prints "pairs/s cpu_us_per_pair failed"
 one() {
