@@ -29,6 +29,15 @@ for s in ss: s.close()')
 	done
 }
 
+# stop_local: stops the processes in "pids" by pid and removes the
+# directory "tmp" (the scripts' EXIT trap).
+stop_local() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 #

@@ -24,12 +24,7 @@ shift $(($# < 4 ? $# : 4))
 n=${CEILING_N:-200000} # requests per node per redis-benchmark run
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap stop_local EXIT
 
 local_servers "$tmp" ceiling.sh
 release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'

@@ -15,12 +15,7 @@ cs=("$@")
 [ ${#cs[@]} -gt 0 ] || cs=(64 256)
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap stop_local EXIT
 
 local_servers "$tmp" fenced.sh
 
