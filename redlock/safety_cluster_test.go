@@ -65,6 +65,43 @@ func (c clusterChaos) Lives() []string {
 // slot, which the checker's resource names do not share (rule 3 refuses
 // them: TestRedisClusterLock).
 func TestSafetyClusterRestarts(t *testing.T) {
+	prof := restartProfile(safetyTTL)
+	// a shard's resync from another shard would give it keys of slots it
+	// does not serve: wipes stand for both here
+	prof.Resyncs = false
+	res, chaos := runClusterSafety(t, prof)
+	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
+	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
+	require.Positive(t, chaos.Counts.Migrations.Load(), "slot migrations")
+	require.Positive(t, res.Extended, "extensions succeeded")
+}
+
+// TestSafetyClusterFailovers is TestSafetyClusterRestarts with only the
+// faults no shard's data-set marker sees (rule 4's markers catch every
+// wipe and every restart that loses the whole data set): failovers to a
+// replica and restarts from an older snapshot, each losing every write of
+// the last MaxTTL (every lock key the shard holds, its marker kept), beside
+// the faults that leave a holder with a bare majority (delays,
+// partitions, nodes down). Only the shard's new incarnation (its run_id,
+// replication ID, promotion) tells, and a cluster node's incarnation is
+// its shards' together: a failover of any shard quarantines the node.
+func TestSafetyClusterFailovers(t *testing.T) {
+	prof := safetyProfile(safetyTTL)
+	prof.MaxTTL = longTTL(safetyTTL)
+	prof.RestartKeep, prof.RestartDelayed = false, false
+	prof.Failover, prof.RestartLag = true, true
+	prof.FailoverLag = prof.MaxTTL
+	_, chaos := runClusterSafety(t, prof)
+	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
+	require.Positive(t, chaos.Counts.RestartLag.Load(), "restarts from an older snapshot")
+	require.Positive(t, chaos.Counts.Migrations.Load(), "slot migrations")
+}
+
+// runClusterSafety runs the checker on three Redlock nodes that are Redis
+// Clusters of three shards each under prof's faults on every shard, with
+// slot migrations, and fails on any violation.
+func runClusterSafety(t *testing.T, prof fakeserver.ChaosProfile) (checker.Result, *fakeserver.Chaos) {
+	t.Helper()
 	n := safetyCount()
 	seed := *safetySeed
 	if seed == 0 {
@@ -82,12 +119,8 @@ func TestSafetyClusterRestarts(t *testing.T) {
 		a := cl.Addrs()
 		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
 	}
-	prof := restartProfile(safetyTTL)
 	prof.MaxImpaired = 2
 	prof.Migrations = true
-	// a shard's resync from another shard would give it keys of slots it
-	// does not serve: wipes stand for both here
-	prof.Resyncs = false
 	// A key whose slot migrates during its TTL lives on two processes'
 	// clocks, one after the other (MIGRATE carries the remaining TTL), so
 	// each one's step adds up: the fixed part of the drift allowance must
@@ -114,8 +147,5 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
 	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
 	require.GreaterOrEqual(t, res.Acquired, int64(n))
-	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
-	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
-	require.Positive(t, chaos.Counts.Migrations.Load(), "slot migrations")
-	require.Positive(t, res.Extended, "extensions succeeded")
+	return res, chaos
 }
