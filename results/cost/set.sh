@@ -10,14 +10,23 @@
 #     built from each checkout DIR given (default: this one; an older
 #     commit needs the benchmark's function copied into its
 #     mux/bench_test.go): its cpu-ns/op, the process's user+sys per SET.
+#  3. mux's BenchmarkHandoffFloor (no I/O, no mux code: 256 goroutines
+#     each queue a call and park until one serving goroutine wakes them),
+#     from the first checkout whose tests have it: what the Go runtime
+#     alone charges a goroutine-per-caller client per call, each round
+#     once, beside the two above ("floor", and floor/rb).
 # Each round prints one line per checkout (their order flips every round),
 # then the medians of CPU per SET and of the rounds' ratios.
+# SET_CPU=1 runs both benchmarks at GOMAXPROCS=1 (-test.cpu; default: the
+# machine's cores).
 # Usage: set.sh [ROUNDS [N [DIR...]]]   (run from the repository root)
 set -euo pipefail
 rounds=${1:-3} n=${2:-1000000}
 shift $(($# < 2 ? $# : 2))
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(.)
+cpu=()
+[ -z "${SET_CPU:-}" ] || cpu=(-test.cpu "$SET_CPU")
 tmp=$(mktemp -d)
 pid=
 cleanup() {
@@ -26,8 +35,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+floorbin=
 for i in "${!dirs[@]}"; do
 	(cd "${dirs[$i]}" && go test -c -o "$tmp/mux$i.test" ./mux)
+	if [ -z "$floorbin" ] && "$tmp/mux$i.test" -test.list '^BenchmarkHandoffFloor$' | grep -q .; then
+		floorbin="$tmp/mux$i.test"
+	fi
 done
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 [ "$port" != 6379 ] || { echo "set.sh: drew port 6379; run again" >&2; exit 1; }
@@ -38,25 +51,32 @@ for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; slee
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-printf '%-6s %-24s %10s %11s %7s %6s\n' round checkout "rb us/SET" "mux us/SET" mux/rb load
+printf '%-6s %-24s %10s %11s %7s %6s %9s %8s\n' round checkout "rb us/SET" "mux us/SET" mux/rb load \
+	"floor us" floor/rb
 for r in $(seq "$rounds"); do
 	TIMEFORMAT='%U %S'
 	rb=$({ time redis-benchmark -p "$port" -P 16 -c 50 -n "$n" -r 100000000 -t set -q >/dev/null; } 2>&1 |
 		awk -v n="$n" '{printf "%.3f", ($1 + $2) / n * 1e6}')
 	redis-cli -p "$port" FLUSHALL >/dev/null
+	floor=-
+	if [ -n "$floorbin" ]; then
+		floor=$("$floorbin" -test.run '^$' -test.bench '^BenchmarkHandoffFloor$' -test.benchtime "${n}x" "${cpu[@]}" |
+			awk '/^BenchmarkHandoffFloor/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "%.3f", $i / 1000}')
+	fi
 	order=("${!dirs[@]}")
 	if [ $((r % 2)) -eq 0 ]; then mapfile -t order < <(printf '%s\n' "${order[@]}" | tac); fi
 	for i in "${order[@]}"; do
-		mux=$(cd "${dirs[$i]}/mux" && "$tmp/mux$i.test" -test.run '^$' -test.bench '^BenchmarkSet256$' -test.benchtime "${n}x" |
+		mux=$(cd "${dirs[$i]}/mux" && "$tmp/mux$i.test" -test.run '^$' -test.bench '^BenchmarkSet256$' -test.benchtime "${n}x" "${cpu[@]}" |
 			awk '/^BenchmarkSet256/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "%.3f", $i / 1000}')
 		[ -n "$mux" ] || { echo "set.sh: BenchmarkSet256 in ${dirs[$i]} reported no cpu-ns/op" >&2; exit 1; }
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		awk -v r="$r" -v d="${dirs[$i]}" -v a="$rb" -v b="$mux" -v l="$load" \
-			'BEGIN {printf "%-6s %-24s %10.3f %11.3f %7.2f %6s\n", r, d, a, b, b/a, l}' | tee -a "$tmp/rows"
+		awk -v r="$r" -v d="${dirs[$i]}" -v a="$rb" -v b="$mux" -v l="$load" -v f="$floor" \
+			'BEGIN {printf "%-6s %-24s %10.3f %11.3f %7.2f %6s %9s %8s\n", r, d, a, b, b/a, l, f,
+				(f == "-" ? "-" : sprintf("%.2f", f/a))}' | tee -a "$tmp/rows"
 	done
 done
 for d in "${dirs[@]}"; do
 	printf 'median %-24s' "$d"
-	for col in 3 4 5; do printf " %10s" "$(awk -v d="$d" -v c=$col '$2 == d {print $c}' "$tmp/rows" | median)"; done
+	for col in 3 4 5 7 8; do printf " %10s" "$(awk -v d="$d" -v c=$col '$2 == d {print $c}' "$tmp/rows" | median)"; done
 	echo
 done
