@@ -1,9 +1,14 @@
 package mux
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
+
+// writerYield is how a claimed writer lets other callers append between
+// two writes (writeLocked); tests replace it.
+var writerYield = runtime.Gosched
 
 // shortWrites counts writes that found the socket full, sockWrites every
 // write to a socket (for tests).
@@ -120,7 +125,7 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 			cn.mu.Unlock()
 			return true, nil
 		}
-		cn.writeLocked()
+		cn.writeLocked(false)
 	}
 	cn.mu.Unlock()
 	return false, nil
@@ -173,7 +178,7 @@ func (cn *pconn) flushClaimed() {
 	cn.mu.Lock()
 	if cn.claimed {
 		cn.claimed = false
-		cn.writeLocked()
+		cn.writeLocked(true)
 	}
 	cn.mu.Unlock()
 }
@@ -195,7 +200,7 @@ func (cn *pconn) queueInternal(extra []byte, slots ...slot) bool {
 	cn.wq = append(cn.wq, extra...)
 	if !cn.writing {
 		cn.writing = true
-		cn.writeLocked()
+		cn.writeLocked(false)
 	}
 	return true
 }
@@ -204,7 +209,15 @@ func (cn *pconn) queueInternal(extra []byte, slots ...slot) bool {
 // Called with mu held and writing set; returns with mu held. While the
 // write syscall runs mu is released, and other callers append to the queue:
 // the loop writes what they appended too.
-func (cn *pconn) writeLocked() {
+//
+// A claimed writer (yield: a caller among others in Do, flushClaimed)
+// that finds more queued after a write yields once before writing it, as
+// it did before its first write: the callers its write let run append
+// theirs meanwhile, and the next write carries them all. At 256 callers on
+// 2 cores that halved the writes per SET (BenchmarkSet256; results/cost).
+// It yields as if inside write (inWrite): the role stays its own, and a
+// detach meanwhile leaves the socket's close to it, as during a write.
+func (cn *pconn) writeLocked(yield bool) {
 	cn.flushShared()
 	for len(cn.wq) > 0 {
 		l := cn.link
@@ -253,6 +266,18 @@ func (cn *pconn) writeLocked() {
 			return // still writing: the reader side owns the next write
 		}
 		cn.spare = buf[:0]
+		if yield && len(cn.wq) > 0 {
+			cn.inWrite = true
+			cn.mu.Unlock()
+			writerYield()
+			cn.mu.Lock()
+			cn.inWrite = false
+			if cn.deferred == l {
+				cn.deferred = nil
+				l.close()
+				continue // what is queued now is the next connection's, if any
+			}
+		}
 		cn.flushShared() // behind what the others queued during the write
 	}
 	cn.writing = false
@@ -267,7 +292,7 @@ func (cn *pconn) writable() {
 		if err := cn.link.wantWrite(false); err != nil {
 			cn.abortLocked(cn.link, ErrConnBroken, err)
 		} else {
-			cn.writeLocked()
+			cn.writeLocked(false)
 		}
 	}
 	cn.mu.Unlock()

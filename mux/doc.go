@@ -45,8 +45,10 @@
 // callers are inside Do a caller that finds a connection's writer idle
 // claims the writer role instead of writing, yields once
 // (runtime.Gosched) so that the others run and append to the claimed
-// queues, then writes for all of them; callers that find the role claimed
-// only append. A lone caller writes at once: no yield, no hand-off. There
+// queues, then writes for all of them, and yields again before each
+// further write its loop makes for what was appended meanwhile; callers
+// that find the role claimed only append. A lone caller writes at once:
+// no yield, no hand-off. There
 // is no goroutine per call. Each queued command leaves a reply slot in a FIFO,
 // in send order; replies are parsed in place as they arrive and copied
 // into the batch that owns the slot. A batch that returns early (quorum
