@@ -358,7 +358,10 @@ func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
 	}
 	if l != nil {
 		l.unregister()
-		if cn.inWrite {
+		// Only the first socket detached under a writer can be the one it
+		// writes to: a socket installed and detached again meanwhile (its
+		// yield, writeLocked) is closed now, or nobody would close it.
+		if cn.inWrite && cn.deferred == nil {
 			cn.deferred = l
 		} else {
 			l.close()

@@ -26,29 +26,42 @@ import (
 func TestWriterYieldSurvivesDetach(t *testing.T) {
 	cl := startFake(t, 1, fakeserver.Config{})
 	var (
-		yields, detached, roleLost atomic.Int64
-		cnp                        atomic.Pointer[pconn]
+		yields, detached, roleLost, twice atomic.Int64
+		cnp                               atomic.Pointer[pconn]
 	)
 	errYieldTest := errors.New("test: the connection broke during the writer's yield")
 	t.Cleanup(func() { writerYield = runtime.Gosched }) // after the client's Close (LIFO)
+	// breakLink aborts cn's socket and waits (up to 2 s) until the reader
+	// side has detached it.
+	breakLink := func(cn *pconn) bool {
+		l := cn.current()
+		if l == nil {
+			return false
+		}
+		cn.abort(ErrConnBroken, errYieldTest)
+		for end := time.Now().Add(2 * time.Second); cn.current() == l && time.Now().Before(end); {
+			time.Sleep(50 * time.Microsecond)
+		}
+		return cn.current() != l
+	}
 	writerYield = func() {
 		cn := cnp.Load()
-		if cn != nil && yields.Add(1)%32 == 1 && detached.Load() < 6 {
-			if l := cn.current(); l != nil {
-				cn.abort(ErrConnBroken, errYieldTest)
-				for end := time.Now().Add(2 * time.Second); cn.current() == l && time.Now().Before(end); {
-					time.Sleep(50 * time.Microsecond)
-				}
-				if cn.current() != l {
-					detached.Add(1)
-					// the role is still this writer's, new socket or not:
-					// a caller that found it free would write beside it
-					cn.mu.Lock()
-					if !cn.writing || !cn.inWrite {
-						roleLost.Add(1)
-					}
-					cn.mu.Unlock()
-				}
+		if cn != nil && yields.Add(1)%32 == 1 && detached.Load() < 6 && breakLink(cn) {
+			detached.Add(1)
+			// the role is still this writer's, new socket or not: a
+			// caller that found it free would write beside it
+			cn.mu.Lock()
+			if !cn.writing || !cn.inWrite {
+				roleLost.Add(1)
+			}
+			cn.mu.Unlock()
+			// the socket redialled during the yield breaks too: the writer
+			// never wrote to it, and it must be closed all the same
+			for end := time.Now().Add(2 * time.Second); cn.current() == nil && time.Now().Before(end); {
+				time.Sleep(50 * time.Microsecond)
+			}
+			if breakLink(cn) {
+				twice.Add(1)
 			}
 		}
 		runtime.Gosched()
@@ -73,7 +86,7 @@ func TestWriterYieldSurvivesDetach(t *testing.T) {
 			defer wg.Done()
 			b := c.NewBatch()
 			var cmd []byte
-			for i := 0; (i < calls || detached.Load() == 0) && time.Now().Before(end); i++ {
+			for i := 0; (i < calls || twice.Load() == 0) && time.Now().Before(end); i++ {
 				tok := strconv.Itoa(g) + "." + strconv.Itoa(i)
 				b.Reset()
 				cmd = resp.AppendCommand(cmd[:0], "ECHO", tok)
@@ -96,8 +109,8 @@ func TestWriterYieldSurvivesDetach(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d yields, %d connections detached during one; %d calls answered, %d failed",
-		yields.Load(), detached.Load(), ok.Load(), failed.Load())
+	t.Logf("%d yields, %d connections detached during one (%d also the next socket); %d calls answered, %d failed",
+		yields.Load(), detached.Load(), twice.Load(), ok.Load(), failed.Load())
 	if n := wrong.Load(); n > 0 {
 		t.Fatalf("%d replies were another call's; first: %v", n, firstWrong.Load())
 	}
@@ -107,8 +120,9 @@ func TestWriterYieldSurvivesDetach(t *testing.T) {
 	if total := ok.Load() + failed.Load(); ok.Load() < total/2 {
 		t.Fatalf("only %d of %d calls answered", ok.Load(), total)
 	}
-	if detached.Load() == 0 {
-		t.Fatalf("no connection was detached during a writer's yield (%d yields): the case was not run", yields.Load())
+	if detached.Load() == 0 || twice.Load() == 0 {
+		t.Fatalf("%d connections detached during a writer's yield, %d twice (%d yields): the case was not run",
+			detached.Load(), twice.Load(), yields.Load())
 	}
 	cnp.Store(nil)
 	waitUp(t, c)
