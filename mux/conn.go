@@ -234,13 +234,7 @@ func (cn *pconn) writeLocked(yield bool) {
 		cn.mu.Lock()
 		cn.inWrite = false
 		cn.inflight = 0
-		if cn.deferred == l {
-			// The connection broke meanwhile and the reader side left the
-			// close to us (the fd must not be reused while we write to
-			// it). What is queued now belongs to the next connection, if
-			// one is installed already: go on with it.
-			cn.deferred = nil
-			l.close()
+		if cn.closeDeferred(l) {
 			cn.spare = buf[:0]
 			continue
 		}
@@ -267,21 +261,34 @@ func (cn *pconn) writeLocked(yield bool) {
 		}
 		cn.spare = buf[:0]
 		if yield && len(cn.wq) > 0 {
+			//mutant:writer-yield-drops-role
 			cn.inWrite = true
 			cn.mu.Unlock()
 			writerYield()
 			cn.mu.Lock()
 			cn.inWrite = false
-			if cn.deferred == l {
-				cn.deferred = nil
-				l.close()
-				continue // what is queued now is the next connection's, if any
+			if cn.closeDeferred(l) {
+				continue
 			}
 		}
 		cn.flushShared() // behind what the others queued during the write
 	}
 	cn.writing = false
 	cn.freeRoom()
+}
+
+// closeDeferred closes l if the connection broke while this writer was
+// inside write or its yield and the reader side left the close to it (the
+// fd must not be reused while it is written to). What is queued then
+// belongs to the next connection, if one is installed already: the writer
+// goes on with it. mu held.
+func (cn *pconn) closeDeferred(l link) bool {
+	if cn.deferred != l {
+		return false
+	}
+	cn.deferred = nil
+	l.close()
+	return true
 }
 
 // writable resumes writing after the socket reported space (reader side).
@@ -361,6 +368,7 @@ func (cn *pconn) detach(into []slot) ([]slot, *NodeError) {
 		// Only the first socket detached under a writer can be the one it
 		// writes to: a socket installed and detached again meanwhile (its
 		// yield, writeLocked) is closed now, or nobody would close it.
+		//mutant:double-detach-deferred
 		if cn.inWrite && cn.deferred == nil {
 			cn.deferred = l
 		} else {

@@ -409,6 +409,27 @@ var mutants = []Mutant{
 			"live := func() bool { return cn != nil }"}},
 	},
 	{
+		// issue 47: a claimed writer yields between two writes still holding
+		// the writer role (inWrite), so a detach during the yield leaves the
+		// role and the socket's close to it; without it, a caller that
+		// finds the role free writes beside the yielding writer
+		Name: "writer-yield-drops-role", Class: "the claimed writer's yield between two writes gives up the writer role: a detach meanwhile lets a second writer in beside it", Test: "TestWriterYieldSurvivesDetach", Short: true, Scripted: true,
+		Pkg: "./mux",
+		Edits: []Edit{{"mux/conn.go",
+			"\t\t\tcn.inWrite = true\n\t\t\tcn.mu.Unlock()\n\t\t\twriterYield()\n",
+			"\t\t\tcn.mu.Unlock()\n\t\t\twriterYield()\n"}},
+	},
+	{
+		// issue 47: only the first socket detached under a writer is left
+		// for it to close; a later one (redialled and broken during the
+		// yield) left to it too is never closed: 2 fds leak per double break
+		Name: "double-detach-deferred", Class: "a socket redialled and detached again during the writer's yield left to the writer, which closes only its own: its fd leaks", Test: "TestWriterYieldSurvivesDetach", Short: true, Scripted: true,
+		Pkg: "./mux",
+		Edits: []Edit{{"mux/conn.go",
+			"\t\tif cn.inWrite && cn.deferred == nil {\n",
+			"\t\tif cn.inWrite {\n"}},
+	},
+	{
 		// The generation check replaced by the bounds check a developer
 		// would add after the index panic that dropping it alone can cause
 		// (a late reply to a command the later call does not have): so the
