@@ -304,13 +304,16 @@ func (l later) take(cn *pconn, b *Batch, gen uint64, buf []byte) {
 			continue
 		}
 		g := l.slots[gi].grp
-		for k := range g.subs {
-			if s := &g.subs[k]; s.b == b && s.gen == gen {
-				f := l.frames[gi]
-				b.store(cn.node, int(s.k), buf[f.off:f.off+f.n], f.isErr, f.shape)
-				s.b = nil
-			}
+		k := g.find(b, gen)
+		if k < 0 {
+			continue
 		}
+		f := l.frames[gi]
+		for ; k < len(g.subs) && g.subs[k].b == b && g.subs[k].gen == gen; k++ {
+			b.store(cn.node, int(g.subs[k].k), buf[f.off:f.off+f.n], f.isErr, f.shape)
+			g.subs[k].b = nil
+		}
+		g.next = k
 	}
 }
 

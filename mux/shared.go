@@ -23,6 +23,10 @@ type sharedGroup struct {
 	exp  Expect
 	subs []sharedSub
 	at   int64 // the earliest subscriber's deadline (HardTimeout counts from it)
+	// next is where find looks first: subscribers are in the order their
+	// batches' commands were queued, so their replies come in that order
+	// and take meets them one after another
+	next int
 }
 
 // sharedSub is one batch's command that a shared group stands for.
@@ -36,7 +40,7 @@ var groupPool = sync.Pool{New: func() any { return &sharedGroup{} }}
 
 func putGroup(g *sharedGroup) {
 	clear(g.subs)
-	g.subs, g.cmd = g.subs[:0], g.cmd[:0]
+	g.subs, g.cmd, g.next = g.subs[:0], g.cmd[:0], 0
 	groupPool.Put(g)
 }
 
@@ -132,6 +136,24 @@ func (cn *pconn) deliverShared(g *sharedGroup, f []byte, isErr bool, sh resp.Sha
 		s.b.mu.Unlock()
 	}
 	putGroup(g)
+}
+
+// find returns the index of b's first subscription of call gen to g, or
+// -1: from next on (where the batches whose replies came before b's
+// ended), then from the start. A batch's subscriptions to one group are
+// adjacent (share runs under mu for all of them).
+func (g *sharedGroup) find(b *Batch, gen uint64) int {
+	for k := g.next; k < len(g.subs); k++ {
+		if s := &g.subs[k]; s.b == b && s.gen == gen {
+			return k
+		}
+	}
+	for k := 0; k < min(g.next, len(g.subs)); k++ {
+		if s := &g.subs[k]; s.b == b && s.gen == gen {
+			return k
+		}
+	}
+	return -1
 }
 
 // expand appends to into a plain slot for every subscriber of g, and gives
