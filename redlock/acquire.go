@@ -275,11 +275,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		// for nothing): a grant counts only from a node whose counters
 		// are not stale and whose incarnation is still the one named.
 		w.guess = c.fenceGuess(ctx)
-		for i := 0; i < c.n; i++ {
-			w.incs[i] = c.trust.nodes[i].seen.Load()
-			w.cmd = lockcmd.AppendEvalSHAFenceGuess(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess), c.fenceTag(i, w.incs[i]))
-			b.AddExpect(i, w.cmd, mux.ExpectAggregate)
-		}
+		c.addFenced(w, resource, keys, ttl)
 		granted, expect = w.fencedOK, mux.ExpectAggregate
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
@@ -473,12 +469,61 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 	return lockcmd.AppendEvalSHAKeys(dst, scripts.ReleaseMulti.SHA, keys, value)
 }
 
+// addFenced adds to w.b the fenced acquisition's command for every node,
+// each carrying the run_id this client knows for the node (w.incs). The
+// commands differ only in that last argument: the rest is encoded once.
+func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
+	w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
+	head := len(w.cmd)
+	for i := 0; i < c.n; i++ {
+		w.incs[i] = c.trust.nodes[i].seen.Load()
+		w.cmd = resp.AppendBulkString(w.cmd[:head], c.fenceTag(i, w.incs[i]))
+		w.b.AddExpect(i, w.cmd, mux.ExpectAggregate)
+	}
+}
+
 // fencedReply reads the fenced acquisition's reply {granted, counter,
 // stale} (scripts.AcquireFenced).
 func fencedReply(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	if r.Type != resp.TypeArray || r.Len() != 3 {
 		return 0, 0, false, false
 	}
+	if v, ok := fencedRaw(r.Raw); ok {
+		return v[0], v[1], v[2] != 0, true
+	}
+	return fencedIter(r)
+}
+
+// fencedRaw reads the script's answer in its usual form, "*3\r\n:g\r\n:c
+// \r\n:s\r\n" with numbers of at most 18 digits and no sign, straight from
+// the frame (the grant's predicate and the token each read every node's);
+// ok is false for any other form, which fencedIter reads.
+func fencedRaw(raw []byte) (v [3]int64, ok bool) {
+	if len(raw) < 4 || string(raw[:4]) != "*3\r\n" {
+		return v, false
+	}
+	i := 4
+	for k := range v {
+		if i >= len(raw) || raw[i] != ':' {
+			return v, false
+		}
+		i++
+		start := i
+		var n int64
+		for ; i < len(raw) && i-start < 18 && raw[i] >= '0' && raw[i] <= '9'; i++ {
+			n = n*10 + int64(raw[i]-'0')
+		}
+		if i == start || i+1 >= len(raw) || raw[i] != '\r' || raw[i+1] != '\n' {
+			return v, false
+		}
+		v[k] = n
+		i += 2
+	}
+	return v, i == len(raw)
+}
+
+// fencedIter is fencedReply for any form of the answer.
+func fencedIter(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	it := r.Iter()
 	var a resp.Reply
 	if !it.Next(&a) {

@@ -226,7 +226,8 @@ func processCPU() time.Duration {
 // goroutine ("c1") and 64 ("c64", one resource each). On the real
 // servers it also reports their CPU per pair and node (srv-us/op/node:
 // INFO's used_cpu_user + used_cpu_sys before and after, so the fenced
-// scripts' cost beside the plain SET's; issue 47).
+// scripts' cost beside the plain SET's; issue 47). cpu-ns/op is the
+// client process's own CPU per pair.
 func BenchmarkFencing(b *testing.B) {
 	clusters := map[string]func(testing.TB) []string{
 		"fake": func(tb testing.TB) []string { return startExternalCluster(tb, 5) },
@@ -246,7 +247,8 @@ func BenchmarkFencing(b *testing.B) {
 			if cname == "real" {
 				srv = func() float64 { return serversCPU(b, addrs) }
 			}
-			report := func(b *testing.B, cpu0 float64) {
+			report := func(b *testing.B, cpu0 float64, own time.Duration) {
+				b.ReportMetric(float64((processCPU()-own).Nanoseconds())/float64(b.N), "cpu-ns/op")
 				if cname == "real" {
 					b.ReportMetric((srv()-cpu0)*1e6/float64(b.N)/float64(len(addrs)), "srv-us/op/node")
 				}
@@ -260,8 +262,8 @@ func BenchmarkFencing(b *testing.B) {
 				}
 				b.Run(mode+"/c1", func(b *testing.B) {
 					b.ReportAllocs()
-					cpu0 := srv()
-					defer report(b, cpu0)
+					cpu0, own := srv(), processCPU()
+					defer report(b, cpu0, own)
 					for i := 0; i < b.N; i++ {
 						l, err := c.TryAcquire(ctx, "bench:fencing", opts...)
 						if err != nil {
@@ -275,8 +277,8 @@ func BenchmarkFencing(b *testing.B) {
 				b.Run(mode+"/c64", func(b *testing.B) {
 					var id atomic.Int64
 					b.ReportAllocs()
-					cpu0 := srv()
-					defer report(b, cpu0)
+					cpu0, own := srv(), processCPU()
+					defer report(b, cpu0, own)
 					b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
 					b.RunParallel(func(pb *testing.PB) {
 						key := "bench:fencing:" + strconv.FormatInt(id.Add(1), 10)

@@ -103,10 +103,16 @@ func AppendEvalSHAFence(dst []byte, sha, key string, keys []string, value []byte
 // value ttlMillis guess tag", the shape of the fenced acquisition (keys
 // and tag as for AppendEvalSHAFence).
 func AppendEvalSHAFenceGuess(dst []byte, sha, key string, keys []string, value []byte, ttlMillis, guess int64, tag string) []byte {
+	return resp.AppendBulkString(AppendEvalSHAFenceGuessHead(dst, sha, key, keys, value, ttlMillis, guess), tag)
+}
+
+// AppendEvalSHAFenceGuessHead is AppendEvalSHAFenceGuess without its last
+// argument, the tag (resp.AppendBulkString appends it): the part an
+// acquisition's commands to every node share, encoded once.
+func AppendEvalSHAFenceGuessHead(dst []byte, sha, key string, keys []string, value []byte, ttlMillis, guess int64) []byte {
 	dst = appendFenceHead(dst, sha, key, keys, value, 3)
 	dst = resp.AppendBulkInt(dst, ttlMillis)
-	dst = resp.AppendBulkInt(dst, guess)
-	return resp.AppendBulkString(dst, tag)
+	return resp.AppendBulkInt(dst, guess)
 }
 
 // appendFenceHead appends the array header (for args more arguments after
