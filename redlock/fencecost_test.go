@@ -1,6 +1,8 @@
 package redlock_test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"net"
 	"strconv"
@@ -24,20 +26,29 @@ import (
 //   - zset: a fenced acquire without Lua that redmux does not use, kept
 //     for the design note (docs/FENCING.md, what bounds a fenced pair's
 //     server cost): MULTI, SET NX PX, ZREVRANGE of a sorted-set counter,
-//     ZADD GT of the proposal, EXEC; then the release script.
+//     ZADD GT of the proposal, EXEC; then the release script;
+//   - least: the least a fenced acquire script could run, unsafe and
+//     unused, kept for the same note: SET NX PX, then the counter raised
+//     to the proposal by one SET ... GET (no tag, no staleness, no
+//     check that the proposal is higher), the old counter returned in
+//     the same {granted, counter, stale} array; then the release script;
+//   - noop: a script that only returns 1, then the release script: what
+//     any EVALSHA costs before its script does anything.
 func BenchmarkFencedServerCost(b *testing.B) {
 	addr := redistest.Addrs(redistest.StartN(b, 1, redistest.Options{}))[0]
-	for _, mode := range []string{"plain", "fenced", "zset"} {
+	for _, mode := range []string{"plain", "fenced", "zset", "least", "noop"} {
 		b.Run(mode, func(b *testing.B) {
 			pc := dialPipe(b, addr)
 			defer pc.nc.Close()
 			pc.expectOK("SCRIPT", "LOAD", scripts.AcquireFenced.Text)
 			pc.expectOK("SCRIPT", "LOAD", scripts.Release.Text)
+			pc.expectOK("SCRIPT", "LOAD", leastFenced)
+			pc.expectOK("SCRIPT", "LOAD", noopScript)
 			tag := "=" + strings.TrimSpace(infoField(string(rawDo(b, addr, "INFO", "server").Data), "run_id"))
 			if len(tag) != 41 {
 				b.Fatalf("run_id %q", tag[1:])
 			}
-			perPair := map[string]int{"plain": 2, "fenced": 2, "zset": 6}[mode]
+			perPair := map[string]int{"plain": 2, "fenced": 2, "zset": 6, "least": 2, "noop": 2}[mode]
 			var cmd []byte
 			cpu0 := serversCPU(b, []string{addr})
 			b.ResetTimer()
@@ -52,6 +63,10 @@ func BenchmarkFencedServerCost(b *testing.B) {
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
 					case "fenced":
 						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, tag)
+					case "least":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", leastFencedSHA, "2", k, k+":fence", v, "30000", g)
+					case "noop":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", noopSHA, "0")
 					case "zset":
 						cmd = resp.AppendCommand(cmd, "MULTI")
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
@@ -70,6 +85,24 @@ func BenchmarkFencedServerCost(b *testing.B) {
 			b.ReportMetric((serversCPU(b, []string{addr})-cpu0)*1e6/float64(b.N), "srv-us/op")
 		})
 	}
+}
+
+// leastFenced and noopScript: BenchmarkFencedServerCost's "least" and
+// "noop" (never used by redlock).
+const (
+	leastFenced = `if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
+    return {0,0,0}
+end
+local old = redis.call("set",KEYS[2],ARGV[3],"get")
+return {1,tonumber(old) or 0,0}`
+	noopScript = `return 1`
+)
+
+var leastFencedSHA, noopSHA = sha1Hex(leastFenced), sha1Hex(noopScript)
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // pipe is a bare pipelined connection: a write, then its replies read
