@@ -143,12 +143,8 @@ func (cn *pconn) deliverShared(g *sharedGroup, f []byte, isErr bool, sh resp.Sha
 // ended), then from the start. A batch's subscriptions to one group are
 // adjacent (share runs under mu for all of them).
 func (g *sharedGroup) find(b *Batch, gen uint64) int {
-	for k := g.next; k < len(g.subs); k++ {
-		if s := &g.subs[k]; s.b == b && s.gen == gen {
-			return k
-		}
-	}
-	for k := 0; k < min(g.next, len(g.subs)); k++ {
+	for j := range g.subs {
+		k := (g.next + j) % len(g.subs) // next <= len(subs): take sets it
 		if s := &g.subs[k]; s.b == b && s.gen == gen {
 			return k
 		}
