@@ -368,22 +368,33 @@ func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
 	var run, repl, repl2 []string
 	out := &Incarnation{Known: true, Role: "master"}
 	var start time.Time
+	unknown := ""
 	for k, p := range incs {
 		//mutant:cluster-incarnation-one-shard
 		if p == nil || m == nil || m.addrs[k] == "" {
 			continue
 		}
-		if !p.Known {
-			return &Incarnation{Err: "shard " + m.addrs[k] + ": " + p.Err, Seen: p.Seen}
-		}
-		run, repl, repl2 = append(run, p.RunID), append(repl, p.ReplID), append(repl2, p.ReplID2)
-		out.Promoted = out.Promoted || p.Promoted
 		if p.Seen.After(out.Seen) {
 			out.Seen = p.Seen
 		}
+		//mutant:cluster-unknown-oldest-seen
+		if !p.Known {
+			if unknown == "" {
+				unknown = "shard " + m.addrs[k] + ": " + p.Err
+			}
+			continue
+		}
+		run, repl, repl2 = append(run, p.RunID), append(repl, p.ReplID), append(repl2, p.ReplID2)
+		out.Promoted = out.Promoted || p.Promoted
 		if s := p.Start(); s.After(start) {
 			start = s
 		}
+	}
+	if unknown != "" {
+		// one shard that does not tell hides the others' changes: the
+		// node's is unknown, as of its newest set-up (which may be a
+		// known shard's restart: redlock quarantines from then)
+		return &Incarnation{Err: unknown, Seen: out.Seen}
 	}
 	if len(run) == 0 {
 		return nil

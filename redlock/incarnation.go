@@ -31,7 +31,9 @@ var (
 	ErrNodeFailover = errors.New("redlock: node failed over")
 	// ErrIncarnationUnknown: the node did not tell its incarnation (INFO
 	// refused, or the mux client does not track incarnations): the client
-	// cannot quarantine it after a restart.
+	// cannot tell a restart from a reconnection, so every set-up of the
+	// node is quarantined (but the one New saw, under
+	// WithTrustNodesAtStart).
 	ErrIncarnationUnknown = errors.New("redlock: node incarnation unknown")
 )
 
@@ -56,9 +58,9 @@ func (e *QuarantineError) Error() string {
 		what = "after its data set was replaced (its marker changed)"
 	case ErrIncarnationUnknown:
 		if e.Left > 0 {
-			return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (it told it before), quarantined, " + e.Left.Round(time.Millisecond).String() + " left"
+			return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (INFO refused: each connection set-up may be a restart's), quarantined, " + e.Left.Round(time.Millisecond).String() + " left"
 		}
-		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown: restarts are seen by its data-set marker only"
+		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (INFO refused): trusted as New saw it (WithTrustNodesAtStart); its next set-ups are quarantined"
 	}
 	left := e.Left.Round(time.Millisecond).String()
 	if e.Left > 0 && e.Left < time.Millisecond {

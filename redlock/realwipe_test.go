@@ -223,6 +223,48 @@ func TestRealInfoRefusedRestart(t *testing.T) {
 	}
 }
 
+// Nodes that refuse INFO restart from an older snapshot of their own
+// (their last RDB, saved after the data-set markers and before A's lock):
+// A's keys are lost, the markers kept, so rule 4 sees nothing and no
+// run_id tells of the restart. Each set-up of a node whose incarnation is
+// unknown may be a new process's, and is quarantined: the connected
+// client and a new one are refused while A's lock is valid (before
+// 2026-11-30 both took it: the connected client judged the reconnection
+// as the node it knew).
+func TestRealInfoRefusedOlderSnapshot(t *testing.T) {
+	for run := 0; run < realRuns(t); run++ {
+		srv := make([]*redisproc.Server, 5)
+		extra := make([][]string, 5)
+		for i := range srv {
+			extra[i] = []string{"--rename-command", "INFO", "", "--dir", t.TempDir()}
+			srv[i] = redistest.Start(t, redistest.Options{Extra: extra[i]})
+		}
+		addrs := redistest.Addrs(srv)
+		ctx := context.Background()
+		a := newClient(t, addrs, redlock.WithTTL(30*time.Second), redlock.WithTrustNodesAtStart())
+		connected := newClient(t, addrs, redlock.WithTTL(30*time.Second), redlock.WithTrustNodesAtStart())
+		warm(t, connected)
+		for i := 0; i < 3; i++ {
+			require.True(t, rawDo(t, srv[i].Addr, "SAVE").IsOK(), "node %d's snapshot", i)
+		}
+		la, err := a.Acquire(ctx, "real:noinfo-snapshot")
+		require.NoError(t, err)
+		waitAllHold(t, addrs, "real:noinfo-snapshot", la)
+		for i := 0; i < 3; i++ {
+			port := srv[i].Port
+			srv[i].Stop() // SIGTERM without save points: no new snapshot
+			srv[i] = redistest.Start(t, redistest.Options{Port: port, Extra: extra[i]})
+			require.NotEmpty(t, rawDo(t, srv[i].Addr, "KEYS", scripts.MarkerPrefix+"*").Len(), "node %d's marker was not in its snapshot", i)
+		}
+		require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "real:noinfo-snapshot", la.Value()), "A's keys were lost")
+		refusedWhileValid(t, connected, "real:noinfo-snapshot", la, "the connected client, run "+strconv.Itoa(run))
+		fresh := newClient(t, addrs, redlock.WithTTL(30*time.Second))
+		err = refusedWhileValid(t, fresh, "real:noinfo-snapshot", la, "a new client, run "+strconv.Itoa(run))
+		t.Logf("run %d: both refused while A's validity is %v: %v", run, la.Validity().Round(time.Millisecond), err)
+		redisproc.StopAll(srv)
+	}
+}
+
 // Clients with other TTLs (issue 44: two holders 5 of 5 in each of three
 // set-ups): A holds a 30 s lock; nodes 0-2 restart at once without their
 // data; clients that only use 1 s or 2 s TTLs, connected before or made

@@ -74,12 +74,17 @@ func judgeIncarnation(prev incPrev, p incObs, r incRules) incVerdict {
 	switch {
 	case p.Nil:
 	case !p.Known:
-		v.Cause = ErrIncarnationUnknown
-		if prev.Known {
-			// it told its incarnation before and no longer does (an ACL
-			// change?): it may have restarted; quarantined once, from now
-			// (forgotten: it is judged as at first sight if it tells again)
-			v.Quarantine, v.From, v.Prev = true, p.Seen, incPrev{}
+		// INFO refused (an ACL, a renamed command): this set-up may be a
+		// new process's, one that came back from an older snapshot or a
+		// lagging replica with its marker kept (rule 4 sees none of
+		// that); quarantined from this set-up, each time, unless it is
+		// what New saw under WithTrustNodesAtStart. What it told before,
+		// if anything, is forgotten: it is judged as at first sight if it
+		// tells again.
+		v.Cause, v.Prev = ErrIncarnationUnknown, incPrev{}
+		//mutant:unknown-setup-trusted
+		if !r.AtStart {
+			v.Quarantine, v.From = true, p.Seen
 		}
 	case !prev.Known:
 		v.Prev = incPrev{Known: true, RunID: p.RunID, ReplID: p.ReplID}

@@ -28,10 +28,16 @@ func TestTrustTable(t *testing.T) {
 		{"1: no set-up yet", known, incObs{Nil: true}, incRules{}, false, 0, nil, false},
 		// Rule 1: the same process and history: nothing changes.
 		{"1: same incarnation", known, inc("r1", "h1", time.Hour, false), incRules{}, false, 0, nil, false},
-		// Rule 1: INFO refused, never told before: reported, not quarantined
-		// (rule 4 keeps it safe).
-		{"1: unknown at first sight", incPrev{}, incObs{Seen: s}, incRules{}, false, 0, ErrIncarnationUnknown, false},
-		// Rule 1: told before, refuses now: it may have restarted, quarantined once from now.
+		// Rule 1: INFO refused at first sight: any process, of any age,
+		// from an older snapshot with its marker kept: quarantined from
+		// the set-up (the marker of rule 4 does not see a lost tail).
+		{"1: unknown at first sight", incPrev{}, incObs{Seen: s}, incRules{}, true, s, ErrIncarnationUnknown, false},
+		// Rule 1: INFO refused again at a later set-up (its connection
+		// broke: a restart?): quarantined from that set-up, every time.
+		{"1: unknown again", incPrev{}, incObs{Seen: s}, incRules{Persistent: true}, true, s, ErrIncarnationUnknown, false},
+		// Rule 1: unknown, but what New saw under WithTrustNodesAtStart: trusted.
+		{"1: unknown at New, trusted at start", incPrev{}, incObs{Seen: s}, incRules{AtStart: true}, false, 0, ErrIncarnationUnknown, false},
+		// Rule 1: told before, refuses now: it may have restarted, quarantined from now.
 		{"1: stopped telling", known, incObs{Seen: s}, incRules{}, true, s, ErrIncarnationUnknown, false},
 		// Rule 2: first sight of a young process: from its latest start, seen -
 		// uptime + 1 s (rounding).

@@ -198,6 +198,21 @@ var mutants = []Mutant{
 			"\t\tif p == nil || m == nil || m.addrs[k] == \"\" || k > 0 {\n"}},
 	},
 	{
+		// the checker catches it too: TestSafetyInfoRefused (every node
+		// refuses INFO) and TestSafetyClusterRestarts (one shard's
+		// refusal hides the others' restarts), by luck in the latter
+		Name: "unknown-setup-trusted", Class: "a node that refuses INFO trusted at each new set-up (quarantined only when it told its incarnation before): a restart from an older snapshot or a lagging failover, its marker kept, unseen (2026-11-30)", Test: "TestQuarantineInfoRefusedRestartLag", Scripted: true, Short: true,
+		Edits: []Edit{{"redlock/trust.go",
+			"		if !r.AtStart {\n",
+			"		if !r.AtStart && prev.Known {\n"}},
+	},
+	{
+		Name: "cluster-unknown-oldest-seen", Class: "a Redis Cluster node whose shard refuses INFO dated by that shard's set-up, not the newest: another shard's restart quarantined from long ago, so not at all (2026-11-30)", Test: "TestClusterInfoRefusedShardHidesNoRestart", Scripted: true, Short: true,
+		Edits: []Edit{{"mux/cluster.go",
+			"		if !p.Known {\n			if unknown == \"\" {\n",
+			"		if !p.Known {\n			return &Incarnation{Err: p.Err, Seen: p.Seen}\n			if unknown == \"\" {\n"}},
+	},
+	{
 		// caught in 3 to 13 s (52 to 241 acquisitions, 4 runs) since the
 		// checker pauses extensions before their send (hook.ExtendSend):
 		// before, a late extension rarely met a new holder (5 min 31 s,

@@ -1,0 +1,97 @@
+package redlock_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redmux/redmux/fakeserver"
+	"github.com/redmux/redmux/internal/nodeaddr"
+	"github.com/redmux/redmux/mux"
+	"github.com/redmux/redmux/redlock"
+	"github.com/stretchr/testify/require"
+)
+
+// Nodes that refuse INFO (a managed service, an ACL) restart from an
+// older snapshot: the lock keys of the last 200 ms are lost, the data-set
+// markers (older) kept, so rule 4 sees nothing and the new process's
+// run_id is not told. Each set-up of such a node may be a new process's:
+// the connected client (which trusted them at start) and a new one must
+// both find nodes 0-2 quarantined while A's lock is valid
+// (docs/OPERATIONS.md, rule 1; before: both took it).
+func TestQuarantineInfoRefusedRestartLag(t *testing.T) {
+	cl := startCluster(t, 5)
+	for _, n := range cl.Nodes {
+		n.RefuseInfo(true)
+	}
+	addrs := cl.Addrs()
+	ctx := context.Background()
+	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
+	b := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
+	warm(t, b)
+	time.Sleep(300 * time.Millisecond) // the markers are older than the writes lost below
+	la, err := a.Acquire(ctx, "noinfo-snapshot")
+	require.NoError(t, err)
+	waitAllHold(t, addrs, "noinfo-snapshot", la)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, cl.Nodes[i].RestartLag(200*time.Millisecond))
+	}
+	require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "noinfo-snapshot", la.Value()), "A's keys were lost")
+	refusedWhileValid(t, b, "noinfo-snapshot", la, "the connected client")
+	fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	err = refusedWhileValid(t, fresh, "noinfo-snapshot", la, "a new client")
+	require.ErrorIs(t, err, redlock.ErrQuarantined)
+}
+
+// On Redis Cluster nodes, one shard that refuses INFO makes the node's
+// incarnation unknown (mux joins its shards'), and so hides every other
+// shard's restart: three Redlock nodes of three shards each, shard 2 of
+// each refusing INFO; A's lock key lives on shard 0; shard 0 of nodes 0
+// and 1 restarts from an older snapshot (A's keys lost, markers kept).
+// The unknown node's incarnation is as of its newest set-up (shard 0's,
+// after the restart), so the connected client quarantines nodes 0 and 1
+// from then. make safety's TestSafetyClusterRestarts found this: two
+// holders, the second granted by a shard 3 ms after its restart, while
+// another shard of the node refused INFO (2026-11-30). The clients' first
+// set-ups are older than the quarantine (Q, A's 3 s TTL) when A acquires:
+// a quarantine counted from those would be over.
+func TestClusterInfoRefusedShardHidesNoRestart(t *testing.T) {
+	var groups []*fakeserver.Cluster
+	var addrs []string
+	for g := 0; g < 3; g++ {
+		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cl.Close() })
+		cl.Nodes[2].RefuseInfo(true)
+		groups = append(groups, cl)
+		a := cl.Addrs()
+		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
+	}
+	// a resource on shard 0 (slots [0, 5461) of the fake's split)
+	res := ""
+	for i := 0; res == ""; i++ {
+		if r := "noinfo:" + strconv.Itoa(i); mux.KeySlot(r) < 5000 {
+			res = r
+		}
+	}
+	ctx := context.Background()
+	const ttl = 3 * time.Second
+	a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+	b := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+	warm(t, b)
+	time.Sleep(ttl + 300*time.Millisecond)
+	la, err := a.Acquire(ctx, res)
+	require.NoError(t, err)
+	held := func(g int) bool {
+		v, ok := groups[g].Nodes[0].Get(res)
+		return ok && string(v) == string(la.Value())
+	}
+	eventually(t, 2*time.Second, func() bool { return held(0) && held(1) && held(2) }, "not every node's shard 0 got A's SET")
+	for g := 0; g < 2; g++ {
+		require.NoError(t, groups[g].Nodes[0].RestartLag(time.Second))
+		require.False(t, held(g), "node %d's shard 0 lost A's key", g)
+	}
+	err = refusedWhileValid(t, b, res, la, "the connected client")
+	require.ErrorIs(t, err, redlock.ErrQuarantined)
+}
