@@ -70,6 +70,10 @@ type clusterState struct {
 	mu   sync.Mutex
 	incs [MaxClusterShards]*Incarnation // each shard's, by its newest set-up
 
+	// moved is, per slot, the mono time of the newest map that changed
+	// its shard (0: none since New): stored before that map (SlotMoved)
+	moved [ClusterSlots]atomic.Int64
+
 	dial [MaxClusterShards]shardDial // each shard's redials (cluster_dial.go)
 }
 
@@ -290,6 +294,14 @@ func (c *Client) refreshSlots(i int) error {
 		}
 	}
 	cs.mu.Unlock()
+	if old != nil {
+		now := mono()
+		for s := range m.owner {
+			if m.owner[s] != old.owner[s] {
+				cs.moved[s].Store(now)
+			}
+		}
+	}
 	cs.m.Store(m)
 	if old != nil {
 		for k := range m.addrs {

@@ -317,3 +317,23 @@ func oldIndex(old *slotMap, addr string) int {
 	}
 	return -1
 }
+
+// SlotMoved returns when this client applied the newest slot map of
+// cluster node i that gave slot another shard (a resharding moved it, or
+// it was uncovered or covered again), or the zero time if none did since
+// New (and for any other node). The time is stored before the map that
+// routes by it, so a call whose command went out on that map and reads
+// SlotMoved after its reply sees it. A slot's keys then hold what the
+// shard that served it before had: redlock does not count a grant on a
+// slot that moved less than its quarantine ago (docs/OPERATIONS.md, Redis
+// Cluster rule 6).
+func (c *Client) SlotMoved(i, slot int) time.Time {
+	if !c.IsCluster(i) || slot < 0 || slot >= ClusterSlots {
+		return time.Time{}
+	}
+	t := c.nodes[i].cluster.moved[slot].Load()
+	if t == 0 {
+		return time.Time{}
+	}
+	return monoBase.Add(time.Duration(t))
+}

@@ -409,6 +409,15 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 			// its data set is new, or not the one this client knows (rule 4)
 			rec.status, rec.err = NodeFailed, c.markerErr(i, w.mstate[i])
 			t.quarantined++
+		case grant && c.shardYoung(w, i):
+			// another shard of the cluster node has a young data set
+			rec.status, rec.err = NodeFailed, &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrDataSetNew,
+				Left: max(time.Duration(c.mk.young[i].Load()-mono()), time.Nanosecond)}
+			t.quarantined++
+		case grant && c.slotMoved(w, i):
+			// the key's slot came from another shard of the cluster node
+			rec.status, rec.err = NodeFailed, &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrSlotMoved, Left: time.Nanosecond}
+			t.quarantined++
 		case grant:
 			rec.status = NodeGranted
 		case err == nil && (r.IsNil() || multi && isInt && v == 0):

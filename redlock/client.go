@@ -87,6 +87,8 @@ type worker struct {
 	anchor []int
 	mstate []*markerNode
 	mcmd   []byte
+	// slot: the resource's hash slot, where a node is a cluster
+	slot int
 	// seen: what noteMarkers kept for markerWork; cb: the cold batch;
 	// steady: the nodes whose MGET the grant predicate found steady (a bit
 	// each; set on mux's reader, read after Do returns); want: the TTL
@@ -331,7 +333,32 @@ func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 		w.steady |= 1 << i // noteMarkers passes over it
 	}
 	//mutant:marker-unchecked
-	return c.unprotected || c.trusted(i) && ok
+	return c.unprotected || c.trusted(i) && ok && !c.slotMoved(w, i) && !c.shardYoung(w, i)
+}
+
+// shardYoung reports whether a shard of cluster node i (any, not only the
+// one that granted w's resource) is known to hold a young data set: its
+// slots may move with what it had, or had lost (Redis Cluster rule 6).
+// False on any other node.
+func (c *Client) shardYoung(w *worker, i int) bool {
+	return w.anchor[i] >= 0 && c.clusterYoung(i)
+}
+
+// slotMoved reports whether cluster node i's shard that granted w's
+// resource got its slot less than the quarantine ago (from another
+// shard, which may have lost its keys before the move: docs/OPERATIONS.md,
+// Redis Cluster rule 6). One atomic load on a cluster node; false on any
+// other.
+func (c *Client) slotMoved(w *worker, i int) bool {
+	if w.anchor[i] < 0 {
+		return false
+	}
+	t := c.m.SlotMoved(i, w.slot)
+	//mutant:slot-move-counted
+	if t.IsZero() {
+		return false
+	}
+	return mono() < monoOf(t)+int64(c.trust.period(&c.def))
 }
 
 // layout is the index of node i's MGET in an acquisition batch: after the

@@ -35,6 +35,12 @@ var (
 	// node is quarantined (but the one New saw, under
 	// WithTrustNodesAtStart).
 	ErrIncarnationUnknown = errors.New("redlock: node incarnation unknown")
+	// ErrSlotMoved: on a Redis Cluster node, the key's hash slot moved to
+	// the shard that answered less than the quarantine ago: its keys are
+	// what the shard that served it before held, which may have lost them
+	// (a FLUSHALL, a restart) before the move (docs/OPERATIONS.md, Redis
+	// Cluster rule 6).
+	ErrSlotMoved = errors.New("redlock: key's slot moved between shards")
 )
 
 // QuarantineError says why a node's answers do not count, and for how
@@ -56,6 +62,8 @@ func (e *QuarantineError) Error() string {
 		what = "while its data set is new (no marker, or a young one: a wipe, a restart without persistence, or the nodes' first use)"
 	case ErrDataSetReplaced:
 		what = "after its data set was replaced (its marker changed)"
+	case ErrSlotMoved:
+		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined for this key: its slot moved between the cluster's shards less than the quarantine ago"
 	case ErrIncarnationUnknown:
 		if e.Left > 0 {
 			return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") incarnation unknown (INFO refused: each connection set-up may be a restart's), quarantined, " + e.Left.Round(time.Millisecond).String() + " left"

@@ -47,7 +47,11 @@ type markers struct {
 	nodes []markerNode // standalone and Sentinel nodes
 	// shards: a cluster node's state per anchor slot (nil for others)
 	shards []*[mux.ClusterSlots]atomic.Pointer[markerNode]
-	mget   []byte // MGET of the three untagged keys (standalone and Sentinel nodes)
+	// young: per cluster node, the latest mono instant until which this
+	// client knows one of its shards' data sets stays young (noteYoung):
+	// no shard of that node counts before (Redis Cluster rule 6)
+	young []atomic.Int64
+	mget  []byte // MGET of the three untagged keys (standalone and Sentinel nodes)
 	// declared is the largest TTL (ns) this client declared to a quorum
 	// of the nodes (rule 5); declMu serialises declarations
 	declared atomic.Int64
@@ -92,6 +96,7 @@ type markerSeen struct {
 func (c *Client) setupMarkers() {
 	c.mk.nodes = make([]markerNode, c.n)
 	c.mk.shards = make([]*[mux.ClusterSlots]atomic.Pointer[markerNode], c.n)
+	c.mk.young = make([]atomic.Int64, c.n)
 	for i := 0; i < c.n; i++ {
 		if c.m.IsCluster(i) {
 			c.mk.shards[i] = new([mux.ClusterSlots]atomic.Pointer[markerNode])
@@ -139,6 +144,7 @@ func (c *Client) prepMarkers(w *worker, b *mux.Batch, resource string) {
 		b.BroadcastShared(c.mk.mget, mux.ExpectAggregate)
 		return
 	}
+	w.slot = mux.KeySlot(resource)
 	for i := 0; i < c.n; i++ {
 		a := c.m.Anchor(i, resource)
 		w.anchor[i], w.mstate[i] = a, c.markerState(i, a)
@@ -229,6 +235,34 @@ func judgeMGET(st *markerNode, p *string, r resp.Reply, want int64) (ok, steady 
 	v := readRecord(a)
 	//mutant:record-not-learned
 	return true, v == want || v > want && want >= maxTTLMillis
+}
+
+// noteYoung records that the data set of st (node i's, or one shard's of
+// cluster node i) stays young until the mono instant until. On a cluster
+// node it holds every shard back as long: a slot of the young shard may
+// move to another with what the shard had, or had lost (Redis Cluster
+// rule 6).
+func (c *Client) noteYoung(i int, st *markerNode, until int64) {
+	st.young.Store(until)
+	if c.mk.shards[i] == nil {
+		return
+	}
+	y := &c.mk.young[i]
+	for {
+		old := y.Load()
+		if until <= old || y.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// clusterYoung reports whether a shard of cluster node i is known to hold
+// a young data set now (noteYoung): the node's grants do not count. One
+// atomic load, and a clock read while one is.
+func (c *Client) clusterYoung(i int) bool {
+	y := c.mk.young[i].Load()
+	//mutant:cluster-young-one-shard
+	return y != 0 && mono() < y
 }
 
 // youngGone ends the node's young-key wait, if any: a reply without the
@@ -423,7 +457,7 @@ func (c *Client) markerWork(ctx context.Context, w *worker, resource string, tim
 			p := st.id.Load()
 			if v, ok := r.Int(); err == nil && err2 == nil && ok && v > 0 && p != nil && string(id.Data) == *p {
 				// the young key of the id accepted lives at most v more
-				st.young.Store(t0 + int64(v)*int64(time.Millisecond))
+				c.noteYoung(i, st, t0+int64(v)*int64(time.Millisecond))
 			}
 		}
 	}
@@ -551,7 +585,7 @@ func (c *Client) initMarkers(ctx context.Context, w *worker, cb *mux.Batch, rout
 			st.young.Store(0)
 			continue
 		}
-		st.young.Store(t0 + int64(period))
+		c.noteYoung(i, st, t0+int64(period))
 		cause := ErrDataSetNew
 		if expect[i] != "" {
 			cause = ErrDataSetReplaced

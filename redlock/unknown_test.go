@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -94,4 +95,103 @@ func TestClusterInfoRefusedShardHidesNoRestart(t *testing.T) {
 	}
 	err = refusedWhileValid(t, b, res, la, "the connected client")
 	require.ErrorIs(t, err, redlock.ErrQuarantined)
+}
+
+// threeClusters starts three Redlock nodes that are Redis Clusters of
+// three shards each (the fake's) and returns them with their addresses.
+func threeClusters(t *testing.T) ([]*fakeserver.Cluster, []string) {
+	t.Helper()
+	var groups []*fakeserver.Cluster
+	var addrs []string
+	for g := 0; g < 3; g++ {
+		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cl.Close() })
+		groups = append(groups, cl)
+		a := cl.Addrs()
+		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
+	}
+	return groups, addrs
+}
+
+// A shard of a Redis Cluster node loses its keys without a restart
+// (FLUSHALL on that primary), then a resharding moves a slot it served,
+// with nothing in it, to another shard: A's key is gone from nodes 0 and
+// 1 and the shard that now serves it has its own marker, intact, so no
+// marker or incarnation tells. The connected client follows the new map
+// (another shard's connections drop and come back to the same process:
+// it asks for the map again) without ever reading the wiped shard's
+// marker; it saw the slot move (its map changed) and does not count a
+// grant on that slot until the quarantine has passed since
+// (docs/OPERATIONS.md, Redis Cluster rule 6; before, it took A's lock at
+// its first attempt).
+func TestClusterWipeThenMove(t *testing.T) {
+	groups, addrs := threeClusters(t)
+	res := ""
+	for i := 0; res == ""; i++ {
+		if r := "{wipemove:" + strconv.Itoa(i) + "}"; mux.KeySlot(r) < 5000 {
+			res = r // shard 0's
+		}
+	}
+	ctx := context.Background()
+	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
+	b := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
+	warm(t, b)
+	la, err := a.Acquire(ctx, res)
+	require.NoError(t, err)
+	for g := 0; g < 2; g++ {
+		groups[g].Nodes[0].Flush()
+		_, err := fakeserver.MoveSlot(mux.KeySlot(res), groups[g].Nodes[1])
+		require.NoError(t, err)
+		groups[g].Nodes[2].Down() // the same process back at once
+		groups[g].Nodes[2].Up()
+	}
+	time.Sleep(time.Second) // b redials shard 2 and asks for the map
+	moved := 0
+	for k := 0; k < 10; k++ {
+		_, err := b.TryAcquire(ctx, res)
+		require.Error(t, err, "attempt %d: a second holder while A's validity is %v", k, la.Validity())
+		if errors.Is(err, redlock.ErrSlotMoved) {
+			moved++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Positive(t, moved, "no attempt met the moved slot")
+}
+
+// TestClusterWipeThenMove for a client made after the move: it never saw
+// the slot on its old shard. New reads every shard's marker; the wiped
+// shard has none (or a young one), and a young data set on any shard of a
+// cluster node holds back the whole node's grants until it is old enough
+// (Redis Cluster rule 6): its slots may have moved, with what it had lost,
+// to shards whose markers are intact (before, a new client took A's lock
+// at its first attempt).
+func TestClusterWipeThenMoveNewClient(t *testing.T) {
+	groups, addrs := threeClusters(t)
+	res := ""
+	for i := 0; res == ""; i++ {
+		if r := "{wipemove-new:" + strconv.Itoa(i) + "}"; mux.KeySlot(r) < 5000 {
+			res = r // shard 0's
+		}
+	}
+	ctx := context.Background()
+	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
+	la, err := a.Acquire(ctx, res)
+	require.NoError(t, err)
+	for g := 0; g < 2; g++ {
+		groups[g].Nodes[0].Flush()
+		_, err := fakeserver.MoveSlot(mux.KeySlot(res), groups[g].Nodes[1])
+		require.NoError(t, err)
+	}
+	fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+	young := 0
+	for k := 0; k < 10; k++ {
+		_, err := fresh.TryAcquire(ctx, res)
+		require.Error(t, err, "attempt %d: a second holder while A's validity is %v", k, la.Validity())
+		if errors.Is(err, redlock.ErrDataSetNew) {
+			young++
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Positive(t, young, "no attempt met the young shard")
 }

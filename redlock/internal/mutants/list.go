@@ -83,8 +83,8 @@ var mutants = []Mutant{
 		// TestSafetyRestarts catches it too, in about a minute
 		Name: "marker-unchecked", Class: "a grant counted without its node's data-set marker read with it: wipes and resyncs without a reconnect unseen (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
 		Edits: []Edit{{"redlock/client.go",
-			"\treturn c.unprotected || c.trusted(i) && ok\n",
-			"\treturn c.unprotected || c.trusted(i) && (ok || true)\n"}},
+			"\treturn c.unprotected || c.trusted(i) && ok && !c.slotMoved(w, i) && !c.shardYoung(w, i)\n",
+			"\treturn c.unprotected || c.trusted(i) && (ok || true) && !c.slotMoved(w, i) && !c.shardYoung(w, i)\n"}},
 	},
 	{
 		Name: "young-ignored", Class: "a data set younger than the quarantine (its young key alive) counted (issue 44)", Test: "TestQuarantineWipeWithoutRestart", Scripted: true, Short: true,
@@ -211,6 +211,18 @@ var mutants = []Mutant{
 		Edits: []Edit{{"mux/cluster.go",
 			"		if !p.Known {\n			if unknown == \"\" {\n",
 			"		if !p.Known {\n			return &Incarnation{Err: p.Err, Seen: p.Seen}\n			if unknown == \"\" {\n"}},
+	},
+	{
+		Name: "slot-move-counted", Class: "a Redis Cluster node's grant counted on a slot that moved between its shards less than the quarantine ago: a shard's FLUSHALL or restart before the move unseen (2026-11-30)", Test: "TestClusterWipeThenMove", Scripted: true, Short: true,
+		Edits: []Edit{{"redlock/client.go",
+			"\tif t.IsZero() {\n\t\treturn false\n\t}\n\treturn mono() < monoOf(t)",
+			"\tif t.IsZero() || true {\n\t\treturn false\n\t}\n\treturn mono() < monoOf(t)"}},
+	},
+	{
+		Name: "cluster-young-one-shard", Class: "a Redis Cluster node's young data set held back only its own shard's grants: a client made after a wiped shard's slot moved counted the shard that got it (2026-11-30)", Test: "TestClusterWipeThenMoveNewClient", Scripted: true, Short: true,
+		Edits: []Edit{{"redlock/marker.go",
+			"\treturn y != 0 && mono() < y\n",
+			"\treturn false && y != 0 && mono() < y\n"}},
 	},
 	{
 		// caught in 3 to 13 s (52 to 241 acquisitions, 4 runs) since the
