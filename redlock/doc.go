@@ -100,7 +100,11 @@
 // may only raise it; WithNodesPersistEveryWrite where every node runs
 // appendfsync always; WithTrustNodesAtStart for nodes just started;
 // Client.Quarantined; OpIncarnation events, with ErrNodeRestarted,
-// ErrNodeFailover, ErrDataSetNew or ErrDataSetReplaced). Extensions count
+// ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced or
+// ErrIncarnationUnknown: a node that refuses INFO is quarantined at each
+// connection set-up, which may be a restart's). On a Redis Cluster node a
+// grant on a slot that moved between its shards less than the quarantine
+// ago does not count (ErrSlotMoved). Extensions count
 // every node that extended the holder's key, quarantined or not, and put a
 // lost key back (Client.Restored), so a kept-alive lock lives through
 // rolling restarts. On Sentinel nodes a grant or an extension counts only
