@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redmux/redmux/fakeserver"
-	"github.com/redmux/redmux/internal/nodeaddr"
 	"github.com/redmux/redmux/redlock/internal/checker"
 	"github.com/stretchr/testify/require"
 )
@@ -107,17 +106,10 @@ func runClusterSafety(t *testing.T, prof fakeserver.ChaosProfile) (checker.Resul
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	var groups []*fakeserver.Cluster
+	groups, addrs := threeClusters(t, nil)
 	all := &fakeserver.Cluster{}
-	var addrs []string
-	for g := 0; g < 3; g++ {
-		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cl.Close() })
-		groups = append(groups, cl)
+	for _, cl := range groups {
 		all.Nodes = append(all.Nodes, cl.Nodes...)
-		a := cl.Addrs()
-		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
 	}
 	prof.MaxImpaired = 2
 	prof.Migrations = true

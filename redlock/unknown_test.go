@@ -58,24 +58,8 @@ func TestQuarantineInfoRefusedRestartLag(t *testing.T) {
 // set-ups are older than the quarantine (Q, A's 3 s TTL) when A acquires:
 // a quarantine counted from those would be over.
 func TestClusterInfoRefusedShardHidesNoRestart(t *testing.T) {
-	var groups []*fakeserver.Cluster
-	var addrs []string
-	for g := 0; g < 3; g++ {
-		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cl.Close() })
-		cl.Nodes[2].RefuseInfo(true)
-		groups = append(groups, cl)
-		a := cl.Addrs()
-		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
-	}
-	// a resource on shard 0 (slots [0, 5461) of the fake's split)
-	res := ""
-	for i := 0; res == ""; i++ {
-		if r := "noinfo:" + strconv.Itoa(i); mux.KeySlot(r) < 5000 {
-			res = r
-		}
-	}
+	groups, addrs := threeClusters(t, func(cl *fakeserver.Cluster) { cl.Nodes[2].RefuseInfo(true) })
+	res := shard0Resource("noinfo:")
 	ctx := context.Background()
 	const ttl = 3 * time.Second
 	a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
@@ -97,23 +81,6 @@ func TestClusterInfoRefusedShardHidesNoRestart(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrQuarantined)
 }
 
-// threeClusters starts three Redlock nodes that are Redis Clusters of
-// three shards each (the fake's) and returns them with their addresses.
-func threeClusters(t *testing.T) ([]*fakeserver.Cluster, []string) {
-	t.Helper()
-	var groups []*fakeserver.Cluster
-	var addrs []string
-	for g := 0; g < 3; g++ {
-		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cl.Close() })
-		groups = append(groups, cl)
-		a := cl.Addrs()
-		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
-	}
-	return groups, addrs
-}
-
 // A shard of a Redis Cluster node loses its keys without a restart
 // (FLUSHALL on that primary), then a resharding moves a slot it served,
 // with nothing in it, to another shard: A's key is gone from nodes 0 and
@@ -126,23 +93,16 @@ func threeClusters(t *testing.T) ([]*fakeserver.Cluster, []string) {
 // (docs/OPERATIONS.md, Redis Cluster rule 6; before, it took A's lock at
 // its first attempt).
 func TestClusterWipeThenMove(t *testing.T) {
-	groups, addrs := threeClusters(t)
-	res := ""
-	for i := 0; res == ""; i++ {
-		if r := "{wipemove:" + strconv.Itoa(i) + "}"; mux.KeySlot(r) < 5000 {
-			res = r // shard 0's
-		}
-	}
+	groups, addrs := threeClusters(t, nil)
+	res := shard0Resource("wipemove:")
 	ctx := context.Background()
 	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
 	b := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
 	warm(t, b)
 	la, err := a.Acquire(ctx, res)
 	require.NoError(t, err)
+	wipeThenMove(t, groups, res)
 	for g := 0; g < 2; g++ {
-		groups[g].Nodes[0].Flush()
-		_, err := fakeserver.MoveSlot(mux.KeySlot(res), groups[g].Nodes[1])
-		require.NoError(t, err)
 		groups[g].Nodes[2].Down() // the same process back at once
 		groups[g].Nodes[2].Up()
 	}
@@ -167,22 +127,13 @@ func TestClusterWipeThenMove(t *testing.T) {
 // to shards whose markers are intact (before, a new client took A's lock
 // at its first attempt).
 func TestClusterWipeThenMoveNewClient(t *testing.T) {
-	groups, addrs := threeClusters(t)
-	res := ""
-	for i := 0; res == ""; i++ {
-		if r := "{wipemove-new:" + strconv.Itoa(i) + "}"; mux.KeySlot(r) < 5000 {
-			res = r // shard 0's
-		}
-	}
+	groups, addrs := threeClusters(t, nil)
+	res := shard0Resource("wipemove-new:")
 	ctx := context.Background()
 	a := newClient(t, addrs, redlock.WithTTL(10*time.Second), redlock.WithTrustNodesAtStart())
 	la, err := a.Acquire(ctx, res)
 	require.NoError(t, err)
-	for g := 0; g < 2; g++ {
-		groups[g].Nodes[0].Flush()
-		_, err := fakeserver.MoveSlot(mux.KeySlot(res), groups[g].Nodes[1])
-		require.NoError(t, err)
-	}
+	wipeThenMove(t, groups, res)
 	fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
 	young := 0
 	for k := 0; k < 10; k++ {
@@ -194,4 +145,46 @@ func TestClusterWipeThenMoveNewClient(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.Positive(t, young, "no attempt met the young shard")
+}
+
+// threeClusters starts three Redlock nodes that are Redis Clusters of
+// three shards each (the fake's), runs prep (if any) on each before any
+// client meets it, and returns them with their addresses.
+func threeClusters(t *testing.T, prep func(*fakeserver.Cluster)) ([]*fakeserver.Cluster, []string) {
+	t.Helper()
+	var groups []*fakeserver.Cluster
+	var addrs []string
+	for g := 0; g < 3; g++ {
+		cl, err := fakeserver.StartShardedCluster(3, fakeserver.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cl.Close() })
+		if prep != nil {
+			prep(cl)
+		}
+		groups = append(groups, cl)
+		a := cl.Addrs()
+		addrs = append(addrs, nodeaddr.ClusterScheme+"://"+a[0]+"?seed="+a[1]+"&seed="+a[2])
+	}
+	return groups, addrs
+}
+
+// shard0Resource is a resource named prefix and a number whose slot shard
+// 0 of the fake's three serves (slots [0, 5461)).
+func shard0Resource(prefix string) string {
+	for i := 0; ; i++ {
+		if r := prefix + strconv.Itoa(i); mux.KeySlot(r) < 5000 {
+			return r
+		}
+	}
+}
+
+// wipeThenMove wipes shard 0 of nodes 0 and 1 (FLUSHALL: connections and
+// process kept) and then moves res's slot, empty, to their shard 1.
+func wipeThenMove(t *testing.T, groups []*fakeserver.Cluster, res string) {
+	t.Helper()
+	for g := 0; g < 2; g++ {
+		groups[g].Nodes[0].Flush()
+		_, err := fakeserver.MoveSlot(mux.KeySlot(res), groups[g].Nodes[1])
+		require.NoError(t, err)
+	}
 }
