@@ -96,8 +96,9 @@ type trust struct {
 	prev  incPrev // the last known (INFO answered) incarnation
 	cause error
 	// unknownSaid: ErrIncarnationUnknown was reported for the node, and
-	// no known incarnation was judged since (it is said once, not at
-	// every set-up)
+	// no known incarnation was judged since: a set-up that starts no
+	// quarantine (the one New saw under WithTrustNodesAtStart) is said
+	// once; each quarantined one is said
 	unknownSaid bool
 }
 
