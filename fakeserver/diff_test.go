@@ -171,6 +171,7 @@ func diffSequences() []sequence {
 			s("SCRIPT", "FOO"), s("SCRIPT", "LOAD"), s("SCRIPT", "FLUSH", "BAD"), s("SCRIPT", "EXISTS"), s("SCRIPT", "KILL"),
 			s("EVAL", rel.Text), s("EVALSHA"), s("SCRIPT", "FLUSH", "ASYNC"),
 		}},
+		{"fenced-acquire", fencedAcquireSteps()},
 		{"inline", []step{
 			raw("PING\r\n", false), raw("set inl 'a b'\r\n", false), raw("get inl\r\n", false), raw("\r\n*0\r\nPING\r\n", false),
 			raw("*-1\r\nECHO x\r\n", false), raw("$99999999999\r\n", false),
@@ -373,4 +374,40 @@ func TestDifferentialRealRedisPassword(t *testing.T) {
 		raw(string(enc("AUTH", pw))+string(enc("ECHO", strings.Repeat("y", 20000))), false), s("ECHO", strings.Repeat("y", 20000)),
 	}}}
 	diffRun(t, seqs, real.Addr, fake.Addr(), pw)
+}
+
+// fencedAcquireSteps runs redlock's fenced acquire script (a single lock:
+// SET NX, then the counter read and raised by SET ... GET, put back where
+// it must not be raised) through every branch: no counter, a lower one of
+// this incarnation, a higher one, one of another incarnation (strict and
+// not), an untagged one, one that is not a number, one at the tokens'
+// bound, and a refusal; the counter is read after each.
+func fencedAcquireSteps() []step {
+	af := scripts.AcquireFenced
+	tag, other := strings.Repeat("ab", 20), strings.Repeat("cd", 20)
+	acq := func(key, val, guess, tg string) step {
+		return s("EVAL", af.Text, "2", key, key+":fence", val, "30000", guess, tg)
+	}
+	out := []step{s("DEL", "f", "f:fence")}
+	for _, c := range []struct{ counter, guess, tag string }{
+		{"", "100", "=" + tag},
+		{"50:" + tag, "100", "=" + tag},
+		{"500:" + tag, "100", "=" + tag},
+		{"100:" + tag, "100", tag},
+		{"50:" + other, "100", "=" + tag},
+		{"50:" + other, "100", tag},
+		{"50", "100", ""},
+		{"50", "100", "=" + tag},
+		{"x50", "100", tag},
+		{"9007199254740992:" + tag, "100", tag},
+		{"", "0", ""},
+	} {
+		out = append(out, s("DEL", "f", "f:fence"))
+		if c.counter != "" {
+			out = append(out, s("SET", "f:fence", c.counter))
+		}
+		out = append(out, acq("f", "v1", c.guess, c.tag), s("GET", "f:fence"), s("EXISTS", "f"),
+			acq("f", "v2", c.guess, c.tag), s("GET", "f:fence"), s("GET", "f"))
+	}
+	return out
 }

@@ -276,7 +276,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		// are not stale and whose incarnation is still the one named.
 		w.guess = c.fenceGuess(ctx)
 		c.addFenced(w, resource, keys, ttl)
-		granted, expect = w.fencedOK, mux.ExpectAggregate
+		granted = w.fencedOK // addFenced set each node's expected reply
 	case keys == nil:
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd[:0], resource, w.val[:], ttlMillis(ttl))
 	default:
@@ -484,16 +484,28 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
 	w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
 	head := len(w.cmd)
+	expect := mux.ExpectAggregate
+	if keys == nil {
+		expect |= mux.ExpectInt // a single lock's -1 - counter
+	}
 	for i := 0; i < c.n; i++ {
 		w.incs[i] = c.trust.nodes[i].seen.Load()
 		w.cmd = resp.AppendBulkString(w.cmd[:head], c.fenceTag(i, w.incs[i]))
-		w.b.AddExpect(i, w.cmd, mux.ExpectAggregate)
+		w.b.AddExpect(i, w.cmd, expect)
 	}
 }
 
 // fencedReply reads the fenced acquisition's reply {granted, counter,
-// stale} (scripts.AcquireFenced).
+// stale}, or a single lock's -1 - counter where it wrote the guess
+// (scripts.AcquireFenced). A reply of another form (a non-negative
+// integer: another command's answer) is not ok.
 func fencedReply(r resp.Reply) (granted, counter int64, stale, ok bool) {
+	if r.Type == resp.TypeInteger {
+		if v, isInt := r.Int(); isInt && v < 0 && v > -1-maxToken {
+			return 1, -1 - v, false, true
+		}
+		return 0, 0, false, false
+	}
 	if r.Type != resp.TypeArray || r.Len() != 3 {
 		return 0, 0, false, false
 	}

@@ -23,6 +23,11 @@ import (
 //   - fenced: the fenced acquire script (scripts.AcquireFenced, counter
 //     tagged with the node's run_id, a proposal from the clock), then
 //     the release script;
+//   - fenced-before: the same with the acquire script as it was before
+//     issue 47 made a single lock's path two commands and an integer
+//     answer (fencedBefore: the counter read, the key set, the counter
+//     written, an array answered), kept to measure that change side by
+//     side;
 //   - zset: a fenced acquire without Lua that redmux does not use, kept
 //     for the design note (docs/FENCING.md, what bounds a fenced pair's
 //     server cost): MULTI, SET NX PX, ZREVRANGE of a sorted-set counter,
@@ -36,7 +41,7 @@ import (
 //     any EVALSHA costs before its script does anything.
 func BenchmarkFencedServerCost(b *testing.B) {
 	addr := redistest.Addrs(redistest.StartN(b, 1, redistest.Options{}))[0]
-	for _, mode := range []string{"plain", "fenced", "zset", "least", "noop"} {
+	for _, mode := range []string{"plain", "fenced", "fenced-before", "zset", "least", "noop"} {
 		b.Run(mode, func(b *testing.B) {
 			pc := dialPipe(b, addr)
 			defer pc.nc.Close()
@@ -44,11 +49,12 @@ func BenchmarkFencedServerCost(b *testing.B) {
 			pc.expectOK("SCRIPT", "LOAD", scripts.Release.Text)
 			pc.expectOK("SCRIPT", "LOAD", leastFenced)
 			pc.expectOK("SCRIPT", "LOAD", noopScript)
+			pc.expectOK("SCRIPT", "LOAD", fencedBefore)
 			tag := "=" + strings.TrimSpace(infoField(string(rawDo(b, addr, "INFO", "server").Data), "run_id"))
 			if len(tag) != 41 {
 				b.Fatalf("run_id %q", tag[1:])
 			}
-			perPair := map[string]int{"plain": 2, "fenced": 2, "zset": 6, "least": 2, "noop": 2}[mode]
+			perPair := map[string]int{"plain": 2, "fenced": 2, "fenced-before": 2, "zset": 6, "least": 2, "noop": 2}[mode]
 			var cmd []byte
 			cpu0 := serversCPU(b, []string{addr})
 			b.ResetTimer()
@@ -63,6 +69,8 @@ func BenchmarkFencedServerCost(b *testing.B) {
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
 					case "fenced":
 						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, tag)
+					case "fenced-before":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", fencedBeforeSHA, "2", k, k+":fence", v, "30000", g, tag)
 					case "least":
 						cmd = resp.AppendCommand(cmd, "EVALSHA", leastFencedSHA, "2", k, k+":fence", v, "30000", g)
 					case "noop":
@@ -99,6 +107,63 @@ return {1,tonumber(old) or 0,0}`
 )
 
 var leastFencedSHA, noopSHA = sha1Hex(leastFenced), sha1Hex(noopScript)
+
+// fencedBefore is scripts.AcquireFenced as it was before issue 47's change
+// (BenchmarkFencedServerCost's "fenced-before"; never used by redlock).
+const fencedBefore = `local k = #KEYS / 2
+local tag = ARGV[4]
+local strict = string.sub(tag,1,1) == "="
+if strict then
+    tag = string.sub(tag,2)
+end
+local c = 0
+local stale = 0
+for i = k + 1, 2 * k do
+    local v = redis.call("get",KEYS[i])
+    if v then
+        local n, t = string.match(v, "^(%d+):(%x+)$")
+        if not n then
+            n = string.match(v, "^(%d+)$")
+        end
+        n = tonumber(n)
+        if not n or n >= 9007199254740992 then
+            stale = 1
+        else
+            if strict and t ~= tag then
+                stale = 1
+            end
+            if n > c then
+                c = n
+            end
+        end
+    end
+end
+if k == 1 then
+    if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
+        return {0,c,stale}
+    end
+else
+    for i = 1, k do
+        if redis.call("exists",KEYS[i]) == 1 then
+            return {0,c,stale}
+        end
+    end
+    for i = 1, k do
+        redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+    end
+end
+if stale == 0 and c < tonumber(ARGV[3]) then
+    local w = ARGV[3]
+    if tag ~= "" then
+        w = w .. ":" .. tag
+    end
+    for i = k + 1, 2 * k do
+        redis.call("set",KEYS[i],w)
+    end
+end
+return {1,c,stale}`
+
+var fencedBeforeSHA = sha1Hex(fencedBefore)
 
 func sha1Hex(s string) string {
 	sum := sha1.Sum([]byte(s))

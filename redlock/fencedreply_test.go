@@ -60,3 +60,32 @@ func TestFencedReplyFastPathAgrees(t *testing.T) {
 		t.Fatalf("only %d frames read directly: the fast path is not taken", fast)
 	}
 }
+
+// A single lock's usual answer, -1 - counter, is a grant whose counter is
+// not stale; a non-negative integer (another command's answer: a release,
+// an extension, WAIT's count) and one below the tokens' bound are not the
+// script's.
+func TestFencedReplyInteger(t *testing.T) {
+	for _, c := range []struct {
+		frame   string
+		counter int64
+		ok      bool
+	}{
+		{":-1\r\n", 0, true},
+		{":-124\r\n", 123, true},
+		{":-1764484000000001\r\n", 1764484000000000, true},
+		{":-9007199254740992\r\n", 0, false}, // counter 2^53 - 1: not a token
+		{":0\r\n", 0, false},
+		{":1\r\n", 0, false},
+		{":42\r\n", 0, false},
+	} {
+		r, _, err := resp.Parse([]byte(c.frame))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, v, stale, ok := fencedReply(r)
+		if ok != c.ok || ok && (g != 1 || v != c.counter || stale) || !ok && (g != 0 || v != 0) {
+			t.Fatalf("%q: fencedReply %d %d %v %v", c.frame, g, v, stale, ok)
+		}
+	}
+}
