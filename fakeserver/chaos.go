@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,15 @@ type ChaosProfile struct {
 	// TTL travels in whole milliseconds, as MIGRATE's does), and a lock
 	// budgets one move (redlock's clusterMoveDrift).
 	Migrations bool
+	// WipeMoves: on the nodes of sharded clusters, a shard's data set is
+	// emptied (Flush) and at once the slot of a lock key it held moves to
+	// another shard of its cluster (MoveSlot, under the same one-move-per-
+	// MaxTTL bound): the key's loss travels with its slot to a shard whose
+	// data set, marker and all, is old (docs/OPERATIONS.md, Redis Cluster
+	// rule 6). Half the time the same slot is wiped and moved on another
+	// cluster as well: the key lost on two Redlock nodes at once. It
+	// impairs the shard as a wipe does.
+	WipeMoves bool
 
 	// Outside every assumption:
 	FastClocks float64 // nodes 0..N/2 (a majority) run fast at this rate
@@ -83,14 +93,14 @@ type ChaosProfile struct {
 type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
 	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling, Migrations atomic.Int64
-	Wipes, Resyncs, InfoRefused, RestartLag atomic.Int64
+	Wipes, Resyncs, InfoRefused, RestartLag, WipeMoves atomic.Int64
 }
 
 func (c *ChaosCounts) String() string {
-	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d restarts from an older snapshot, %d failovers, %d rolling restarts, %d wipes, %d resyncs, %d INFO refusals with a restart, %d clock steps, %d slot migrations",
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d restarts from an older snapshot, %d failovers, %d rolling restarts, %d wipes, %d resyncs, %d INFO refusals with a restart, %d clock steps, %d slot migrations, %d wipes then slot moves",
 		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
 		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.RestartLag.Load(), c.Failovers.Load(), c.Rolling.Load(),
-		c.Wipes.Load(), c.Resyncs.Load(), c.InfoRefused.Load(), c.ClockSteps.Load(), c.Migrations.Load())
+		c.Wipes.Load(), c.Resyncs.Load(), c.InfoRefused.Load(), c.ClockSteps.Load(), c.Migrations.Load(), c.WipeMoves.Load())
 }
 
 // Chaos injects a profile's faults into a cluster. Its Inject method fits
@@ -353,7 +363,56 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 			}
 		}})
 	}
+	if p.WipeMoves {
+		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
+			r := n.shard.Load()
+			if r == nil || len(r.group.nodes) < 2 {
+				return
+			}
+			slot := n.someSlot(rng) // a lock key's, found before the wipe empties n
+			ch.wipeMove(r.group, slot, rng)
+			if rng.IntN(2) == 0 {
+				// the same slot on another cluster too: the key lost on two
+				// Redlock nodes, a majority of three, so that only the rule
+				// keeps its holder's majority from being taken
+				if g := ch.otherGroup(r.group, rng); g != nil {
+					ch.wipeMove(g, slot, rng)
+				}
+			}
+		}})
+	}
 	return actions
+}
+
+// wipeMove empties the shard of g that serves slot and moves the slot to
+// another shard of g (WipeMoves); nothing if the slot moved within MaxTTL.
+func (ch *Chaos) wipeMove(g *shardGroup, slot int, rng *rand.Rand) {
+	if g.movedWithin(slot, ch.p.MaxTTL) {
+		return
+	}
+	k := int(g.owner.Load()[slot])
+	to := g.nodes[(k+1+rng.IntN(len(g.nodes)-1))%len(g.nodes)]
+	g.nodes[k].Flush()
+	if _, err := MoveSlot(slot, to); err == nil {
+		ch.Counts.WipeMoves.Add(1)
+	} else {
+		ch.Counts.Wipes.Add(1) // the move was refused (a shard down): a wipe alone
+	}
+}
+
+// otherGroup returns a sharded cluster among ch's nodes other than g (nil
+// if none).
+func (ch *Chaos) otherGroup(g *shardGroup, rng *rand.Rand) *shardGroup {
+	var others []*shardGroup
+	for _, n := range ch.cl.Nodes {
+		if r := n.shard.Load(); r != nil && r.group != g && !slices.Contains(others, r.group) {
+			others = append(others, r.group)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return others[rng.IntN(len(others))]
 }
 
 // someSlot returns the slot of a lock key n holds, else a slot it

@@ -57,7 +57,8 @@ func (c clusterChaos) Lives() []string {
 // shard: restarts that lose the data and come back at once, failovers that
 // lose the last writes, rolling restarts; and slots that migrate, keys and
 // all, between the shards of a cluster (MOVED, followed within the call by
-// mux). The shards' incarnations make
+// mux), one of them right after its shard was wiped. The shards'
+// incarnations make
 // each cluster node's (docs/OPERATIONS.md, Redis Cluster rule 4), so a
 // shard that lost its keys is quarantined with its node. Single-resource
 // locks only: a multi-resource or fenced lock needs its keys in one hash
@@ -68,10 +69,14 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	// a shard's resync from another shard would give it keys of slots it
 	// does not serve: wipes stand for both here
 	prof.Resyncs = false
+	// a wipe, then at once a slot of a lock key the wiped shard held moves
+	// to a shard with an old data set (Redis Cluster rule 6)
+	prof.WipeMoves = true
 	res, chaos := runClusterSafety(t, prof)
 	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")
 	require.Positive(t, chaos.Counts.Failovers.Load(), "failovers")
 	require.Positive(t, chaos.Counts.Migrations.Load(), "slot migrations")
+	require.Positive(t, chaos.Counts.WipeMoves.Load(), "wipes then slot moves")
 	require.Positive(t, res.Extended, "extensions succeeded")
 }
 
