@@ -92,7 +92,7 @@ fuzz:
 ## safety: the Redlock safety checker with 100,000 contended acquisitions under faults, 100,000 with undelayed restarts, failovers
 ## and rolling restarts (the quarantine), 100,000 of those on Redis Cluster nodes, 100,000 on them with only the shard failovers no
 ## marker sees, 100,000 with fencing tokens and zombies, 25,000 with late extensions on two resources, 100,000 on nodes that
-## refuse INFO all along, then 10,000 without faults after which no lock key may be left on any node (~125 min; on 2 shared vCPUs under load the longest took 25 min each: a test
+## refuse INFO all along, then 10,000 without faults after which no lock key may be left on any node (~130 min; on 2 shared vCPUs the longest took 31 min: a test
 ## stops at 60 min, short of its count, as a failure);
 ## SAFETY_TRANSPORT=epoll or io_uring runs its clients on that transport (default auto, mux's default)
 safety:
