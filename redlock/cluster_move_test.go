@@ -39,9 +39,13 @@ func TestClusterMoveKeepsValidity(t *testing.T) {
 		redlock.WithTrustNodesAtStart())
 	ctx := context.Background()
 	// keys of shard 0's slots below its highest (the anchor, where its
-	// marker lives) move to shard 1, below its own: no anchor changes
+	// marker lives) move to shard 1, below its own: no anchor changes.
+	// Without the budget a move outlives the validity by its SET's
+	// latency at least, so only a few moves in a hundred cut it short:
+	// 120 moves let that mutant (cluster-move-drift-ignored) through in 2
+	// runs of 20, 1,200 in none of 40
 	moved := 0
-	for k := 0; k < 200 && moved < 120; k++ {
+	for k := 0; k < 2000 && moved < 1200; k++ {
 		name := "move:" + strconv.Itoa(k)
 		slot := mux.KeySlot(name)
 		if slot >= mux.ClusterSlots/2-1 {
@@ -68,5 +72,5 @@ func TestClusterMoveKeepsValidity(t *testing.T) {
 		}
 		require.NoError(t, l.Release(ctx))
 	}
-	require.Greater(t, moved, 100)
+	require.Greater(t, moved, 1000)
 }
