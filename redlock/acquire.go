@@ -485,8 +485,8 @@ func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.D
 	w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
 	head := len(w.cmd)
 	expect := mux.ExpectAggregate
-	if keys == nil {
-		expect |= mux.ExpectInt // a single lock's -1 - counter
+	if len(keys) <= 1 {
+		expect |= mux.ExpectInt // one key's -1 - counter (AcquireMulti of one resource too)
 	}
 	for i := 0; i < c.n; i++ {
 		w.incs[i] = c.trust.nodes[i].seen.Load()

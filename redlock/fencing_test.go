@@ -289,6 +289,12 @@ func TestFencingMulti(t *testing.T) {
 		}
 		require.Greater(t, acq("c"), tab, "low %v", low)
 		require.Greater(t, acq("c", "a"), tab, "low %v", low)
+		// a set of one resource: the script's single-lock path, whose
+		// integer answer the set's acquisition must accept too
+		l, err := c.AcquireMulti(ctx, []string{"a"})
+		require.NoError(t, err, "low %v", low)
+		require.Greater(t, l.Token(), tab, "low %v", low)
+		require.NoError(t, l.Release(ctx))
 	}
 }
 
