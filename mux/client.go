@@ -75,6 +75,7 @@ func New(cfg Config) (*Client, error) {
 		done:  make(chan struct{}),
 	}
 	c.life, c.lifeStop = context.WithCancel(context.Background())
+	r.flushed = c.noteFlush
 	if r.Incarnations {
 		r.learn = func(i, g int, inc *Incarnation) { c.nodes[i].topo.learn(c, i, g, inc) }
 	}

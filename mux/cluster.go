@@ -381,6 +381,7 @@ func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
 	out := &Incarnation{Known: true, Role: "master"}
 	var start time.Time
 	unknown := ""
+	noWatch := false // a shard set up without the flush watch
 	for k, p := range incs {
 		//mutant:cluster-incarnation-one-shard
 		if p == nil || m == nil || m.addrs[k] == "" {
@@ -398,6 +399,7 @@ func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
 		}
 		run, repl, repl2 = append(run, p.RunID), append(repl, p.ReplID), append(repl2, p.ReplID2)
 		out.Promoted = out.Promoted || p.Promoted
+		noWatch = noWatch || !p.WatchesFlushes
 		if s := p.Start(); s.After(start) {
 			start = s
 		}
@@ -418,5 +420,6 @@ func clusterIncarnation(incs []*Incarnation, m *slotMap) *Incarnation {
 	// counters are tagged with it, docs/FENCING.md)
 	out.RunID, out.ReplID, out.ReplID2 = strings.Join(run, ""), strings.Join(repl, ""), strings.Join(repl2, "")
 	out.Uptime = out.Seen.Sub(start)
+	out.WatchesFlushes = !noWatch
 	return out
 }

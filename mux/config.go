@@ -99,6 +99,16 @@ type Config struct {
 	// set up all the same, its incarnation unknown. redlock turns it on
 	// (docs/OPERATIONS.md).
 	Incarnations bool
+	// WatchFlushes: ask every node to tell each connection when its data
+	// set is flushed or replaced (FLUSHALL, FLUSHDB, a full resync from
+	// another server), on the connection itself, ahead of every reply
+	// that follows (Client.LastFlush, flush.go): the set-up sends HELLO 3
+	// and CLIENT TRACKING ON OPTIN (Redis 6 and later), which track no
+	// key. A node that refuses either (an older server, a proxy, an ACL)
+	// is set up without the watch, in RESP2 when HELLO 3 was refused; its
+	// Incarnation's WatchesFlushes says which. redlock turns it on
+	// (docs/OPERATIONS.md, rule 4).
+	WatchFlushes bool
 }
 
 // Transport is a way of driving a Client's connections (Config.Transport).
@@ -173,6 +183,8 @@ type resolved struct {
 	// learn stores node i's incarnation learned by a set-up (New sets it
 	// when Incarnations is on), before the connection is installed.
 	learn func(i, shard int, inc *Incarnation)
+	// flushed notes a flush of node i's data set read by a set-up
+	flushed func(i int)
 }
 
 func resolve(cfg Config) (*resolved, error) {

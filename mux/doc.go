@@ -128,6 +128,16 @@
 // a second NOSCRIPT is the node's error. Only the error's first word, NOSCRIPT,
 // is matched: Redis and Valkey word the rest differently.
 //
+// With Config.WatchFlushes the set-up also sends HELLO 3 and CLIENT
+// TRACKING ON OPTIN (both may be refused: the connection then goes on
+// without the watch, in RESP2 if HELLO was refused). Redis then writes on
+// the connection, as a flush runs, the invalidation of every key (FLUSHALL,
+// FLUSHDB, a full resync as a replica), ahead of every reply that follows;
+// the reader notes it (Client.LastFlush) before it delivers a reply read
+// after it, which is how redlock sees a data set replaced by a copy that
+// carries its old marker (docs/OPERATIONS.md, rule 4). Other push frames
+// are skipped.
+//
 // # Node URLs and TLS
 //
 // Config.Addrs takes "host:port" or a URL per node, in the Redis URI scheme

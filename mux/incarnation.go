@@ -35,6 +35,9 @@ type Incarnation struct {
 	ReplID   string
 	ReplID2  string
 	Promoted bool
+	// WatchesFlushes: the connection's set-up turned on the flush watch
+	// (Config.WatchFlushes); false where the node refused it.
+	WatchesFlushes bool
 	// Seen is when the set-up read the replies (after INFO ran on the
 	// node): Seen - Uptime is no earlier than the process's start.
 	Seen time.Time

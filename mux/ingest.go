@@ -131,6 +131,10 @@ func (cn *pconn) ingest(l link) bool {
 			if rep.Type != resp.TypePush { // pushes are never replies
 				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null), shape: rep.Shape()}
 				nf++
+			} else if isFlushPush(rep) {
+				// noted before any reply after it is delivered (those
+				// before it in this window too: later, never earlier)
+				cn.c.noteFlush(cn.node)
 			}
 			off += n
 		}

@@ -12,6 +12,7 @@ type node struct {
 	downErr atomic.Pointer[NodeError]   // the error calls get while a connection is down
 	wake    chan struct{}               // wakes this node's supervisor (buffered 1)
 	inc     atomic.Pointer[Incarnation] // learned by the newest set-up (Config.Incarnations)
+	flush   atomic.Pointer[Flush]       // the latest flush of its data set read (Config.WatchFlushes)
 	primary atomic.Pointer[string]      // a Sentinel node's primary, host:port, of the newest set-up
 	// a Sentinel node's: the replicas its sentinels saw at the newest
 	// set-up (Replicas), and the switches announced (a set-up under way

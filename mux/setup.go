@@ -13,11 +13,13 @@ import (
 
 // setupStep is one command of the connection set-up pipeline.
 type setupStep struct {
-	name string // for errors: AUTH, HELLO, SELECT, CLIENT SETNAME, SCRIPT LOAD
-	auth bool   // an error here is an authentication failure
-	sha  string // SCRIPT LOAD: the SHA the reply must equal
-	info int    // INFO (infoServer, infoReplication): read into the incarnation; an error reply is no failure
-	role bool   // ROLE (a Sentinel node): the process must answer master
+	name  string // for errors: AUTH, HELLO, SELECT, CLIENT SETNAME, SCRIPT LOAD
+	auth  bool   // an error here is an authentication failure
+	sha   string // SCRIPT LOAD: the SHA the reply must equal
+	info  int    // INFO (infoServer, infoReplication): read into the incarnation; an error reply is no failure
+	role  bool   // ROLE (a Sentinel node): the process must answer master
+	soft  bool   // an error reply is no failure (Config.WatchFlushes' steps)
+	watch bool   // CLIENT TRACKING: its success is the incarnation's WatchesFlushes
 }
 
 // setupRW is the blocking-with-deadline I/O the set-up runs on.
@@ -41,9 +43,15 @@ func (r *resolved) pipeline(i int) ([]byte, []setupStep) {
 		}
 		steps = append(steps, setupStep{name: "AUTH", auth: true})
 	}
-	if ns.resp3 {
+	if ns.resp3 || r.WatchFlushes {
+		// asked for, or for the flush watch: soft (a server without
+		// HELLO keeps RESP2, and the watch is off)
 		b = resp.AppendCommand(b, "HELLO", "3")
-		steps = append(steps, setupStep{name: "HELLO 3"})
+		steps = append(steps, setupStep{name: "HELLO 3", soft: !ns.resp3})
+	}
+	if r.WatchFlushes {
+		b = resp.AppendCommand(b, "CLIENT", "TRACKING", "ON", "OPTIN")
+		steps = append(steps, setupStep{name: "CLIENT TRACKING", soft: true, watch: true})
 	}
 	if ns.db > 0 {
 		b = resp.AppendCommand(b, "SELECT", strconv.Itoa(ns.db))
@@ -91,6 +99,7 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 	}
 	buf := make([]byte, 0, min(4096, max))
 	off, step := 0, 0
+	resp2 := false // a soft HELLO 3 was refused
 	for step < len(steps) {
 		for step < len(steps) {
 			rep, n, err := r.Parser.Parse(buf[off:])
@@ -102,6 +111,17 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 			}
 			off += n
 			if rep.Type == resp.TypePush {
+				if isFlushPush(rep) && r.flushed != nil {
+					r.flushed(i)
+				}
+				continue
+			}
+			if s := steps[step]; s.soft {
+				// the watch needs RESP3: a RESP2 server takes CLIENT
+				// TRACKING ON, then drops what it would tell
+				resp2 = resp2 || !s.watch && rep.IsError()
+				inc.WatchesFlushes = s.watch && !rep.IsError() && !resp2
+				step++
 				continue
 			}
 			if steps[step].info != 0 {
@@ -138,7 +158,7 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 		buf = buf[:len(buf)+n]
 	}
 	seen := time.Now()
-	rest, err := setupRest(r, buf[off:])
+	rest, err := setupRest(r, i, buf[off:])
 	if err == nil && r.Incarnations && r.learn != nil {
 		inc.finish(seen)
 		r.learn(i, shard, &inc)
@@ -146,13 +166,17 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 	return rest, err
 }
 
-// setupRest checks what was read past the last set-up reply: push frames
-// only (an incomplete last one is returned for the connection's reader).
-func setupRest(r *resolved, rest []byte) ([]byte, error) {
+// setupRest checks what was read past node i's last set-up reply: push
+// frames only (an incomplete last one is returned for the connection's
+// reader); a flush among them is noted.
+func setupRest(r *resolved, i int, rest []byte) ([]byte, error) {
 	for p := 0; p < len(rest); {
 		rep, n, err := r.Parser.Parse(rest[p:])
 		switch {
 		case err == nil && rep.Type == resp.TypePush:
+			if isFlushPush(rep) && r.flushed != nil {
+				r.flushed(i)
+			}
 			p += n
 		case err == resp.ErrIncomplete && rest[p] == resp.TypePush:
 			return rest, nil // the reader completes and skips it
