@@ -63,6 +63,8 @@ func cmdExec(n *Node, c cmdCtx) {
 		return
 	}
 	n.mu.Lock()
+	// a flush since dispatch looked comes before the replies
+	n.flushPush(fc)
 	if msg := n.execSlotRefusal(q); msg != "" { // cluster mode, under mu (slots.go)
 		n.unwatchLocked(fc)
 		n.mu.Unlock()

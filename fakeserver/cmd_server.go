@@ -210,6 +210,8 @@ func cmdClient(n *Node, c cmdCtx) {
 		}
 		c.fc.name = string(c.args[2])
 		c.ok()
+	case eqFold(sub, "tracking"):
+		n.clientTracking(c)
 	case eqFold(sub, "info"):
 		if len(c.args) != 2 {
 			c.subArity("info")
@@ -462,4 +464,32 @@ func cmdInfo(n *Node, c cmdCtx) {
 		}
 	})
 	c.verbatim(b.String())
+}
+
+// clientTracking is CLIENT TRACKING ON|OFF [OPTIN]: the fake tracks no
+// key (OPTIN without CLIENT CACHING tracks none in Redis either); what it
+// keeps of tracking is the invalidation of every key a flush sends
+// (flushPush). The other options (REDIRECT, BCAST, PREFIX, OPTOUT,
+// NOLOOP) name key tracking, which the fake does not do: refused.
+func (n *Node) clientTracking(c cmdCtx) {
+	if len(c.args) < 3 {
+		c.subArity("tracking")
+		return
+	}
+	on := eqFold(c.args[2], "on")
+	if !on && !eqFold(c.args[2], "off") {
+		c.err("ERR syntax error")
+		return
+	}
+	for _, o := range c.args[3:] {
+		if !eqFold(o, "optin") {
+			c.err("ERR the fake server tracks no keys: CLIENT TRACKING takes ON|OFF [OPTIN] only, not " + trunc(o, 64))
+			return
+		}
+	}
+	if on && !c.fc.tracking {
+		c.fc.flushSeen = n.flushGen.Load()
+	}
+	c.fc.tracking = on
+	c.ok()
 }

@@ -67,6 +67,11 @@ type fconn struct {
 	user    string
 	created time.Time
 
+	// CLIENT TRACKING ON (redcon goroutine only): flushSeen is the node's
+	// flushGen this connection was last told of (flushPush)
+	tracking  bool
+	flushSeen uint64
+
 	// transaction state (redcon goroutine only; watches' versions under n.mu)
 	inMulti    bool
 	multiDirty bool

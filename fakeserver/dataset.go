@@ -75,16 +75,34 @@ func (n *Node) RestartLag(lag time.Duration) error {
 		return ErrClosed
 	}
 	gen := n.down()
-	n.loseRecent(lag)
+	n.loseRecent(lag, false)
 	n.flushScripts()
 	n.newLife(0, true, false)
 	return n.comeBack(gen, 0)
 }
 
+// ResyncLag models a full resync from a former replica of the node's own,
+// detached lag ago (REPLICAOF it, then REPLICAOF NO ONE, as a failover and
+// back): every key written (set, changed or extended) in the last lag is
+// lost (a key changed within it is gone, as Failover's loss), older keys,
+// its data-set marker among them, are kept. The process stays (same
+// run_id), its replication history is new, its connections are kept, and
+// a tracking connection is told of the flush ahead of its next reply
+// (flushPush), as Redis tells of the full resync's.
+func (n *Node) ResyncLag(lag time.Duration) {
+	n.loseRecent(lag, true)
+	old := n.life.Load()
+	n.life.Store(&incarnation{runID: old.runID, replID: randomID(), replID2: randomID(), secondOff: 1, start: old.start})
+}
+
 // loseRecent deletes every key written in the last lag (Failover,
-// RestartLag).
-func (n *Node) loseRecent(lag time.Duration) {
+// RestartLag; ResyncLag, a flush, bumps its witnesses).
+func (n *Node) loseRecent(lag time.Duration, flush bool) {
 	n.mu.Lock()
+	if flush {
+		n.touchFlushed(-1)
+		n.dataGen.Add(1)
+	}
 	cut := int64(time.Since(n.base) - lag)
 	for db := range n.dbs {
 		for k, e := range n.dbs[db] {

@@ -145,6 +145,15 @@ func diffSequences() []sequence {
 		{"auth-nopass", []step{
 			s("AUTH", "x"), s("AUTH", "default", "anything"), s("AUTH", "a", "b", "c"), s("AUTH", "nosuch", "pw"), s("AUTH"),
 		}},
+		{"tracking-flush", []step{
+			masked("HELLO", "3"), s("CLIENT", "TRACKING", "ON", "OPTIN"), s("SET", "a", "1"), s("FLUSHALL"), s("GET", "a"),
+			s("SET", "a", "1"), s("FLUSHDB"), s("PING"), s("SELECT", "3"), s("FLUSHDB"), s("SELECT", "0"), s("PING"),
+			s("CLIENT", "TRACKING", "OFF"), s("FLUSHALL"), s("PING"), s("CLIENT", "TRACKING"), s("CLIENT", "TRACKING", "maybe"),
+			s("CLIENT", "TRACKING", "ON", "OPTIN"), s("FLUSHALL"), s("PING"),
+		}},
+		{"tracking-resp2", []step{ // taken, and told nothing (Redis drops it without REDIRECT)
+			s("CLIENT", "TRACKING", "ON", "OPTIN"), s("SET", "a", "1"), s("FLUSHALL"), s("PING"), s("GET", "a"),
+		}},
 		{"hello-resp3", []step{
 			masked("HELLO"), masked("HELLO", "3"), s("GET", "missing"), s("SET", "h", "v", "NX", "GET"), s("SET", "h", "w", "XX", "GET"),
 			s("CONFIG", "GET", "save"), s("CONFIG", "GET", "appendonly"), s("SCRIPT", "EXISTS", rel.SHA), s("CLIENT", "GETNAME"),

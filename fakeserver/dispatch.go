@@ -292,11 +292,36 @@ func (n *Node) dispatch(fc *fconn, args [][]byte) {
 			return
 		}
 		c.held = true
+		n.flushPush(fc)
 		def.fn(n, c)
 		n.mu.Unlock()
 		return
 	}
+	n.flushPush(fc) // EXEC looks again under mu (execLocked)
 	def.fn(n, c)
+}
+
+// flushPushFrame is CLIENT TRACKING's invalidation of every key.
+var flushPushFrame = []byte(">2\r\n$10\r\ninvalidate\r\n_\r\n")
+
+// flushPush writes, ahead of this command's reply, the invalidation of
+// every key that Redis sends a tracking RESP3 connection when the data set
+// is flushed or replaced (FLUSHALL, FLUSHDB, a full resync: Flush, Resync),
+// once per flush since the connection was last told. Redis writes it the
+// moment the flush runs; the fake writes it before the connection's next
+// reply, which is the same for what a client can tell: every reply made
+// after the flush comes after it. A data command runs it under n.mu (the
+// flushes bump flushGen under it), so its reply is ordered with them. A
+// RESP2 connection's tracking is told nothing, as Redis drops its
+// messages without REDIRECT.
+func (n *Node) flushPush(fc *fconn) {
+	if !fc.tracking || fc.proto != 3 {
+		return
+	}
+	if g := n.flushGen.Load(); g != fc.flushSeen {
+		fc.flushSeen = g
+		fc.out.WriteRaw(flushPushFrame)
+	}
 }
 
 func arityOK(arity, argc int) bool {

@@ -96,7 +96,7 @@ func (n *Node) Failover(lag, delay time.Duration) error {
 		return ErrClosed
 	}
 	gen := n.down()
-	n.loseRecent(lag)
+	n.loseRecent(lag, false)
 	n.flushScripts() // a promoted replica's script cache is its own
 	n.newLife(0, false, true)
 	return n.comeBack(gen, delay)

@@ -198,8 +198,11 @@ func (n *Node) touchDB(db int) {
 // that exist there, before FLUSHDB/FLUSHALL empties it: as Redis's
 // touchAllWatchedKeysInDb, a watched key the flush does not remove (it did
 // not exist) does not fail its transaction. A key expired but not yet
-// removed still exists, as in Redis's dictionary. Callers hold n.mu.
+// removed still exists, as in Redis's dictionary. It also tells every
+// tracking connection, as Redis's signalFlushedDb does (flushPush).
+// Callers hold n.mu.
 func (n *Node) touchFlushed(db int) {
+	n.flushGen.Add(1)
 	for k, w := range n.watched {
 		if db >= 0 && k.db != db {
 			continue

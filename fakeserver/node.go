@@ -123,11 +123,14 @@ type Node struct {
 	serveDone chan struct{}
 	connMu    sync.Mutex
 	conns     map[*fconn]struct{}
-	connWG    sync.WaitGroup
-	bgMu      sync.Mutex
-	bgWG      sync.WaitGroup
-	closed    atomic.Bool
-	closeCh   chan struct{}
+	// flushGen counts the flushes of the data set (FLUSHALL, FLUSHDB,
+	// Flush, Resync), bumped under mu: flushPush tells tracking clients
+	flushGen atomic.Uint64
+	connWG   sync.WaitGroup
+	bgMu     sync.Mutex
+	bgWG     sync.WaitGroup
+	closed   atomic.Bool
+	closeCh  chan struct{}
 
 	stats struct {
 		commands, accepted, current, restarts, expired atomic.Int64
