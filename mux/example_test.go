@@ -113,3 +113,25 @@ func ExampleConfig_transport() {
 	out, err := c.Do(context.Background(), b, mux.Policy{})
 	fmt.Println("answered:", out.Successes, err)
 }
+
+// A node says on the connection itself when its data set is flushed or
+// replaced (Config.WatchFlushes): the next reply comes after it.
+func ExampleClient_LastFlush() {
+	cl, _ := fakeserver.StartCluster(1, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := mux.New(mux.Config{Addrs: cl.Addrs(), Incarnations: true, WatchFlushes: true, Conns: 1})
+	defer c.Close()
+	set := func() {
+		b := c.NewBatch()
+		b.Add(0, resp.AppendCommand(nil, "SET", "k", "v"))
+		_, _ = c.Do(context.Background(), b, mux.Policy{Timeout: time.Second})
+	}
+	set()
+	fmt.Println("watched:", c.Incarnation(0).WatchesFlushes, "flushes:", c.LastFlush(0))
+	cl.Nodes[0].Flush() // FLUSHALL, connections kept
+	set()
+	fmt.Println("flushes read:", c.LastFlush(0).N)
+	// Output:
+	// watched: true flushes: <nil>
+	// flushes read: 1
+}
