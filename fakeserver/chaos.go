@@ -58,8 +58,10 @@ type ChaosProfile struct {
 	// Data-set faults (docs/OPERATIONS.md, rule 4) a client learns of
 	// only from the data set itself, since no connection is set up again:
 	// Wipes empties a node's data set keeping its connections (FLUSHALL,
-	// Node.Flush); Resyncs replaces it with a copy of another node's or an
-	// empty one (a full resync, Node.Resync); InfoRefused makes a node
+	// Node.Flush); Resyncs replaces it with a copy of another node's, an
+	// empty one (a full resync, Node.Resync) or an older copy of its own
+	// (a former replica's, its writes of the last U[0, MaxTTL) lost, its
+	// marker kept: Node.ResyncLag), a third each; InfoRefused makes a node
 	// refuse INFO for U[MinFault, MaxFault) and restart losing its data,
 	// back at once, in the middle of it. RestartLag restarts a node from
 	// an older snapshot of its own (Node.RestartLag): the writes of the
@@ -94,13 +96,14 @@ type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
 	RestartKeep, RestartDelayed, RestartNoDelay, ClockSteps, Failovers, Rolling, Migrations atomic.Int64
 	Wipes, Resyncs, InfoRefused, RestartLag, WipeMoves atomic.Int64
+	ResyncsOwn                                         atomic.Int64 // of Resyncs, from an older copy of its own
 }
 
 func (c *ChaosCounts) String() string {
-	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d restarts from an older snapshot, %d failovers, %d rolling restarts, %d wipes, %d resyncs, %d INFO refusals with a restart, %d clock steps, %d slot migrations, %d wipes then slot moves",
+	return fmt.Sprintf("faults: %d reply delays, %d request delays, %d request partitions, %d reply partitions, %d down/up, %d blackholes, %d restarts keeping data, %d delayed restarts losing data, %d immediate restarts losing data, %d restarts from an older snapshot, %d failovers, %d rolling restarts, %d wipes, %d resyncs (%d from an older copy of its own), %d INFO refusals with a restart, %d clock steps, %d slot migrations, %d wipes then slot moves",
 		c.ReplyDelay.Load(), c.RequestDelay.Load(), c.PartitionRequests.Load(), c.PartitionReplies.Load(), c.Down.Load(), c.Blackhole.Load(),
 		c.RestartKeep.Load(), c.RestartDelayed.Load(), c.RestartNoDelay.Load(), c.RestartLag.Load(), c.Failovers.Load(), c.Rolling.Load(),
-		c.Wipes.Load(), c.Resyncs.Load(), c.InfoRefused.Load(), c.ClockSteps.Load(), c.Migrations.Load(), c.WipeMoves.Load())
+		c.Wipes.Load(), c.Resyncs.Load(), c.ResyncsOwn.Load(), c.InfoRefused.Load(), c.ClockSteps.Load(), c.Migrations.Load(), c.WipeMoves.Load())
 }
 
 // Chaos injects a profile's faults into a cluster. Its Inject method fits

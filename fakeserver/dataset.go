@@ -174,11 +174,22 @@ func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
 	if p.Resyncs {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			cnt.Resyncs.Add(1)
-			var from *Node
-			if k := rng.IntN(len(ch.cl.Nodes) + 1); k < len(ch.cl.Nodes) && ch.cl.Nodes[k] != n {
-				from = ch.cl.Nodes[k] // a sibling's data set, marker and all
+			switch rng.IntN(3) {
+			case 0:
+				// a former replica of its own, detached up to the largest
+				// TTL ago: its marker, less every write since (what only
+				// the flush told on the connection shows)
+				cnt.ResyncsOwn.Add(1)
+				n.ResyncLag(span(rng, 0, p.MaxTTL))
+			case 1:
+				n.Resync(nil) // an empty server's
+			default:
+				from := ch.cl.Nodes[rng.IntN(len(ch.cl.Nodes))]
+				if from == n {
+					from = nil
+				}
+				n.Resync(from) // a sibling's data set, marker and all
 			}
-			n.Resync(from)
 		}})
 	}
 	if p.InfoRefused {

@@ -56,6 +56,7 @@ func (c *Client) noteFlush(i int) {
 		if old != nil {
 			nw.N = old.N + 1
 		}
+		//mutant:flush-push-ignored
 		if p.CompareAndSwap(old, nw) {
 			return
 		}

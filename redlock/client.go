@@ -146,6 +146,7 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	mc := cfg.muxCfg
 	mc.Addrs = addrs
 	mc.Incarnations = true // the quarantine's input (docs/OPERATIONS.md)
+	mc.WatchFlushes = true // a flush or resync told on the connection (rule 4)
 	if mc.ReconnectMax == 0 {
 		// a node back from a restart rejoins within this: its keys are
 		// put back and it counts again sooner (mux's default is 2s)

@@ -91,7 +91,10 @@
 // it connects, and every acquisition reads the node's data-set marker
 // (keys redmux:node:*) right after its lock command: a data set that is
 // new, wiped (FLUSHALL, a full resync) or replaced is seen at the grant
-// itself, whether or not a connection was set up again. A node that
+// itself, whether or not a connection was set up again; a flush or a full
+// resync is also told by the node on each connection, ahead of the
+// replies after it (CLIENT TRACKING, RESP3), which sees a data set
+// replaced by a copy that keeps its old marker. A node that
 // restarted, failed over, lost its data set, or is first seen with an
 // uptime below the quarantine does not count towards a grant until the
 // quarantine has passed: the Redis page's delayed restart, enforced by the
@@ -100,8 +103,8 @@
 // may only raise it; WithNodesPersistEveryWrite where every node runs
 // appendfsync always; WithTrustNodesAtStart for nodes just started;
 // Client.Quarantined; OpIncarnation events, with ErrNodeRestarted,
-// ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced or
-// ErrIncarnationUnknown: a node that refuses INFO is quarantined at each
+// ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced, ErrDataSetFlushed
+// or ErrIncarnationUnknown: a node that refuses INFO is quarantined at each
 // connection set-up, which may be a restart's). On a Redis Cluster node a
 // grant on a slot that moved between its shards less than the quarantine
 // ago does not count (ErrSlotMoved). Extensions count

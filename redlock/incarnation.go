@@ -49,7 +49,7 @@ var (
 type QuarantineError struct {
 	Node  int
 	Addr  string
-	Cause error         // ErrNodeRestarted, ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced or ErrIncarnationUnknown
+	Cause error         // ErrNodeRestarted, ErrNodeFailover, ErrDataSetNew, ErrDataSetReplaced, ErrDataSetFlushed or ErrIncarnationUnknown
 	Left  time.Duration // quarantine left when the error was made (0: none)
 }
 
@@ -62,6 +62,8 @@ func (e *QuarantineError) Error() string {
 		what = "while its data set is new (no marker, or a young one: a wipe, a restart without persistence, or the nodes' first use)"
 	case ErrDataSetReplaced:
 		what = "after its data set was replaced (its marker changed)"
+	case ErrDataSetFlushed:
+		what = "after its data set was flushed or replaced (FLUSHALL, FLUSHDB or a full resync, told on the connection)"
 	case ErrSlotMoved:
 		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined for this key: its slot moved between the cluster's shards less than the quarantine ago"
 	case ErrIncarnationUnknown:
@@ -92,6 +94,10 @@ type trust struct {
 	// failover is the incarnation last judged a failover (its counters
 	// from before it are stale, see fenceTag)
 	failover atomic.Pointer[failedOver]
+	// flush is the node's latest data-set flush this client has judged
+	// (mux.Client.LastFlush); as for seen, a reply counts only while the
+	// node's latest is this one
+	flush atomic.Pointer[mux.Flush]
 	// guarded by trusts.mu
 	prev  incPrev // the last known (INFO answered) incarnation
 	cause error
@@ -205,6 +211,37 @@ func (c *Client) sync(w *worker) {
 			//mutant:trust-at-first-use
 			c.judge(i, p, w, false)
 		}
+		if f := c.m.LastFlush(i); f != c.trust.nodes[i].flush.Load() {
+			c.judgeFlush(i, f, w)
+		}
+	}
+}
+
+// judgeFlush applies rule 4 to a flush of node i's data set that mux read
+// on a connection (CLIENT TRACKING's invalidation of every key: FLUSHALL,
+// FLUSHDB, a full resync, docs/OPERATIONS.md): the data set lost keys at
+// some time before f.At, and a copy it was replaced with may carry the
+// accepted marker (a resync from a former replica of its own, a restore),
+// so the node is quarantined from f.At, whatever its marker says.
+func (c *Client) judgeFlush(i int, f *mux.Flush, w *worker) {
+	ts := &c.trust
+	ts.mu.Lock()
+	t := &ts.nodes[i]
+	if t.flush.Load() == f {
+		ts.mu.Unlock()
+		return
+	}
+	var left time.Duration
+	//mutant:flush-not-quarantined
+	if f != nil {
+		left = c.quarantineFrom(t, monoOf(f.At))
+		t.cause = ErrDataSetFlushed
+		ts.gen.Add(1) // extensions put their keys back (Lock.extend)
+	}
+	t.flush.Store(f)
+	ts.mu.Unlock()
+	if f != nil {
+		c.report(i, ErrDataSetFlushed, left, w)
 	}
 }
 
@@ -295,6 +332,9 @@ func (c *Client) trusted(i int) bool {
 	if c.m.Incarnation(i) != t.seen.Load() {
 		return false // a newer incarnation, not judged yet
 	}
+	if c.m.LastFlush(i) != t.flush.Load() {
+		return false // a flush not judged yet
+	}
 	u := t.until.Load()
 	//mutant:quarantine-off
 	if u == 0 {
@@ -313,6 +353,9 @@ func (c *Client) quarantineErr(i int) error {
 	t := &c.trust.nodes[i]
 	if c.m.Incarnation(i) != t.seen.Load() {
 		return &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrNodeRestarted, Left: time.Nanosecond}
+	}
+	if c.m.LastFlush(i) != t.flush.Load() {
+		return &QuarantineError{Node: i, Addr: c.addrs[i], Cause: ErrDataSetFlushed, Left: time.Nanosecond}
 	}
 	u := t.until.Load()
 	left := time.Duration(u - mono())

@@ -40,6 +40,12 @@ var (
 	// id, or is another node's too: its data set was replaced (a resync
 	// from another server, a restore) at a time nothing says.
 	ErrDataSetReplaced = errors.New("redlock: node's data set was replaced")
+	// ErrDataSetFlushed: the node told this client's connection that its
+	// data set was flushed or replaced (FLUSHALL, FLUSHDB, a full resync
+	// from another server: CLIENT TRACKING's invalidation of every key,
+	// where the node takes CLIENT TRACKING), which its marker may not show
+	// (a resync from a former replica of its own carries the accepted one).
+	ErrDataSetFlushed = errors.New("redlock: node's data set was flushed or replaced")
 )
 
 // markers is a Client's marker state (rules 4 and 5).

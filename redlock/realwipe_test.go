@@ -482,3 +482,79 @@ func TestRealRestoreAfterFlush(t *testing.T) {
 	err = refusedWhileValid(t, connected, "real:restore", la, "the client that saw the flush")
 	t.Logf("refused while A's validity is %v: %v", la.Validity().Round(time.Millisecond), err)
 }
+
+// A node's data set replaced without a restart, while a connected client
+// sends it nothing, by what carries the very marker that client accepted
+// (so rule 4's marker cannot tell): a full resync from a former replica
+// of its own, detached before A's grant (REPLICAOF it, then REPLICAOF NO
+// ONE; the same process, a new history, the connections kept); and a
+// FLUSHALL with the backup of its marker restored at once. Before the
+// flush watch the connected client took A's lock in both (the resync:
+// 3 of 3 runs at HEAD before it). Each node told its connections of the
+// flush (CLIENT TRACKING's invalidation of every key) ahead of any reply
+// that followed: the client quarantines them (ErrDataSetFlushed).
+func TestRealDataSetReplacedUnseen(t *testing.T) {
+	for _, how := range []string{"resync-own-copy", "flush-restore"} {
+		t.Run(how, func(t *testing.T) {
+			for run := 0; run < realRuns(t); run++ {
+				srv, addrs := startRealFive(t)
+				ctx := context.Background()
+				const ttl = 10 * time.Second // room to judge on a loaded machine
+				a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+				connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+				warm(t, connected)
+				require.Empty(t, connected.Quarantined())
+				mk, _, tk := scripts.MarkerKeys("")
+				var copies []*redisproc.Server
+				var backup [3][2]string
+				for i := 0; i < 3; i++ {
+					if how == "flush-restore" {
+						backup[i] = [2]string{string(rawDo(t, addrs[i], "DUMP", mk).Data), string(rawDo(t, addrs[i], "DUMP", tk).Data)}
+						continue
+					}
+					// a replica of node i, detached: its copy lacks what comes next
+					cp := redistest.Start(t, redistest.Options{Extra: []string{"--repl-diskless-sync-delay", "0"}})
+					copies = append(copies, cp)
+					replicate(t, cp.Addr, srv[i].Port)
+					rawDo(t, cp.Addr, "REPLICAOF", "NO", "ONE")
+				}
+				la, err := a.Acquire(ctx, "real:unseen")
+				require.NoError(t, err)
+				waitAllHold(t, addrs, "real:unseen", la)
+				for i := 0; i < 3; i++ {
+					if how == "flush-restore" {
+						rawDo(t, addrs[i], "FLUSHALL")
+						rawDo(t, addrs[i], "RESTORE", mk, "0", backup[i][0])
+						rawDo(t, addrs[i], "RESTORE", tk, "0", backup[i][1])
+						continue
+					}
+					replicate(t, addrs[i], copies[i].Port)
+					rawDo(t, addrs[i], "REPLICAOF", "NO", "ONE")
+				}
+				require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "real:unseen", la.Value()), "A's keys were lost")
+				err = refusedWhileValid(t, connected, "real:unseen", la, how+", run "+strconv.Itoa(run))
+				require.ErrorIs(t, err, redlock.ErrDataSetFlushed)
+				// each node is judged once a reply of its after the flush is read (an
+				// attempt decided early leaves some unread)
+				eventually(t, 5*time.Second, func() bool {
+					_, err := connected.TryAcquire(ctx, "real:unseen")
+					require.ErrorIs(t, err, redlock.ErrNotAcquired)
+					q := connected.Quarantined()
+					return q[0] > 0 && q[1] > 0 && q[2] > 0
+				}, "nodes 0-2 were not all quarantined")
+				t.Logf("%s run %d: refused while A's validity is %v: %v", how, run, la.Validity().Round(time.Millisecond), err)
+				redisproc.StopAll(append(srv, copies...))
+			}
+		})
+	}
+}
+
+// replicate makes the server at addr a replica of the local one on port
+// and waits until it has synced.
+func replicate(t *testing.T, addr string, port int) {
+	t.Helper()
+	rawDo(t, addr, "REPLICAOF", "127.0.0.1", strconv.Itoa(port))
+	eventually(t, 10*time.Second, func() bool {
+		return infoField(string(rawDo(t, addr, "INFO", "replication").Data), "master_link_status") == "up"
+	}, "%s never synced with port %d", addr, port)
+}

@@ -195,7 +195,8 @@ func TestSafetyUnderFaults(t *testing.T) {
 // safe (docs/OPERATIONS.md): restarts losing data and back at once, restarts
 // from an older snapshot (the last half TTL of writes lost), failovers to a
 // replica that lags up to half a TTL, wipes and resyncs that keep the
-// connections (FLUSHALL, REPLICAOF another node or an empty one), nodes that
+// connections (FLUSHALL, REPLICAOF another node, an empty one or a former
+// replica of its own that lags up to half a TTL), nodes that
 // refuse INFO and restart meanwhile, and a rolling restart of every node in
 // turn, one every longTTL (a restarted node is quarantined about that long),
 // without the operator's delay. The largest TTL in use is longTTL (the long-TTL
@@ -241,6 +242,7 @@ func TestSafetyRestarts(t *testing.T) {
 	require.Positive(t, chaos.Counts.Rolling.Load(), "rolling restarts")
 	require.Positive(t, chaos.Counts.Wipes.Load(), "wipes")
 	require.Positive(t, chaos.Counts.Resyncs.Load(), "resyncs")
+	require.Positive(t, chaos.Counts.ResyncsOwn.Load(), "resyncs from an older copy of its own")
 	require.Positive(t, chaos.Counts.InfoRefused.Load(), "INFO refused")
 	require.Positive(t, chaos.Counts.RestartLag.Load(), "restarts from an older snapshot")
 	require.Positive(t, res.Extended, "extensions succeeded")

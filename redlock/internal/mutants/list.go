@@ -99,6 +99,21 @@ var mutants = []Mutant{
 			"\tif f := st.steady.Load(); f != nil && f.want == want && bytes.Equal(f.raw, r.Raw) {\n"}},
 	},
 	{
+		// a flush or a full resync told on the connection (CLIENT
+		// TRACKING's invalidation of every key), its data set replaced by
+		// a copy carrying the accepted marker: mux does not note it
+		Name: "flush-push-ignored", Class: "a node's flush or full resync told on the connection is dropped by mux: a resync from a former replica of its own, counted as the data set the client knew", Test: "TestFlushWatchResyncOwnCopy", Short: true, Scripted: true,
+		Edits: []Edit{{"mux/flush.go",
+			"\t\tif p.CompareAndSwap(old, nw) {\n",
+			"\t\tif true || p.CompareAndSwap(old, nw) {\n"}},
+	},
+	{
+		Name: "flush-not-quarantined", Class: "a node's flush or full resync told on the connection is judged without a quarantine: its lost keys' holders are joined", Test: "TestFlushWatchResyncOwnCopy", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/incarnation.go",
+			"\tif f != nil {\n\t\tleft = c.quarantineFrom(t, monoOf(f.At))\n",
+			"\tif f != nil && false {\n\t\tleft = c.quarantineFrom(t, monoOf(f.At))\n"}},
+	},
+	{
 		Name: "memo-want-unchecked", Class: "the grant's memo of a steady MGET reply used for another TTL record: a node that missed a declaration is never raised to it (rule 5, issue 47)", Test: "TestRecordRaisedAfterMissedDeclaration", Scripted: true,
 		Edits: []Edit{{"redlock/marker.go",
 			"\tif f := st.steady.Load(); f != nil && f.id == p && f.want == want && bytes.Equal(f.raw, r.Raw) {\n",
