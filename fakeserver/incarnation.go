@@ -52,6 +52,10 @@ func (n *Node) newLife(ago time.Duration, keepRepl, promoted bool) {
 // Failover).
 func (n *Node) RunID() string { return n.life.Load().runID }
 
+// ReplID returns the node's current master_replid (new at every Failover,
+// Resync and ResyncLag, and at a Restart that lost its data).
+func (n *Node) ReplID() string { return n.life.Load().replID }
+
 // infoServerLife writes INFO server's incarnation lines. The uptime is
 // Redis's: the difference of two whole-second wall clock stamps (its
 // cached unixtime minus stat_starttime), so it overstates the process's

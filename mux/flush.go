@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"errors"
 	"time"
 
 	"github.com/redmux/redmux/resp"
@@ -20,7 +21,11 @@ import (
 // So a reply read after such a push was made by the new data set, and
 // one read before it by the old: the order the client needs to tell a
 // data set that lost keys without a restart (docs/OPERATIONS.md) from one
-// that did not, on a connection that was never broken.
+// that did not, on a connection that was never broken. The reader notes
+// the flush, delivers the replies before it, and sets the connection up
+// again (the replies after it fail with it): a full resync followed by a
+// promotion gives the node a new replication history, which the set-up's
+// INFO learns (Config.Incarnations), where the kept connection would not.
 
 // Flush is the latest flush or replacement of a node's data set that a
 // Client read (Config.WatchFlushes): a FLUSHALL, a FLUSHDB (of any
@@ -64,6 +69,11 @@ func (c *Client) noteFlush(i int) {
 }
 
 var invalidateName = []byte("invalidate")
+
+// errFlushed is why a connection that read a flush is set up again: a
+// full resync then a promotion keeps the connection but gives the node a
+// new replication history, which only a set-up's INFO learns.
+var errFlushed = errors.New("the node's data set was flushed or replaced (told by CLIENT TRACKING): connection set up again, the node judged again")
 
 // isFlushPush reports whether rep is CLIENT TRACKING's invalidation of
 // every key (">2 invalidate <null>"); an invalidation of named keys (an

@@ -2,6 +2,7 @@ package mux
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,12 +13,14 @@ import (
 
 // The flush watch on a real redis-server (Config.WatchFlushes): FLUSHALL,
 // FLUSHDB of another database and a full resync (REPLICAOF a server, then
-// REPLICAOF NO ONE) each keep the client's connections, and each is noted
-// before the reply of the next command on them is delivered (the push
-// comes first on the connection: no waiting).
+// REPLICAOF NO ONE) each keep the client's connections open, and each is
+// noted before the outcome of the next command on them is known (the push
+// comes first on the connection: no waiting); that command fails with the
+// connection, which is set up again and learns the node's incarnation
+// anew (the resync's new replication history).
 func TestRealFlushWatch(t *testing.T) {
 	srv := redistest.StartN(t, 2, redistest.Options{Extra: []string{"--repl-diskless-sync-delay", "0"}})
-	c := newTestClient(t, redistest.Addrs(srv[:1]), func(cfg *Config) { cfg.Incarnations, cfg.WatchFlushes, cfg.Conns = true, true, 2 })
+	c := newTestClient(t, redistest.Addrs(srv[:1]), func(cfg *Config) { cfg.Incarnations, cfg.WatchFlushes, cfg.Conns = true, true, 1 })
 	key := uniqueKey("flush")
 	if err := setNode0(c, key, "x"); err != nil {
 		t.Fatal(err)
@@ -32,18 +35,25 @@ func TestRealFlushWatch(t *testing.T) {
 	var last uint64
 	step := func(what string, do func()) {
 		t.Helper()
+		before := c.Incarnation(0)
 		do()
-		for k := 0; k < 4; k++ { // every connection's next reply (2 conns)
-			if err := setNode0(c, key, "x"); err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-		}
+		err := setNode0(c, key, "x")
 		f := c.LastFlush(0)
 		if f == nil || f.N <= last {
-			t.Fatalf("%s: not noted before the next replies: %+v (had %d)", what, f, last)
+			t.Fatalf("%s: not noted when the next command's outcome came (%v): %+v (had %d)", what, err, f, last)
 		}
-		t.Logf("%s: noted %d time(s), once per connection", what, f.N-last)
+		if err == nil || !strings.Contains(err.Error(), errFlushed.Error()) {
+			t.Fatalf("%s: the next command on the connection: %v, want the connection set up again", what, err)
+		}
 		last = f.N
+		end := time.Now().Add(10 * time.Second)
+		for setNode0(c, key, "x") != nil || c.Incarnation(0) == before {
+			if time.Now().After(end) {
+				t.Fatalf("%s: not set up again: %+v, %v", what, c.Incarnation(0), c.NodeErr(0))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("%s: noted, set up again (history %s, was %s)", what, c.Incarnation(0).ReplID, before.ReplID)
 	}
 	cmd := func(args ...string) {
 		t.Helper()
@@ -53,6 +63,7 @@ func TestRealFlushWatch(t *testing.T) {
 	}
 	step("FLUSHALL", func() { cmd("FLUSHALL") })
 	step("FLUSHDB of db 5", func() { cmd("SELECT", "5"); cmd("FLUSHDB") })
+	old := c.Incarnation(0)
 	step("a full resync", func() {
 		cmd("REPLICAOF", "127.0.0.1", strconv.Itoa(srv[1].Port))
 		end := time.Now().Add(10 * time.Second)
@@ -68,8 +79,8 @@ func TestRealFlushWatch(t *testing.T) {
 		}
 		cmd("REPLICAOF", "NO", "ONE")
 	})
-	if got := c.Incarnation(0); got != inc {
-		t.Logf("set up again meanwhile (allowed): %+v", got)
+	if now := c.Incarnation(0); now.RunID != old.RunID || now.ReplID == old.ReplID || !now.Promoted {
+		t.Fatalf("after the resync and promotion: %+v, want the same process with a new, promoted history (was %+v)", now, old)
 	}
 }
 

@@ -115,7 +115,8 @@ func (cn *pconn) ingest(l link) bool {
 	for {
 		nf := 0
 		off := rd.r
-		for nf < len(rd.frames) && off < rd.w {
+		flushed := false
+		for nf < len(rd.frames) && off < rd.w && !flushed {
 			rep, n, err := p.Parse(rd.buf[off:rd.w])
 			if err == resp.ErrIncomplete {
 				if rd.w-off >= cn.c.cfg.MaxReplyBytes {
@@ -132,9 +133,11 @@ func (cn *pconn) ingest(l link) bool {
 				rd.frames[nf] = frame{off: off, n: n, isErr: rep.IsError(), kind: kindOf(rep.Type, rep.Null), shape: rep.Shape()}
 				nf++
 			} else if isFlushPush(rep) {
-				// noted before any reply after it is delivered (those
-				// before it in this window too: later, never earlier)
+				// noted before any reply after it is delivered; those
+				// before it are delivered, then the connection is set up
+				// again (flush.go)
 				cn.c.noteFlush(cn.node)
+				flushed = true
 			}
 			off += n
 		}
@@ -142,6 +145,11 @@ func (cn *pconn) ingest(l link) bool {
 			return false
 		}
 		rd.r = off
+		//mutant:flush-connection-kept
+		if flushed {
+			cn.fail(ErrConnBroken, errFlushed)
+			return false
+		}
 		if nf < len(rd.frames) {
 			break
 		}

@@ -560,9 +560,9 @@ func fencedIter(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	return granted, counter, st != 0, ok
 }
 
-// fenceTag is the last argument of node i's fencing scripts: the run_id
-// of its incarnation p, which tags the counters it writes ("" when
-// unknown), with "=" before it when the node's counters written by
+// fenceTag is the last argument of node i's fencing scripts: the tag of
+// its incarnation p (incTag), which tags the counters it writes (""
+// when unknown), with "=" before it when the node's counters written by
 // another incarnation are stale: p began with a failover (a promoted
 // replica's counters may be behind; docs/FENCING.md). The strings are
 // made once per incarnation.
@@ -573,6 +573,21 @@ func (c *Client) fenceTag(i int, p *mux.Incarnation) string {
 	//mutant:fence-stale-vouches
 	if f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {
 		return f.tag
+	}
+	return incTag(p)
+}
+
+// incTag is what fencing counters written under incarnation p are tagged
+// with: its replication history's id (master_replid), new at every
+// promotion, so that a process promoted again (a failback), whose
+// counters came back to it through the other primary's replication and
+// may be behind what it gave out before, tags anew and finds them stale;
+// the run_id, which a process keeps across promotions, where the node
+// told no history.
+func incTag(p *mux.Incarnation) string {
+	//mutant:fence-tag-run-id
+	if p.ReplID != "" {
+		return p.ReplID
 	}
 	return p.RunID
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redmux/redmux/fakeserver"
 	"github.com/redmux/redmux/redlock"
 	"github.com/redmux/redmux/redlock/internal/hook"
 )
@@ -172,7 +173,7 @@ func TestFencingOneRoundTrip(t *testing.T) {
 		for n, a := range addrs {
 			v, tag := fenceCounter(t, a, "one:fence")
 			require.Equal(t, tok, v, "node %d", n)
-			require.Equal(t, cl.Nodes[n].RunID(), tag, "node %d: the counter names its incarnation", n)
+			require.Equal(t, cl.Nodes[n].ReplID(), tag, "node %d: the counter names its incarnation", n)
 		}
 		last = tok
 		require.NoError(t, l.Release(ctx))
@@ -192,7 +193,7 @@ func TestFencingGuessTooLow(t *testing.T) {
 	warm(t, c)
 	ctx := context.Background()
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
-	rawDo(t, addrs[2], "SET", "ahead:fence", strconv.FormatUint(ahead, 10)+":"+cl.Nodes[2].RunID())
+	rawDo(t, addrs[2], "SET", "ahead:fence", strconv.FormatUint(ahead, 10)+":"+cl.Nodes[2].ReplID())
 	for _, i := range []int{0, 1, 3, 4} { // node 2's answer is among those in hand at the decision
 		cl.Nodes[i].SetLatency(20*time.Millisecond, 0)
 	}
@@ -398,7 +399,7 @@ func TestFencingStaleAfterFailover(t *testing.T) {
 	warm(t, c)
 	t1 := grantOn(t, context.Background(), c, addrs, "fo", 0, 1, 2)  // the clock's token
 	ctx := context.WithValue(context.Background(), lowGuess{}, true) // then proposals too low
-	old := []string{cl.Nodes[0].RunID(), cl.Nodes[1].RunID()}
+	old := []string{cl.Nodes[0].ReplID(), cl.Nodes[1].ReplID()}
 	for i := 0; i < 2; i++ {
 		require.NoError(t, cl.Nodes[i].Failover(0, 0))
 		rawDo(t, addrs[i], "SET", "fo:fence", strconv.FormatUint(t1-100, 10)+":"+old[i]) // the replica's older counter
@@ -419,9 +420,56 @@ func TestFencingStaleAfterFailover(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	for i := 0; i < 2; i++ {
 		v, tag := fenceCounter(t, addrs[i], "fo:fence")
-		require.Equal(t, cl.Nodes[i].RunID(), tag, "node %d re-seeded by the new incarnation", i)
+		require.Equal(t, cl.Nodes[i].ReplID(), tag, "node %d re-seeded by the new incarnation", i)
 		require.GreaterOrEqual(t, v, l.Token())
 	}
+}
+
+// A failover back to the same process (Sentinel's failback after a
+// partition): nodes 0 and 1 are made replicas of servers whose copies of
+// their counters are older (the copies' primaries lost the last raises),
+// and promoted again. The process, so its run_id, is the one that wrote
+// the counters, tags and all; only its replication history is new. Their
+// counters must be stale (they vouch for no token), as after a failover to
+// another process: a client whose proposals are too low gets no token
+// below one already handed out.
+func TestFencingStaleAfterFailback(t *testing.T) {
+	withLowGuess(t)
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	obs := &incEvents{}
+	c := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+	warm(t, c)
+	t1 := grantOn(t, context.Background(), c, addrs, "fb", 0, 1, 2)
+	ctx := context.WithValue(context.Background(), lowGuess{}, true)
+	for i := 0; i < 2; i++ {
+		_, tag := fenceCounter(t, addrs[i], "fb:fence")
+		run := cl.Nodes[i].RunID()
+		other, err := fakeserver.StartNode(fakeserver.Config{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close() })
+		other.Resync(cl.Nodes[i])
+		// the other primary's copy lacks the last raise, tag and all
+		rawDo(t, other.Addr(), "SET", "fb:fence", strconv.FormatUint(t1-100, 10)+":"+tag)
+		cl.Nodes[i].Resync(other) // made its replica, then promoted again
+		cl.Nodes[i].Down()        // the failback's reconnection
+		cl.Nodes[i].Up()
+		require.Equal(t, run, cl.Nodes[i].RunID(), "the same process")
+	}
+	eventually(t, 10*time.Second, func() bool {
+		return len(c.Quarantined()) == 0 && len(obs.causes(0)) > 0 && len(obs.causes(1)) > 0
+	}, "the failbacks were not judged")
+	require.Contains(t, obs.causes(0), redlock.ErrNodeFailover)
+	setForeign(t, addrs, "fb", 2, 4)
+	_, err := c.TryAcquire(ctx, "fb", redlock.WithFencing())
+	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "a counter that came back through another primary vouched for a grant")
+	for _, i := range []int{2, 4} {
+		rawDo(t, addrs[i], "DEL", "fb")
+	}
+	l, err := c.TryAcquire(ctx, "fb", redlock.WithFencing())
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), t1, "a token below one already handed out")
+	require.NoError(t, l.Release(ctx))
 }
 
 type farAhead struct{}

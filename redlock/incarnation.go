@@ -268,7 +268,7 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker, atStart bool) {
 	v := judgeIncarnation(t.prev, obsOf(p), incRules{Persistent: ts.persistent, AtStart: atStart})
 	t.prev = v.Prev
 	if v.Failover {
-		t.failover.Store(&failedOver{inc: p, tag: "=" + p.RunID})
+		t.failover.Store(&failedOver{inc: p, tag: "=" + incTag(p)})
 	}
 	var left time.Duration
 	if v.Quarantine {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -501,7 +502,8 @@ func TestRealDataSetReplacedUnseen(t *testing.T) {
 				ctx := context.Background()
 				const ttl = 10 * time.Second // room to judge on a loaded machine
 				a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
-				connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
+				obs := &incEvents{}
+				connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithObserver(obs))
 				warm(t, connected)
 				require.Empty(t, connected.Quarantined())
 				mk, _, tk := scripts.MarkerKeys("")
@@ -533,7 +535,7 @@ func TestRealDataSetReplacedUnseen(t *testing.T) {
 				}
 				require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "real:unseen", la.Value()), "A's keys were lost")
 				err = refusedWhileValid(t, connected, "real:unseen", la, how+", run "+strconv.Itoa(run))
-				require.ErrorIs(t, err, redlock.ErrDataSetFlushed)
+				require.ErrorIs(t, err, redlock.ErrNotAcquired)
 				// each node is judged once a reply of its after the flush is read (an
 				// attempt decided early leaves some unread)
 				eventually(t, 5*time.Second, func() bool {
@@ -542,6 +544,9 @@ func TestRealDataSetReplacedUnseen(t *testing.T) {
 					q := connected.Quarantined()
 					return q[0] > 0 && q[1] > 0 && q[2] > 0
 				}, "nodes 0-2 were not all quarantined")
+				for i := 0; i < 3; i++ {
+					require.Contains(t, obs.causes(i), redlock.ErrDataSetFlushed, "node %d", i)
+				}
 				t.Logf("%s run %d: refused while A's validity is %v: %v", how, run, la.Validity().Round(time.Millisecond), err)
 				redisproc.StopAll(append(srv, copies...))
 			}
@@ -557,4 +562,55 @@ func replicate(t *testing.T, addr string, port int) {
 	eventually(t, 10*time.Second, func() bool {
 		return infoField(string(rawDo(t, addr, "INFO", "replication").Data), "master_link_status") == "up"
 	}, "%s never synced with port %d", addr, port)
+}
+
+// A failover back to the same process, on real servers (docs/FENCING.md):
+// nodes 0 and 1 each had a replica, detached (promoted) before token t1
+// was raised on them; each is then made a replica of it (a full resync:
+// its history went on past the copy's) and promoted again, the same
+// process, its connections kept. Its counter is the copy's, t0, behind
+// t1, and carries the tag node i wrote it with. The client must learn the
+// new history (the resync is told on the connection, which mux sets up
+// again) and find that counter stale: with proposals too low, no token at
+// or below t1 is handed out.
+func TestRealFencingFailback(t *testing.T) {
+	withLowGuess(t)
+	srv, addrs := startRealFive(t)
+	obs := &incEvents{}
+	c := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithTrustNodesAtStart())
+	warm(t, c)
+	bg := context.Background()
+	t0 := grantOn(t, bg, c, addrs, "rfb", 0, 1, 2)
+	var copies []*redisproc.Server
+	for i := 0; i < 2; i++ {
+		cp := redistest.Start(t, redistest.Options{Extra: []string{"--repl-diskless-sync-delay", "0"}})
+		copies = append(copies, cp)
+		replicate(t, cp.Addr, srv[i].Port)
+		rawDo(t, cp.Addr, "REPLICAOF", "NO", "ONE")
+	}
+	t1 := grantOn(t, bg, c, addrs, "rfb", 0, 1, 2)
+	require.Greater(t, t1, t0)
+	for i := 0; i < 2; i++ {
+		replicate(t, addrs[i], copies[i].Port)
+		rawDo(t, addrs[i], "REPLICAOF", "NO", "ONE")
+		v, _ := fenceCounter(t, addrs[i], "rfb:fence")
+		require.Equal(t, t0, v, "node %d: the copy's counter", i)
+	}
+	ctx := context.WithValue(bg, lowGuess{}, true)
+	eventually(t, 15*time.Second, func() bool {
+		_, _ = c.TryAcquire(bg, "rfb:probe") // the nodes' next replies: the resync is read
+		return len(c.Quarantined()) == 0 && slices.Contains(obs.causes(0), redlock.ErrNodeFailover) &&
+			slices.Contains(obs.causes(1), redlock.ErrNodeFailover)
+	}, "the failbacks were not judged: %v %v", obs.causes(0), obs.causes(1))
+	setForeign(t, addrs, "rfb", 2, 4)
+	_, err := c.TryAcquire(ctx, "rfb", redlock.WithFencing())
+	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "a counter that came back through the copy vouched for a grant")
+	for _, i := range []int{2, 4} {
+		rawDo(t, addrs[i], "DEL", "rfb")
+	}
+	l, err := c.TryAcquire(ctx, "rfb", redlock.WithFencing())
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), t1, "a token below one already handed out")
+	require.NoError(t, l.Release(bg))
+	redisproc.StopAll(append(srv, copies...))
 }

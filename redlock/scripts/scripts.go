@@ -124,17 +124,18 @@ var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 
 // The fencing scripts (redlock's WithFencing; design in docs/FENCING.md).
 // A resource's counter is its key + ":fence", without a TTL, holding
-// "N:tag": the token N and the run_id of the server process that wrote it
-// (its incarnation, docs/OPERATIONS.md), or a plain "N" where the client
-// did not know the node's run_id. A script names its lock keys first,
-// then their counters, in the same order (KEYS[1..k] and KEYS[k+1..2k]);
-// its last argument is the run_id the client learned for this node ("":
-// unknown, tags not checked). They run in the fake server's Lua
-// interpreter.
+// "N:tag": the token N and the tag of the incarnation that wrote it (its
+// replication history's id, master_replid, or the server process's
+// run_id where the node told none; docs/OPERATIONS.md), or a plain "N"
+// where the client did not know the node's incarnation. A script names
+// its lock keys first, then their counters, in the same order (KEYS[1..k]
+// and KEYS[k+1..2k]); its last argument is the tag the client learned for
+// this node ("": unknown, tags not checked). They run in the fake
+// server's Lua interpreter.
 //
 // A counter is *stale* when it is not a number below 2^53 (not written by
 // redlock), or, where the client asks for it (a last argument starting
-// with "=", then the run_id), when its tag is not the node's run_id:
+// with "=", then the tag), when its tag is not the node's:
 // written by another incarnation, here one that came from a failover,
 // whose replicated counters may be behind (restarts keep counters when
 // the nodes persist every write, which fencing requires). A stale counter
@@ -145,7 +146,7 @@ var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 // TTL ARGV[2] ms (SET NX PX for one key; for several, all or none, as
 // AcquireMulti) and reads their counters KEYS[k+1..2k] in the same step.
 // If it set the keys and no counter is stale and every one is below the
-// guess ARGV[3], it writes the guess, tagged with the run_id of ARGV[4]
+// guess ARGV[3], it writes the guess, tagged with the tag of ARGV[4]
 // (after its "=", if any), to every counter. It
 // replies {1, counter, stale} if it set the keys, {0, counter, stale}
 // otherwise, where counter is the highest of the counters' numbers as they

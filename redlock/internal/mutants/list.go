@@ -108,6 +108,12 @@ var mutants = []Mutant{
 			"\t\tif true || p.CompareAndSwap(old, nw) {\n"}},
 	},
 	{
+		Name: "flush-connection-kept", Class: "a connection that read a flush is kept: a full resync then a promotion of the same process (a failback) is never judged, and its fencing counters, behind, vouch for tokens", Test: "TestRealFencingFailback", Scripted: true,
+		Edits: []Edit{{"mux/ingest.go",
+			"\t\tif flushed {\n",
+			"\t\tif flushed && false {\n"}},
+	},
+	{
 		Name: "flush-not-quarantined", Class: "a node's flush or full resync told on the connection is judged without a quarantine: its lost keys' holders are joined", Test: "TestFlushWatchResyncOwnCopy", Short: true, Scripted: true,
 		Edits: []Edit{{"redlock/incarnation.go",
 			"\tif f != nil {\n\t\tleft = c.quarantineFrom(t, monoOf(f.At))\n",
@@ -410,6 +416,12 @@ var mutants = []Mutant{
 		Edits: []Edit{{"redlock/acquire.go",
 			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {\n",
 			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p && false {\n"}},
+	},
+	{
+		Name: "fence-tag-run-id", Class: "fencing counters tagged with the run_id, which a process keeps when it is promoted again: a failback's counters, behind what it gave out, vouch for a token", Test: "TestFencingStaleAfterFailback", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"\tif p.ReplID != \"\" {\n\t\treturn p.ReplID\n",
+			"\tif p.ReplID != \"\" && false {\n\t\treturn p.ReplID\n"}},
 	},
 	{
 		// issue 34, R12 a: the write-back script answers 0 where its guard
