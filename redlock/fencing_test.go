@@ -408,20 +408,11 @@ func TestFencingStaleAfterFailover(t *testing.T) {
 		return len(c.Quarantined()) == 0 && len(obs.causes(0)) > 0 && len(obs.causes(1)) > 0 // judged, quarantine (1 s) over
 	}, "the failovers were not judged")
 	require.Contains(t, obs.causes(0), redlock.ErrNodeFailover)
-	setForeign(t, addrs, "fo", 2, 4)
-	_, err := c.TryAcquire(ctx, "fo", redlock.WithFencing())
-	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "stale counters vouched for a grant")
-	for _, i := range []int{2, 4} {
-		rawDo(t, addrs[i], "DEL", "fo")
-	}
-	l, err := c.TryAcquire(ctx, "fo", redlock.WithFencing())
-	require.NoError(t, err)
-	require.Greater(t, l.Token(), t1, "a token below one already handed out")
-	require.NoError(t, l.Release(ctx))
+	tok := staleRefused(t, ctx, c, addrs, "fo", t1, "stale counters vouched for a grant")
 	for i := 0; i < 2; i++ {
 		v, tag := fenceCounter(t, addrs[i], "fo:fence")
 		require.Equal(t, cl.Nodes[i].ReplID(), tag, "node %d re-seeded by the new incarnation", i)
-		require.GreaterOrEqual(t, v, l.Token())
+		require.GreaterOrEqual(t, v, tok)
 	}
 }
 
@@ -460,16 +451,28 @@ func TestFencingStaleAfterFailback(t *testing.T) {
 		return len(c.Quarantined()) == 0 && len(obs.causes(0)) > 0 && len(obs.causes(1)) > 0
 	}, "the failbacks were not judged")
 	require.Contains(t, obs.causes(0), redlock.ErrNodeFailover)
-	setForeign(t, addrs, "fb", 2, 4)
-	_, err := c.TryAcquire(ctx, "fb", redlock.WithFencing())
-	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "a counter that came back through another primary vouched for a grant")
+	staleRefused(t, ctx, c, addrs, "fb", t1, "a counter that came back through another primary vouched for a grant")
+}
+
+// staleRefused takes resource with c while nodes 2 and 4 hold it for
+// someone else, so that the grant's quorum is nodes 0, 1 and 3: with
+// nodes 0 and 1's counters stale, it must fail with ErrFencingUnknown (no
+// quorum of current counters); then with every node free, its token must
+// be above t1 (ctx's proposals too low: the write-back path). It returns
+// that token.
+func staleRefused(t *testing.T, ctx context.Context, c *redlock.Client, addrs []string, resource string, t1 uint64, what string) uint64 {
+	t.Helper()
+	setForeign(t, addrs, resource, 2, 4)
+	_, err := c.TryAcquire(ctx, resource, redlock.WithFencing())
+	require.ErrorIs(t, err, redlock.ErrFencingUnknown, what)
 	for _, i := range []int{2, 4} {
-		rawDo(t, addrs[i], "DEL", "fb")
+		rawDo(t, addrs[i], "DEL", resource)
 	}
-	l, err := c.TryAcquire(ctx, "fb", redlock.WithFencing())
+	l, err := c.TryAcquire(ctx, resource, redlock.WithFencing())
 	require.NoError(t, err)
 	require.Greater(t, l.Token(), t1, "a token below one already handed out")
 	require.NoError(t, l.Release(ctx))
+	return l.Token()
 }
 
 type farAhead struct{}

@@ -172,10 +172,7 @@ func TestRealWipes(t *testing.T) {
 						rawDo(t, addrs[i], "FLUSHALL")
 						continue
 					}
-					rawDo(t, addrs[i], "REPLICAOF", "127.0.0.1", strconv.Itoa(empty.Port))
-					eventually(t, 10*time.Second, func() bool {
-						return infoField(string(rawDo(t, addrs[i], "INFO", "replication").Data), "master_link_status") == "up"
-					}, "node %d never synced with the empty server", i)
+					replicate(t, addrs[i], empty.Port)
 					rawDo(t, addrs[i], "REPLICAOF", "NO", "ONE")
 				}
 				require.Equal(t, []bool{false, false, false, true, true}, holders(t, addrs, "real:wipe", la.Value()), "A's keys were wiped")
@@ -602,15 +599,6 @@ func TestRealFencingFailback(t *testing.T) {
 		return len(c.Quarantined()) == 0 && slices.Contains(obs.causes(0), redlock.ErrNodeFailover) &&
 			slices.Contains(obs.causes(1), redlock.ErrNodeFailover)
 	}, "the failbacks were not judged: %v %v", obs.causes(0), obs.causes(1))
-	setForeign(t, addrs, "rfb", 2, 4)
-	_, err := c.TryAcquire(ctx, "rfb", redlock.WithFencing())
-	require.ErrorIs(t, err, redlock.ErrFencingUnknown, "a counter that came back through the copy vouched for a grant")
-	for _, i := range []int{2, 4} {
-		rawDo(t, addrs[i], "DEL", "rfb")
-	}
-	l, err := c.TryAcquire(ctx, "rfb", redlock.WithFencing())
-	require.NoError(t, err)
-	require.Greater(t, l.Token(), t1, "a token below one already handed out")
-	require.NoError(t, l.Release(bg))
+	staleRefused(t, ctx, c, addrs, "rfb", t1, "a counter that came back through the copy vouched for a grant")
 	redisproc.StopAll(append(srv, copies...))
 }
