@@ -472,6 +472,10 @@ func cmdInfo(n *Node, c cmdCtx) {
 // (flushPush). The other options (REDIRECT, BCAST, PREFIX, OPTOUT,
 // NOLOOP) name key tracking, which the fake does not do: refused.
 func (n *Node) clientTracking(c cmdCtx) {
+	if n.trackingRefused.Load() {
+		c.err("NOPERM this user has no permissions to run the 'client|tracking' command")
+		return
+	}
 	if len(c.args) < 3 {
 		c.subArity("tracking")
 		return

@@ -126,6 +126,12 @@ func (n *Node) DataGen() uint64 { return n.dataGen.Load() }
 // incarnation (a managed service, a renamed command).
 func (n *Node) RefuseInfo(on bool) { n.infoRefused.Store(on) }
 
+// RefuseTracking makes CLIENT TRACKING an error reply (NOPERM) while on is
+// set, from the next set-up on: a node that does not tell its clients of
+// its flushes (an ACL without it, a proxy). A connection that turned
+// tracking on before keeps it.
+func (n *Node) RefuseTracking(on bool) { n.trackingRefused.Store(on) }
+
 // infoRefusedErr is Redis 7.0's reply to INFO for a user without the
 // permission.
 const infoRefusedErr = "NOPERM this user has no permissions to run the 'info' command"

@@ -34,6 +34,10 @@ type Config struct {
 	// DisableAdmin turns the FAKE admin command off (it is then an unknown
 	// command, as on a real Redis).
 	DisableAdmin bool
+	// RefuseTracking makes CLIENT TRACKING an error reply (NOPERM, as
+	// Redis answers a user whose ACL forbids it, or a proxy): a node that
+	// does not tell its clients of its flushes (Node.RefuseTracking).
+	RefuseTracking bool
 	// SweepInterval is the active expiry sweep period; default 100ms.
 	SweepInterval time.Duration
 	// ScriptBusyAfter is how long a Lua script may run before other
@@ -126,11 +130,15 @@ type Node struct {
 	// flushGen counts the flushes of the data set (FLUSHALL, FLUSHDB,
 	// Flush, Resync), bumped under mu: flushPush tells tracking clients
 	flushGen atomic.Uint64
-	connWG   sync.WaitGroup
-	bgMu     sync.Mutex
-	bgWG     sync.WaitGroup
-	closed   atomic.Bool
-	closeCh  chan struct{}
+	// trackingRefused (RefuseTracking, Config.RefuseTracking): CLIENT
+	// TRACKING answers NOPERM
+	trackingRefused atomic.Bool
+
+	connWG  sync.WaitGroup
+	bgMu    sync.Mutex
+	bgWG    sync.WaitGroup
+	closed  atomic.Bool
+	closeCh chan struct{}
 
 	stats struct {
 		commands, accepted, current, restarts, expired atomic.Int64
@@ -172,6 +180,7 @@ func StartNode(cfg Config) (*Node, error) {
 	for i := range n.dbs {
 		n.dbs[i] = make(map[string]entry)
 	}
+	n.trackingRefused.Store(cfg.RefuseTracking)
 	if cfg.StartUptime == 0 {
 		cfg.StartUptime = DefaultStartUptime
 	}

@@ -60,3 +60,16 @@ func TestResyncLag(t *testing.T) {
 			n.RunID(), run, n.life.Load().replID, repl, n.DataGen(), gen)
 	}
 }
+
+// A node that refuses CLIENT TRACKING (Config.RefuseTracking, or
+// RefuseTracking) answers NOPERM, as Redis answers a user whose ACL
+// forbids it.
+func TestTrackingRefused(t *testing.T) {
+	n := startNode(t, Config{RefuseTracking: true})
+	c := dial(t, n.Addr())
+	c.do("HELLO", "3")
+	const noperm = "-NOPERM this user has no permissions to run the 'client|tracking' command\r\n"
+	eqReply(t, "refused", c.do("CLIENT", "TRACKING", "ON", "OPTIN"), noperm)
+	n.RefuseTracking(false)
+	eqReply(t, "allowed", c.do("CLIENT", "TRACKING", "ON", "OPTIN"), "+OK\r\n")
+}

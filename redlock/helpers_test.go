@@ -23,7 +23,14 @@ import (
 // ago (seedMarkers), as they report an uptime of an hour.
 func startCluster(t testing.TB, n int) *fakeserver.Cluster {
 	t.Helper()
-	cl, err := fakeserver.StartCluster(n, fakeserver.Config{SweepInterval: 10 * time.Millisecond})
+	return startClusterWith(t, n, fakeserver.Config{})
+}
+
+// startClusterWith is startCluster with cfg (its SweepInterval set).
+func startClusterWith(t testing.TB, n int, cfg fakeserver.Config) *fakeserver.Cluster {
+	t.Helper()
+	cfg.SweepInterval = 10 * time.Millisecond
+	cl, err := fakeserver.StartCluster(n, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
 	seedMarkers(t, cl.Addrs()...)

@@ -375,11 +375,21 @@ func TestMarkerCopiedDataSet(t *testing.T) {
 // nodes 0-2 lose their data and keep every connection (FLUSHALL; a full
 // resync from an empty server), so INFO is not read again. A client
 // connected throughout and a new one retry for half a second: every
-// attempt is refused, by the markers (gone, then young) alone.
+// attempt is refused. On nodes that refuse CLIENT TRACKING (an ACL, a
+// proxy) by the markers (gone, then young) alone; on nodes that tell of
+// their flushes, by both witnesses.
 func TestQuarantineWipeWithoutRestart(t *testing.T) {
-	for _, wipe := range []string{"flush", "resync"} {
-		t.Run(wipe, func(t *testing.T) {
-			cl := startCluster(t, 5)
+	for _, tc := range []struct {
+		wipe  string
+		watch bool
+	}{{"flush", false}, {"resync", false}, {"flush", true}, {"resync", true}} {
+		wipe := tc.wipe
+		name := wipe + "/markers-alone"
+		if tc.watch {
+			name = wipe + "/flush-watch"
+		}
+		t.Run(name, func(t *testing.T) {
+			cl := startClusterWith(t, 5, fakeserver.Config{RefuseTracking: !tc.watch})
 			addrs := cl.Addrs()
 			ctx := context.Background()
 			a := newClient(t, addrs, redlock.WithTTL(10*time.Second))
