@@ -156,6 +156,9 @@ func (e entry) clone() entry {
 		}
 		e.list = l
 	}
+	if e.zset != nil {
+		e.zset = e.zset.clone()
+	}
 	return e
 }
 

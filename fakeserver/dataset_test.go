@@ -18,6 +18,7 @@ func TestDataSetFaultsKeepConnections(t *testing.T) {
 	ca.do("SET", "mine", "1")
 	cb.do("SET", "theirs", "2", "PX", "60000")
 	cb.do("HSET", "h", "f", "v")
+	cb.do("ZADD", "z", "5", "m")
 	run := a.RunID()
 
 	a.Flush()
@@ -43,6 +44,10 @@ func TestDataSetFaultsKeepConnections(t *testing.T) {
 	cb.do("HSET", "h", "f", "changed") // a deep copy: b's change is b's
 	if got := ca.do("HGET", "h", "f"); got != "$1\r\nv\r\n" {
 		t.Fatalf("HGET h f on the copy: %q", got)
+	}
+	cb.do("ZADD", "z", "9", "m", "1", "n")
+	if got := ca.do("ZRANGE", "z", "0", "-1", "WITHSCORES"); got != "*2\r\n$1\r\nm\r\n$1\r\n5\r\n" {
+		t.Fatalf("ZRANGE z on the copy: %q", got)
 	}
 	inc := a.life.Load()
 	if inc.runID != run || inc.replID == replBefore || inc.replID2 != b.life.Load().replID || inc.secondOff < 0 {

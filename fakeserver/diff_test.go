@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strconv"
@@ -258,6 +259,47 @@ func diffSequences() []sequence {
 			s("WATCH", "t"), s("FLUSHALL"), s("MULTI"), s("PING"), s("EXEC"), masked("HELLO", "3"), s("WATCH", "t"), s("SET", "t", "1"), s("MULTI"), s("EXEC"),
 			s("MULTI"), s("HGETALL", "th"), s("HSET", "th", "f", "v"), s("HGETALL", "th"), s("EXEC"),
 		}},
+		{"zsets", []step{
+			s("ZADD", "z", "1", "a", "2", "b", "0.1", "c"), s("ZADD", "z", "3", "b", "1", "a"), s("ZRANGE", "z", "0", "-1", "WITHSCORES"),
+			s("ZADD", "z", "CH", "5", "a", "7", "n"), s("ZADD", "z", "NX", "9", "a", "8", "m"), s("ZADD", "z", "XX", "9", "a", "8", "q"),
+			s("ZADD", "z", "GT", "1", "a", "20", "b", "4", "r"), s("ZADD", "z", "GT", "CH", "1", "a", "21", "b"), s("ZADD", "z", "LT", "CH", "1", "a", "30", "b"),
+			s("ZADD", "z", "XX", "GT", "50", "a", "50", "nosuch"), s("ZREVRANGE", "z", "0", "0", "WITHSCORES"), s("ZREVRANGE", "z", "0", "-1"),
+			s("ZADD", "z", "INCR", "2.5", "a"), s("ZADD", "z", "GT", "INCR", "-1", "a"), s("ZADD", "z", "NX", "INCR", "1", "a"), s("ZADD", "z", "XX", "INCR", "1", "zz"),
+			s("ZINCRBY", "z", "1", "a"), s("ZINCRBY", "z", "x", "a"), s("ZINCRBY", "z", "inf", "a"), s("ZINCRBY", "z", "-inf", "a"), s("ZSCORE", "z", "a"),
+			s("ZADD", "hex", "0x1p3", "a", "infinity", "b", "-INF", "c", "+1.5e2", "d"), s("ZRANGE", "hex", "0", "-1", "WITHSCORES"),
+			s("ZADD", "z", "0x10", "h", "1e20", "e", "1796040000000000", "t", "-inf", "i", "+inf", "j", "-0", "k", "1e-5", "l", ".5", "o", "5.", "p"),
+			s("ZRANGE", "z", "0", "-1", "WITHSCORES"), s("ZRANGE", "z", "-3", "-2", "REV", "WITHSCORES"), s("ZRANGE", "z", "2", "1"), s("ZRANGE", "z", "100", "200"),
+			s("ZRANGE", "z", "-100", "1", "withscores"), s("ZRANGE", "nokey", "0", "-1"), s("ZRANGE", "z", "x", "1"), s("ZRANGE", "z", "0", "1", "LIMIT", "0", "1"),
+			s("ZRANGE", "z", "0", "1", "BOGUS"), s("ZREVRANGE", "z", "0", "1", "REV"), s("ZREVRANGE", "z", "0", "1", "LIMIT", "0", "1"),
+			s("ZRANGE", "z", "0", "1", "LIMIT", "x", "1"), s("ZADD", "z", "1_000", "x"), s("ZADD", "z", " 1", "x"), s("ZADD", "z", "1 ", "x"),
+			s("ZADD", "z", "1e400", "x"), s("ZADD", "z", "1e-400", "x"), s("ZADD", "z", "nan", "x"), s("ZADD", "z", "0e-400", "x"), s("ZSCORE", "z", "x"),
+			s("ZADD", "z", "XX", "NX", "1", "a"), s("ZADD", "z", "GT", "LT", "1", "a"), s("ZADD", "z", "GT", "NX", "1", "a"), s("ZADD", "z", "INCR", "1", "a", "2", "b"),
+			s("ZADD", "z", "1"), s("ZADD", "z", "1", "a", "2"), s("ZADD", "z", "CH", "x"), s("ZADD", "z", "1", "a", "y", "b"), s("ZSCORE", "z", "nosuch"),
+			s("ZSCORE", "nokey", "a"), s("ZCARD", "z"), s("ZCARD", "nokey"), s("ZREM", "z", "a", "nosuch", "b"), s("ZREM", "nokey", "a"), s("TYPE", "z"),
+			s("SET", "str", "v"), s("ZADD", "str", "1", "a"), s("ZRANGE", "str", "0", "-1"), s("ZSCORE", "str", "a"), s("ZCARD", "str"), s("ZREM", "str", "a"),
+			s("GET", "z"), s("SET", "z", "x", "GET"), s("HGET", "z", "f"), s("LPUSH", "z", "a"), s("ZADD", "one", "1", "m"), s("ZREM", "one", "m"), s("EXISTS", "one"),
+			s("ZADD", "e", "XX", "1", "m"), s("EXISTS", "e"), s("ZADD", "e", "XX", "INCR", "1", "m"), s("ZADD", "e", "GT", "5", "m"), s("ZRANGE", "e", "0", "0", "WITHSCORES"),
+			s("ZADD", "inf", "inf", "m"), s("ZINCRBY", "inf", "-inf", "m"), s("ZADD", "inf", "INCR", "-inf", "m"), s("ZSCORE", "inf", "m"),
+			s("ZADD", "ties", "1", "b", "1", "a", "1", "c", "0", "z"), s("ZREVRANGE", "ties", "0", "-1", "WITHSCORES"), s("ZRANGE", "ties", "0", "-1"),
+			s("WATCH", "ties"), s("ZADD", "ties", "GT", "-5", "b"), s("ZREM", "ties", "nosuch"), s("MULTI"), s("PING"), s("EXEC"),
+			s("WATCH", "ties"), s("ZADD", "ties", "CH", "99", "b"), s("MULTI"), s("PING"), s("EXEC"),
+			s("WATCH", "ties"), s("ZREM", "ties", "b"), s("MULTI"), s("PING"), s("EXEC"),
+			s("ZSCORE"), s("ZCARD"), s("ZREM", "z"), s("ZRANGE", "z", "0"), s("ZREVRANGE", "z"), s("ZINCRBY", "z", "1"),
+		}},
+		{"zsets-resp3-multi-lua", []step{
+			s("ZADD", "f:fz", "5", "tagA", "7", "tagB"), s("EVAL", "return redis.call('zrevrange', KEYS[1], 0, 0, 'withscores')", "1", "f:fz"),
+			s("EVAL", "return redis.call('zscore', KEYS[1], 'tagA')", "1", "f:fz"), s("EVAL", "return redis.call('zadd', KEYS[1], 'incr', 1, 'tagA')", "1", "f:fz"),
+			s("EVAL", "return redis.call('zadd', KEYS[1], 'gt', 'ch', 1, 'tagA', 9, 'tagB')", "1", "f:fz"), s("EVAL", "return redis.pcall('zadd', KEYS[1], 'x', 'y')", "1", "f:fz"),
+			s("MULTI"), s("SET", "f", "v1", "NX", "PX", "30000"), s("ZREVRANGE", "f:fz", "0", "0", "WITHSCORES"), s("ZADD", "f:fz", "XX", "GT", "100", "tagA"), s("EXEC"),
+			s("MULTI"), s("SET", "f", "v2", "NX", "PX", "30000"), s("ZREVRANGE", "f:fz", "0", "0", "WITHSCORES"), s("ZADD", "f:fz", "GT", "50", "tagC"), s("EXEC"),
+			s("MULTI"), s("SET", "f", "v2", "NX", "PX", "30000"), s("ZREVRANGE", "f", "0", "0", "WITHSCORES"), s("ZADD", "f:fz", "GT", "1"), s("EXEC"),
+			masked("HELLO", "3"), s("ZRANGE", "f:fz", "0", "-1", "WITHSCORES"), s("ZREVRANGE", "f:fz", "0", "0", "WITHSCORES"), s("ZRANGE", "f:fz", "0", "-1"),
+			s("ZSCORE", "f:fz", "tagA"), s("ZSCORE", "f:fz", "none"), s("ZADD", "f:fz", "INCR", "0.5", "tagA"), s("ZADD", "f:fz", "GT", "INCR", "-1", "tagA"),
+			s("ZINCRBY", "f:fz", "inf", "tagC"), s("ZINCRBY", "f:fz", "-1e308", "tagB"), s("ZRANGE", "f:fz", "0", "-1", "WITHSCORES"), s("ZRANGE", "nokey", "0", "-1"),
+			s("MULTI"), s("SET", "g", "v1", "NX", "PX", "30000"), s("ZREVRANGE", "g:fz", "0", "0", "WITHSCORES"), s("ZADD", "g:fz", "GT", "100", "tagA"), s("EXEC"),
+			s("MULTI"), s("SET", "g", "v1", "NX", "PX", "30000"), s("ZREVRANGE", "g:fz", "0", "0", "WITHSCORES"), s("ZADD", "g:fz", "XX", "GT", "200", "tagA"), s("EXEC"),
+			s("EVAL", "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')", "1", "g:fz"), s("EVAL", "return redis.call('zscore', KEYS[1], 'tagA')", "1", "g:fz"),
+		}},
 		{"resp3-more", []step{
 			masked("HELLO", "3"), s("HSET", "h", "a", "1", "b", "2"), s("HGETALL", "h"), s("HGETALL", "noh"), s("HGET", "h", "x"), s("LPOP", "nol"), s("LPOP", "nol", "2"),
 			s("EVAL", "return false", "0"), s("EVAL", "return nil", "0"), s("EVAL", "return {1, false, 'x'}", "0"), s("EVAL", "return redis.call('hgetall', 'h')", "0"),
@@ -340,6 +382,7 @@ func TestDifferentialRealRedis(t *testing.T) {
 	real := redistest.Start(t, redistest.Options{})
 	fake := startNode(t, Config{DisableAdmin: true})
 	seqs := append(diffSequences(), scriptSequences()...)
+	seqs = append(seqs, sequence{"zsets-random", zsetRandomSteps(rand.New(rand.NewPCG(47, 1)), 400)})
 	n := diffRun(t, seqs, real.Addr, fake.Addr(), "")
 	if n < 60 {
 		t.Fatalf("only %d commands compared", n)
@@ -383,6 +426,56 @@ func TestDifferentialRealRedisPassword(t *testing.T) {
 		raw(string(enc("AUTH", pw))+string(enc("ECHO", strings.Repeat("y", 20000))), false), s("ECHO", strings.Repeat("y", 20000)),
 	}}}
 	diffRun(t, seqs, real.Addr, fake.Addr(), pw)
+}
+
+// zsetRandomSteps draws n sorted-set commands over 3 keys and 12 members,
+// each with random flags, scores (ties, signs, fractions, infinities) and
+// ranges, so the fake's order, flags and replies meet a real server's on
+// sets that grow and shrink; every 40 steps the connection switches
+// between RESP2 and RESP3.
+func zsetRandomSteps(rng *rand.Rand, n int) []step {
+	scores := []string{"0", "1", "-1", "2.5", "1e3", "-0.125", "inf", "-inf", "7", "3", "100", "0.1"}
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	var out []step
+	proto := "2"
+	for i := 0; i < n; i++ {
+		if i%40 == 39 {
+			proto = map[string]string{"2": "3", "3": "2"}[proto]
+			out = append(out, masked("HELLO", proto))
+		}
+		key := pick("za", "zb", "zc")
+		mem := func() string { return "m" + strconv.Itoa(rng.IntN(12)) }
+		switch rng.IntN(8) {
+		case 0, 1, 2:
+			args := []string{"ZADD", key}
+			for _, f := range []string{"NX", "XX", "GT", "LT", "CH", "INCR"} {
+				if rng.IntN(5) == 0 {
+					args = append(args, f)
+				}
+			}
+			for k := 1 + rng.IntN(3); k > 0; k-- {
+				args = append(args, scores[rng.IntN(len(scores))], mem())
+			}
+			out = append(out, s(args...))
+		case 3:
+			out = append(out, s("ZINCRBY", key, pick(scores...), mem()))
+		case 4:
+			out = append(out, s("ZREM", key, mem(), mem()))
+		case 5:
+			out = append(out, s("ZSCORE", key, mem()), s("ZCARD", key))
+		default:
+			a, b := strconv.Itoa(rng.IntN(16)-8), strconv.Itoa(rng.IntN(16)-8)
+			args := []string{pick("ZRANGE", "ZREVRANGE"), key, a, b}
+			if rng.IntN(2) == 0 {
+				args = append(args, "WITHSCORES")
+			}
+			if args[0] == "ZRANGE" && rng.IntN(3) == 0 {
+				args = append(args, "REV")
+			}
+			out = append(out, s(args...))
+		}
+	}
+	return append(out, s("ZRANGE", "za", "0", "-1", "WITHSCORES"), s("ZRANGE", "zb", "0", "-1", "WITHSCORES"), s("ZRANGE", "zc", "0", "-1", "WITHSCORES"))
 }
 
 // fencedAcquireSteps runs redlock's fenced acquire script (a single lock:

@@ -22,10 +22,12 @@
 // AUTH, SELECT, CLIENT, COMMAND, INFO, CONFIG GET, QUIT), strings (SET with
 // every option, GET, GETDEL, GETRANGE, STRLEN, MGET, SETNX, INCR/INCRBY/
 // DECR/DECRBY), hashes (HSET, HGET, HDEL, HGETALL, HINCRBY, ...), lists
-// (LPUSH, RPUSH, LPOP, RPOP, LLEN, LRANGE), keys (DEL, UNLINK, EXISTS,
-// TYPE, KEYS, SCAN, the EXPIRE family, PERSIST, TTL/PTTL, DBSIZE, FLUSHALL,
-// FLUSHDB), transactions (MULTI, EXEC, DISCARD, WATCH, UNWATCH) and scripts
-// (EVAL, EVALSHA, SCRIPT), with WRONGTYPE errors. A differential test
+// (LPUSH, RPUSH, LPOP, RPOP, LLEN, LRANGE), sorted sets (ZADD with every
+// flag, ZINCRBY, ZSCORE, ZCARD, ZREM, ZRANGE and ZREVRANGE by index), keys
+// (DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, the EXPIRE family, PERSIST,
+// TTL/PTTL, DBSIZE, FLUSHALL, FLUSHDB), transactions (MULTI, EXEC,
+// DISCARD, WATCH, UNWATCH) and scripts (EVAL, EVALSHA, SCRIPT), with
+// WRONGTYPE errors. A differential test
 // checks this byte for byte against a real redis-server, including the lock
 // scripts of redsync, node-redlock, Redisson and bsm/redislock.
 //

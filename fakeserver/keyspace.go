@@ -10,6 +10,7 @@ const (
 	kindString uint8 = iota
 	kindHash
 	kindList
+	kindZset
 )
 
 // entry is one value. exp is the absolute expiry time on the node's clock
@@ -22,6 +23,7 @@ type entry struct {
 	kind uint8
 	hash *hashVal // kindHash
 	list *listVal // kindList
+	zset *zsetVal // kindZset
 }
 
 // hashVal is a hash that keeps its fields in insertion order, as Redis's
@@ -124,6 +126,8 @@ func (e entry) typeName() string {
 		return "hash"
 	case kindList:
 		return "list"
+	case kindZset:
+		return "zset"
 	}
 	return "string"
 }
