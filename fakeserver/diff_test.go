@@ -478,38 +478,95 @@ func zsetRandomSteps(rng *rand.Rand, n int) []step {
 	return append(out, s("ZRANGE", "za", "0", "-1", "WITHSCORES"), s("ZRANGE", "zb", "0", "-1", "WITHSCORES"), s("ZRANGE", "zc", "0", "-1", "WITHSCORES"))
 }
 
-// fencedAcquireSteps runs redlock's fenced acquire script (a single lock:
-// SET NX, then the counter read and raised by SET ... GET, put back where
-// it must not be raised) through every branch: no counter, a lower one of
-// this incarnation, a higher one, one of another incarnation (strict and
-// not), an untagged one, one that is not a number, one at the tokens'
-// bound, and a refusal; the counter is read after each.
+// fencedAcquireSteps runs redlock's fencing commands through every branch,
+// reading the counters after each: the acquire script (several resources,
+// a Redis Cluster node) and the single lock's transaction (MULTI, SET NX
+// PX, ZREVRANGE, ZADD [XX] GT CH, EXEC) on no counter, a lower one of this
+// incarnation, a higher one, one of another incarnation (strict and not),
+// an untagged one, one that is no counter, one at the tokens' bound, one
+// of the string form redmux wrote before (converted, number kept; junk
+// made stale), and a refusal; then the write-back (guard refused, members
+// that are no counters removed, another member at or above the token) and
+// FenceMigrate.
 func fencedAcquireSteps() []step {
-	af := scripts.AcquireFenced
+	af, wb, mg := scripts.AcquireFenced, scripts.FenceWriteBack, scripts.FenceMigrate
 	tag, other := strings.Repeat("ab", 20), strings.Repeat("cd", 20)
 	acq := func(key, val, guess, tg string) step {
 		return s("EVAL", af.Text, "2", key, key+":fence", val, "30000", guess, tg)
 	}
-	out := []step{s("DEL", "f", "f:fence")}
-	for _, c := range []struct{ counter, guess, tag string }{
-		{"", "100", "=" + tag},
-		{"50:" + tag, "100", "=" + tag},
-		{"500:" + tag, "100", "=" + tag},
-		{"100:" + tag, "100", tag},
-		{"50:" + other, "100", "=" + tag},
-		{"50:" + other, "100", tag},
-		{"50", "100", ""},
-		{"50", "100", "=" + tag},
-		{"x50", "100", tag},
-		{"9007199254740992:" + tag, "100", tag},
-		{"", "0", ""},
-	} {
-		out = append(out, s("DEL", "f", "f:fence"))
-		if c.counter != "" {
-			out = append(out, s("SET", "f:fence", c.counter))
+	read := func(keys ...string) []step {
+		var out []step
+		for _, k := range keys {
+			out = append(out, s("TYPE", k), s("ZRANGE", k, "0", "-1", "WITHSCORES"))
 		}
-		out = append(out, acq("f", "v1", c.guess, c.tag), s("GET", "f:fence"), s("EXISTS", "f"),
-			acq("f", "v2", c.guess, c.tag), s("GET", "f:fence"), s("GET", "f"))
+		return out
 	}
+	txn := func(key, val, guess, tg string) []step {
+		zadd := []string{"ZADD", key + ":fence", "GT", "CH", guess, strings.TrimPrefix(tg, "=")}
+		if strings.HasPrefix(tg, "=") {
+			zadd = []string{"ZADD", key + ":fence", "XX", "GT", "CH", guess, tg[1:]}
+		}
+		return []step{s("MULTI"), s("SET", key, val, "NX", "PX", "30000"), s("ZREVRANGE", key+":fence", "0", "0", "WITHSCORES"), s(zadd...), s("EXEC")}
+	}
+	out := []step{s("DEL", "f", "f:fence")}
+	for _, c := range []struct{ str, zset []string }{
+		{},
+		{zset: []string{"50", tag}},
+		{zset: []string{"500", tag}},
+		{zset: []string{"100", tag}},
+		{zset: []string{"50", other}},
+		{zset: []string{"50", ""}},
+		{zset: []string{"5.5", tag}},
+		{zset: []string{"9007199254740992", tag}},
+		{zset: []string{"50", tag, "70", other}},
+		{str: []string{"50:" + tag}},
+		{str: []string{"50"}},
+		{str: []string{"x50"}},
+		{str: []string{"9007199254740992:" + tag}},
+	} {
+		for _, tg := range []string{"=" + tag, tag, ""} {
+			for _, form := range []string{"script", "txn"} {
+				out = append(out, s("DEL", "f", "f:fence"))
+				if c.str != nil {
+					out = append(out, s("SET", "f:fence", c.str[0]))
+				}
+				if c.zset != nil {
+					out = append(out, s(append([]string{"ZADD", "f:fence"}, c.zset...)...))
+				}
+				if form == "script" {
+					out = append(out, acq("f", "v1", "100", tg), acq("f", "v2", "100", tg))
+				} else {
+					out = append(out, txn("f", "v1", "100", tg)...)
+					out = append(out, txn("f", "v2", "100", tg)...)
+				}
+				out = append(out, read("f:fence")...)
+				out = append(out, s("GET", "f"))
+			}
+		}
+	}
+	out = append(out, s("DEL", "f", "f:fence"), acq("f", "v1", "0", ""), read("f:fence")[1])
+	// several resources: every counter read, raised only together
+	out = append(out, s("DEL", "a", "b", "a:fence", "b:fence"), s("ZADD", "b:fence", "70", tag), s("SET", "a:fence", "20:"+tag),
+		s("EVAL", af.Text, "4", "a", "b", "a:fence", "b:fence", "v1", "30000", "100", "="+tag), s("GET", "a"), s("GET", "b"))
+	out = append(out, read("a:fence", "b:fence")...)
+	out = append(out, s("SET", "b", "x"), s("EVAL", af.Text, "4", "a", "b", "a:fence", "b:fence", "v2", "30000", "200", tag))
+	out = append(out, read("a:fence", "b:fence")...)
+	// the write-back
+	wback := func(val, token, tg string) step {
+		return s("EVAL", wb.Text, "4", "a", "b", "a:fence", "b:fence", val, token, tg)
+	}
+	out = append(out, wback("nope", "300", "="+tag))
+	out = append(out, read("a:fence", "b:fence")...)
+	out = append(out, s("SET", "b", "v1"), s("ZADD", "a:fence", "5.5", "junk", "1e300", "big", "40", other), s("ZADD", "b:fence", "400", other),
+		wback("v1", "300", "="+tag))
+	out = append(out, read("a:fence", "b:fence")...)
+	out = append(out, wback("v1", "350", tag), s("ZADD", "b:fence", "900", ""), wback("v1", "350", ""))
+	out = append(out, read("a:fence", "b:fence")...)
+	out = append(out, s("DEL", "a:fence"), s("SET", "a:fence", "x"), wback("v1", "10", tag))
+	out = append(out, read("a:fence")...)
+	// FenceMigrate
+	out = append(out, s("DEL", "a:fence", "b:fence"), s("SET", "a:fence", "77:"+other), s("ZADD", "b:fence", "5", tag),
+		s("EVAL", mg.Text, "3", "a:fence", "b:fence", "c:fence"), s("EVAL", mg.Text, "1", "a:fence"))
+	out = append(out, read("a:fence", "b:fence", "c:fence")...)
 	return out
 }

@@ -311,6 +311,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 		// a bug): release whatever may have been written, then report.
 		t := c.record(w, out, keys != nil)
 		c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
+		c.migrateCounters(ctx, w, resource, s.nodeTimeout)
 		return t, err
 	}
 	//mutant:no-drift,validity-from-end,validity-plus-1ms
@@ -354,7 +355,34 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	//mutant:no-release-on-failure
 	t.tooShort = out.Successes >= c.quorum
 	c.releaseQuick(ctx, w, resource, keys, s.nodeTimeout)
+	c.migrateCounters(ctx, w, resource, s.nodeTimeout)
 	return t, nil
+}
+
+// migrateCounters converts, on the nodes of w.migrate, the resource's
+// counter of the string form (redmux before issue 47), which the attempt's
+// transaction met as WRONGTYPE, into a sorted set with the same number
+// (scripts.FenceMigrate), so that the next attempt reads it. Such a node
+// counted as failed. Only single locks run the transaction, so only their
+// counters come here (the scripts convert theirs themselves). It runs
+// under the clean-up context and waits at most timeout.
+func (c *Client) migrateCounters(ctx context.Context, w *worker, resource string, timeout time.Duration) {
+	m := w.migrate
+	w.migrate = 0
+	if m == 0 {
+		return
+	}
+	b := w.b
+	b.Reset()
+	b.SetKey(resource)
+	w.cmd = lockcmd.AppendEvalSHACounters(w.cmd[:0], scripts.FenceMigrate.SHA, resource, nil)
+	for i := 0; i < c.n; i++ {
+		if m&(1<<i) != 0 {
+			b.AddExpect(i, w.cmd, mux.ExpectInt)
+		}
+	}
+	_, _ = c.m.Do(w.cleanup(ctx), b, mux.Policy{Timeout: timeout})
+	w.dctx.parent = nil
 }
 
 // record reads a failed attempt's per-node answers from w.b into w.nodes
@@ -364,21 +392,27 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 	t := tally{granted: out.Successes, pending: out.Pending, recorded: true}
 	down := 0
 	for i := 0; i < c.n; i++ {
-		r, err := w.b.Reply(i, 0)
+		r, err := w.b.Reply(i, w.lockN[i]-1)
 		mr, merr := w.b.Reply(i, w.layout(i))
 		acked, aerr := true, error(nil)
 		if w.waitN[i] > 0 {
 			var wr resp.Reply
-			wr, aerr = w.b.Reply(i, 1)
+			wr, aerr = w.b.Reply(i, w.lockN[i])
 			v, ok := wr.Int()
 			acked = aerr == nil && ok && v >= int64(w.waitN[i])
 		}
 		rec := nodeRec{}
 		staleGrant := false
-		if g, _, stale, ok := fencedReply(r); err == nil && ok {
-			r = intReply(g) // the grant, as the multi script answers it
+		if a, ok := fencedReply(r, w.tags[i], w.guess); err == nil && ok {
+			r = intReply(0) // the grant, as the multi script answers it
+			if a.granted {
+				r = intReply(1)
+			}
 			multi = true
-			staleGrant = g == 1 && (stale || c.m.Incarnation(i) != w.incs[i])
+			staleGrant = a.granted && (a.stale || c.m.Incarnation(i) != w.incs[i])
+			if a.migrate {
+				w.migrate |= 1 << i
+			}
 		}
 		v, isInt := r.Int()
 		grant := err == nil && (r.IsOK() || multi && isInt && v == 1)
@@ -478,41 +512,292 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 	return lockcmd.AppendEvalSHAKeys(dst, scripts.ReleaseMulti.SHA, keys, value)
 }
 
-// addFenced adds to w.b the fenced acquisition's command for every node,
-// each carrying the run_id this client knows for the node (w.incs). The
-// commands differ only in that last argument: the rest is encoded once.
+// addFenced adds to w.b the fenced acquisition for every node, each
+// carrying the tag of the incarnation this client knows for the node
+// (w.incs, w.tags). A single lock on a node that is not a Redis Cluster's
+// is one transaction of native commands (docs/FENCING.md): MULTI; SET NX
+// PX; ZREVRANGE of the counter's top, read in the step that sets the key;
+// ZADD GT CH of the guess under the node's tag (XX where the node's
+// counters of other incarnations are stale: only this incarnation's member,
+// which a write-back created, is raised); EXEC. Its commands, but the
+// ZADD, are encoded once. A lock of several resources, and any lock on a
+// cluster node (whose MOVED inside MULTI would abort the transaction, and
+// whose redirect of one command would take it out of it), runs the script
+// scripts.AcquireFenced.
 func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
-	w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd[:0], scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
-	head := len(w.cmd)
-	expect := mux.ExpectAggregate
-	if len(keys) <= 1 {
-		expect |= mux.ExpectInt // one key's -1 - counter (AcquireMulti of one resource too)
+	w.cmd = w.cmd[:0]
+	if keys == nil {
+		w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
 	}
+	zrev := len(w.cmd)
+	if keys == nil {
+		w.cmd = lockcmd.AppendZRevRangeTop(w.cmd, resource)
+	}
+	head := len(w.cmd)
+	if keys != nil || c.cluster >= 0 {
+		w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd, scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
+	}
+	tail := len(w.cmd)
+	w.migrate = 0
 	for i := 0; i < c.n; i++ {
 		w.incs[i] = c.trust.nodes[i].seen.Load()
-		w.cmd = resp.AppendBulkString(w.cmd[:head], c.fenceTag(i, w.incs[i]))
-		w.b.AddExpect(i, w.cmd, expect)
+		w.tags[i] = c.fenceTag(i, w.incs[i])
+		if keys != nil || c.m.IsCluster(i) {
+			w.cmd = resp.AppendBulkString(w.cmd[:tail], w.tags[i])
+			w.b.AddExpect(i, w.cmd[head:], mux.ExpectAggregate)
+			continue
+		}
+		tag, strict := strings.CutPrefix(w.tags[i], "=")
+		//mutant:fence-zadd-no-xx
+		w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict, int64(w.guess), tag)
+		w.b.AddExpect(i, multiCmd, mux.ExpectSimple)
+		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple) // +QUEUED, each
+		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectSimple)
+		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectSimple)
+		w.b.AddExpect(i, execCmd, mux.ExpectAggregate)
 	}
 }
 
-// fencedReply reads the fenced acquisition's reply {granted, counter,
-// stale}, or a single lock's -1 - counter where it wrote the guess
-// (scripts.AcquireFenced). A reply of another form (a non-negative
-// integer: another command's answer) is not ok.
-func fencedReply(r resp.Reply) (granted, counter int64, stale, ok bool) {
-	if r.Type == resp.TypeInteger {
-		if v, isInt := r.Int(); isInt && v < 0 && v > -1-maxToken {
-			return 1, -1 - v, false, true
-		}
-		return 0, 0, false, false
-	}
+var multiCmd, execCmd = []byte(lockcmd.Multi), []byte(lockcmd.Exec)
+
+// fencedAns is one node's answer to a fenced acquisition.
+type fencedAns struct {
+	granted bool  // it set the lock's keys
+	counter int64 // the counter it read in that step (0: none)
+	stale   bool  // the counter vouches for nothing (its tag, or no counter)
+	wrote   bool  // the guess is the counter now, written in that step
+	migrate bool  // a counter of the string form: FenceMigrate converts it
+}
+
+// fencedReply reads node's answer to a fenced acquisition: the script's
+// {granted, counter, stale}, which wrote the guess where it granted, read
+// no stale counter and read one below it; or the transaction's EXEC
+// array. tag is the tag its command carried ("=" first where strict),
+// guess the proposal. A reply of another form is not ok.
+func fencedReply(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
 	if r.Type != resp.TypeArray || r.Len() != 3 {
-		return 0, 0, false, false
+		return a, false
 	}
+	if len(r.Raw) > 4 && r.Raw[4] != ':' && r.Raw[0] == '*' {
+		if a, ok := fencedTxnRaw(r.Raw, tag, guess); ok {
+			return a, true
+		}
+		return fencedTxn(r, tag, guess)
+	}
+	g, v, stale, ok := fencedScript(r)
+	if !ok || g != 0 && g != 1 {
+		return a, false
+	}
+	a = fencedAns{granted: g == 1, counter: v, stale: stale}
+	a.wrote = a.granted && !stale && v >= 0 && uint64(v) < guess
+	return a, true
+}
+
+// fencedScript reads the script's {granted, counter, stale}.
+func fencedScript(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	if v, ok := fencedRaw(r.Raw); ok {
 		return v[0], v[1], v[2] != 0, true
 	}
 	return fencedIter(r)
+}
+
+// fencedTxn reads the transaction's EXEC array: the SET's +OK (granted)
+// or null (refused); ZREVRANGE's top member and score (RESP2: member,
+// score; RESP3: one pair), none where the counter is empty; ZADD's CH
+// count, 1 where it raised the counter. A counter of the string form
+// answers WRONGTYPE to both: stale, to be converted (migrate). A score
+// that is not an integer below 2^53 (Redis writes those as plain digits)
+// is stale, as a top member not the tag is where the tag is strict.
+func fencedTxn(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
+	it := r.Iter()
+	var x resp.Reply
+	if !it.Next(&x) {
+		return a, false
+	}
+	switch {
+	case x.IsOK():
+		a.granted = true
+	case !x.IsNil():
+		return a, false
+	}
+	if !it.Next(&x) {
+		return a, false
+	}
+	var member, score resp.Reply
+	wrongType, hasTop := false, false
+	switch {
+	case x.HasErrorPrefix("WRONGTYPE"):
+		wrongType = true
+	case x.Type != resp.TypeArray:
+		return a, false
+	case x.Len() == 0: // no counter: 0, current
+	default:
+		if member, score, ok = topPair(x); !ok {
+			return a, false
+		}
+		hasTop = true
+	}
+	if !it.Next(&x) {
+		return a, false
+	}
+	ch, isInt := x.Int()
+	switch {
+	case x.HasErrorPrefix("WRONGTYPE"):
+		wrongType = true
+	case !isInt:
+		return a, false
+	}
+	if wrongType {
+		// a counter of the string form: it vouches for nothing, the
+		// attempt converts it
+		//mutant:fence-wrongtype-counted
+		return fencedAns{granted: a.granted, stale: true, migrate: true}, true
+	}
+	return txnAns(a.granted, hasTop, member.Data, score.Data, ch, tag, guess), true
+}
+
+// txnAns is a node's answer from its transaction's parts: the grant, the
+// counter's top member and score where it has one, ZADD's CH count. The
+// counter is stale where its top score is no counter, or where the tag is
+// strict and the top member not the tag; the guess is written only where
+// ZADD raised and the read was current and below it (an empty counter on
+// a strict node reads 0, but ZADD XX wrote nothing there).
+func txnAns(granted, hasTop bool, member, score []byte, ch int64, tag string, guess uint64) fencedAns {
+	a := fencedAns{granted: granted}
+	if hasTop {
+		n, isCounter := counterScore(score)
+		tag, strict := strings.CutPrefix(tag, "=")
+		a.counter = n
+		//mutant:fence-top-tag-unchecked
+		a.stale = !isCounter || strict && string(member) != tag
+	}
+	//mutant:fence-raise-unseen
+	a.wrote = ch == 1 && !a.stale && uint64(a.counter) < guess
+	return a
+}
+
+// fencedTxnRaw is fencedTxn for the transaction's usual answers, read
+// straight from the frame (the grant's predicate and the token each read
+// every node's): "*3", then +OK or a null, then "*0", RESP2's "*2 $member
+// $score" or RESP3's "*1 *2 $member ,score", then ":0" or ":1", and
+// nothing after. ok is false for any other form (an error among them, a
+// longer score), which fencedTxn reads.
+func fencedTxnRaw(raw []byte, tag string, guess uint64) (a fencedAns, ok bool) {
+	p, ok := cutPrefix(raw, "*3\r\n")
+	if !ok {
+		return a, false
+	}
+	granted := false
+	if q, isOK := cutPrefix(p, "+OK\r\n"); isOK {
+		granted, p = true, q
+	} else if q, null := cutPrefix(p, "_\r\n"); null {
+		p = q
+	} else if p, ok = cutPrefix(p, "$-1\r\n"); !ok {
+		return a, false
+	}
+	var member, score []byte
+	hasTop := false
+	if q, empty := cutPrefix(p, "*0\r\n"); empty {
+		p = q
+	} else {
+		if q, resp3 := cutPrefix(p, "*1\r\n*2\r\n"); resp3 {
+			if member, q, ok = cutBulk(q); !ok || len(q) == 0 || q[0] != ',' {
+				return a, false
+			}
+			score, p, ok = cutLine(q[1:])
+		} else if q, resp2 := cutPrefix(p, "*2\r\n"); resp2 {
+			if member, q, ok = cutBulk(q); ok {
+				score, p, ok = cutBulk(q)
+			}
+		} else {
+			return a, false
+		}
+		if !ok {
+			return a, false
+		}
+		hasTop = true
+	}
+	var ch int64
+	switch string(p) {
+	case ":1\r\n":
+		ch = 1
+	case ":0\r\n":
+	default:
+		return a, false
+	}
+	return txnAns(granted, hasTop, member, score, ch, tag, guess), true
+}
+
+// cutPrefix is bytes.CutPrefix for a string prefix.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// cutBulk reads a bulk string "$n\r\n<n bytes>\r\n" (n of at most 4
+// digits) off the front of b.
+func cutBulk(b []byte) (v, rest []byte, ok bool) {
+	if len(b) < 4 || b[0] != '$' {
+		return nil, b, false
+	}
+	n, i := 0, 1
+	for ; i < len(b) && i < 5 && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = n*10 + int(b[i]-'0')
+	}
+	if i == 1 || i+2+n+2 > len(b) || b[i] != '\r' || b[i+1] != '\n' || b[i+2+n] != '\r' || b[i+3+n] != '\n' {
+		return nil, b, false
+	}
+	return b[i+2 : i+2+n], b[i+4+n:], true
+}
+
+// cutLine reads a line's text up to its "\r\n" off the front of b.
+func cutLine(b []byte) (v, rest []byte, ok bool) {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '\r' {
+			return b[:i], b[i+2:], b[i+1] == '\n'
+		}
+	}
+	return nil, b, false
+}
+
+// topPair reads ZREVRANGE ... WITHSCORES's one member and its score:
+// "*2 member score" in RESP2, "*1 *2 member score" in RESP3.
+func topPair(x resp.Reply) (member, score resp.Reply, ok bool) {
+	if x.Len() == 1 {
+		it := x.Iter()
+		if !it.Next(&x) || x.Type != resp.TypeArray {
+			return member, score, false
+		}
+	}
+	if x.Len() != 2 {
+		return member, score, false
+	}
+	it := x.Iter()
+	ok = it.Next(&member) && it.Next(&score) && member.Type == resp.TypeBulkString &&
+		(score.Type == resp.TypeBulkString || score.Type == resp.TypeDouble)
+	return member, score, ok
+}
+
+// counterScore reads a score as a counter: an integer below 2^53, which
+// Redis writes as at most 16 plain digits ("%.17g"). Any other text (a
+// fraction, an exponent, a sign, inf) is no counter.
+func counterScore(d []byte) (int64, bool) {
+	if len(d) == 0 || len(d) > 16 {
+		return 0, false
+	}
+	var n int64
+	for _, ch := range d {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	if n > maxToken {
+		return 0, false
+	}
+	return n, true
 }
 
 // fencedRaw reads the script's answer in its usual form, "*3\r\n:g\r\n:c
@@ -644,22 +929,23 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	var top int64
 	fast := true
 	for i := 0; i < c.n; i++ {
-		r, err := b.Reply(i, 0)
+		r, err := b.Reply(i, w.lockN[i]-1)
 		if err != nil {
 			continue
 		}
-		g, v, stale, ok := fencedReply(r)
+		a, ok := fencedReply(r, w.tags[i], w.guess)
+		v := a.counter
 		if !ok || v < 0 || v >= maxToken {
 			return 0, tally{granted: granted, fencingUnknown: true}
 		}
 		//mutant:fence-token-one-reply
 		top = max(top, v)
-		current := !stale && c.m.Incarnation(i) == w.incs[i]
-		if g == 1 && current && uint64(v) >= w.guess {
+		current := !a.stale && c.m.Incarnation(i) == w.incs[i]
+		if a.granted && current && !a.wrote {
 			//mutant:fence-guess-unchecked
 			fast = false // this granted node did not take the guess
 		}
-		if g == 1 && !current {
+		if a.granted && !current {
 			fast = false // the write-back re-seeds its stale counters
 		}
 	}
@@ -681,7 +967,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	b.Reset()
 	b.SetKey(resource)
 	for i := 0; i < c.n; i++ { // each node's counters tagged with its run_id
-		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token, c.fenceTag(i, w.incs[i]))
+		w.cmd = lockcmd.AppendEvalSHAFence(w.cmd[:0], scripts.FenceWriteBack.SHA, resource, keys, w.val[:], token, w.tags[i])
 		b.AddExpect(i, w.cmd, mux.ExpectInt)
 	}
 	//mutant:fence-refusal-witness

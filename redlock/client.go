@@ -70,6 +70,14 @@ type worker struct {
 	// run_ids tag the counters); fencedOK, its Success predicate, counts
 	// a node only while its incarnation is still that one.
 	incs []*mux.Incarnation
+	// tags: the tag each node's fenced command carried (fenceTag), by
+	// which its answer is read; migrate: the nodes whose counter the
+	// transaction found of the string form (a bit each; migrateCounters)
+	tags    []string
+	migrate uint64
+	// lockN: per node, the acquisition's or extension's lock commands
+	// (one, or a fenced transaction's five), before its WAIT (prepWait)
+	lockN []int
 	// the grants' SuccessAll predicates (a lock command, then the
 	// marker's MGET): a SET NX's +OK, the multi-resource script's 1, the
 	// fenced script's grant, each on a trusted node whose marker is the
@@ -298,7 +306,7 @@ const startTimeout = 500 * time.Millisecond
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), tags: make([]string, c.n), lockN: make([]int, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
 		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128), waitN: make([]int, c.n), wcmd: make([]byte, 0, 32)}
 	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
 	w.grantSet = func(i int, rs mux.Replies) bool {
@@ -308,8 +316,8 @@ func (c *Client) newWorker() *worker {
 		return isOne(i, rs.At(0)) && w.grantable(c, i, rs)
 	}
 	w.fencedOK = func(i int, rs mux.Replies) bool {
-		g, _, stale, ok := fencedReply(rs.At(0))
-		return ok && g == 1 && !stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
+		a, ok := fencedReply(rs.At(w.lockN[i]-1), w.tags[i], w.guess)
+		return ok && a.granted && !a.stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
 	}
 	w.extendOK = func(i int, rs mux.Replies) bool {
 		return isOne(i, rs.At(0)) && w.acked(i, rs)
@@ -363,12 +371,12 @@ func (c *Client) slotMoved(w *worker, i int) bool {
 }
 
 // layout is the index of node i's MGET in an acquisition batch: after the
-// lock command and its WAIT, if any.
+// lock commands and their WAIT, if any.
 func (w *worker) layout(i int) int {
 	if w.waitN[i] > 0 {
-		return 2
+		return w.lockN[i] + 1
 	}
-	return 1
+	return w.lockN[i]
 }
 
 func (c *Client) getWorker() *worker  { return c.pool.Get().(*worker) }

@@ -20,41 +20,42 @@ import (
 // (srv-us/op), the pairs sent 64 at a time on one connection as mux's
 // write combining sends them, over 10,000 resources, side by side:
 //   - plain: SET NX PX, then the release script;
-//   - fenced: the fenced acquire script (scripts.AcquireFenced, counter
-//     tagged with the node's run_id, a proposal from the clock), then
+//   - fenced: a single fenced lock as redlock sends it since issue 47's
+//     sorted-set counters (MULTI, SET NX PX, ZREVRANGE of the counter's
+//     top, ZADD GT CH of the proposal under the node's tag, EXEC), then
 //     the release script;
-//   - fenced-before: the same with the acquire script as it was before
-//     issue 47 made a single lock's path two commands and an integer
-//     answer (fencedBefore: the counter read, the key set, the counter
-//     written, an array answered), kept to measure that change side by
+//   - fenced-script: the fenced acquire script (scripts.AcquireFenced,
+//     which locks of several resources and Redis Cluster nodes run), one
+//     resource, then the release script;
+//   - string-script: the single lock's script of the string counters
+//     redmux used before (stringFormAcquire: SET NX, then the counter
+//     read and raised by SET ... GET), kept to measure the change side by
 //     side;
-//   - zset: a fenced acquire without Lua that redmux does not use, kept
-//     for the design note (docs/FENCING.md, what bounds a fenced pair's
-//     server cost): MULTI, SET NX PX, ZREVRANGE of a sorted-set counter,
-//     ZADD GT of the proposal, EXEC; then the release script;
 //   - least: the least a fenced acquire script could run, unsafe and
-//     unused, kept for the same note: SET NX PX, then the counter raised
-//     to the proposal by one SET ... GET (no tag, no staleness, no
-//     check that the proposal is higher), the old counter returned in
-//     the same {granted, counter, stale} array; then the release script;
+//     unused, kept for the design note (docs/FENCING.md): SET NX PX, then
+//     the counter raised to the proposal by one SET ... GET (no tag, no
+//     staleness, no check that the proposal is higher), the old counter
+//     returned in a {granted, counter, stale} array; then the release
+//     script;
 //   - noop: a script that only returns 1, then the release script: what
 //     any EVALSHA costs before its script does anything.
 func BenchmarkFencedServerCost(b *testing.B) {
 	addr := redistest.Addrs(redistest.StartN(b, 1, redistest.Options{}))[0]
-	for _, mode := range []string{"plain", "fenced", "fenced-before", "zset", "least", "noop"} {
+	for _, mode := range []string{"plain", "fenced", "fenced-script", "string-script", "least", "noop"} {
 		b.Run(mode, func(b *testing.B) {
 			pc := dialPipe(b, addr)
 			defer pc.nc.Close()
-			pc.expectOK("SCRIPT", "LOAD", scripts.AcquireFenced.Text)
-			pc.expectOK("SCRIPT", "LOAD", scripts.Release.Text)
-			pc.expectOK("SCRIPT", "LOAD", leastFenced)
-			pc.expectOK("SCRIPT", "LOAD", noopScript)
-			pc.expectOK("SCRIPT", "LOAD", fencedBefore)
-			tag := "=" + strings.TrimSpace(infoField(string(rawDo(b, addr, "INFO", "server").Data), "run_id"))
-			if len(tag) != 41 {
-				b.Fatalf("run_id %q", tag[1:])
+			for _, text := range []string{scripts.AcquireFenced.Text, scripts.Release.Text, leastFenced, noopScript, stringFormAcquire} {
+				pc.expectOK("SCRIPT", "LOAD", text)
 			}
-			perPair := map[string]int{"plain": 2, "fenced": 2, "fenced-before": 2, "zset": 6, "least": 2, "noop": 2}[mode]
+			tag := strings.TrimSpace(infoField(string(rawDo(b, addr, "INFO", "server").Data), "run_id"))
+			if len(tag) != 40 {
+				b.Fatalf("run_id %q", tag)
+			}
+			perPair := map[string]int{"fenced": 6}[mode]
+			if perPair == 0 {
+				perPair = 2
+			}
 			var cmd []byte
 			cpu0 := serversCPU(b, []string{addr})
 			b.ResetTimer()
@@ -68,19 +69,19 @@ func BenchmarkFencedServerCost(b *testing.B) {
 					case "plain":
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
 					case "fenced":
-						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, tag)
-					case "fenced-before":
-						cmd = resp.AppendCommand(cmd, "EVALSHA", fencedBeforeSHA, "2", k, k+":fence", v, "30000", g, tag)
-					case "least":
-						cmd = resp.AppendCommand(cmd, "EVALSHA", leastFencedSHA, "2", k, k+":fence", v, "30000", g)
-					case "noop":
-						cmd = resp.AppendCommand(cmd, "EVALSHA", noopSHA, "0")
-					case "zset":
 						cmd = resp.AppendCommand(cmd, "MULTI")
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
-						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fz", "0", "0", "WITHSCORES")
-						cmd = resp.AppendCommand(cmd, "ZADD", k+":fz", "GT", g, tag[1:])
+						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fence", "0", "0", "WITHSCORES")
+						cmd = resp.AppendCommand(cmd, "ZADD", k+":fence", "GT", "CH", g, tag)
 						cmd = resp.AppendCommand(cmd, "EXEC")
+					case "fenced-script":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, "="+tag)
+					case "string-script":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", stringFormSHA, "2", k, k+":sfence", v, "30000", g, "="+tag)
+					case "least":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", leastFencedSHA, "2", k, k+":lfence", v, "30000", g)
+					case "noop":
+						cmd = resp.AppendCommand(cmd, "EVALSHA", noopSHA, "0")
 					}
 				}
 				for j := 0; j < n; j++ {
@@ -108,62 +109,7 @@ return {1,tonumber(old) or 0,0}`
 
 var leastFencedSHA, noopSHA = sha1Hex(leastFenced), sha1Hex(noopScript)
 
-// fencedBefore is scripts.AcquireFenced as it was before issue 47's change
-// (BenchmarkFencedServerCost's "fenced-before"; never used by redlock).
-const fencedBefore = `local k = #KEYS / 2
-local tag = ARGV[4]
-local strict = string.sub(tag,1,1) == "="
-if strict then
-    tag = string.sub(tag,2)
-end
-local c = 0
-local stale = 0
-for i = k + 1, 2 * k do
-    local v = redis.call("get",KEYS[i])
-    if v then
-        local n, t = string.match(v, "^(%d+):(%x+)$")
-        if not n then
-            n = string.match(v, "^(%d+)$")
-        end
-        n = tonumber(n)
-        if not n or n >= 9007199254740992 then
-            stale = 1
-        else
-            if strict and t ~= tag then
-                stale = 1
-            end
-            if n > c then
-                c = n
-            end
-        end
-    end
-end
-if k == 1 then
-    if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
-        return {0,c,stale}
-    end
-else
-    for i = 1, k do
-        if redis.call("exists",KEYS[i]) == 1 then
-            return {0,c,stale}
-        end
-    end
-    for i = 1, k do
-        redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
-    end
-end
-if stale == 0 and c < tonumber(ARGV[3]) then
-    local w = ARGV[3]
-    if tag ~= "" then
-        w = w .. ":" .. tag
-    end
-    for i = k + 1, 2 * k do
-        redis.call("set",KEYS[i],w)
-    end
-end
-return {1,c,stale}`
-
-var fencedBeforeSHA = sha1Hex(fencedBefore)
+var stringFormSHA = sha1Hex(stringFormAcquire)
 
 func sha1Hex(s string) string {
 	sum := sha1.Sum([]byte(s))

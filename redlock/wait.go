@@ -66,6 +66,7 @@ func (c *Client) prepWait(w *worker, b *mux.Batch, timeout time.Duration) {
 	// pending); WAIT 0 would block for ever
 	ms := max(ttlMillis(timeout*3/4), 1)
 	for i := 0; i < c.n; i++ {
+		w.lockN[i] = b.Commands(i)
 		n := c.waitFor(i)
 		w.waitN[i] = n
 		if n <= 0 {
@@ -99,6 +100,6 @@ func (w *worker) acked(i int, rs mux.Replies) bool {
 	if n <= 0 {
 		return true
 	}
-	v, ok := rs.At(1).Int()
+	v, ok := rs.At(w.lockN[i]).Int()
 	return ok && v >= int64(n)
 }

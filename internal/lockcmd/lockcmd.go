@@ -149,3 +149,59 @@ func appendCounter(dst []byte, key string) []byte {
 	dst = append(dst, key...)
 	return append(dst, FenceSuffix+"\r\n"...)
 }
+
+// The fenced acquisition of a single lock on a node that is not a Redis
+// Cluster's is one transaction of native commands (docs/FENCING.md):
+// Multi, the SET NX PX (AppendSetNXPX), AppendZRevRangeTop,
+// AppendZAddGT, Exec.
+const (
+	Multi = "*1\r\n$5\r\nMULTI\r\n"
+	Exec  = "*1\r\n$4\r\nEXEC\r\n"
+)
+
+// AppendZRevRangeTop appends "ZREVRANGE key:fence 0 0 WITHSCORES": the
+// counter's top member and score.
+func AppendZRevRangeTop(dst []byte, key string) []byte {
+	dst = append(dst, "*5\r\n$9\r\nZREVRANGE\r\n"...)
+	dst = appendCounter(dst, key)
+	return append(dst, "$1\r\n0\r\n$1\r\n0\r\n$10\r\nWITHSCORES\r\n"...)
+}
+
+// AppendZAddGT appends "ZADD key:fence [XX] GT CH guess tag": the counter
+// raised to guess under the member tag, never lowered, and with xx only
+// where tag's member exists. CH makes the answer 1 where it raised.
+func AppendZAddGT(dst []byte, key string, xx bool, guess int64, tag string) []byte {
+	if xx {
+		dst = append(dst, "*7\r\n$4\r\nZADD\r\n"...)
+	} else {
+		dst = append(dst, "*6\r\n$4\r\nZADD\r\n"...)
+	}
+	dst = appendCounter(dst, key)
+	if xx {
+		dst = append(dst, "$2\r\nXX\r\n"...)
+	}
+	dst = append(dst, "$2\r\nGT\r\n$2\r\nCH\r\n"...)
+	dst = resp.AppendBulkInt(dst, guess)
+	return resp.AppendBulkString(dst, tag)
+}
+
+// AppendEvalSHACounters appends "EVALSHA sha k counters...": the shape of
+// the fencing counters' conversion (FenceMigrate), key alone when keys is
+// nil.
+func AppendEvalSHACounters(dst []byte, sha, key string, keys []string) []byte {
+	k := len(keys)
+	if keys == nil {
+		k = 1
+	}
+	dst = resp.AppendArrayHeader(dst, 3+k)
+	dst = append(dst, "$7\r\nEVALSHA\r\n"...)
+	dst = resp.AppendBulkString(dst, sha)
+	dst = resp.AppendBulkInt(dst, int64(k))
+	if keys == nil {
+		return appendCounter(dst, key)
+	}
+	for _, x := range keys {
+		dst = appendCounter(dst, x)
+	}
+	return dst
+}

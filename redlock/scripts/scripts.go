@@ -123,190 +123,189 @@ return 1`)
 var Multi = []Script{AcquireMulti, ReleaseMulti, ExtendMulti}
 
 // The fencing scripts (redlock's WithFencing; design in docs/FENCING.md).
-// A resource's counter is its key + ":fence", without a TTL, holding
-// "N:tag": the token N and the tag of the incarnation that wrote it (its
-// replication history's id, master_replid, or the server process's
-// run_id where the node told none; docs/OPERATIONS.md), or a plain "N"
-// where the client did not know the node's incarnation. A script names
-// its lock keys first, then their counters, in the same order (KEYS[1..k]
-// and KEYS[k+1..2k]); its last argument is the tag the client learned for
-// this node ("": unknown, tags not checked). They run in the fake
-// server's Lua interpreter.
+// A resource's counter is its key + ":fence", without a TTL: a sorted set
+// whose members are the tags of the incarnations that wrote it (the
+// replication history's id, master_replid, or the server process's run_id
+// where the node told none; "" where the client did not know the node's
+// incarnation) and whose scores are their counters; the node's counter is
+// the top score, as ZREVRANGE 0 0 WITHSCORES reads it (issue 47: ZADD GT
+// raises it natively, so a single lock's acquisition on a node that is
+// not a Redis Cluster's needs no script, see redlock's addFenced). A
+// script names its lock keys first, then their counters, in the same
+// order (KEYS[1..k] and KEYS[k+1..2k]); its last argument is the tag the
+// client learned for this node ("": unknown, tags not checked). They run
+// in the fake server's Lua interpreter.
 //
-// A counter is *stale* when it is not a number below 2^53 (not written by
-// redlock), or, where the client asks for it (a last argument starting
-// with "=", then the tag), when its tag is not the node's:
-// written by another incarnation, here one that came from a failover,
-// whose replicated counters may be behind (restarts keep counters when
-// the nodes persist every write, which fencing requires). A stale counter
-// can only raise a token, never vouch for one; the write-back re-seeds
-// it.
+// A counter is *stale* when its top score is not an integer below 2^53
+// (not written by redlock), or, where the client asks for it (a last
+// argument starting with "=", then the tag), when its top member is not
+// the node's tag: written by another incarnation, here one that came
+// from a failover, whose replicated counters may be behind (restarts keep
+// counters when the nodes persist every write, which fencing requires). A
+// stale counter can only raise a token, never vouch for one; the
+// write-back re-seeds it.
+//
+// Every script first converts a counter of the string form that redmux
+// wrote before issue 47 ("N:tag" or "N") into the member tag (or "")
+// scored N, atomically and keeping the number; a string that is no such
+// counter becomes the member "" scored 2^53, stale until a write-back
+// removes it. FenceMigrate does only that, for a node whose transaction
+// met such a counter (WRONGTYPE).
+//
+//mutant:fence-migrate-drops-number
+const fenceMigrate = `local function migrate(key)
+    if redis.call("type",key)["ok"] ~= "string" then
+        return 0
+    end
+    local v = redis.call("get",key)
+    local n, t = string.match(v, "^(%d+):(%x+)$")
+    if not n then
+        n = string.match(v, "^(%d+)$")
+    end
+    n = tonumber(n)
+    redis.call("del",key)
+    if not n or n >= 9007199254740992 then
+        redis.call("zadd",key,9007199254740992,"")
+    else
+        redis.call("zadd",key,n,t or "")
+    end
+    return 1
+end
+`
+
+// fenceTop is the counter's reading: the top score (0 for none), and
+// whether it is stale; a counter of the string form (ZREVRANGE's
+// WRONGTYPE) is converted first.
+const fenceTop = `local function top(key, strict, tag)
+    local r = redis.pcall("zrevrange",key,0,0,"withscores")
+    if r["err"] then
+        migrate(key)
+        r = redis.call("zrevrange",key,0,0,"withscores")
+    end
+    if #r == 0 then
+        return 0, false
+    end
+    local n = tonumber(r[2])
+    if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+        return 0, true
+    end
+    return n, strict and r[1] ~= tag
+end
+`
 
 // AcquireFenced acquires the lock keys KEYS[1..k] with value ARGV[1] and
 // TTL ARGV[2] ms (SET NX PX for one key; for several, all or none, as
 // AcquireMulti) and reads their counters KEYS[k+1..2k] in the same step.
 // If it set the keys and no counter is stale and every one is below the
-// guess ARGV[3], it writes the guess, tagged with the tag of ARGV[4]
-// (after its "=", if any), to every counter. It
-// replies {1, counter, stale} if it set the keys, {0, counter, stale}
-// otherwise, where counter is the highest of the counters' numbers as they
-// were before the script (0 where a node has none: never written, or lost
-// with the node's data, docs/FENCING.md; a stale one counts, one that is
-// not a number does not) and stale is 1 if any counter is stale; except
-// that a single lock (one key) that wrote the guess replies the integer
-// -1 - counter instead of {1, counter, 0}. The
-// client's token is the guess if every granted node that is not stale
-// read less, else 1 + the highest counter read, written back with
-// FenceWriteBack.
+// guess ARGV[3], it raises every counter to the guess under the tag of
+// ARGV[4] (after its "=", if any). It replies {1, counter, stale} if it
+// set the keys, {0, counter, stale} otherwise, where counter is the
+// highest of the counters as they were before the script (0 where a node
+// has none: never written, or lost with the node's data, docs/FENCING.md;
+// one stale by its tag counts, one that is no counter does not) and stale
+// is 1 if any counter is stale. The client's token is the guess if every
+// granted node that is not stale read less, else 1 + the highest counter
+// read, written back with FenceWriteBack.
 //
-// A single lock's path costs the server two commands where it can
-// (issue 47): the key's SET, then the counter read and raised by one
-// SET ... GET, put back as it was (SET, or DEL where it was absent) when
-// the read shows it must not be raised; the script is atomic, so no
-// command and no replica sees the raise it took back. The negative
-// integer is its usual answer: cheaper to make than an array, and no
-// other lock command answers a negative integer.
+// redlock runs it for locks of several resources and on Redis Cluster
+// nodes; a single lock elsewhere is one transaction of native commands
+// (MULTI, SET NX PX, ZREVRANGE, ZADD [XX] GT CH, EXEC; redlock's
+// addFenced), whose raise needs no script.
 //
-//mutant:fence-multi-first-counter,fence-raise-kept
-var AcquireFenced = newScript("acquire-fenced", `local k = #KEYS / 2
+//mutant:fence-multi-first-counter,fence-raise-stale
+var AcquireFenced = newScript("acquire-fenced", fenceMigrate+fenceTop+`local k = #KEYS / 2
 local tag = ARGV[4]
 local strict = string.sub(tag,1,1) == "="
 if strict then
     tag = string.sub(tag,2)
 end
-if k == 1 then
-    local v
-    local g = 0
-    if redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
-        g = 1
-        local w = ARGV[3]
-        if tag ~= "" then
-            w = w .. ":" .. tag
-        end
-        v = redis.call("set",KEYS[2],w,"get")
-    else
-        v = redis.call("get",KEYS[2])
-    end
-    local n = 0
-    local stale = 0
-    if v then
-        local t
-        n, t = string.match(v, "^(%d+):(%x+)$")
-        if not n then
-            n = string.match(v, "^(%d+)$")
-        end
-        n = tonumber(n)
-        if not n or n >= 9007199254740992 then
-            n = 0
-            stale = 1
-        elseif strict and t ~= tag then
-            stale = 1
-        end
-    end
-    if g == 0 then
-        return {0,n,stale}
-    end
-    if stale == 0 and n < tonumber(ARGV[3]) then
-        return -1 - n
-    end
-    if v then
-        redis.call("set",KEYS[2],v)
-    else
-        redis.call("del",KEYS[2])
-    end
-    return {1,n,stale}
-end
 local c = 0
 local stale = 0
 for i = k + 1, 2 * k do
-    local v = redis.call("get",KEYS[i])
-    if v then
-        local n, t = string.match(v, "^(%d+):(%x+)$")
-        if not n then
-            n = string.match(v, "^(%d+)$")
-        end
-        n = tonumber(n)
-        if not n or n >= 9007199254740992 then
-            stale = 1
-        else
-            if strict and t ~= tag then
-                stale = 1
-            end
-            if n > c then
-                c = n
-            end
-        end
+    local n, s = top(KEYS[i], strict, tag)
+    if s then
+        stale = 1
+    end
+    if n > c then
+        c = n
     end
 end
-for i = 1, k do
-    if redis.call("exists",KEYS[i]) == 1 then
+if k == 1 then
+    if not redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
         return {0,c,stale}
     end
-end
-for i = 1, k do
-    redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+else
+    for i = 1, k do
+        if redis.call("exists",KEYS[i]) == 1 then
+            return {0,c,stale}
+        end
+    end
+    for i = 1, k do
+        redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+    end
 end
 if stale == 0 and c < tonumber(ARGV[3]) then
-    local w = ARGV[3]
-    if tag ~= "" then
-        w = w .. ":" .. tag
-    end
     for i = k + 1, 2 * k do
-        redis.call("set",KEYS[i],w)
+        redis.call("zadd",KEYS[i],"gt",ARGV[3],tag)
     end
 end
 return {1,c,stale}`)
 
 // FenceWriteBack raises every counter KEYS[k+1..2k] to the token ARGV[2]
-// tagged ARGV[3] (a stale one is re-tagged; no number is ever lowered),
-// only while every lock key
+// under the tag ARGV[3] (after its "=", if any), only while every lock key
 // KEYS[1..k] holds the holder's value ARGV[1]: replies 1 if they all
-// matched (the counters are now >= the token), 0 otherwise. The guard
-// keeps a holder whose lock is gone from raising counters where a newer
-// holder is.
+// matched (the counters are now >= the token, and their top member is
+// the tag), 0 otherwise. Members whose scores are no counters are removed
+// (they vouched for nothing); where another member holds a score at or
+// above the token, the tag's member goes one above it (a stale counter
+// re-tagged with a number no lower than it had). No counter is ever
+// lowered. The guard keeps a holder whose lock is gone from raising
+// counters where a newer holder is.
 //
 //mutant:fence-late-unguarded,fence-multi-first-counter
-var FenceWriteBack = newScript("fence-write-back", `local k = #KEYS / 2
+var FenceWriteBack = newScript("fence-write-back", fenceMigrate+`local k = #KEYS / 2
 for i = 1, k do
     if redis.call("get",KEYS[i]) ~= ARGV[1] then
         return 0
     end
 end
 local tag = ARGV[3]
-local strict = string.sub(tag,1,1) == "="
-if strict then
+if string.sub(tag,1,1) == "=" then
     tag = string.sub(tag,2)
 end
 local t = tonumber(ARGV[2])
 for i = k + 1, 2 * k do
-    local v = redis.call("get",KEYS[i])
-    local ns, vt
-    if v then
-        ns, vt = string.match(v, "^(%d+):(%x+)$")
-        if not ns then
-            ns = string.match(v, "^(%d+)$")
+    migrate(KEYS[i])
+    local all = redis.call("zrange",KEYS[i],0,-1,"withscores")
+    local hi, him = -1, nil
+    for j = 1, #all, 2 do
+        local n = tonumber(all[j+1])
+        if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
+            redis.call("zrem",KEYS[i],all[j])
+        else
+            hi, him = n, all[j]
         end
     end
-    local n = tonumber(ns)
-    if not n or n >= 9007199254740992 then
-        n = 0
-    end
-    if n < t or (tag ~= "" and vt ~= tag) then -- re-tagged by this incarnation
-        local w = ARGV[2]
-        if n > t then
-            w = ns
-        end
-        if tag ~= "" then
-            w = w .. ":" .. tag
-        end
-        redis.call("set",KEYS[i],w)
+    if hi < t then
+        redis.call("zadd",KEYS[i],"gt",t,tag)
+    elseif him ~= tag then
+        redis.call("zadd",KEYS[i],"gt",math.min(hi + 1, 9007199254740991),tag)
     end
 end
 return 1`)
 
+// FenceMigrate converts every counter KEYS[1..k] of the string form to a
+// sorted set (see above); a counter already of the new form, or absent,
+// is left as it is. Replies the number converted.
+var FenceMigrate = newScript("fence-migrate", fenceMigrate+`local c = 0
+for i = 1, #KEYS do
+    c = c + migrate(KEYS[i])
+end
+return c`)
+
 // Fenced lists the fencing scripts, loaded on every connection after
 // Multi.
-var Fenced = []Script{AcquireFenced, FenceWriteBack}
+var Fenced = []Script{AcquireFenced, FenceWriteBack, FenceMigrate}
 
 // The data-set marker (docs/OPERATIONS.md, rules 4 and 5): three keys each
 // node's data set carries, kept by redmux clients. MarkerKey names the

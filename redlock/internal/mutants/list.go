@@ -375,8 +375,8 @@ var mutants = []Mutant{
 		Name: "fence-late-unguarded", Class: "a token written back after the validity, without the holder guard", Test: fenceTest,
 		Edits: []Edit{
 			{"redlock/scripts/scripts.go",
-				"var FenceWriteBack = newScript(\"fence-write-back\", `local k = #KEYS / 2\nfor i = 1, k do\n    if redis.call(\"get\",KEYS[i]) ~= ARGV[1] then",
-				"var FenceWriteBack = newScript(\"fence-write-back\", `local k = #KEYS / 2\nfor i = 1, k do\n    if false then"},
+				"var FenceWriteBack = newScript(\"fence-write-back\", fenceMigrate+`local k = #KEYS / 2\nfor i = 1, k do\n    if redis.call(\"get\",KEYS[i]) ~= ARGV[1] then",
+				"var FenceWriteBack = newScript(\"fence-write-back\", fenceMigrate+`local k = #KEYS / 2\nfor i = 1, k do\n    if false then"},
 			{"redlock/acquire.go",
 				"if err != nil || out.Successes < c.quorum || t3 >= end || time.Duration(end-t3) < s.minValidity {",
 				"if err != nil || out.Successes < c.quorum || t3 < 0 {"},
@@ -395,21 +395,50 @@ var mutants = []Mutant{
 				"local stale = 0\nfor i = k + 1, 2 * k do\n",
 				"local stale = 0\nfor i = k + 1, k + 1 do\n"},
 			{"redlock/scripts/scripts.go",
-				"    for i = k + 1, 2 * k do\n        redis.call(\"set\",KEYS[i],w)\n    end\nend\nreturn {1,c,stale}",
-				"    for i = k + 1, k + 1 do\n        redis.call(\"set\",KEYS[i],w)\n    end\nend\nreturn {1,c,stale}"},
+				"    for i = k + 1, 2 * k do\n        redis.call(\"zadd\",KEYS[i],\"gt\",ARGV[3],tag)\n    end\nend\nreturn {1,c,stale}",
+				"    for i = k + 1, k + 1 do\n        redis.call(\"zadd\",KEYS[i],\"gt\",ARGV[3],tag)\n    end\nend\nreturn {1,c,stale}"},
 			{"redlock/scripts/scripts.go",
 				"local t = tonumber(ARGV[2])\nfor i = k + 1, 2 * k do\n",
 				"local t = tonumber(ARGV[2])\nfor i = k + 1, k + 1 do\n"},
 		},
 	},
+	// issue 47: counters are sorted sets, a single lock's acquisition a
+	// native transaction (docs/FENCING.md, "The sorted-set counter")
 	{
-		// issue 47: a single lock's script raises the counter by SET ...
-		// GET before it knows whether it may; the raise must be taken
-		// back where the counter read was stale or not below the guess
-		Name: "fence-raise-kept", Class: "a counter the fenced acquire must not raise left at the proposal (lowered, or a stale one overwritten)", Test: fenceTest, Short: true,
+		Name: "fence-zadd-no-xx", Class: "a failed-over node's transaction raises its incarnation's member without XX: a stale counter re-tagged current by an unvouched proposal", Test: "TestFencingStaleNotRetagged", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict, int64(w.guess), tag)",
+			"w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict && false, int64(w.guess), tag)"}},
+	},
+	{
+		Name: "fence-raise-stale", Class: "the acquire script raises a stale counter to its proposal (a lock of several resources): re-tagged current, unvouched", Test: "TestFencingStaleNotRetagged", Short: true, Scripted: true,
 		Edits: []Edit{{"redlock/scripts/scripts.go",
-			"    if v then\n        redis.call(\"set\",KEYS[2],v)\n    else\n        redis.call(\"del\",KEYS[2])\n    end\n    return {1,n,stale}",
-			"    return {1,n,stale}"}},
+			"if stale == 0 and c < tonumber(ARGV[3]) then\n    for i = k + 1, 2 * k do\n        redis.call(\"zadd\"",
+			"if c < tonumber(ARGV[3]) then\n    for i = k + 1, 2 * k do\n        redis.call(\"zadd\""}},
+	},
+	{
+		Name: "fence-top-tag-unchecked", Class: "a transaction's counter read current whatever member holds the top on a failed-over node", Test: "TestFencingStaleAfterFailover", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"a.stale = !isCounter || strict && string(member) != tag",
+			"a.stale = !isCounter || strict && string(member) != tag && false"}},
+	},
+	{
+		Name: "fence-raise-unseen", Class: "the proposal counted as written where ZADD XX wrote nothing (an empty counter on a failed-over node)", Test: "TestFencingStrictEmptyNoWitness", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"a.wrote = ch == 1 && !a.stale && uint64(a.counter) < guess",
+			"a.wrote = (ch == 1 || true) && !a.stale && uint64(a.counter) < guess"}},
+	},
+	{
+		Name: "fence-migrate-drops-number", Class: "a counter of the string form converted without its number", Test: "TestFencingMigratesStringCounters", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/scripts/scripts.go",
+			"redis.call(\"zadd\",key,n,t or \"\")",
+			"redis.call(\"zadd\",key,0,t or \"\")"}},
+	},
+	{
+		Name: "fence-wrongtype-counted", Class: "a counter of the string form (WRONGTYPE in the transaction) counted as an empty current one", Test: "TestFencingMigratesStringCounters", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/acquire.go",
+			"return fencedAns{granted: a.granted, stale: true, migrate: true}, true",
+			"return fencedAns{granted: a.granted, migrate: true}, true"}},
 	},
 	{
 		Name: "fence-stale-vouches", Class: "a counter replicated before a failover vouches for a token (no incarnation check, issue 32)", Test: "TestFencingStaleAfterFailover", Short: true, Scripted: true,

@@ -1,0 +1,226 @@
+package redlock_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redmux/redmux/redlock"
+)
+
+// Issue 47's counters are sorted sets raised by a native transaction
+// (docs/FENCING.md, "The sorted-set counter"). These tests hold its three
+// new rules: a strict node's raise touches only its incarnation's member
+// (XX), a raise counts as the guess written only where ZADD said so (CH),
+// and counters of the string form are converted keeping their number,
+// never counted before.
+
+// guessAt: the proposal a context's attempts make (withLowGuess's hook).
+type guessAt struct{}
+
+// A failed-over node's counter is an older copy under the old primary's
+// tag. A client whose clock lies between that copy and the last token
+// sends its acquisition there; were it to raise that counter to its
+// proposal regardless of the read (a single lock's ZADD without XX, or
+// the script's raise of a stale counter for several resources), the
+// stale counter would come back current with the unvouched proposal on
+// top, and a later grant on {2,3,4} (nodes 3 and 4 never saw the last
+// token, nodes 0 and 1 do not answer) could take a token below it.
+func TestFencingStaleNotRetagged(t *testing.T) {
+	withLowGuess(t)
+	for _, multi := range []bool{false, true} {
+		cl := startCluster(t, 5)
+		addrs := cl.Addrs()
+		obs := &incEvents{}
+		c := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+		warm(t, c)
+		try := func(ctx context.Context) (redlock.Lock, error) {
+			if multi {
+				return c.TryAcquireMulti(ctx, []string{"rt", "rx"}, redlock.WithFencing())
+			}
+			return c.TryAcquire(ctx, "rt", redlock.WithFencing())
+		}
+		t1 := grantOn(t, context.Background(), c, addrs, "rt", 0, 1, 2)
+		for _, i := range []int{3, 4} { // as if they had been unreachable then
+			rawDo(t, addrs[i], "DEL", "rt:fence")
+		}
+		old := cl.Nodes[2].ReplID()
+		require.NoError(t, cl.Nodes[2].Failover(0, 0))
+		setCounter(t, addrs[2], "rt:fence", t1-100, old) // the replica's older copy
+		eventually(t, 10*time.Second, func() bool {
+			return len(c.Quarantined()) == 0 && len(obs.causes(2)) > 0
+		}, "the failover was not judged")
+		// the client between: refused (nodes 0, 1 and 3 held), its
+		// acquisition ran on node 2 all the same
+		setForeign(t, addrs, "rt", 0, 1, 3)
+		_, err := try(context.WithValue(context.Background(), guessAt{}, t1-50))
+		require.Error(t, err)
+
+		rawDo(t, addrs[3], "DEL", "rt")
+		// nodes 0 and 1 (which hold the last token) do not answer
+		cl.Nodes[0].Down()
+		cl.Nodes[1].Down()
+		l, err := try(context.WithValue(context.Background(), lowGuess{}, true))
+		cl.Nodes[0].Up()
+		cl.Nodes[1].Up()
+		if err != nil {
+			require.ErrorIs(t, err, redlock.ErrFencingUnknown, "multi %v", multi)
+			continue
+		}
+		require.Greater(t, l.Token(), t1, "multi %v: a stale counter re-tagged by a proposal vouched for a token below the last", multi)
+		require.NoError(t, l.Release(context.Background()))
+	}
+}
+
+// Nodes 0 and 1 failed over before the resource was ever fenced: their
+// counters are empty, and their transactions' ZADD XX writes nothing
+// there. A grant on {0,1,2} must not take the proposal as its token (the
+// fast path) on their word: the write-back puts it there. Otherwise a
+// later grant on {0,1,3} (node 3 never saw it) reads nothing anywhere and
+// takes a token below it.
+func TestFencingStrictEmptyNoWitness(t *testing.T) {
+	withLowGuess(t)
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	obs := &incEvents{}
+	c := newClient(t, addrs, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+	warm(t, c)
+	for _, i := range []int{0, 1} {
+		require.NoError(t, cl.Nodes[i].Failover(0, 0))
+	}
+	eventually(t, 10*time.Second, func() bool {
+		return len(c.Quarantined()) == 0 && len(obs.causes(0)) > 0 && len(obs.causes(1)) > 0
+	}, "the failovers were not judged")
+	t1 := grantOn(t, context.Background(), c, addrs, "se", 0, 1, 2)
+	for _, i := range []int{3, 4} { // as if they had been unreachable then
+		rawDo(t, addrs[i], "DEL", "se:fence")
+	}
+	setForeign(t, addrs, "se", 2, 4)
+	l, err := c.TryAcquire(context.WithValue(context.Background(), lowGuess{}, true), "se", redlock.WithFencing())
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), t1, "an empty counter a ZADD XX did not write counted as the token's witness")
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// Counters of the string form (written by redmux before issue 47, an hour
+// ahead of the clock here) are converted, number kept, before any grant
+// counts on them: the token is above them. A grant meeting them
+// (WRONGTYPE) counts them as failed, and converts them. A client of the
+// string form then fails loudly on them (WRONGTYPE), never silently.
+func TestFencingMigratesStringCounters(t *testing.T) {
+	cl := startCluster(t, 5)
+	addrs := cl.Addrs()
+	c := newClient(t, addrs, redlock.WithFencing())
+	warm(t, c)
+	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+	for i, a := range addrs {
+		rawDo(t, a, "SET", "mg:fence", strconv.FormatUint(ahead, 10)+":"+cl.Nodes[i].ReplID())
+	}
+	rawDo(t, addrs[4], "SET", "mg:fence", strconv.FormatUint(ahead+7, 10)) // untagged
+	l, err := c.Acquire(context.Background(), "mg")
+	require.NoError(t, err)
+	require.Greater(t, l.Token(), ahead+7, "a converted counter lost its number, or one of the string form was counted")
+	require.NoError(t, l.Release(context.Background()))
+	for _, a := range addrs {
+		require.Equal(t, "zset", string(rawDo(t, a, "TYPE", "mg:fence").Data))
+		v, _ := fenceCounter(t, a, "mg:fence")
+		require.GreaterOrEqual(t, v, ahead)
+	}
+	r := rawDo(t, addrs[0], "EVAL", stringFormAcquire, "2", "mg", "mg:fence", "old-client", "30000", "1", cl.Nodes[0].ReplID())
+	require.True(t, r.IsError() && strings.Contains(r.String(), "WRONGTYPE"), "an old client's script on a converted counter: %s", r.String())
+}
+
+// stringFormAcquire is the fenced acquire script of the string form, as
+// redmux ran it before issue 47's sorted sets (a client not upgraded).
+const stringFormAcquire = `local k = #KEYS / 2
+local tag = ARGV[4]
+local strict = string.sub(tag,1,1) == "="
+if strict then
+    tag = string.sub(tag,2)
+end
+if k == 1 then
+    local v
+    local g = 0
+    if redis.call("set",KEYS[1],ARGV[1],"nx","px",ARGV[2]) then
+        g = 1
+        local w = ARGV[3]
+        if tag ~= "" then
+            w = w .. ":" .. tag
+        end
+        v = redis.call("set",KEYS[2],w,"get")
+    else
+        v = redis.call("get",KEYS[2])
+    end
+    local n = 0
+    local stale = 0
+    if v then
+        local t
+        n, t = string.match(v, "^(%d+):(%x+)$")
+        if not n then
+            n = string.match(v, "^(%d+)$")
+        end
+        n = tonumber(n)
+        if not n or n >= 9007199254740992 then
+            n = 0
+            stale = 1
+        elseif strict and t ~= tag then
+            stale = 1
+        end
+    end
+    if g == 0 then
+        return {0,n,stale}
+    end
+    if stale == 0 and n < tonumber(ARGV[3]) then
+        return -1 - n
+    end
+    if v then
+        redis.call("set",KEYS[2],v)
+    else
+        redis.call("del",KEYS[2])
+    end
+    return {1,n,stale}
+end
+local c = 0
+local stale = 0
+for i = k + 1, 2 * k do
+    local v = redis.call("get",KEYS[i])
+    if v then
+        local n, t = string.match(v, "^(%d+):(%x+)$")
+        if not n then
+            n = string.match(v, "^(%d+)$")
+        end
+        n = tonumber(n)
+        if not n or n >= 9007199254740992 then
+            stale = 1
+        else
+            if strict and t ~= tag then
+                stale = 1
+            end
+            if n > c then
+                c = n
+            end
+        end
+    end
+end
+for i = 1, k do
+    if redis.call("exists",KEYS[i]) == 1 then
+        return {0,c,stale}
+    end
+end
+for i = 1, k do
+    redis.call("set",KEYS[i],ARGV[1],"px",ARGV[2])
+end
+if stale == 0 and c < tonumber(ARGV[3]) then
+    local w = ARGV[3]
+    if tag ~= "" then
+        w = w .. ":" .. tag
+    end
+    for i = k + 1, 2 * k do
+        redis.call("set",KEYS[i],w)
+    end
+end
+return {1,c,stale}`
