@@ -325,7 +325,9 @@ func TestSafetyLateExtensions(t *testing.T) {
 func TestSafetyFencing(t *testing.T) {
 	prof := safetyProfile(safetyTTL)
 	prof.RestartDelayed = false // a node without persistence: outside fencing's assumptions
-	res, _ := runSafety(t, prof, func(cfg *checker.Config) { cfg.Fencing, cfg.ZombieRate, cfg.LowGuessRate = true, 0.05, 0.3 })
+	res, _ := runSafety(t, prof, func(cfg *checker.Config) {
+		cfg.Fencing, cfg.ZombieRate, cfg.LowGuessRate, cfg.LegacyEvery = true, 0.05, 0.3, 20*time.Millisecond
+	})
 	require.Positive(t, res.ZombieWrites, "zombies wrote")
 	// A zombie is refused only when another holder took its resource and
 	// wrote during its pause: in make test's 2,000 acquisitions on a loaded
@@ -343,6 +345,7 @@ func TestSafetyFencing(t *testing.T) {
 	require.Positive(t, res.LowGuesses, "proposals were lowered")
 	require.Positive(t, res.WriteBacks, "grants took the write-back path")
 	require.Less(t, res.WriteBacks, res.Acquired, "grants took the one-round-trip path")
+	require.Positive(t, res.LegacyCounters, "counters were rewritten into the string form")
 }
 
 // TestAvailabilityNoLeftovers: after contended acquisitions (many fail,

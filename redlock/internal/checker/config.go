@@ -135,6 +135,11 @@ type Config struct {
 	// so that grants take the write-back path as well as the
 	// one-round-trip path (docs/FENCING.md).
 	LowGuessRate float64
+	// LegacyEvery, with Fencing: every period one resource's counter is
+	// rewritten on every node into the string form an earlier redmux wrote
+	// ("N:tag", its top score and member), as clients of that version
+	// would leave it; the clients convert them, number kept (0: never).
+	LegacyEvery time.Duration
 	// ZombieRate: holders that, after their write, keep the lock to the
 	// end of their claimed validity, stay paused past it by U[0, TTL) (a
 	// GC pause, SIGSTOP) and then write again, as a zombie.
@@ -191,6 +196,7 @@ type Result struct {
 	StaleWrites     int64         // writes accepted after a newer holding's (without Fencing: the classic failure)
 	LowGuesses      int64         // fenced attempts whose token proposal was lowered (LowGuessRate)
 	WriteBacks      int64         // fenced grants that took the write-back path (the others: one round trip)
+	LegacyCounters  int64         // counters rewritten into the string form (LegacyEvery)
 	Paused          int64         // client pauses injected
 	SendPaused      int64         // of them, before an extension's send (hook.ExtendSend)
 	LongestPause    time.Duration
@@ -203,8 +209,8 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals), %d acquired (%d of several resources, %d held to the end (%d end checks), %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (%d before an extension's send, longest %v), %d other errors in %v: %s",
-		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.Acquired, r.Multi, r.HeldToEnd, r.EndChecks, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
+	return fmt.Sprintf("%d writes (%d zombie writes, %d refused by token, %d stale; %d token write-backs, %d lowered proposals, %d counters rewritten in the string form), %d acquired (%d of several resources, %d held to the end (%d end checks), %d crashed, %d kept alive of which %d cancelled by keep-alive (%d keep-alive ends reported, %d lost), %d self-extends by kept-alive holders, longest keep-alive lag %v) in %d attempts, %d not acquired, %d ctx ended mid-acquire, %d extended, %d failed extensions, %d releases/extends with an ended ctx, %d retained releases, %d client pauses (%d before an extension's send, longest %v), %d other errors in %v: %s",
+		r.Writes, r.ZombieWrites, r.FencedOff, r.StaleWrites, r.WriteBacks, r.LowGuesses, r.LegacyCounters, r.Acquired, r.Multi, r.HeldToEnd, r.EndChecks, r.Crashed, r.KeptAlive, r.KeepAliveEnded, r.KeepAliveEnds, r.KeepAliveLost, r.SelfExtended, r.MaxKeepAliveLag.Round(time.Microsecond),
 		r.Attempts, r.NotAcquired, r.CtxEnded, r.Extended, r.ExtendFailed, r.EndedCtxOps, r.Retained, r.Paused, r.SendPaused, r.LongestPause.Round(time.Microsecond),
 		r.OtherErrors, r.Elapsed.Round(time.Millisecond), r.Report)
 }

@@ -45,6 +45,14 @@ func Run(cfg Config) (Result, error) {
 			cfg.Faults.Inject(ctx, rand.New(rand.NewPCG(cfg.Seed, 0xfa17)))
 		}()
 	}
+	var legacy atomic.Int64
+	if cfg.Fencing && cfg.LegacyEvery > 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			legacyCounters(ctx, &cfg, rand.New(rand.NewPCG(cfg.Seed, 0x1e9a)), &legacy)
+		}()
+	}
 	var stopped atomic.Bool
 	if cfg.StopOnViolation {
 		bg.Add(1)
@@ -83,6 +91,7 @@ func Run(cfg Config) (Result, error) {
 	res.KeepAliveEnds, res.KeepAliveLost = checkEnds(obs, rec)
 	res.Report = rec.Check()
 	s.into(&res, store, holders)
+	res.LegacyCounters = legacy.Load()
 	if p := firstErr.Load(); p != nil {
 		res.FirstError = *p
 	}
