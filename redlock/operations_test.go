@@ -343,31 +343,38 @@ func TestTrustAtStartOnlyWhatNewSaw(t *testing.T) {
 // knew the node sees another id, a new client sees one id on two nodes,
 // and neither counts the copy (docs/OPERATIONS.md, rule 4). A holds its
 // lock on nodes 1-3 (0 and 4 were down); node 1 becomes a copy of node 0,
-// which never had A's key.
+// which never had A's key. On nodes that refuse CLIENT TRACKING the
+// markers alone tell; on nodes that tell of their flushes, the resync's
+// flush tells the client that knew node 1 too.
 func TestMarkerCopiedDataSet(t *testing.T) {
-	cl := startCluster(t, 5)
-	addrs := cl.Addrs()
-	ctx := context.Background()
-	known := newClient(t, addrs, redlock.WithTTL(10*time.Second))
-	warm(t, known)
-	cl.Nodes[0].Down()
-	cl.Nodes[4].Down()
-	a := newClient(t, addrs, redlock.WithTTL(10*time.Second))
-	la, err := a.Acquire(ctx, "copied")
-	require.NoError(t, err)
-	cl.Nodes[0].Up()
-	cl.Nodes[4].Up()
-	cl.Nodes[1].Resync(cl.Nodes[0])
-	require.Equal(t, []bool{false, false, true, true, false}, holders(t, addrs, "copied", la.Value()), "node 1 lost A's key in the copy")
+	for _, watch := range []bool{false, true} {
+		name := map[bool]string{false: "markers-alone", true: "flush-watch"}[watch]
+		t.Run(name, func(t *testing.T) {
+			cl := startClusterWith(t, 5, fakeserver.Config{RefuseTracking: !watch})
+			addrs := cl.Addrs()
+			ctx := context.Background()
+			known := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			warm(t, known)
+			cl.Nodes[0].Down()
+			cl.Nodes[4].Down()
+			a := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			la, err := a.Acquire(ctx, "copied")
+			require.NoError(t, err)
+			cl.Nodes[0].Up()
+			cl.Nodes[4].Up()
+			cl.Nodes[1].Resync(cl.Nodes[0])
+			require.Equal(t, []bool{false, false, true, true, false}, holders(t, addrs, "copied", la.Value()), "node 1 lost A's key in the copy")
 
-	fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
-	for name, c := range map[string]*redlock.Client{"a client that knew node 1": known, "a new client": fresh} {
-		eventually(t, 5*time.Second, func() bool {
-			_, err = c.TryAcquire(ctx, "copied")
-			return !errors.Is(err, redlock.ErrUnreachable) // nodes 0 and 4 reconnected
-		}, "%s: nodes 0 and 4 did not come back: %v", name, err)
-		require.ErrorIs(t, err, redlock.ErrNotAcquired, "%s: a second holder while A's validity is %v", name, la.Validity())
-		require.Positive(t, la.Validity())
+			fresh := newClient(t, addrs, redlock.WithTTL(10*time.Second))
+			for name, c := range map[string]*redlock.Client{"a client that knew node 1": known, "a new client": fresh} {
+				eventually(t, 5*time.Second, func() bool {
+					_, err = c.TryAcquire(ctx, "copied")
+					return !errors.Is(err, redlock.ErrUnreachable) // nodes 0 and 4 reconnected
+				}, "%s: nodes 0 and 4 did not come back: %v", name, err)
+				require.ErrorIs(t, err, redlock.ErrNotAcquired, "%s: a second holder while A's validity is %v", name, la.Validity())
+				require.Positive(t, la.Validity())
+			}
+		})
 	}
 }
 
