@@ -526,6 +526,34 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 // scripts.AcquireFenced.
 func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
 	w.cmd = w.cmd[:0]
+	w.migrate = 0
+	clear(w.ansOK)
+	for i := 0; i < c.n; i++ {
+		w.incs[i] = c.trust.nodes[i].seen.Load()
+		w.tags[i] = c.fenceTag(i, w.incs[i])
+	}
+	b := w.b
+	if keys != nil || c.cluster >= 0 {
+		c.addFencedScript(w, resource, keys, ttl)
+		return
+	}
+	// every node runs the transaction: the commands but the ZADD are the
+	// same on each, encoded and checked once
+	b.BroadcastExpect(multiCmd, mux.ExpectSimple)
+	w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
+	b.BroadcastExpect(w.cmd, mux.ExpectSimple) // +QUEUED, each
+	w.cmd = lockcmd.AppendZRevRangeTop(w.cmd[:0], resource)
+	b.BroadcastExpect(w.cmd, mux.ExpectSimple)
+	for i := 0; i < c.n; i++ {
+		w.cmd = appendZAdd(w.cmd[:0], w, i, resource)
+		b.AddExpect(i, w.cmd, mux.ExpectSimple)
+	}
+	b.BroadcastExpect(execCmd, mux.ExpectAggregate)
+}
+
+// addFencedScript is addFenced for a lock of several resources or a client
+// with a cluster node: the script on those, the transaction on the others.
+func (c *Client) addFencedScript(w *worker, resource string, keys []string, ttl time.Duration) {
 	if keys == nil {
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
 	}
@@ -534,28 +562,30 @@ func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.D
 		w.cmd = lockcmd.AppendZRevRangeTop(w.cmd, resource)
 	}
 	head := len(w.cmd)
-	if keys != nil || c.cluster >= 0 {
-		w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd, scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
-	}
+	w.cmd = lockcmd.AppendEvalSHAFenceGuessHead(w.cmd, scripts.AcquireFenced.SHA, resource, keys, w.val[:], ttlMillis(ttl), int64(w.guess))
 	tail := len(w.cmd)
-	w.migrate = 0
 	for i := 0; i < c.n; i++ {
-		w.incs[i] = c.trust.nodes[i].seen.Load()
-		w.tags[i] = c.fenceTag(i, w.incs[i])
 		if keys != nil || c.m.IsCluster(i) {
 			w.cmd = resp.AppendBulkString(w.cmd[:tail], w.tags[i])
 			w.b.AddExpect(i, w.cmd[head:], mux.ExpectAggregate)
 			continue
 		}
-		tag, strict := strings.CutPrefix(w.tags[i], "=")
-		//mutant:fence-zadd-no-xx
-		w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict, int64(w.guess), tag)
+		w.cmd = appendZAdd(w.cmd[:tail], w, i, resource)
 		w.b.AddExpect(i, multiCmd, mux.ExpectSimple)
 		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple) // +QUEUED, each
 		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectSimple)
 		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectSimple)
 		w.b.AddExpect(i, execCmd, mux.ExpectAggregate)
 	}
+}
+
+// appendZAdd appends node i's ZADD GT CH of the guess under its tag, XX
+// where the tag is strict: where the node's counters of other
+// incarnations are stale, only this incarnation's member is raised.
+func appendZAdd(dst []byte, w *worker, i int, resource string) []byte {
+	tag, strict := strings.CutPrefix(w.tags[i], "=")
+	//mutant:fence-zadd-no-xx
+	return lockcmd.AppendZAddGT(dst, resource, strict, int64(w.guess), tag)
 }
 
 var multiCmd, execCmd = []byte(lockcmd.Multi), []byte(lockcmd.Exec)
@@ -929,11 +959,14 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	var top int64
 	fast := true
 	for i := 0; i < c.n; i++ {
-		r, err := b.Reply(i, w.lockN[i]-1)
-		if err != nil {
-			continue
+		a, ok := w.ans[i], w.ansOK[i] // as the grant's predicate read it
+		if !ok {
+			r, err := b.Reply(i, w.lockN[i]-1)
+			if err != nil {
+				continue
+			}
+			a, ok = fencedReply(r, w.tags[i], w.guess)
 		}
-		a, ok := fencedReply(r, w.tags[i], w.guess)
 		v := a.counter
 		if !ok || v < 0 || v >= maxToken {
 			return 0, tally{granted: granted, fencingUnknown: true}

@@ -75,6 +75,10 @@ type worker struct {
 	// transaction found of the string form (a bit each; migrateCounters)
 	tags    []string
 	migrate uint64
+	// ans: each node's answer as fencedOK read it (where ansOK), so that
+	// fence reads it once more only where the predicate did not run
+	ans   []fencedAns
+	ansOK []bool
 	// lockN: per node, the acquisition's or extension's lock commands
 	// (one, or a fenced transaction's five), before its WAIT (prepWait)
 	lockN []int
@@ -306,7 +310,7 @@ const startTimeout = 500 * time.Millisecond
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), tags: make([]string, c.n), lockN: make([]int, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), tags: make([]string, c.n), ans: make([]fencedAns, c.n), ansOK: make([]bool, c.n), lockN: make([]int, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
 		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128), waitN: make([]int, c.n), wcmd: make([]byte, 0, 32)}
 	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
 	w.grantSet = func(i int, rs mux.Replies) bool {
@@ -317,6 +321,7 @@ func (c *Client) newWorker() *worker {
 	}
 	w.fencedOK = func(i int, rs mux.Replies) bool {
 		a, ok := fencedReply(rs.At(w.lockN[i]-1), w.tags[i], w.guess)
+		w.ans[i], w.ansOK[i] = a, ok
 		return ok && a.granted && !a.stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
 	}
 	w.extendOK = func(i int, rs mux.Replies) bool {

@@ -409,8 +409,8 @@ var mutants = []Mutant{
 	{
 		Name: "fence-zadd-no-xx", Class: "a failed-over node's transaction raises its incarnation's member without XX: a stale counter re-tagged current by an unvouched proposal", Test: "TestFencingStaleNotRetagged", Short: true, Scripted: true,
 		Edits: []Edit{{"redlock/acquire.go",
-			"w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict, int64(w.guess), tag)",
-			"w.cmd = lockcmd.AppendZAddGT(w.cmd[:tail], resource, strict && false, int64(w.guess), tag)"}},
+			"return lockcmd.AppendZAddGT(dst, resource, strict, int64(w.guess), tag)",
+			"return lockcmd.AppendZAddGT(dst, resource, strict && false, int64(w.guess), tag)"}},
 	},
 	{
 		Name: "fence-raise-stale", Class: "the acquire script raises a stale counter to its proposal (a lock of several resources): re-tagged current, unvouched", Test: "TestFencingStaleNotRetagged", Short: true, Scripted: true,
