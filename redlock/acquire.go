@@ -361,9 +361,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 
 // migrateCounters converts, on the nodes of w.migrate, the resource's
 // counter of the string form (redmux before issue 47), which the attempt's
-// three commands met as WRONGTYPE, into a sorted set with the same number
+// transaction met as WRONGTYPE, into a sorted set with the same number
 // (scripts.FenceMigrate), so that the next attempt reads it. Such a node
-// counted as failed. Only single locks run the commands, so only their
+// counted as failed. Only single locks run the transaction, so only their
 // counters come here (the scripts convert theirs themselves). It runs
 // under the clean-up context and waits at most timeout.
 func (c *Client) migrateCounters(ctx context.Context, w *worker, resource string, timeout time.Duration) {
@@ -403,19 +403,7 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 		}
 		rec := nodeRec{}
 		staleGrant := false
-		if w.lockN[i] == pipeCmds { // a fenced single lock: its SET is the grant
-			r, err = w.b.Reply(i, pipeSet)
-			a, have, ok := w.answer(i)
-			switch {
-			case have && ok:
-				staleGrant = a.granted && (a.stale || c.m.Incarnation(i) != w.incs[i])
-				if a.migrate {
-					w.migrate |= 1 << i
-				}
-			case have && err == nil:
-				err = errFencedForm
-			}
-		} else if a, ok := fencedReply(r, w.guess); err == nil && ok {
+		if a, ok := fencedReply(r, w.tags[i], w.guess); err == nil && ok {
 			r = intReply(0) // the grant, as the multi script answers it
 			if a.granted {
 				r = intReply(1)
@@ -527,15 +515,15 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 // addFenced adds to w.b the fenced acquisition for every node, each
 // carrying the tag of the incarnation this client knows for the node
 // (w.incs, w.tags). A single lock on a node that is not a Redis Cluster's
-// is three native commands, pipelined on the node's connection for the
-// resource (docs/FENCING.md, "The read after the SET"): SET NX PX;
-// ZREVRANGE of the counter's top, read after the SET; ZADD GT CH of the
-// guess under the node's tag (XX where the node's counters of other
-// incarnations are stale: only this incarnation's member, which a
-// write-back created, is raised). Its commands, but the ZADD, are encoded
-// once. A lock of several resources, and any lock on a cluster node (whose
-// redirect of one command would run it after the commands behind it),
-// runs the script scripts.AcquireFenced.
+// is one transaction of native commands (docs/FENCING.md): MULTI; SET NX
+// PX; ZREVRANGE of the counter's top, read in the step that sets the key;
+// ZADD GT CH of the guess under the node's tag (XX where the node's
+// counters of other incarnations are stale: only this incarnation's member,
+// which a write-back created, is raised); EXEC. Its commands, but the
+// ZADD, are encoded once. A lock of several resources, and any lock on a
+// cluster node (whose MOVED inside MULTI would abort the transaction, and
+// whose redirect of one command would take it out of it), runs the script
+// scripts.AcquireFenced.
 func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
 	w.cmd = w.cmd[:0]
 	w.migrate = 0
@@ -549,23 +537,22 @@ func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.D
 		c.addFencedScript(w, resource, keys, ttl)
 		return
 	}
-	// every node runs the three commands: all but the ZADD are the same
-	// on each, encoded and checked once
-	// (the read after the SET on each node: docs/FENCING.md)
+	// every node runs the transaction: the commands but the ZADD are the
+	// same on each, encoded and checked once
+	b.BroadcastExpect(multiCmd, mux.ExpectSimple)
 	w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
-	//mutant:fence-read-before-set
-	b.BroadcastExpect(w.cmd, mux.ExpectSimple|mux.ExpectNil)
+	b.BroadcastExpect(w.cmd, mux.ExpectSimple) // +QUEUED, each
 	w.cmd = lockcmd.AppendZRevRangeTop(w.cmd[:0], resource)
-	b.BroadcastExpect(w.cmd, mux.ExpectAggregate)
+	b.BroadcastExpect(w.cmd, mux.ExpectSimple)
 	for i := 0; i < c.n; i++ {
 		w.cmd = appendZAdd(w.cmd[:0], w, i, resource)
-		b.AddExpect(i, w.cmd, mux.ExpectInt)
+		b.AddExpect(i, w.cmd, mux.ExpectSimple)
 	}
+	b.BroadcastExpect(execCmd, mux.ExpectAggregate)
 }
 
 // addFencedScript is addFenced for a lock of several resources or a client
-// with a cluster node: the script on those, the three commands on the
-// others.
+// with a cluster node: the script on those, the transaction on the others.
 func (c *Client) addFencedScript(w *worker, resource string, keys []string, ttl time.Duration) {
 	if keys == nil {
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
@@ -584,38 +571,12 @@ func (c *Client) addFencedScript(w *worker, resource string, keys []string, ttl 
 			continue
 		}
 		w.cmd = appendZAdd(w.cmd[:tail], w, i, resource)
-		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple|mux.ExpectNil)
-		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectAggregate)
-		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectInt)
+		w.b.AddExpect(i, multiCmd, mux.ExpectSimple)
+		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple) // +QUEUED, each
+		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectSimple)
+		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectSimple)
+		w.b.AddExpect(i, execCmd, mux.ExpectAggregate)
 	}
-}
-
-// answer reads node i's answer to the fenced acquisition after Do, as the
-// grant's predicate read it where it ran. have is false where it is not
-// in hand: a reply missing, or the SET refused with an error (no grant,
-// no read); ok false for an answer of another form.
-func (w *worker) answer(i int) (a fencedAns, have, ok bool) {
-	if w.ansOK[i] {
-		return w.ans[i], true, true
-	}
-	if w.lockN[i] != pipeCmds {
-		r, err := w.b.Reply(i, w.lockN[i]-1)
-		if err != nil {
-			return a, false, false
-		}
-		a, ok = fencedReply(r, w.guess)
-		return a, true, ok
-	}
-	var rs [pipeCmds]resp.Reply
-	for k := range rs {
-		r, err := w.b.Reply(i, k) // an error reply comes with its error
-		if err != nil && !r.IsError() || k == pipeSet && r.IsError() {
-			return a, false, false
-		}
-		rs[k] = r
-	}
-	a, ok = fencedPipe(rs[pipeSet], rs[pipeRead], rs[pipeRaise], w.tags[i], w.guess)
-	return a, true, ok
 }
 
 // appendZAdd appends node i's ZADD GT CH of the guess under its tag, XX
@@ -627,13 +588,7 @@ func appendZAdd(dst []byte, w *worker, i int, resource string) []byte {
 	return lockcmd.AppendZAddGT(dst, resource, strict, int64(w.guess), tag)
 }
 
-// pipeCmds is a fenced single lock's commands per node (addFenced); the
-// script's locks have one. pipeSet, pipeRead, pipeRaise: where the SET,
-// the ZREVRANGE and the ZADD are among them (the read after the SET).
-const pipeCmds = 3
-
-//mutant:fence-read-before-set
-const pipeSet, pipeRead, pipeRaise = 0, 1, 2
+var multiCmd, execCmd = []byte(lockcmd.Multi), []byte(lockcmd.Exec)
 
 // fencedAns is one node's answer to a fenced acquisition.
 type fencedAns struct {
@@ -644,11 +599,21 @@ type fencedAns struct {
 	migrate bool  // a counter of the string form: FenceMigrate converts it
 }
 
-// fencedReply reads node's answer to the fenced acquire script (a lock of
-// several resources, or one on a cluster node): {granted, counter, stale},
-// which wrote the guess where it granted, read no stale counter and read
-// one below it. guess is the proposal. A reply of another form is not ok.
-func fencedReply(r resp.Reply, guess uint64) (a fencedAns, ok bool) {
+// fencedReply reads node's answer to a fenced acquisition: the script's
+// {granted, counter, stale}, which wrote the guess where it granted, read
+// no stale counter and read one below it; or the transaction's EXEC
+// array. tag is the tag its command carried ("=" first where strict),
+// guess the proposal. A reply of another form is not ok.
+func fencedReply(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
+	if r.Type != resp.TypeArray || r.Len() != 3 {
+		return a, false
+	}
+	if len(r.Raw) > 4 && r.Raw[4] != ':' && r.Raw[0] == '*' {
+		if a, ok := fencedTxnRaw(r.Raw, tag, guess); ok {
+			return a, true
+		}
+		return fencedTxn(r, tag, guess)
+	}
 	g, v, stale, ok := fencedScript(r)
 	if !ok || g != 0 && g != 1 {
 		return a, false
@@ -666,31 +631,48 @@ func fencedScript(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	return fencedIter(r)
 }
 
-// fencedPipe reads a node's answers to its three fenced commands: the
-// SET's +OK (granted) or null (refused); ZREVRANGE's top member and score
-// (RESP2: member, score; RESP3: one pair), none where the counter is
-// empty; ZADD's CH count, 1 where it raised the counter. A counter of the
-// string form answers WRONGTYPE to both: stale, to be converted (migrate).
-// A score that is not an integer below 2^53 (Redis writes those as plain
-// digits) is stale, as a top member not the tag is where the tag is
-// strict. Any other form is not ok.
-func fencedPipe(set, zrev, zadd resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
+// fencedTxn reads the transaction's EXEC array: the SET's +OK (granted)
+// or null (refused); ZREVRANGE's top member and score (RESP2: member,
+// score; RESP3: one pair), none where the counter is empty; ZADD's CH
+// count, 1 where it raised the counter. A counter of the string form
+// answers WRONGTYPE to both: stale, to be converted (migrate). A score
+// that is not an integer below 2^53 (Redis writes those as plain digits)
+// is stale, as a top member not the tag is where the tag is strict.
+func fencedTxn(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
+	it := r.Iter()
+	var x resp.Reply
+	if !it.Next(&x) {
+		return a, false
+	}
 	switch {
-	case set.IsOK():
+	case x.IsOK():
 		a.granted = true
-	case !set.IsNil():
+	case !x.IsNil():
 		return a, false
 	}
-	var member, score []byte
+	if !it.Next(&x) {
+		return a, false
+	}
+	var member, score resp.Reply
 	wrongType, hasTop := false, false
-	if zrev.HasErrorPrefix("WRONGTYPE") {
+	switch {
+	case x.HasErrorPrefix("WRONGTYPE"):
 		wrongType = true
-	} else if member, score, hasTop, ok = zrevTop(zrev); !ok {
+	case x.Type != resp.TypeArray:
+		return a, false
+	case x.Len() == 0: // no counter: 0, current
+	default:
+		if member, score, ok = topPair(x); !ok {
+			return a, false
+		}
+		hasTop = true
+	}
+	if !it.Next(&x) {
 		return a, false
 	}
-	ch, isInt := zadd.Int()
+	ch, isInt := x.Int()
 	switch {
-	case zadd.HasErrorPrefix("WRONGTYPE"):
+	case x.HasErrorPrefix("WRONGTYPE"):
 		wrongType = true
 	case !isInt:
 		return a, false
@@ -698,13 +680,13 @@ func fencedPipe(set, zrev, zadd resp.Reply, tag string, guess uint64) (a fencedA
 	if wrongType {
 		// a counter of the string form: it vouches for nothing, the
 		// attempt converts it
-		//mutant:fence-wrongtype-unconverted
+		//mutant:fence-wrongtype-counted
 		return fencedAns{granted: a.granted, stale: true, migrate: true}, true
 	}
-	return txnAns(a.granted, hasTop, member, score, ch, tag, guess), true
+	return txnAns(a.granted, hasTop, member.Data, score.Data, ch, tag, guess), true
 }
 
-// txnAns is a node's answer from its three commands' parts: the grant, the
+// txnAns is a node's answer from its transaction's parts: the grant, the
 // counter's top member and score where it has one, ZADD's CH count. The
 // counter is stale where its top score is no counter, or where the tag is
 // strict and the top member not the tag; the guess is written only where
@@ -724,43 +706,56 @@ func txnAns(granted, hasTop bool, member, score []byte, ch int64, tag string, gu
 	return a
 }
 
-// zrevTop reads ZREVRANGE ... 0 0 WITHSCORES's answer: the top member and
-// its score, hasTop false for an empty counter. The usual forms are read
-// straight from the frame (the grant's predicate reads every node's):
-// "*0", RESP2's "*2 $member $score", RESP3's "*1 *2 $member ,score";
-// topPair reads the others (attributes, a longer score). ok is false for
-// an answer of another form.
-func zrevTop(x resp.Reply) (member, score []byte, hasTop, ok bool) {
-	if x.Type != resp.TypeArray || x.Null {
-		return nil, nil, false, false
+// fencedTxnRaw is fencedTxn for the transaction's usual answers, read
+// straight from the frame (the grant's predicate and the token each read
+// every node's): "*3", then +OK or a null, then "*0", RESP2's "*2 $member
+// $score" or RESP3's "*1 *2 $member ,score", then ":0" or ":1", and
+// nothing after. ok is false for any other form (an error among them, a
+// longer score), which fencedTxn reads.
+func fencedTxnRaw(raw []byte, tag string, guess uint64) (a fencedAns, ok bool) {
+	p, ok := cutPrefix(raw, "*3\r\n")
+	if !ok {
+		return a, false
 	}
-	if x.Len() == 0 {
-		return nil, nil, false, true
+	granted := false
+	if q, isOK := cutPrefix(p, "+OK\r\n"); isOK {
+		granted, p = true, q
+	} else if q, null := cutPrefix(p, "_\r\n"); null {
+		p = q
+	} else if p, ok = cutPrefix(p, "$-1\r\n"); !ok {
+		return a, false
 	}
-	if member, score, ok = zrevTopRaw(x.Raw); ok {
-		return member, score, true, true
-	}
-	m, sc, ok := topPair(x)
-	return m.Data, sc.Data, ok, ok
-}
-
-// zrevTopRaw is zrevTop's direct read of a one-member answer's frame.
-func zrevTopRaw(raw []byte) (member, score []byte, ok bool) {
-	if q, resp3 := cutPrefix(raw, "*1\r\n*2\r\n"); resp3 {
-		if member, q, ok = cutBulk(q); !ok || len(q) == 0 || q[0] != ',' {
-			return nil, nil, false
+	var member, score []byte
+	hasTop := false
+	if q, empty := cutPrefix(p, "*0\r\n"); empty {
+		p = q
+	} else {
+		if q, resp3 := cutPrefix(p, "*1\r\n*2\r\n"); resp3 {
+			if member, q, ok = cutBulk(q); !ok || len(q) == 0 || q[0] != ',' {
+				return a, false
+			}
+			score, p, ok = cutLine(q[1:])
+		} else if q, resp2 := cutPrefix(p, "*2\r\n"); resp2 {
+			if member, q, ok = cutBulk(q); ok {
+				score, p, ok = cutBulk(q)
+			}
+		} else {
+			return a, false
 		}
-		score, q, ok = cutLine(q[1:])
-		return member, score, ok && len(q) == 0
+		if !ok {
+			return a, false
+		}
+		hasTop = true
 	}
-	q, resp2 := cutPrefix(raw, "*2\r\n")
-	if !resp2 {
-		return nil, nil, false
+	var ch int64
+	switch string(p) {
+	case ":1\r\n":
+		ch = 1
+	case ":0\r\n":
+	default:
+		return a, false
 	}
-	if member, q, ok = cutBulk(q); ok {
-		score, q, ok = cutBulk(q)
-	}
-	return member, score, ok && len(q) == 0
+	return txnAns(granted, hasTop, member, score, ch, tag, guess), true
 }
 
 // cutPrefix is bytes.CutPrefix for a string prefix.
@@ -964,9 +959,13 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	var top int64
 	fast := true
 	for i := 0; i < c.n; i++ {
-		a, have, ok := w.answer(i)
-		if !have {
-			continue
+		a, ok := w.ans[i], w.ansOK[i] // as the grant's predicate read it
+		if !ok {
+			r, err := b.Reply(i, w.lockN[i]-1)
+			if err != nil {
+				continue
+			}
+			a, ok = fencedReply(r, w.tags[i], w.guess)
 		}
 		v := a.counter
 		if !ok || v < 0 || v >= maxToken {

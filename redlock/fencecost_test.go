@@ -20,12 +20,15 @@ import (
 // (srv-us/op), the pairs sent 64 at a time on one connection as mux's
 // write combining sends them, over 10,000 resources, side by side:
 //   - plain: SET NX PX, then the release script;
-//   - fenced: a single fenced lock as redlock sends it (SET NX PX,
-//     ZREVRANGE of the counter's top, ZADD GT CH of the proposal under the
-//     node's tag), then the release script;
-//   - fenced-txn: the same three commands in MULTI ... EXEC, as redlock
-//     sent them from the sorted-set counters (issue 47) until the read
-//     after the SET (docs/FENCING.md), kept to measure the change;
+//   - fenced: a single fenced lock as redlock sends it since issue 47's
+//     sorted-set counters (MULTI, SET NX PX, ZREVRANGE of the counter's
+//     top, ZADD GT CH of the proposal under the node's tag, EXEC), then
+//     the release script;
+//   - fenced-pipe: the same three commands pipelined without MULTI ...
+//     EXEC (unused: a lock key lost between the SET and the raise breaks
+//     the token order; docs/FENCING.md, "Three commands without MULTI");
+//   - raise-first: the candidate that section sketches, unused: ZADD GT CH
+//     of the proposal, SET NX PX, then ZREVRANGE of the counter's top two;
 //   - fenced-script: the fenced acquire script (scripts.AcquireFenced,
 //     which locks of several resources and Redis Cluster nodes run), one
 //     resource, then the release script;
@@ -43,7 +46,7 @@ import (
 //     any EVALSHA costs before its script does anything.
 func BenchmarkFencedServerCost(b *testing.B) {
 	addr := redistest.Addrs(redistest.StartN(b, 1, redistest.Options{}))[0]
-	for _, mode := range []string{"plain", "fenced", "fenced-txn", "fenced-script", "string-script", "least", "noop"} {
+	for _, mode := range []string{"plain", "fenced", "fenced-pipe", "raise-first", "fenced-script", "string-script", "least", "noop"} {
 		b.Run(mode, func(b *testing.B) {
 			pc := dialPipe(b, addr)
 			defer pc.nc.Close()
@@ -54,7 +57,7 @@ func BenchmarkFencedServerCost(b *testing.B) {
 			if len(tag) != 40 {
 				b.Fatalf("run_id %q", tag)
 			}
-			perPair := map[string]int{"fenced": 4, "fenced-txn": 6}[mode]
+			perPair := map[string]int{"fenced": 6, "fenced-pipe": 4, "raise-first": 4}[mode]
 			if perPair == 0 {
 				perPair = 2
 			}
@@ -70,16 +73,20 @@ func BenchmarkFencedServerCost(b *testing.B) {
 					switch mode {
 					case "plain":
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
-					case "fenced-txn":
+					case "fenced":
 						cmd = resp.AppendCommand(cmd, "MULTI")
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
 						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fence", "0", "0", "WITHSCORES")
 						cmd = resp.AppendCommand(cmd, "ZADD", k+":fence", "GT", "CH", g, tag)
 						cmd = resp.AppendCommand(cmd, "EXEC")
-					case "fenced":
+					case "fenced-pipe":
 						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
 						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fence", "0", "0", "WITHSCORES")
 						cmd = resp.AppendCommand(cmd, "ZADD", k+":fence", "GT", "CH", g, tag)
+					case "raise-first":
+						cmd = resp.AppendCommand(cmd, "ZADD", k+":fence", "GT", "CH", g, tag)
+						cmd = resp.AppendCommand(cmd, "SET", k, v, "NX", "PX", "30000")
+						cmd = resp.AppendCommand(cmd, "ZREVRANGE", k+":fence", "0", "1", "WITHSCORES")
 					case "fenced-script":
 						cmd = resp.AppendCommand(cmd, "EVALSHA", scripts.AcquireFenced.SHA, "2", k, k+":fence", v, "30000", g, "="+tag)
 					case "string-script":

@@ -290,21 +290,21 @@ func WithFailFast(on bool) LockOption {
 //
 // The counter is the key resource + ":fence" on every node, a sorted set
 // without a TTL (members: the node incarnations that wrote it; the top
-// score is the counter), read and raised by native commands after the
-// lock's SET (SET NX, ZREVRANGE, ZADD GT) for a single lock, by a script
-// for several resources or on a Redis Cluster node. A counter of the
-// string form that redmux wrote before is converted, its number kept, the
-// first time an acquisition meets it; clients of that earlier form then
-// fail on it with WRONGTYPE rather than read it wrong: upgrade every
-// client of the nodes together (docs/FENCING.md, "The sorted-set
-// counter"). It needs Redis 6.2 or later (ZADD GT), as the string form did
-// (SET ... GET). It must survive restarts: run the nodes with appendonly
-// yes and appendfsync always. A lost counter is covered as long as one
-// node that both the last holder's quorum and the new grant's share still
-// has it; two quorums of 5 can share a single node, so a counter lost on
-// that node alone can repeat a token, unless the clock-based proposal is
-// already above it (defence in depth, bounded by clock skew;
-// docs/FENCING.md, TestFencingCounterLostOnTheIntersection).
+// score is the counter), raised by a native transaction (MULTI ... EXEC)
+// for a single lock, by a script for several resources or on a Redis
+// Cluster node. A counter of the string form that redmux wrote before is
+// converted, its number kept, the first time an acquisition meets it;
+// clients of that earlier form then fail on it with WRONGTYPE rather than
+// read it wrong: upgrade every client of the nodes together
+// (docs/FENCING.md, "The sorted-set counter"). It needs Redis 6.2 or
+// later (ZADD GT), as the string form did (SET ... GET). It must survive
+// restarts: run the nodes with appendonly yes and appendfsync always. A
+// lost counter is covered as long as one node that both the last holder's
+// quorum and the new grant's share still has it; two quorums of 5 can
+// share a single node, so a counter lost on that node alone can repeat a
+// token, unless the clock-based proposal is already above it (defence in
+// depth, bounded by clock skew; docs/FENCING.md,
+// TestFencingCounterLostOnTheIntersection).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
 // WithStrictRelease(true) makes Release return a *ReleaseError

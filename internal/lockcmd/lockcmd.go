@@ -151,9 +151,13 @@ func appendCounter(dst []byte, key string) []byte {
 }
 
 // The fenced acquisition of a single lock on a node that is not a Redis
-// Cluster's is three native commands, pipelined on one connection
-// (docs/FENCING.md): the SET NX PX (AppendSetNXPX), AppendZRevRangeTop,
-// AppendZAddGT.
+// Cluster's is one transaction of native commands (docs/FENCING.md):
+// Multi, the SET NX PX (AppendSetNXPX), AppendZRevRangeTop,
+// AppendZAddGT, Exec.
+const (
+	Multi = "*1\r\n$5\r\nMULTI\r\n"
+	Exec  = "*1\r\n$4\r\nEXEC\r\n"
+)
 
 // AppendZRevRangeTop appends "ZREVRANGE key:fence 0 0 WITHSCORES": the
 // counter's top member and score.

@@ -28,6 +28,8 @@ func generic(key string, value []byte, n int64) [][2][]byte {
 		{AppendEvalSHAFence(nil, sha, key, nil, value, n, "ab12"), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms, "ab12")},
 		{AppendEvalSHAFence(nil, sha, key, []string{key, "b"}, value, n, ""), resp.AppendCommand(nil, "EVALSHA", sha, "4", key, "b", key+":fence", "b:fence", v, ms, "")},
 		{AppendEvalSHAFenceGuess(nil, sha, key, nil, value, n, 7, "ab12"), resp.AppendCommand(nil, "EVALSHA", sha, "2", key, key+":fence", v, ms, "7", "ab12")},
+		{[]byte(Multi), resp.AppendCommand(nil, "MULTI")},
+		{[]byte(Exec), resp.AppendCommand(nil, "EXEC")},
 		{AppendZRevRangeTop(nil, key), resp.AppendCommand(nil, "ZREVRANGE", key+":fence", "0", "0", "WITHSCORES")},
 		{AppendZAddGT(nil, key, false, n, "ab12"), resp.AppendCommand(nil, "ZADD", key+":fence", "GT", "CH", ms, "ab12")},
 		{AppendZAddGT(nil, key, true, n, ""), resp.AppendCommand(nil, "ZADD", key+":fence", "XX", "GT", "CH", ms, "")},
