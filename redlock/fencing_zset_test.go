@@ -1,8 +1,10 @@
 package redlock_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,3 +265,64 @@ if stale == 0 and c < tonumber(ARGV[3]) then
     end
 end
 return {1,c,stale}`
+
+// A single fenced lock's SET, counter read and raise run in one atomic
+// step on each node (docs/FENCING.md, "Three commands without MULTI"):
+// the proof needs the raise to happen while the lock's key is on the
+// node, whatever ends the key (a node clock step, an eviction), and only
+// the step guarantees that. Held on a real server's wire (MONITOR): per
+// attempt MULTI, then SET, ZREVRANGE, ZADD and EXEC with no other
+// command between them, from one connection.
+func TestRealFencedStepAtomic(t *testing.T) {
+	_, addrs := startRealFive(t)
+	mon, err := net.DialTimeout("tcp", addrs[0], 2*time.Second)
+	require.NoError(t, err)
+	defer mon.Close()
+	_, err = mon.Write([]byte("MONITOR\r\n"))
+	require.NoError(t, err)
+	rd := bufio.NewReader(mon)
+	require.NoError(t, mon.SetReadDeadline(time.Now().Add(20*time.Second)))
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", line)
+
+	c := newClient(t, addrs, redlock.WithFencing(), redlock.WithTrustNodesAtStart())
+	warm(t, c)
+	const attempts = 5
+	for i := 0; i < attempts; i++ {
+		l, err := c.Acquire(context.Background(), "stp")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(context.Background()))
+	}
+	// every line from the SET of an attempt on: the step is the four
+	// lines after it, then the next attempt
+	var steps [][]string
+	var cur []string
+	for len(steps) < attempts {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err, "MONITOR: %d steps seen, then %v", len(steps), cur)
+		// +1764512345.123456 [0 127.0.0.1:40000] "SET" "stp" ...
+		_, rest, ok := strings.Cut(line, " [")
+		if !ok {
+			continue
+		}
+		client, args, ok := strings.Cut(rest, "] ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(args)
+		name := strings.ToUpper(strings.Trim(f[0], `"`))
+		if cur == nil && !(name == "SET" && len(f) > 1 && f[1] == `"stp"`) {
+			continue
+		}
+		cur = append(cur, client+" "+name)
+		if len(cur) == 4 {
+			steps, cur = append(steps, cur), nil
+		}
+	}
+	for i, st := range steps {
+		from := strings.TrimSuffix(st[0], " SET")
+		require.Equal(t, []string{from + " SET", from + " ZREVRANGE", from + " ZADD", from + " EXEC"}, st,
+			"attempt %d: the fenced step's commands not run together in one transaction", i)
+	}
+}
