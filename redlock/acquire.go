@@ -361,9 +361,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 
 // migrateCounters converts, on the nodes of w.migrate, the resource's
 // counter of the string form (redmux before issue 47), which the attempt's
-// transaction met as WRONGTYPE, into a sorted set with the same number
+// three commands met as WRONGTYPE, into a sorted set with the same number
 // (scripts.FenceMigrate), so that the next attempt reads it. Such a node
-// counted as failed. Only single locks run the transaction, so only their
+// counted as failed. Only single locks run the commands, so only their
 // counters come here (the scripts convert theirs themselves). It runs
 // under the clean-up context and waits at most timeout.
 func (c *Client) migrateCounters(ctx context.Context, w *worker, resource string, timeout time.Duration) {
@@ -403,7 +403,25 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 		}
 		rec := nodeRec{}
 		staleGrant := false
-		if a, ok := fencedReply(r, w.tags[i], w.guess); err == nil && ok {
+		if w.lockN[i] == pipeCmds { // a fenced single lock: its SET is the grant
+			r, err = w.b.Reply(i, pipeSet)
+			a, have, ok := w.answer(i)
+			switch {
+			case have && ok:
+				staleGrant = a.granted && (a.stale || c.m.Incarnation(i) != w.incs[i])
+				if a.migrate {
+					w.migrate |= 1 << i
+				}
+			case have && err == nil:
+				err = errFencedForm
+			case err == nil:
+				// the SET answered; the ZADD or the read did not come, or
+				// answered an error (mux failed the node): the node's error
+				for k := 0; k < pipeCmds && err == nil; k++ {
+					_, err = w.b.Reply(i, k)
+				}
+			}
+		} else if a, ok := fencedReply(r, w.guess); err == nil && ok {
 			r = intReply(0) // the grant, as the multi script answers it
 			if a.granted {
 				r = intReply(1)
@@ -515,14 +533,16 @@ func appendRelease(dst []byte, resource string, keys []string, value []byte) []b
 // addFenced adds to w.b the fenced acquisition for every node, each
 // carrying the tag of the incarnation this client knows for the node
 // (w.incs, w.tags). A single lock on a node that is not a Redis Cluster's
-// is one transaction of native commands (docs/FENCING.md): MULTI; SET NX
-// PX; ZREVRANGE of the counter's top, read in the step that sets the key;
-// ZADD GT CH of the guess under the node's tag (XX where the node's
-// counters of other incarnations are stale: only this incarnation's member,
-// which a write-back created, is raised); EXEC. Its commands, but the
-// ZADD, are encoded once. A lock of several resources, and any lock on a
-// cluster node (whose MOVED inside MULTI would abort the transaction, and
-// whose redirect of one command would take it out of it), runs the script
+// is three native commands, pipelined in this order on the node's
+// connection for the resource (docs/FENCING.md, "Raise first"): ZADD GT
+// CH of the guess under the node's tag (XX where the node's counters of
+// other incarnations are stale: only this incarnation's member, which a
+// write-back created, is raised), raised before the lock's key is set so
+// that any later grant's read on the node, which follows its own SET,
+// sees it; SET NX PX; ZREVRANGE of the counter's top two, read after both.
+// Its commands, but the ZADD, are encoded once. A lock of several
+// resources, and any lock on a cluster node (whose redirect of one
+// command would run it after the commands behind it), runs the script
 // scripts.AcquireFenced.
 func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.Duration) {
 	w.cmd = w.cmd[:0]
@@ -537,22 +557,25 @@ func (c *Client) addFenced(w *worker, resource string, keys []string, ttl time.D
 		c.addFencedScript(w, resource, keys, ttl)
 		return
 	}
-	// every node runs the transaction: the commands but the ZADD are the
-	// same on each, encoded and checked once
-	b.BroadcastExpect(multiCmd, mux.ExpectSimple)
+	// every node runs the three commands: all but the ZADD are the same
+	// on each, encoded and checked once
 	w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
-	b.BroadcastExpect(w.cmd, mux.ExpectSimple) // +QUEUED, each
-	w.cmd = lockcmd.AppendZRevRangeTop(w.cmd[:0], resource)
-	b.BroadcastExpect(w.cmd, mux.ExpectSimple)
+	set := len(w.cmd)
+	w.cmd = lockcmd.AppendZRevRangeTop(w.cmd, resource)
+	read := len(w.cmd)
 	for i := 0; i < c.n; i++ {
-		w.cmd = appendZAdd(w.cmd[:0], w, i, resource)
-		b.AddExpect(i, w.cmd, mux.ExpectSimple)
+		w.cmd = appendZAdd(w.cmd[:read], w, i, resource)
+		//mutant:fence-raise-after-set
+		b.AddExpect(i, w.cmd[read:], mux.ExpectInt)
 	}
-	b.BroadcastExpect(execCmd, mux.ExpectAggregate)
+	//mutant:fence-raise-after-set
+	b.BroadcastExpect(w.cmd[:set], mux.ExpectSimple|mux.ExpectNil)
+	b.BroadcastExpect(w.cmd[set:read], mux.ExpectAggregate)
 }
 
 // addFencedScript is addFenced for a lock of several resources or a client
-// with a cluster node: the script on those, the transaction on the others.
+// with a cluster node: the script on those, the three commands on the
+// others.
 func (c *Client) addFencedScript(w *worker, resource string, keys []string, ttl time.Duration) {
 	if keys == nil {
 		w.cmd = lockcmd.AppendSetNXPX(w.cmd, resource, w.val[:], ttlMillis(ttl))
@@ -571,12 +594,41 @@ func (c *Client) addFencedScript(w *worker, resource string, keys []string, ttl 
 			continue
 		}
 		w.cmd = appendZAdd(w.cmd[:tail], w, i, resource)
-		w.b.AddExpect(i, multiCmd, mux.ExpectSimple)
-		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple) // +QUEUED, each
-		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectSimple)
-		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectSimple)
-		w.b.AddExpect(i, execCmd, mux.ExpectAggregate)
+		w.b.AddExpect(i, w.cmd[tail:], mux.ExpectInt)
+		w.b.AddExpect(i, w.cmd[:zrev], mux.ExpectSimple|mux.ExpectNil)
+		w.b.AddExpect(i, w.cmd[zrev:head], mux.ExpectAggregate)
 	}
+}
+
+// answer reads node i's answer to the fenced acquisition after Do, as the
+// grant's predicate read it where it ran. have is false where it is not
+// in hand: a reply missing, or the SET refused with an error (no grant,
+// no read); ok false for an answer of another form.
+func (w *worker) answer(i int) (a fencedAns, have, ok bool) {
+	if w.ansOK[i] {
+		return w.ans[i], true, true
+	}
+	if w.lockN[i] != pipeCmds {
+		r, err := w.b.Reply(i, w.lockN[i]-1)
+		if err != nil {
+			return a, false, false
+		}
+		a, ok = fencedReply(r, w.guess)
+		return a, true, ok
+	}
+	var rs [pipeCmds]resp.Reply
+	for k := range rs {
+		// an error reply comes with its error: only a counter of the
+		// string form's (WRONGTYPE) is an answer; any other, as a reply
+		// not come, leaves the node's answer out, as mux failed the node
+		r, err := w.b.Reply(i, k)
+		if err != nil && (k == pipeSet || !r.HasErrorPrefix("WRONGTYPE")) {
+			return a, false, false
+		}
+		rs[k] = r
+	}
+	a, ok = fencedPipe(rs[pipeSet], rs[pipeRead], rs[pipeRaise], w.tags[i], w.guess)
+	return a, true, ok
 }
 
 // appendZAdd appends node i's ZADD GT CH of the guess under its tag, XX
@@ -588,7 +640,13 @@ func appendZAdd(dst []byte, w *worker, i int, resource string) []byte {
 	return lockcmd.AppendZAddGT(dst, resource, strict, int64(w.guess), tag)
 }
 
-var multiCmd, execCmd = []byte(lockcmd.Multi), []byte(lockcmd.Exec)
+// pipeCmds is a fenced single lock's commands per node (addFenced); the
+// script's locks have one. pipeRaise, pipeSet, pipeRead: where the ZADD,
+// the SET and the ZREVRANGE are among them (raise first, read last).
+const pipeCmds = 3
+
+//mutant:fence-raise-after-set
+const pipeRaise, pipeSet, pipeRead = 0, 1, 2
 
 // fencedAns is one node's answer to a fenced acquisition.
 type fencedAns struct {
@@ -599,21 +657,11 @@ type fencedAns struct {
 	migrate bool  // a counter of the string form: FenceMigrate converts it
 }
 
-// fencedReply reads node's answer to a fenced acquisition: the script's
-// {granted, counter, stale}, which wrote the guess where it granted, read
-// no stale counter and read one below it; or the transaction's EXEC
-// array. tag is the tag its command carried ("=" first where strict),
-// guess the proposal. A reply of another form is not ok.
-func fencedReply(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
-	if r.Type != resp.TypeArray || r.Len() != 3 {
-		return a, false
-	}
-	if len(r.Raw) > 4 && r.Raw[4] != ':' && r.Raw[0] == '*' {
-		if a, ok := fencedTxnRaw(r.Raw, tag, guess); ok {
-			return a, true
-		}
-		return fencedTxn(r, tag, guess)
-	}
+// fencedReply reads node's answer to the fenced acquire script (a lock of
+// several resources, or one on a cluster node): {granted, counter, stale},
+// which wrote the guess where it granted, read no stale counter and read
+// one below it. guess is the proposal. A reply of another form is not ok.
+func fencedReply(r resp.Reply, guess uint64) (a fencedAns, ok bool) {
 	g, v, stale, ok := fencedScript(r)
 	if !ok || g != 0 && g != 1 {
 		return a, false
@@ -631,48 +679,30 @@ func fencedScript(r resp.Reply) (granted, counter int64, stale, ok bool) {
 	return fencedIter(r)
 }
 
-// fencedTxn reads the transaction's EXEC array: the SET's +OK (granted)
-// or null (refused); ZREVRANGE's top member and score (RESP2: member,
-// score; RESP3: one pair), none where the counter is empty; ZADD's CH
-// count, 1 where it raised the counter. A counter of the string form
-// answers WRONGTYPE to both: stale, to be converted (migrate). A score
-// that is not an integer below 2^53 (Redis writes those as plain digits)
-// is stale, as a top member not the tag is where the tag is strict.
-func fencedTxn(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
-	it := r.Iter()
-	var x resp.Reply
-	if !it.Next(&x) {
-		return a, false
-	}
+// fencedPipe reads a node's answers to its three fenced commands: ZADD's
+// CH count, 1 where it raised the tag's member to the guess; the SET's
+// +OK (granted) or null (refused); ZREVRANGE's top two members and
+// scores, read after both. A counter of the string form answers WRONGTYPE
+// to the ZADD and the read: stale, to be converted (migrate). Any other
+// form is not ok.
+func fencedPipe(set, zrev, zadd resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
 	switch {
-	case x.IsOK():
+	case set.IsOK():
 		a.granted = true
-	case !x.IsNil():
+	case !set.IsNil():
 		return a, false
 	}
-	if !it.Next(&x) {
-		return a, false
-	}
-	var member, score resp.Reply
-	wrongType, hasTop := false, false
-	switch {
-	case x.HasErrorPrefix("WRONGTYPE"):
+	var top [2]zpair
+	n := 0
+	wrongType := false
+	if zrev.HasErrorPrefix("WRONGTYPE") {
 		wrongType = true
-	case x.Type != resp.TypeArray:
-		return a, false
-	case x.Len() == 0: // no counter: 0, current
-	default:
-		if member, score, ok = topPair(x); !ok {
-			return a, false
-		}
-		hasTop = true
-	}
-	if !it.Next(&x) {
+	} else if top, n, ok = zrevTop(zrev); !ok {
 		return a, false
 	}
-	ch, isInt := x.Int()
+	ch, isInt := zadd.Int()
 	switch {
-	case x.HasErrorPrefix("WRONGTYPE"):
+	case zadd.HasErrorPrefix("WRONGTYPE"):
 		wrongType = true
 	case !isInt:
 		return a, false
@@ -680,82 +710,131 @@ func fencedTxn(r resp.Reply, tag string, guess uint64) (a fencedAns, ok bool) {
 	if wrongType {
 		// a counter of the string form: it vouches for nothing, the
 		// attempt converts it
-		//mutant:fence-wrongtype-counted
+		//mutant:fence-wrongtype-unconverted
 		return fencedAns{granted: a.granted, stale: true, migrate: true}, true
 	}
-	return txnAns(a.granted, hasTop, member.Data, score.Data, ch, tag, guess), true
+	return raisedAns(a.granted, top, n, ch, tag, guess), true
 }
 
-// txnAns is a node's answer from its transaction's parts: the grant, the
-// counter's top member and score where it has one, ZADD's CH count. The
-// counter is stale where its top score is no counter, or where the tag is
-// strict and the top member not the tag; the guess is written only where
-// ZADD raised and the read was current and below it (an empty counter on
-// a strict node reads 0, but ZADD XX wrote nothing there).
-func txnAns(granted, hasTop bool, member, score []byte, ch int64, tag string, guess uint64) fencedAns {
+// zpair is a member of a counter and its score, as ZREVRANGE ...
+// WITHSCORES answers them.
+type zpair struct{ member, score []byte }
+
+// raisedAns is a node's answer from its three commands' parts
+// (docs/FENCING.md, "Raise first"): the grant, the counter's top n (at
+// most two) members read after the raise, ZADD's CH count. The counter
+// is the top score; it is stale where that is no counter, or where the
+// tag is strict and the top member not the tag. The node wrote the guess,
+// as the only one to take it there and above everything before, only
+// where ZADD raised the tag's member (CH 1), the top is that member at
+// exactly the guess, and the second member's score, if any, is a counter
+// below it (ties sort by member). An empty counter on a strict node, where
+// ZADD XX found no member, wrote nothing.
+func raisedAns(granted bool, top [2]zpair, n int, ch int64, tag string, guess uint64) fencedAns {
 	a := fencedAns{granted: granted}
-	if hasTop {
-		n, isCounter := counterScore(score)
-		tag, strict := strings.CutPrefix(tag, "=")
-		a.counter = n
-		//mutant:fence-top-tag-unchecked
-		a.stale = !isCounter || strict && string(member) != tag
+	if n == 0 {
+		return a // no counter: 0, current; nothing written
+	}
+	tag, strict := strings.CutPrefix(tag, "=")
+	v, isCounter := counterScore(top[0].score)
+	a.counter = v
+	//mutant:fence-top-tag-unchecked
+	a.stale = !isCounter || strict && string(top[0].member) != tag
+	below := true
+	if n == 2 {
+		v2, ok := counterScore(top[1].score)
+		//mutant:fence-tie-counted
+		below = ok && uint64(v2) < guess
 	}
 	//mutant:fence-raise-unseen
-	a.wrote = ch == 1 && !a.stale && uint64(a.counter) < guess
+	a.wrote = ch == 1 && !a.stale && string(top[0].member) == tag && uint64(v) == guess && below
 	return a
 }
 
-// fencedTxnRaw is fencedTxn for the transaction's usual answers, read
-// straight from the frame (the grant's predicate and the token each read
-// every node's): "*3", then +OK or a null, then "*0", RESP2's "*2 $member
-// $score" or RESP3's "*1 *2 $member ,score", then ":0" or ":1", and
-// nothing after. ok is false for any other form (an error among them, a
-// longer score), which fencedTxn reads.
-func fencedTxnRaw(raw []byte, tag string, guess uint64) (a fencedAns, ok bool) {
-	p, ok := cutPrefix(raw, "*3\r\n")
+// zrevTop reads ZREVRANGE key:fence 0 1 WITHSCORES's answer: its n (at
+// most two) members, highest first. The usual forms are read straight
+// from the frame (the grant's predicate reads every node's): "*0", then
+// RESP2's flat "*2" or "*4" of members and scores, or RESP3's "*1" or
+// "*2" of pairs "*2 $member ,score"; zrevIter reads the others
+// (attributes, a longer score). ok is false for an answer of another form.
+func zrevTop(x resp.Reply) (top [2]zpair, n int, ok bool) {
+	if x.Type != resp.TypeArray || x.Null {
+		return top, 0, false
+	}
+	if x.Len() == 0 {
+		return top, 0, true
+	}
+	if top, n, ok = zrevRaw(x.Raw); ok {
+		return top, n, true
+	}
+	return zrevIter(x)
+}
+
+// zrevRaw is zrevTop's direct read of the frame.
+func zrevRaw(raw []byte) (top [2]zpair, n int, ok bool) {
+	resp3 := true
+	q, ok := cutPrefix(raw, "*1\r\n*2\r\n")
+	n = 1
 	if !ok {
-		return a, false
-	}
-	granted := false
-	if q, isOK := cutPrefix(p, "+OK\r\n"); isOK {
-		granted, p = true, q
-	} else if q, null := cutPrefix(p, "_\r\n"); null {
-		p = q
-	} else if p, ok = cutPrefix(p, "$-1\r\n"); !ok {
-		return a, false
-	}
-	var member, score []byte
-	hasTop := false
-	if q, empty := cutPrefix(p, "*0\r\n"); empty {
-		p = q
-	} else {
-		if q, resp3 := cutPrefix(p, "*1\r\n*2\r\n"); resp3 {
-			if member, q, ok = cutBulk(q); !ok || len(q) == 0 || q[0] != ',' {
-				return a, false
-			}
-			score, p, ok = cutLine(q[1:])
-		} else if q, resp2 := cutPrefix(p, "*2\r\n"); resp2 {
-			if member, q, ok = cutBulk(q); ok {
-				score, p, ok = cutBulk(q)
-			}
+		if q, ok = cutPrefix(raw, "*2\r\n*2\r\n"); ok {
+			n = 2
+		} else if q, ok = cutPrefix(raw, "*2\r\n"); ok {
+			resp3 = false
+		} else if q, ok = cutPrefix(raw, "*4\r\n"); ok {
+			resp3, n = false, 2
 		} else {
-			return a, false
+			return top, 0, false
+		}
+	}
+	for k := 0; k < n; k++ {
+		if k > 0 && resp3 {
+			if q, ok = cutPrefix(q, "*2\r\n"); !ok {
+				return top, 0, false
+			}
+		}
+		if top[k].member, q, ok = cutBulk(q); !ok {
+			return top, 0, false
+		}
+		if resp3 {
+			if len(q) == 0 || q[0] != ',' {
+				return top, 0, false
+			}
+			top[k].score, q, ok = cutLine(q[1:])
+		} else {
+			top[k].score, q, ok = cutBulk(q)
 		}
 		if !ok {
-			return a, false
+			return top, 0, false
 		}
-		hasTop = true
 	}
-	var ch int64
-	switch string(p) {
-	case ":1\r\n":
-		ch = 1
-	case ":0\r\n":
-	default:
-		return a, false
+	return top, n, len(q) == 0
+}
+
+// zrevIter is zrevTop for any form of the answer: RESP2's members and
+// scores one after the other, or RESP3's pairs.
+func zrevIter(x resp.Reply) (top [2]zpair, n int, ok bool) {
+	it := x.Iter()
+	var m, sc resp.Reply
+	for it.Next(&m) {
+		if n == len(top) {
+			return top, 0, false
+		}
+		if m.Type == resp.TypeArray { // RESP3: a pair
+			e := m
+			pair := e.Iter()
+			if e.Len() != 2 || !pair.Next(&m) || !pair.Next(&sc) {
+				return top, 0, false
+			}
+		} else if !it.Next(&sc) {
+			return top, 0, false
+		}
+		if m.Type != resp.TypeBulkString || sc.Type != resp.TypeBulkString && sc.Type != resp.TypeDouble {
+			return top, 0, false
+		}
+		top[n] = zpair{m.Data, sc.Data}
+		n++
 	}
-	return txnAns(granted, hasTop, member, score, ch, tag, guess), true
+	return top, n, true
 }
 
 // cutPrefix is bytes.CutPrefix for a string prefix.
@@ -790,24 +869,6 @@ func cutLine(b []byte) (v, rest []byte, ok bool) {
 		}
 	}
 	return nil, b, false
-}
-
-// topPair reads ZREVRANGE ... WITHSCORES's one member and its score:
-// "*2 member score" in RESP2, "*1 *2 member score" in RESP3.
-func topPair(x resp.Reply) (member, score resp.Reply, ok bool) {
-	if x.Len() == 1 {
-		it := x.Iter()
-		if !it.Next(&x) || x.Type != resp.TypeArray {
-			return member, score, false
-		}
-	}
-	if x.Len() != 2 {
-		return member, score, false
-	}
-	it := x.Iter()
-	ok = it.Next(&member) && it.Next(&score) && member.Type == resp.TypeBulkString &&
-		(score.Type == resp.TypeBulkString || score.Type == resp.TypeDouble)
-	return member, score, ok
 }
 
 // counterScore reads a score as a counter: an integer below 2^53, which
@@ -878,18 +939,21 @@ func fencedIter(r resp.Reply) (granted, counter int64, stale, ok bool) {
 // fenceTag is the last argument of node i's fencing scripts: the tag of
 // its incarnation p (incTag), which tags the counters it writes (""
 // when unknown), with "=" before it when the node's counters written by
-// another incarnation are stale: p began with a failover (a promoted
-// replica's counters may be behind; docs/FENCING.md). The strings are
-// made once per incarnation.
+// another incarnation are stale: p's history began with a failover (a
+// promoted replica's counters may be behind; docs/FENCING.md). That
+// holds for every incarnation that writes under the failover's tag: a
+// redial to the same process (a new, equal incarnation), or a restart
+// that kept the history. The strings are made once per failover.
 func (c *Client) fenceTag(i int, p *mux.Incarnation) string {
 	if p == nil || !p.Known {
 		return ""
 	}
-	//mutant:fence-stale-vouches
-	if f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {
+	tag := incTag(p)
+	//mutant:fence-stale-vouches,fence-strict-lost-on-redial
+	if f := c.trust.nodes[i].failover.Load(); f != nil && f.tag[1:] == tag {
 		return f.tag
 	}
-	return incTag(p)
+	return tag
 }
 
 // incTag is what fencing counters written under incarnation p are tagged
@@ -959,13 +1023,9 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 	var top int64
 	fast := true
 	for i := 0; i < c.n; i++ {
-		a, ok := w.ans[i], w.ansOK[i] // as the grant's predicate read it
-		if !ok {
-			r, err := b.Reply(i, w.lockN[i]-1)
-			if err != nil {
-				continue
-			}
-			a, ok = fencedReply(r, w.tags[i], w.guess)
+		a, have, ok := w.answer(i)
+		if !have {
+			continue
 		}
 		v := a.counter
 		if !ok || v < 0 || v >= maxToken {

@@ -72,7 +72,7 @@ type worker struct {
 	incs []*mux.Incarnation
 	// tags: the tag each node's fenced command carried (fenceTag), by
 	// which its answer is read; migrate: the nodes whose counter the
-	// transaction found of the string form (a bit each; migrateCounters)
+	// commands found of the string form (a bit each; migrateCounters)
 	tags    []string
 	migrate uint64
 	// ans: each node's answer as fencedOK read it (where ansOK), so that
@@ -80,7 +80,7 @@ type worker struct {
 	ans   []fencedAns
 	ansOK []bool
 	// lockN: per node, the acquisition's or extension's lock commands
-	// (one, or a fenced transaction's five), before its WAIT (prepWait)
+	// (one, or a fenced single lock's three), before its WAIT (prepWait)
 	lockN []int
 	// the grants' SuccessAll predicates (a lock command, then the
 	// marker's MGET): a SET NX's +OK, the multi-resource script's 1, the
@@ -320,7 +320,13 @@ func (c *Client) newWorker() *worker {
 		return isOne(i, rs.At(0)) && w.grantable(c, i, rs)
 	}
 	w.fencedOK = func(i int, rs mux.Replies) bool {
-		a, ok := fencedReply(rs.At(w.lockN[i]-1), w.tags[i], w.guess)
+		var a fencedAns
+		var ok bool
+		if w.lockN[i] == pipeCmds {
+			a, ok = fencedPipe(rs.At(pipeSet), rs.At(pipeRead), rs.At(pipeRaise), w.tags[i], w.guess)
+		} else {
+			a, ok = fencedReply(rs.At(w.lockN[i]-1), w.guess)
+		}
 		w.ans[i], w.ansOK[i] = a, ok
 		return ok && a.granted && !a.stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
 	}
@@ -338,9 +344,15 @@ func (c *Client) newWorker() *worker {
 func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 	last := rs.Len() - 1
 	// a lock command resent (NOSCRIPT's EVAL, a redirect) ran after the
-	// MGET: the marker would not be evidence read after the grant
-	if last != w.layout(i) || rs.Resent(0) || rs.Redirected(last) || !w.acked(i, rs) {
+	// MGET, and after the commands behind it: the marker would not be
+	// evidence read after the grant, nor a fenced raise before its SET
+	if last != w.layout(i) || rs.Redirected(last) || !w.acked(i, rs) {
 		return false
+	}
+	for k := 0; k < w.lockN[i]; k++ {
+		if rs.Resent(k) {
+			return false
+		}
 	}
 	ok, steady := markerCheck(w.mstate[i], rs.At(last), w.want)
 	if steady {

@@ -61,6 +61,11 @@ var (
 // errStaleCounter is a node's error in a fenced attempt whose grant there
 // did not count: its fencing counter was written by another incarnation of
 // the node, or is not a counter (docs/FENCING.md).
+// errFencedForm: a fenced single lock's three answers were not of the
+// forms its commands answer (a node that is no Redis, or a version that
+// answers otherwise).
+var errFencedForm = errors.New("redlock: unexpected answer to a fenced lock's commands (ZADD, SET, ZREVRANGE)")
+
 var errStaleCounter = errors.New("redlock: fencing counter stale (written by another incarnation of the node, or not a counter): re-seeded by the next grant that reads a quorum of current ones")
 
 // Messages. Every error of this package starts with "redlock: ", once: a

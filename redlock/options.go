@@ -283,28 +283,32 @@ func WithFailFast(on bool) LockOption {
 // or above the proposal (another client's clock is ahead), the token is 1
 // + the highest counter read and is written back to a quorum before
 // Acquire returns: one more round trip. Correctness never depends on the
-// clocks. Tokens stay below 2^53.
+// clients' clocks (the proposal). Like the lock itself, the order of two
+// grants' tokens assumes a key lasts its TTL on the nodes (no clock
+// stepped forward, no eviction); past that, tokens follow the order in
+// which the grants' keys were set on a node both share (docs/FENCING.md,
+// "Raise first"). Tokens stay below 2^53.
 //
 // A multi-resource lock (AcquireMulti) gets one token, above every earlier
 // holder's of any of its resources.
 //
 // The counter is the key resource + ":fence" on every node, a sorted set
 // without a TTL (members: the node incarnations that wrote it; the top
-// score is the counter), raised by a native transaction (MULTI ... EXEC)
-// for a single lock, by a script for several resources or on a Redis
-// Cluster node. A counter of the string form that redmux wrote before is
-// converted, its number kept, the first time an acquisition meets it;
-// clients of that earlier form then fail on it with WRONGTYPE rather than
-// read it wrong: upgrade every client of the nodes together
-// (docs/FENCING.md, "The sorted-set counter"). It needs Redis 6.2 or
-// later (ZADD GT), as the string form did (SET ... GET). It must survive
-// restarts: run the nodes with appendonly yes and appendfsync always. A
-// lost counter is covered as long as one node that both the last holder's
-// quorum and the new grant's share still has it; two quorums of 5 can
-// share a single node, so a counter lost on that node alone can repeat a
-// token, unless the clock-based proposal is already above it (defence in
-// depth, bounded by clock skew; docs/FENCING.md,
-// TestFencingCounterLostOnTheIntersection).
+// score is the counter), raised before the lock's SET and read after it
+// by native commands (ZADD GT, SET NX, ZREVRANGE) for a single lock, by a
+// script for several resources or on a Redis Cluster node. A counter of the
+// string form that redmux wrote before is converted, its number kept, the
+// first time an acquisition meets it; clients of that earlier form then
+// fail on it with WRONGTYPE rather than read it wrong: upgrade every
+// client of the nodes together (docs/FENCING.md, "The sorted-set
+// counter"). It needs Redis 6.2 or later (ZADD GT), as the string form did
+// (SET ... GET). It must survive restarts: run the nodes with appendonly
+// yes and appendfsync always. A lost counter is covered as long as one
+// node that both the last holder's quorum and the new grant's share still
+// has it; two quorums of 5 can share a single node, so a counter lost on
+// that node alone can repeat a token, unless the clock-based proposal is
+// already above it (defence in depth, bounded by clock skew;
+// docs/FENCING.md, TestFencingCounterLostOnTheIntersection).
 func WithFencing() LockOption { return LockOption{kind: optFencing, n: 1} }
 
 // WithStrictRelease(true) makes Release return a *ReleaseError

@@ -88,6 +88,11 @@ func judgeIncarnation(prev incPrev, p incObs, r incRules) incVerdict {
 		}
 	case !prev.Known:
 		v.Prev = incPrev{Known: true, RunID: p.RunID, ReplID: p.ReplID}
+		// a promoted replica's counters came by replication, as after a
+		// failover seen: stale for this client too, as for those that saw
+		// it (docs/FENCING.md, "Raise first", attack 4)
+		//mutant:fence-promoted-exact
+		v.Failover = p.Promoted
 		// a promoted replica lost what replication had not carried,
 		// whatever its disk: persistence lifts restarts' quarantine only
 		if !r.AtStart && (!r.Persistent || p.Promoted) {

@@ -54,7 +54,10 @@ func TestTrustTable(t *testing.T) {
 		// Rule 2: first sight with persistence declared: trusted...
 		{"2: first sight, persistent", incPrev{}, inc("r1", "h1", 0, false), incRules{Persistent: true}, false, 0, nil, false},
 		// ...but not a promoted replica, whatever the disk.
-		{"2: first sight, persistent, promoted", incPrev{}, inc("r1", "h1", 0, true), incRules{Persistent: true}, true, s, ErrNodeRestarted, false},
+		// Its fencing counters are stale as after a failover seen
+		// (docs/FENCING.md, "Raise first", attack 4), trusted at start or not.
+		{"2: first sight, persistent, promoted", incPrev{}, inc("r1", "h1", 0, true), incRules{Persistent: true}, true, s, ErrNodeRestarted, true},
+		{"2: trusted at New, promoted", incPrev{}, inc("r1", "h1", 0, true), incRules{AtStart: true}, false, 0, nil, true},
 		// Rule 2: a restart (new run_id): from the new process's latest start.
 		{"2: restart", known, inc("r2", "h2", 3*time.Second, false), incRules{}, true, s - int64(2*time.Second), ErrNodeRestarted, false},
 		// Rule 2: a restart with persistence declared: reported, not quarantined.

@@ -151,20 +151,16 @@ func appendCounter(dst []byte, key string) []byte {
 }
 
 // The fenced acquisition of a single lock on a node that is not a Redis
-// Cluster's is one transaction of native commands (docs/FENCING.md):
-// Multi, the SET NX PX (AppendSetNXPX), AppendZRevRangeTop,
-// AppendZAddGT, Exec.
-const (
-	Multi = "*1\r\n$5\r\nMULTI\r\n"
-	Exec  = "*1\r\n$4\r\nEXEC\r\n"
-)
+// Cluster's is three native commands, pipelined in this order on one
+// connection (docs/FENCING.md, "Raise first"): AppendZAddGT, the SET NX PX
+// (AppendSetNXPX), AppendZRevRangeTop.
 
-// AppendZRevRangeTop appends "ZREVRANGE key:fence 0 0 WITHSCORES": the
-// counter's top member and score.
+// AppendZRevRangeTop appends "ZREVRANGE key:fence 0 1 WITHSCORES": the
+// counter's top two members and their scores.
 func AppendZRevRangeTop(dst []byte, key string) []byte {
 	dst = append(dst, "*5\r\n$9\r\nZREVRANGE\r\n"...)
 	dst = appendCounter(dst, key)
-	return append(dst, "$1\r\n0\r\n$1\r\n0\r\n$10\r\nWITHSCORES\r\n"...)
+	return append(dst, "$1\r\n0\r\n$1\r\n1\r\n$10\r\nWITHSCORES\r\n"...)
 }
 
 // AppendZAddGT appends "ZADD key:fence [XX] GT CH guess tag": the counter

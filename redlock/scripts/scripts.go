@@ -256,13 +256,16 @@ return {1,c,stale}`)
 // KEYS[1..k] holds the holder's value ARGV[1]: replies 1 if they all
 // matched (the counters are now >= the token, and their top member is
 // the tag), 0 otherwise. Members whose scores are no counters are removed
-// (they vouched for nothing); where another member holds a score at or
-// above the token, the tag's member goes one above it (a stale counter
-// re-tagged with a number no lower than it had). No counter is ever
+// (they vouched for nothing); where any member, the tag's own included,
+// holds a score at or above the token, the tag's member goes one above
+// the highest: a stale counter re-tagged with a number no lower than it
+// had, and never a member left at a number another acquisition has just
+// raised it to, which that acquisition would read as its own raise
+// (docs/FENCING.md, "Raise first", attack 1). No counter is ever
 // lowered. The guard keeps a holder whose lock is gone from raising
 // counters where a newer holder is.
 //
-//mutant:fence-late-unguarded,fence-multi-first-counter
+//mutant:fence-late-unguarded,fence-multi-first-counter,fence-writeback-absorbs
 var FenceWriteBack = newScript("fence-write-back", fenceMigrate+`local k = #KEYS / 2
 for i = 1, k do
     if redis.call("get",KEYS[i]) ~= ARGV[1] then
@@ -277,18 +280,18 @@ local t = tonumber(ARGV[2])
 for i = k + 1, 2 * k do
     migrate(KEYS[i])
     local all = redis.call("zrange",KEYS[i],0,-1,"withscores")
-    local hi, him = -1, nil
+    local hi = -1
     for j = 1, #all, 2 do
         local n = tonumber(all[j+1])
         if not n or n < 0 or n >= 9007199254740992 or n ~= math.floor(n) then
             redis.call("zrem",KEYS[i],all[j])
         else
-            hi, him = n, all[j]
+            hi = n
         end
     end
     if hi < t then
         redis.call("zadd",KEYS[i],"gt",t,tag)
-    elseif him ~= tag then
+    else
         redis.call("zadd",KEYS[i],"gt",math.min(hi + 1, 9007199254740991),tag)
     end
 end

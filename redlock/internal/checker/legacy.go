@@ -15,13 +15,18 @@ import (
 // form redmux wrote before issue 47, "N:tag" ("N" for the member ""),
 // with its top member and score: the counter as a client of that version
 // would have left it. Its other members, all at or below the top, go,
-// as that version kept one number.
-const legacyScript = `local r = redis.call("zrevrange",KEYS[1],0,0,"withscores")
+// as that version kept one number. Where two members tie at the top it
+// writes "N": the number is kept, and no member's tie vanishes into
+// another's tag, which an acquisition that raised to that number between
+// its ZADD and its read would take for its own raise alone (a rewrite
+// the checker makes while clients run; an earlier version's client could
+// not write a sorted set's key at all: docs/FENCING.md, "Raise first").
+const legacyScript = `local r = redis.call("zrevrange",KEYS[1],0,1,"withscores")
 if #r == 0 then
     return 0
 end
 redis.call("del",KEYS[1])
-if r[1] == "" then
+if r[1] == "" or r[4] == r[2] then
     redis.call("set",KEYS[1],r[2])
 else
     redis.call("set",KEYS[1],r[2] .. ":" .. r[1])
