@@ -84,6 +84,7 @@ var (
 	errTooManyPending = errors.New("too many replies outstanding (MaxPending) until the batch deadline")
 	errUnexpectedKind = errors.New("reply of a kind its command does not expect (a stray reply?)")
 	errStraySetup     = errors.New("unsolicited bytes after the connection set-up replies")
+	errReplicaSetup   = errors.New("the node is a replica (INFO replication: role:slave): a lock's node must be a primary; set up again until it is one")
 )
 
 // ServerError is a node's error reply (e.g. "WRONGTYPE ...", "NOAUTH ..."),

@@ -101,9 +101,12 @@ func TestRealQuorumEarlyPaused(t *testing.T) {
 
 // A plain node made a replica behind the client's back (REPLICAOF, which
 // keeps every connection) answers READONLY: the reply is delivered, then
-// the connection is replaced and the node set up again, so its
-// incarnation is learned anew (role slave, the master's history): what
-// redlock judges (docs/OPERATIONS.md, rule 1).
+// the connection is replaced. Its set-up is refused while the node is a
+// replica (a promotion would keep the connection, and what the set-up
+// learned would stand for the primary it becomes); once it is promoted
+// (REPLICAOF NO ONE) the set-up learns the new history, promoted, which
+// redlock judges a failover (docs/OPERATIONS.md, rule 2; docs/FENCING.md,
+// "Raise first", attack 4b).
 func TestRealReadOnlyPlainNode(t *testing.T) {
 	srv := redistest.StartN(t, 2, redistest.Options{})
 	c := newTestClient(t, redistest.Addrs(srv[:1]), func(cfg *Config) { cfg.Incarnations = true })
@@ -126,13 +129,33 @@ func TestRealReadOnlyPlainNode(t *testing.T) {
 	}
 	end := time.Now().Add(10 * time.Second)
 	for {
-		inc := c.Incarnation(0)
-		if inc != before && inc != nil && inc.Role == "slave" {
-			t.Logf("set up again: role %s, history %s (was %s)", inc.Role, inc.ReplID, before.ReplID)
+		if e := c.NodeErr(0); e != nil && strings.Contains(e.Error(), "role:slave") {
+			t.Logf("set-up refused: %v", e)
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("the connection was not set up again after READONLY: incarnation %+v, node error %v", inc, c.NodeErr(0))
+			t.Fatalf("the set-up of a replica was not refused: incarnation %+v, node error %v", c.Incarnation(0), c.NodeErr(0))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if inc := c.Incarnation(0); inc != before {
+		t.Fatalf("a replica's set-up was learned: %+v", inc)
+	}
+	if _, err := redisproc.Command(srv[0].Addr, "", "REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	end = time.Now().Add(10 * time.Second)
+	for {
+		_ = setNode0(c, key, "z") // the supervisor redials with backoff; a write waits for it
+		inc := c.Incarnation(0)
+		if inc != before && inc != nil {
+			if inc.Role != "master" || !inc.Promoted || inc.ReplID == before.ReplID {
+				t.Fatalf("set up again after the promotion: %+v, want a promoted master with a new history (was %s)", inc, before.ReplID)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the node was not set up again after its promotion: incarnation %+v, node error %v", inc, c.NodeErr(0))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -158,6 +158,15 @@ func runSetup(rw setupRW, r *resolved, i, shard int, deadline time.Time) ([]byte
 		buf = buf[:len(buf)+n]
 	}
 	seen := time.Now()
+	//mutant:replica-setup-accepted
+	if inc.Err == "" && inc.Role == "slave" {
+		// a replica's data came by replication, and a promotion (REPLICAOF
+		// NO ONE, a virtual IP moved before it) keeps this connection with
+		// no new set-up: what it said now would stand for the primary it
+		// becomes. Refused: the node is set up again until it is one
+		// (Sentinel and cluster nodes ask ROLE for the same reason).
+		return nil, &setupError{step: "INFO replication", text: errReplicaSetup.Error()}
+	}
 	rest, err := setupRest(r, i, buf[off:])
 	if err == nil && r.Incarnations && r.learn != nil {
 		inc.finish(seen)

@@ -408,7 +408,7 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 			a, have, ok := w.answer(i)
 			switch {
 			case have && ok:
-				staleGrant = a.granted && (a.stale || c.m.Incarnation(i) != w.incs[i])
+				staleGrant = a.granted && !w.current(c, i, a)
 				if a.migrate {
 					w.migrate |= 1 << i
 				}
@@ -427,7 +427,7 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 				r = intReply(1)
 			}
 			multi = true
-			staleGrant = a.granted && (a.stale || c.m.Incarnation(i) != w.incs[i])
+			staleGrant = a.granted && !w.current(c, i, a)
 			if a.migrate {
 				w.migrate |= 1 << i
 			}
@@ -437,8 +437,12 @@ func (c *Client) record(w *worker, out mux.Outcome, multi bool) tally {
 		switch {
 		case staleGrant:
 			// a fenced grant that did not count: its counters vouch for
-			// nothing (another incarnation's, or not counters)
+			// nothing (another incarnation's, or not counters, or the
+			// node's incarnation unknown)
 			rec.status, rec.err = NodeFailed, errStaleCounter
+			if w.tags[i] == "" {
+				rec.err = errFencingIncUnknown
+			}
 			t.fencingUnknown = true
 		case grant && (errors.Is(aerr, mux.ErrTimeout) || errors.Is(aerr, mux.ErrPending)):
 			rec.status, rec.err = NodePending, aerr // the replicas' acknowledgement had not come
@@ -1033,7 +1037,7 @@ func (c *Client) fence(ctx context.Context, w *worker, resource string, keys []s
 		}
 		//mutant:fence-token-one-reply
 		top = max(top, v)
-		current := !a.stale && c.m.Incarnation(i) == w.incs[i]
+		current := w.current(c, i, a)
 		if a.granted && current && !a.wrote {
 			//mutant:fence-guess-unchecked
 			fast = false // this granted node did not take the guess

@@ -328,12 +328,23 @@ func (c *Client) newWorker() *worker {
 			a, ok = fencedReply(rs.At(w.lockN[i]-1), w.guess)
 		}
 		w.ans[i], w.ansOK[i] = a, ok
-		return ok && a.granted && !a.stale && c.m.Incarnation(i) == w.incs[i] && w.grantable(c, i, rs)
+		return ok && a.granted && w.current(c, i, a) && w.grantable(c, i, rs)
 	}
 	w.extendOK = func(i int, rs mux.Replies) bool {
 		return isOne(i, rs.At(0)) && w.acked(i, rs)
 	}
 	return w
+}
+
+// current reports whether node i's fenced answer a vouches for its
+// counter: not stale, from the incarnation its command was tagged for,
+// and that incarnation known. A node whose incarnation is unknown (it
+// refuses INFO) cannot be told failed over, so its counter, which a
+// promoted replica's older copy may have replaced, vouches for nothing
+// (docs/FENCING.md, "Raise first", attack 4b).
+func (w *worker) current(c *Client, i int, a fencedAns) bool {
+	//mutant:fence-unknown-incarnation-counted
+	return !a.stale && w.tags[i] != "" && c.m.Incarnation(i) == w.incs[i]
 }
 
 // grantable reports whether node i's granting reply counts (rules 2 and

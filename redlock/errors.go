@@ -66,6 +66,11 @@ var (
 // answers otherwise).
 var errFencedForm = errors.New("redlock: unexpected answer to a fenced lock's commands (ZADD, SET, ZREVRANGE)")
 
+// errFencingIncUnknown is a node's error in a fenced attempt whose grant
+// there did not count because the node's incarnation is unknown (it
+// refuses INFO): its failovers cannot be told (docs/FENCING.md).
+var errFencingIncUnknown = errors.New("redlock: fencing counter unusable: the node's incarnation is unknown (it refuses INFO), so a failover that replaced its counter with an older copy could not be told; fencing needs nodes that answer INFO")
+
 var errStaleCounter = errors.New("redlock: fencing counter stale (written by another incarnation of the node, or not a counter): re-seeded by the next grant that reads a quorum of current ones")
 
 // Messages. Every error of this package starts with "redlock: ", once: a

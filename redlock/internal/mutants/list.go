@@ -181,6 +181,12 @@ var mutants = []Mutant{
 			"\treturn demotedReply(f, false)\n",
 			"\treturn nil\n"}},
 	},
+	{
+		Name: "replica-setup-accepted", Class: "a plain node's set-up accepted while the node is a replica: a promotion keeps the connection, and the replica's history, not the promoted one's, stands for it (a failover judged a restart, or a failed-over node's counters read exact)", Test: "TestRealReadOnlyPlainNode", Scripted: true, Pkg: "./mux",
+		Edits: []Edit{{"mux/setup.go",
+			"\tif inc.Err == \"\" && inc.Role == \"slave\" {\n",
+			"\tif inc.Err == \"\" && inc.Role == \"slave\" && false {\n"}},
+	},
 	// Issue 45: one primary per Sentinel node, as the sentinels' majority
 	// sees it, and grants that wait for the replicas.
 	{
@@ -479,6 +485,12 @@ var mutants = []Mutant{
 		Edits: []Edit{{"redlock/acquire.go",
 			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.tag[1:] == tag {\n",
 			"\tif f := c.trust.nodes[i].failover.Load(); f != nil && f.inc == p {\n"}},
+	},
+	{
+		Name: "fence-unknown-incarnation-counted", Class: "a fenced grant counted on a node that refuses INFO: its failover to an older copy of the counter cannot be told, and a proposal between the copy and the last token is taken", Test: "TestFencingNeedsIncarnation", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/client.go",
+			"\treturn !a.stale && w.tags[i] != \"\" && c.m.Incarnation(i) == w.incs[i]\n",
+			"\treturn !a.stale && c.m.Incarnation(i) == w.incs[i]\n"}},
 	},
 	{
 		Name: "fence-promoted-exact", Class: "a node first met after its promotion read exact (its counters came by replication): a client that did not see the failover creates the history's member with an unvouched proposal", Test: "TestFencingStrictKept", Short: true, Scripted: true,
