@@ -278,7 +278,7 @@ func WithFailFast(on bool) LockOption {
 //
 // Tokens are not consecutive: the client proposes one (the wall clock in
 // microseconds, or above the highest counter it has seen) and the nodes
-// take it in the same step that grants the lock, so the usual acquisition
+// take it with the commands that grant the lock, so the usual acquisition
 // costs no extra round trip. When a granted node's counter is already at
 // or above the proposal (another client's clock is ahead), the token is 1
 // + the highest counter read and is written back to a quorum before
@@ -302,8 +302,10 @@ func WithFailFast(on bool) LockOption {
 // fail on it with WRONGTYPE rather than read it wrong: upgrade every
 // client of the nodes together (docs/FENCING.md, "The sorted-set
 // counter"). It needs Redis 6.2 or later (ZADD GT), as the string form did
-// (SET ... GET). It must survive restarts: run the nodes with appendonly
-// yes and appendfsync always. A lost counter is covered as long as one
+// (SET ... GET), and nodes that answer INFO: a node whose incarnation is
+// unknown counts for no fenced grant, its failovers cannot be seen. It
+// must survive restarts: run the nodes with appendonly yes and appendfsync
+// always. A lost counter is covered as long as one
 // node that both the last holder's quorum and the new grant's share still
 // has it; two quorums of 5 can share a single node, so a counter lost on
 // that node alone can repeat a token, unless the clock-based proposal is
