@@ -96,7 +96,10 @@ type Config struct {
 	// run_id, replication id, role and uptime) at every connection
 	// set-up, with INFO server and INFO replication in the set-up
 	// pipeline (nothing on the hot path). A node that refuses INFO is
-	// set up all the same, its incarnation unknown. redlock turns it on
+	// set up all the same, its incarnation unknown. A node that says it is
+	// a replica (role:slave) is not: its set-up fails and is made again
+	// until the node is a primary, since a promotion would keep the
+	// connection with the replica's history. redlock turns it on
 	// (docs/OPERATIONS.md).
 	Incarnations bool
 	// WatchFlushes: ask every node to tell each connection when its data
