@@ -21,6 +21,11 @@ var hostileSeeds = []string{
 	strings.Repeat("*1\r\n", 10000),
 	strings.Repeat("|1\r\n", 1000),
 	strings.Repeat("%1\r\n*1\r\n", 100) + ":1\r\n",
+	// Nested exactly at the default limit: valid alone, one level too
+	// deep inside another array (CI's fuzzer found the check's mistake).
+	strings.Repeat("*1\r\n", DefaultMaxDepth) + ":1\r\n",
+	strings.Repeat("|1\r\n+a\r\n+b\r\n", DefaultMaxDepth) + ":1\r\n",
+	strings.Repeat("%1\r\n+k\r\n", DefaultMaxDepth-1) + "~1\r\n_\r\n",
 	"*16777216\r\n" + strings.Repeat(":1\r\n", 3),
 	"*9223372036854775807\r\n",
 	"$536870912\r\n",
@@ -87,9 +92,17 @@ func checkParse(t *testing.T, p *Parser, b []byte) {
 			t.Fatalf("prefix n-1: n=%d err=%v", nk, err)
 		}
 		// The same frame inside an array reads back the same through Iter.
+		// Wrapping adds one level: a frame nested exactly at the limit is
+		// refused wrapped, for its depth alone, and reads with one more.
 		if p.MaxDepth == 0 {
 			wrapped := append([]byte("*1\r\n"), b[:n]...)
 			w, wn, err := p.Parse(wrapped)
+			if err != nil && strings.Contains(err.Error(), "nested deeper than the limit") {
+				if _, _, derr := (&Parser{MaxDepth: DefaultMaxDepth - 1}).Parse(b[:n]); derr == nil {
+					t.Fatalf("frame inside an array refused for depth, but the frame is below the limit: %v", err)
+				}
+				w, wn, err = (&Parser{MaxDepth: DefaultMaxDepth + 1}).Parse(wrapped)
+			}
 			if err != nil || wn != len(wrapped) {
 				t.Fatalf("frame inside an array: n=%d err=%v", wn, err)
 			}
