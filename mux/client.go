@@ -181,8 +181,8 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	gen := b.call.gen
 	b.mu.Unlock()
 	aw, _ := c.drv.(awaiter)
-	if aw != nil {
-		aw.enter()
+	if aw != nil && aw.enter(deadline) {
+		start = mono() // enter waited: the first pass judges the deadline by the clock now
 	}
 
 	// A lone caller writes at once. With other callers in Do, a caller

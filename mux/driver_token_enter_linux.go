@@ -32,16 +32,22 @@ type arrival struct {
 // With followers waiting (several callers in Do), a caller does neither:
 // the connections are in use, and a stray on one that owes replies is
 // caught by reply kinds (Batch.AddExpect), if at all.
-func (d *tokenDriver) enter() {
+//
+// The wait ends at the call's deadline (mono ns) whatever it waits for: a
+// read turn that never comes must not hold Do past it. It reports whether
+// it waited (Do then reads the clock again: past the deadline nothing is
+// sent, so nothing of the call can meet the unjudged bytes).
+func (d *tokenDriver) enter(deadline int64) bool {
 	if d.waiters.Load() != 0 {
-		return
+		return false
 	}
 	if d.tok.CompareAndSwap(false, true) {
 		d.failed(d.set.poke()) // no sweep: the caller leads next, and sweeps there
 		d.release()
-		return
+		return false
 	}
-	d.awaitArrived()
+	d.awaitArrived(deadline)
+	return true
 }
 
 // lookTries bounds enter's looks: a look is retried when a read turn
@@ -50,12 +56,12 @@ func (d *tokenDriver) enter() {
 const lookTries = 64
 
 // awaitArrived is enter's wait when another holds the token.
-func (d *tokenDriver) awaitArrived() {
+func (d *tokenDriver) awaitArrived(deadline int64) {
 	c := d.c
 	d.look.Lock()
 	defer d.look.Unlock()
 	for try := 0; try < lookTries; try++ {
-		if c.closed.Load() || d.waiters.Load() != 0 {
+		if c.closed.Load() || d.waiters.Load() != 0 || mono() >= deadline {
 			return
 		}
 		// Turns in progress on idle connections first: one may hold a
@@ -74,7 +80,7 @@ func (d *tokenDriver) awaitArrived() {
 		}
 		if len(d.pend) > 0 {
 			d.strayWaits.Add(1)
-			d.waitTurns()
+			d.waitTurns(deadline)
 			continue
 		}
 		if err := d.set.arrived(d.note); err != nil {
@@ -100,7 +106,7 @@ func (d *tokenDriver) awaitArrived() {
 		if stable {
 			if len(d.pend) > 0 {
 				d.strayWaits.Add(1)
-				d.waitTurns()
+				d.waitTurns(deadline)
 			}
 			return
 		}
@@ -109,7 +115,7 @@ func (d *tokenDriver) awaitArrived() {
 	// Out of tries (a noted connection read during every look): wait for
 	// the token and read what arrived itself.
 	d.strayWaits.Add(1)
-	for !c.closed.Load() && d.waiters.Load() == 0 {
+	for !c.closed.Load() && d.waiters.Load() == 0 && mono() < deadline {
 		if d.tok.CompareAndSwap(false, true) {
 			d.after(d.set.poke())
 			d.release()
@@ -146,14 +152,18 @@ func (d *tokenDriver) noteTurn(idx int, upTo uint32) {
 }
 
 // waitTurns waits until every connection of d.pend was read up to its
-// mark, is gone, or the client closes; when the token comes free it reads
-// itself (look held).
-func (d *tokenDriver) waitTurns() {
+// mark, is gone, or the client closes, or until deadline (mono ns); when
+// the token comes free it reads itself (look held).
+func (d *tokenDriver) waitTurns(deadline int64) {
 	c := d.c
 	for _, a := range d.pend {
 		for {
 			if _, e := d.set.marks(a.cn); int32(e-a.upTo) >= 0 || c.closed.Load() || a.cn.current() != a.l {
 				break
+			}
+			//mutant:enter-waits-past-deadline
+			if mono() >= deadline {
+				return
 			}
 			if d.tok.CompareAndSwap(false, true) {
 				d.after(d.set.poke())

@@ -64,7 +64,9 @@ type driver interface {
 // when the call has not settled by the time everything is sent. Without
 // it, Do waits on the batch and the driver's reader side wakes it.
 type awaiter interface {
-	enter()
+	// enter runs before the caller's commands go out; it waits at most
+	// until deadline (mono ns) and reports whether it waited.
+	enter(deadline int64) bool
 	await(ctx context.Context, b *Batch, deadline int64, ctxDeadline bool) error
 	// sent runs once the caller's commands are queued, before await (or
 	// before Do returns, settled is then true): a driver whose links

@@ -187,6 +187,12 @@ var mutants = []Mutant{
 			"\tif inc.Err == \"\" && inc.Role == \"slave\" {\n",
 			"\tif inc.Err == \"\" && inc.Role == \"slave\" && false {\n"}},
 	},
+	{
+		Name: "enter-waits-past-deadline", Class: "a call's wait for a read turn of what arrived unasked (enter) has no end but the turn: a holder that never reads keeps Do past its deadline (CI's mutants-short, stop 63)", Test: "TestStrayWaitEndsAtDeadline", Scripted: true, Pkg: "./mux",
+		Edits: []Edit{{"mux/driver_token_enter_linux.go",
+			"\t\t\tif mono() >= deadline {\n\t\t\t\treturn\n\t\t\t}\n\t\t\tif d.tok.CompareAndSwap",
+			"\t\t\tif false {\n\t\t\t\treturn\n\t\t\t}\n\t\t\tif d.tok.CompareAndSwap"}},
+	},
 	// Issue 45: one primary per Sentinel node, as the sentinels' majority
 	// sees it, and grants that wait for the replicas.
 	{

@@ -117,3 +117,34 @@ func TestMarkersOnPatchedLines(t *testing.T) {
 		}
 	}
 }
+
+// TestHangReport: a run that timed out is reported by its goroutines in
+// redmux code, grouped and counted, largest group first; a run that did
+// not time out reports nothing.
+func TestHangReport(t *testing.T) {
+	dump := "=== RUN   TestAvailabilityNoLeftovers\npanic: test timed out after 7m0s\n\trunning tests:\n\t\tTestAvailabilityNoLeftovers (7m0s)\n\n" +
+		"goroutine 10 [running]:\ntesting.(*M).startAlarm.func1()\n\t/usr/local/go/src/testing/testing.go:2802 +0x354\ncreated by time.goFunc\n\t/usr/local/go/src/time/sleep.go:215 +0x2d\n\n"
+	holder := "goroutine %d [runnable]:\nruntime.Gosched()\n\t/usr/local/go/src/runtime/proc.go:1 +0x1\n" +
+		"github.com/redmux/redmux/mux.(*tokenDriver).waitTurns(0x1)\n\t/x/mux/driver_token_enter_linux.go:160 +0x1\n" +
+		"github.com/redmux/redmux/mux.(*Client).Do(0x1, {0x2, 0x3})\n\t/x/mux/client.go:185 +0x1\n" +
+		"created by github.com/redmux/redmux/redlock.runHolders in goroutine 7\n\t/x/redlock/safety_test.go:1 +0x1\n\n"
+	for i := 0; i < 3; i++ {
+		dump += strings.ReplaceAll(holder, "%d", string(rune('a'+i)))
+	}
+	dump += "goroutine 20 [select, 6 minutes]:\ngithub.com/redmux/redmux/mux.(*tokenDriver).poll(0x1)\n\t/x/mux/driver_token_linux.go:300 +0x1\n\n"
+	r := hangReport("demo", dump)
+	for _, want := range []string{"3 x [runnable] mux.(*tokenDriver).waitTurns < mux.(*Client).Do", "1 x [select] mux.(*tokenDriver).poll", "whole output: "} {
+		if !strings.Contains(r, want) {
+			t.Errorf("report lacks %q:\n%s", want, r)
+		}
+	}
+	if strings.Index(r, "3 x") > strings.Index(r, "1 x") || strings.Contains(r, "runHolders") || strings.Contains(r, "startAlarm") {
+		t.Errorf("groups out of order, or frames not in redmux code counted:\n%s", r)
+	}
+	if f := r[strings.Index(r, "whole output: ")+len("whole output: "):]; f != "" {
+		os.Remove(f[:strings.Index(f, ")")])
+	}
+	if hangReport("demo", "--- FAIL: TestX\nFAIL\n") != "" {
+		t.Error("a run that did not time out reported a hang")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -168,7 +169,9 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 			return o
 		}
 	}
-	args := []string{"test", "-count=1", "-v", "-run", "^" + m.Test + "$", "./redlock", "-safety.max=" + maxRun.String()}
+	// The checker stops at maxRun; a test still running minutes after
+	// that hangs, and its goroutines are what to keep (hangReport).
+	args := []string{"test", "-count=1", "-v", "-timeout", (maxRun + 5*time.Minute).String(), "-run", "^" + m.Test + "$", "./redlock", "-safety.max=" + maxRun.String()}
 	if isControl {
 		args = append(args, "-safety.acquisitions=2000")
 	} else {
@@ -199,10 +202,17 @@ func runOne(root string, files []string, m Mutant, maxRun time.Duration, keep, i
 		// (built, ran, and said so for itself)
 		o.elapsed = time.Since(t0)
 		judgeScripted(&o, text, err)
+		if !o.caught {
+			o.problem += hangReport(m.Name, text)
+		}
 		return o
 	}
 	sm := summaryRE.FindStringSubmatch(text)
 	if sm == nil {
+		if h := hangReport(m.Name, text); h != "" {
+			o.problem = "no checker summary: the test hung" + h
+			return o
+		}
 		o.problem = "no checker summary (build failure or crash?): " + tail(text, 1500)
 		return o
 	}
@@ -281,6 +291,74 @@ func skipLine(text string) string {
 
 // sampleRE2 is a scripted test's first failure message.
 var sampleRE2 = regexp.MustCompile(`(?m)Messages:\s+(.*)$`)
+
+// hangReport is what a timed-out test run leaves to read: go test's
+// goroutine dump, its goroutines grouped by state and by their redmux
+// frames, the largest groups first (the tail of the output, all a CI log
+// may keep, held only the last goroutine); the whole output goes to a
+// file. It is "" when the run did not time out.
+func hangReport(name, text string) string {
+	i := strings.Index(text, "panic: test timed out")
+	if i < 0 {
+		return ""
+	}
+	var sb strings.Builder
+	if f, err := os.CreateTemp("", "redmux-mutant-"+name+"-hang-*.log"); err == nil {
+		_, _ = f.WriteString(text)
+		_ = f.Close()
+		fmt.Fprintf(&sb, " (whole output: %s)", f.Name())
+	}
+	type group struct {
+		key string
+		n   int
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, blk := range strings.Split(text[i:], "\ngoroutine ")[1:] {
+		lines := strings.Split(blk, "\n")
+		state := lines[0]
+		if a, b := strings.Index(state, "["), strings.Index(state, "]"); a >= 0 && b > a {
+			state = state[a+1 : b]
+			if c := strings.Index(state, ","); c >= 0 {
+				state = state[:c] // "select, 9 minutes": the minutes differ
+			}
+		}
+		var frames []string
+		for _, ln := range lines[1:] {
+			if strings.HasPrefix(ln, "\t") || strings.HasPrefix(ln, "created by ") || !strings.Contains(ln, "redmux/redmux/") {
+				continue
+			}
+			fn := ln[strings.Index(ln, "redmux/redmux/")+len("redmux/redmux/"):]
+			if p := strings.LastIndex(fn, "("); p > 0 {
+				fn = fn[:p]
+			}
+			if len(frames) < 6 {
+				frames = append(frames, fn)
+			}
+		}
+		if len(frames) == 0 {
+			continue // runtime and testing goroutines
+		}
+		key := "[" + state + "] " + strings.Join(frames, " < ")
+		g := byKey[key]
+		if g == nil {
+			g = &group{key: key}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	sort.SliceStable(groups, func(a, b int) bool { return groups[a].n > groups[b].n })
+	sb.WriteString("; goroutines in redmux code by state and frames (innermost first):")
+	for _, g := range groups {
+		if sb.Len() > 6000 {
+			sb.WriteString("\n    ...")
+			break
+		}
+		fmt.Fprintf(&sb, "\n    %d x %s", g.n, g.key)
+	}
+	return sb.String()
+}
 
 func tail(s string, n int) string {
 	if len(s) > n {
