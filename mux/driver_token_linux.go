@@ -74,6 +74,70 @@ type tokenDriver struct {
 	pend       []arrival
 	note       func(idx int)
 	strayWaits atomic.Int64 // enters that waited for the holder to read what had arrived (tests)
+
+	// Writes handed to the holder (handOff, endDelivery): while it
+	// delivers what a wait returned (delivering), the callers its
+	// replies woke queue their next commands and leave the writes to it.
+	delivering atomic.Bool
+	nHanded    atomic.Int32 // len(handed), read without hmu
+	hmu        sync.Mutex   // handed, handSpare
+	handed     []*pconn     // claimed writers to write at the delivery's end
+	handSpare  []*pconn     // handed's other array (no allocation per drain)
+	handHook   func()       // tests: runs in handOff between its look and its append
+}
+
+// handOff leaves the caller's claimed writers to the token's holder when
+// it is delivering replies (the set's handle): the holder writes them all
+// when the delivery ends (endDelivery), so the commands of every caller
+// its replies woke leave in one write per connection instead of one write
+// per claimer (which yields once, then writes, while the holder is still
+// waking others). It reports whether it did; the caller then neither
+// yields nor writes. A holder that ended its delivery before the claims
+// were appended may have drained without them: the caller then writes
+// them itself (flushClaimed does nothing for a claim already written).
+//
+// On 2 cores, 256 callers, 5 real servers: 0.24 instead of 0.37 socket
+// writes per lock pair, and 5-8 % less client CPU per pair
+// (results/cost/README.md, ninth session).
+func (d *tokenDriver) handOff(claims []*pconn) bool {
+	if !d.delivering.Load() {
+		return false
+	}
+	if d.handHook != nil {
+		d.handHook()
+	}
+	d.hmu.Lock()
+	d.handed = append(d.handed, claims...)
+	d.nHanded.Store(int32(len(d.handed)))
+	d.hmu.Unlock()
+	//mutant:handoff-stranded
+	if !d.delivering.Load() {
+		flushClaims(&claims)
+	}
+	return true
+}
+
+// endDelivery ends a delivery (token held): what callers handed over
+// during it is written now.
+func (d *tokenDriver) endDelivery() {
+	d.delivering.Store(false)
+	if d.nHanded.Load() == 0 {
+		// Nothing handed: a hand-off still to come sees delivering false
+		// after its count was stored, and writes its claims itself.
+		return
+	}
+	d.hmu.Lock()
+	h := d.handed
+	d.handed, d.handSpare = d.handSpare[:0], nil
+	d.nHanded.Store(0)
+	d.hmu.Unlock()
+	//mutant:handoff-never-written
+	if len(h) > 0 {
+		flushClaims(&h)
+	}
+	d.hmu.Lock()
+	d.handSpare = h[:0]
+	d.hmu.Unlock()
 }
 
 var _ driver = (*tokenDriver)(nil)

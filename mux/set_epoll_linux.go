@@ -73,6 +73,10 @@ func (s *epollSet) handle(evs []unix.EpollEvent, err error) error {
 		return err
 	}
 	c := s.d.c
+	if len(evs) == 0 {
+		return nil
+	}
+	s.d.delivering.Store(true) // callers woken below hand their writes to us (handOff)
 	for _, e := range evs {
 		if e.Fd == wakeTag {
 			continue
@@ -89,6 +93,7 @@ func (s *epollSet) handle(evs []unix.EpollEvent, err error) error {
 			cn.readable(l)
 		}
 	}
+	s.d.endDelivery()
 	return nil
 }
 

@@ -75,4 +75,7 @@ type awaiter interface {
 	// follow(1) counts a caller that waits for others to read (for queue
 	// room) as a follower, so that someone reads; follow(-1) ends it.
 	follow(delta int32)
+	// handOff leaves the caller's claimed writers to the holder, which
+	// writes them when its delivery ends; false: the caller writes them.
+	handOff(claims []*pconn) bool
 }

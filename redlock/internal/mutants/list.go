@@ -193,6 +193,18 @@ var mutants = []Mutant{
 			"\t\t\tif mono() >= deadline {\n\t\t\t\treturn\n\t\t\t}\n\t\t\tif d.tok.CompareAndSwap",
 			"\t\t\tif false {\n\t\t\t\treturn\n\t\t\t}\n\t\t\tif d.tok.CompareAndSwap"}},
 	},
+	{
+		Name: "handoff-stranded", Class: "a caller that hands its writers to a holder whose delivery ended meanwhile does not write them itself: its commands wait for a delivery that may never come (issue 47)", Test: "TestHandOffAfterDeliveryEnded", Scripted: true, Pkg: "./mux", Short: true,
+		Edits: []Edit{{"mux/driver_token_linux.go",
+			"\tif !d.delivering.Load() {\n\t\tflushClaims(&claims)\n\t}\n",
+			"\tif false {\n\t\tflushClaims(&claims)\n\t}\n"}},
+	},
+	{
+		Name: "handoff-never-written", Class: "the holder ends its delivery without writing the writers handed to it (issue 47)", Test: "TestHandOffWrittenAtDeliveryEnd", Scripted: true, Pkg: "./mux", Short: true,
+		Edits: []Edit{{"mux/driver_token_linux.go",
+			"\tif len(h) > 0 {\n\t\tflushClaims(&h)\n\t}\n",
+			"\tif false {\n\t\tflushClaims(&h)\n\t}\n"}},
+	},
 	// Issue 45: one primary per Sentinel node, as the sentinels' majority
 	// sees it, and grants that wait for the replicas.
 	{
