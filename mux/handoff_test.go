@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,4 +181,38 @@ func benchHandoff(b *testing.B, mode int) {
 	wg.Wait()
 	b.StopTimer()
 	cpu.report(b)
+}
+
+// BenchmarkCoreHop is one cache line's round trip between two goroutines
+// spinning on two Ps (two threads, on two cores when the machine has
+// them): what the hardware charges each cross-core hand-off of mux's (a
+// batch the reader fills, a mutex both sides take, a wake-up). On the
+// 2-vCPU VMs here it is bimodal, about 80 ns when the vCPUs share a
+// last-level cache and about 400 ns when the hypervisor places them
+// apart, and mux's client CPU per pair at -c 256 nearly doubles with it
+// while redis-benchmark's barely moves (results/cost/README.md, ninth
+// session): ceiling.sh and fenced.sh print it with every round. Skipped
+// below GOMAXPROCS 2.
+func BenchmarkCoreHop(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs GOMAXPROCS >= 2")
+	}
+	var x atomic.Int64
+	n := int64(b.N)
+	done := make(chan struct{})
+	b.ResetTimer()
+	go func() {
+		for i := int64(1); i < 2*n; i += 2 {
+			for x.Load() != i {
+			}
+			x.Store(i + 1)
+		}
+		close(done)
+	}()
+	for i := int64(0); i < 2*n; i += 2 {
+		for x.Load() != i {
+		}
+		x.Store(i + 1)
+	}
+	<-done
 }

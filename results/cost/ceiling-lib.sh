@@ -74,3 +74,20 @@ ceiling_bench() {
 	); } 2>>"$d/cpu"
 	for p in "${ports[@]}"; do tail -1 "$d/rb.$p" | cut -d, -f2 | tr -d '"'; done | sort -g | head -1
 }
+
+# corehop_setup DIR: builds mux's test binary into DIR for corehop (once
+# per script; the repository is this script's ../..).
+corehop_setup() {
+	(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && go test -c -o "$1/mux.test" ./mux)
+	hopbin=$1/mux.test
+}
+
+# corehop: ns per cache-line round trip between two cores now
+# (mux.BenchmarkCoreHop, 1,000,000 trips, about 0.1-0.4 s). On the
+# 2-vCPU VMs it is ~80 ns or ~400 ns as the hypervisor places the vCPUs,
+# and mux's CPU per pair follows it: a round is comparable only with
+# rounds of the same class (results/cost/README.md, ninth session).
+corehop() {
+	"$hopbin" -test.run '^$' -test.bench '^BenchmarkCoreHop$' -test.benchtime 1000000x 2>/dev/null |
+		awk '/^BenchmarkCoreHop/ {printf "%.0f\n", $3}'
+}

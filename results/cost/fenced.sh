@@ -18,6 +18,7 @@ pids=()
 trap stop_local EXIT
 
 local_servers "$tmp" fenced.sh
+corehop_setup "$tmp"
 
 # one WORKLOAD C: prints "pairs/s cpu_us_per_pair failed"
 one() {
@@ -29,9 +30,10 @@ s = [x for x in json.load(open(sys.argv[1]))["strategies"] if x["name"] == "mux"
 print(round(s["ops_per_sec"]), round(s["cpu_us_per_op"], 2), s.get("failed", 0))' "$tmp/rm/summary.json"
 }
 
-printf '%-6s %5s %12s %10s %12s %10s %7s %6s\n' round -c plain/s "plain cpu" fenced/s "fenced cpu" ratio load
+printf '%-6s %5s %12s %10s %12s %10s %7s %6s %7s\n' round -c plain/s "plain cpu" fenced/s "fenced cpu" ratio load "hop ns"
 for r in $(seq "$rounds"); do
 	for c in "${cs[@]}"; do
+		hop=$(corehop) # the cores' round trip (ceiling-lib.sh): compare rounds of one class
 		if [ $((r % 2)) -eq 1 ]; then
 			read -r pr pc pf < <(one acquire-release "$c")
 			read -r fr fc ff < <(one fenced "$c")
@@ -41,8 +43,8 @@ for r in $(seq "$rounds"); do
 		fi
 		[ "$pf" = 0 ] && [ "$ff" = 0 ] || echo "fenced.sh: round $r -c $c: failed plain $pf, fenced $ff" >&2
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		awk -v r="$r" -v c="$c" -v pr="$pr" -v pc="$pc" -v fr="$fr" -v fc="$fc" -v l="$load" \
-			'BEGIN {printf "%-6s %5s %12s %10s %12s %10s %7.2f %6s\n", r, c, pr, pc, fr, fc, fr/pr, l}' | tee -a "$tmp/rows"
+		awk -v r="$r" -v c="$c" -v pr="$pr" -v pc="$pc" -v fr="$fr" -v fc="$fc" -v l="$load" -v hop="$hop" \
+			'BEGIN {printf "%-6s %5s %12s %10s %12s %10s %7.2f %6s %7s\n", r, c, pr, pc, fr, fc, fr/pr, l, hop}' | tee -a "$tmp/rows"
 	done
 done
 for c in "${cs[@]}"; do
