@@ -15,6 +15,9 @@
 #     from the first checkout whose tests have it: what the Go runtime
 #     alone charges a goroutine-per-caller client per call, each round
 #     once, beside the two above ("floor", and floor/rb).
+# "hop ns" is the cores' cache-line round trip before the round
+# (BenchmarkCoreHop, from the first checkout that has it; ceiling-lib.sh):
+# compare rounds of the same class only.
 # Each round prints one line per checkout (their order flips every round),
 # then the medians of CPU per SET and of the rounds' ratios.
 # SET_CPU=1 runs both benchmarks at GOMAXPROCS=1 (-test.cpu; default: the
@@ -35,11 +38,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-floorbin=
+floorbin= hopbin=
 for i in "${!dirs[@]}"; do
 	(cd "${dirs[$i]}" && go test -c -o "$tmp/mux$i.test" ./mux)
 	if [ -z "$floorbin" ] && "$tmp/mux$i.test" -test.list '^BenchmarkHandoffFloor$' | grep -q .; then
 		floorbin="$tmp/mux$i.test"
+	fi
+	if [ -z "$hopbin" ] && "$tmp/mux$i.test" -test.list '^BenchmarkCoreHop$' | grep -q .; then
+		hopbin="$tmp/mux$i.test"
 	fi
 done
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -51,10 +57,15 @@ for _ in $(seq 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; slee
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-printf '%-6s %-24s %10s %11s %7s %6s %9s %8s\n' round checkout "rb us/SET" "mux us/SET" mux/rb load \
-	"floor us" floor/rb
+printf '%-6s %-24s %10s %11s %7s %6s %9s %8s %7s\n' round checkout "rb us/SET" "mux us/SET" mux/rb load \
+	"floor us" floor/rb "hop ns"
 for r in $(seq "$rounds"); do
 	TIMEFORMAT='%U %S'
+	hop=-
+	if [ -n "$hopbin" ]; then
+		hop=$("$hopbin" -test.run '^$' -test.bench '^BenchmarkCoreHop$' -test.benchtime 1000000x |
+			awk '/^BenchmarkCoreHop/ {printf "%.0f", $3}')
+	fi
 	rb=$({ time redis-benchmark -p "$port" -P 16 -c 50 -n "$n" -r 100000000 -t set -q >/dev/null; } 2>&1 |
 		awk -v n="$n" '{printf "%.3f", ($1 + $2) / n * 1e6}')
 	redis-cli -p "$port" FLUSHALL >/dev/null
@@ -70,9 +81,9 @@ for r in $(seq "$rounds"); do
 			awk '/^BenchmarkSet256/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "%.3f", $i / 1000}')
 		[ -n "$mux" ] || { echo "set.sh: BenchmarkSet256 in ${dirs[$i]} reported no cpu-ns/op" >&2; exit 1; }
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		awk -v r="$r" -v d="${dirs[$i]}" -v a="$rb" -v b="$mux" -v l="$load" -v f="$floor" \
-			'BEGIN {printf "%-6s %-24s %10.3f %11.3f %7.2f %6s %9s %8s\n", r, d, a, b, b/a, l, f,
-				(f == "-" ? "-" : sprintf("%.2f", f/a))}' | tee -a "$tmp/rows"
+		awk -v r="$r" -v d="${dirs[$i]}" -v a="$rb" -v b="$mux" -v l="$load" -v f="$floor" -v h="$hop" \
+			'BEGIN {printf "%-6s %-24s %10.3f %11.3f %7.2f %6s %9s %8s %7s\n", r, d, a, b, b/a, l, f,
+				(f == "-" ? "-" : sprintf("%.2f", f/a)), h}' | tee -a "$tmp/rows"
 	done
 done
 for d in "${dirs[@]}"; do
