@@ -113,6 +113,9 @@ type Chaos struct {
 	cl     *Cluster
 	p      ChaosProfile
 	Counts ChaosCounts
+
+	logMu sync.Mutex
+	log   []ChaosEvent // chaos_log.go
 }
 
 // NewChaos returns an injector of p's faults into cl, with p's defaults
@@ -213,6 +216,7 @@ func (ch *Chaos) Inject(ctx context.Context, rng *rand.Rand) {
 				impaired++
 				mu.Unlock()
 				ch.Counts.Rolling.Add(1)
+				ch.note(nodes[i], "rolling restart (losing data, back at once)")
 				_ = nodes[i].Restart(true, 0)
 				mu.Lock()
 				busy[i] = false
@@ -277,7 +281,9 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	if p.ReplyDelay {
 		actions = append(actions, chaosAction{false, func(n *Node, d time.Duration, rng *rand.Rand) {
 			cnt.ReplyDelay.Add(1)
-			n.SetReplyDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			dl := span(rng, 200*time.Microsecond, p.MaxDelay)
+			ch.note(n, "replies delayed %v for %v", dl, d)
+			n.SetReplyDelay(dl, p.MaxDelay/10)
 			sleepCtx(ctx, d)
 			n.SetReplyDelay(0, 0)
 		}})
@@ -285,7 +291,9 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	if p.RequestDelay {
 		actions = append(actions, chaosAction{false, func(n *Node, d time.Duration, rng *rand.Rand) {
 			cnt.RequestDelay.Add(1)
-			n.SetRequestDelay(span(rng, 200*time.Microsecond, p.MaxDelay), p.MaxDelay/10)
+			dl := span(rng, 200*time.Microsecond, p.MaxDelay)
+			ch.note(n, "requests delayed %v for %v", dl, d)
+			n.SetRequestDelay(dl, p.MaxDelay/10)
 			sleepCtx(ctx, d)
 			n.SetRequestDelay(0, 0)
 		}})
@@ -299,6 +307,7 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 			} else {
 				cnt.PartitionRequests.Add(1)
 			}
+			ch.note(n, "partition (%v) for %v", dir, d)
 			gen := n.partition(dir)
 			sleepCtx(ctx, d)
 			n.endPartition(gen)
@@ -307,6 +316,7 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	if p.DownUp {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.Down.Add(1)
+			ch.note(n, "down for %v", d)
 			gen := n.down()
 			sleepCtx(ctx, d)
 			_, _ = n.upIf(gen)
@@ -315,6 +325,7 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	if p.Blackhole {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.Blackhole.Add(1)
+			ch.note(n, "blackhole for %v", d)
 			gen := n.blackhole()
 			sleepCtx(ctx, d)
 			n.endBlackhole(gen)
@@ -323,6 +334,7 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 	if p.RestartKeep {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.RestartKeep.Add(1)
+			ch.note(n, "restart keeping data, away %v", d)
 			_ = n.Restart(false, d)
 		}})
 	}
@@ -334,22 +346,34 @@ func (ch *Chaos) actions(ctx context.Context) []chaosAction {
 		delay := time.Duration(float64(p.MaxTTL)/(1-rate)) + 2*p.ClockStep + p.MaxTTL/10 + 20*time.Millisecond
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
 			cnt.RestartDelayed.Add(1)
+			ch.note(n, "restart losing data, away %v", delay)
 			_ = n.Restart(true, delay)
 		}})
 	}
 	if p.RestartNoDelay {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
 			cnt.RestartNoDelay.Add(1)
+			ch.note(n, "restart losing data, back at once")
 			_ = n.Restart(true, 0)
 		}})
 	}
 	if p.Failover {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			cnt.Failovers.Add(1)
-			_ = n.Failover(span(rng, 0, p.FailoverLag), 0)
+			lag := span(rng, 0, p.FailoverLag)
+			ch.note(n, "failover to a replica %v behind", lag)
+			_ = n.Failover(lag, 0)
 		}})
 	}
 	actions = append(actions, ch.dataSetActions(ctx)...)
+	return append(actions, ch.shardActions()...)
+}
+
+// shardActions lists the sharded clusters' faults the profile enables
+// (Migrations, WipeMoves).
+func (ch *Chaos) shardActions() []chaosAction {
+	p, cnt := ch.p, &ch.Counts
+	var actions []chaosAction
 	if p.Migrations {
 		actions = append(actions, chaosAction{false, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			r := n.shard.Load()
@@ -459,6 +483,7 @@ func (ch *Chaos) clock(ctx context.Context, n *Node, rng *rand.Rand) {
 			// half the steps at the bound: a clock that gains the whole allowance
 			step, rate = p.ClockStep, p.ClockRate
 		}
+		ch.note(n, "clock step %v, rate %+.4f", step, rate)
 		n.StepClock(step, rate)
 		ch.Counts.ClockSteps.Add(1)
 	}

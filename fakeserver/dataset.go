@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -169,7 +170,9 @@ func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
 	if p.RestartLag {
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, rng *rand.Rand) {
 			cnt.RestartLag.Add(1)
-			_ = n.RestartLag(span(rng, 0, p.FailoverLag))
+			lag := span(rng, 0, p.FailoverLag)
+			ch.note(n, "restart from a snapshot %v old", lag)
+			_ = n.RestartLag(lag)
 		}})
 	}
 	if p.Wipes {
@@ -177,6 +180,7 @@ func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
 		// it held is gone: it impairs the node as a restart does
 		actions = append(actions, chaosAction{true, func(n *Node, _ time.Duration, _ *rand.Rand) {
 			cnt.Wipes.Add(1)
+			ch.note(n, "wipe (FLUSHALL)")
 			n.Flush()
 		}})
 	}
@@ -189,14 +193,18 @@ func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
 				// TTL ago: its marker, less every write since (what only
 				// the flush told on the connection shows)
 				cnt.ResyncsOwn.Add(1)
-				n.ResyncLag(span(rng, 0, p.MaxTTL))
+				lag := span(rng, 0, p.MaxTTL)
+				ch.note(n, "resync from an older copy of its own, %v behind", lag)
+				n.ResyncLag(lag)
 			case 1:
+				ch.note(n, "resync from an empty server")
 				n.Resync(nil) // an empty server's
 			default:
 				from := ch.cl.Nodes[rng.IntN(len(ch.cl.Nodes))]
 				if from == n {
 					from = nil
 				}
+				ch.note(n, "resync from node %d (nil: an empty one) %v", slices.Index(ch.cl.Nodes, from), from == nil)
 				n.Resync(from) // a sibling's data set, marker and all
 			}
 		}})
@@ -204,10 +212,13 @@ func (ch *Chaos) dataSetActions(ctx context.Context) []chaosAction {
 	if p.InfoRefused {
 		actions = append(actions, chaosAction{true, func(n *Node, d time.Duration, _ *rand.Rand) {
 			cnt.InfoRefused.Add(1)
+			ch.note(n, "INFO refused for %v", d)
 			n.RefuseInfo(true)
 			sleepCtx(ctx, d/2)
+			ch.note(n, "restart losing data while INFO is refused, back at once")
 			_ = n.Restart(true, 0)
 			sleepCtx(ctx, d/2)
+			ch.note(n, "INFO answered again")
 			n.RefuseInfo(false)
 		}})
 	}

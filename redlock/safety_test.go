@@ -100,6 +100,16 @@ func (c chaosLives) Lives() []string {
 	return out
 }
 
+// FaultsBetween lists the faults the chaos began from from to to, for a
+// failed run's timelines (checker.FaultLog).
+func (c chaosLives) FaultsBetween(from, to time.Time) []checker.Note {
+	var out []checker.Note
+	for _, e := range c.Events(from, to) {
+		out = append(out, checker.Note{At: e.At, What: e.String()})
+	}
+	return out
+}
+
 // safetyConfig is the workload: holders that keep the lock to the end of
 // their claimed validity (or crash), extend late or early to a shorter TTL
 // (some under a ctx deadline that ends mid-call), stall mid-acquire and
@@ -169,6 +179,9 @@ func runSafetyOn(t *testing.T, prof fakeserver.ChaosProfile, prep func(*fakeserv
 	t.Logf("seed %d, transport %s: %v", seed, cfg.Transport, res)
 	t.Logf("%v", &chaos.Counts)
 	t.Logf("%s acquisitions=%d elapsed=%v", res.Summary(), res.Acquired, res.Elapsed.Round(time.Millisecond))
+	for _, tl := range res.Timelines {
+		t.Log(tl)
+	}
 	require.Zero(t, res.Total(), "safety violated: %v", res.Report)
 	require.Zero(t, res.OtherErrors, "unexpected error: %v", res.FirstError)
 	require.GreaterOrEqual(t, res.Acquired, int64(n))

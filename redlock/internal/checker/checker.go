@@ -48,6 +48,7 @@ type Interval struct {
 	Start    time.Time // carries a monotonic reading
 	End      time.Time // end of the claimed validity, or where it was cut
 	Kind     string    // what the claim follows (acquired, extended, ...), for reports
+	Note     string    // which nodes held the key just after the acquisition, for timelines
 }
 
 // Violation is a claim that began while a claim of another holding of the

@@ -171,6 +171,7 @@ type Config struct {
 // Result is the outcome of Run.
 type Result struct {
 	Report
+	Timelines       []string      // the first overlaps' claims, quarantines and faults (timeline.go)
 	Acquired        int64         // successful acquisitions
 	Attempts        int64         // acquisition attempts (Acquire retries until it succeeds or gives up)
 	NotAcquired     int64         // Acquire calls that gave up

@@ -18,6 +18,7 @@ type endCounter struct {
 	self  map[uint64]bool // ended by themselves (true: lost or expired)
 	nEnds int64
 	nLost int64
+	incs  []incEvent // OpIncarnation events, for timelines (timeline.go)
 }
 
 func newEndCounter() *endCounter {
@@ -25,6 +26,10 @@ func newEndCounter() *endCounter {
 }
 
 func (o *endCounter) Observe(e redlock.Event) {
+	if e.Op == redlock.OpIncarnation {
+		o.noteInc(e)
+		return
+	}
 	if e.Op != redlock.OpKeepAliveEnd {
 		return
 	}

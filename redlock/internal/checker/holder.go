@@ -43,13 +43,16 @@ type holding struct {
 	// whose data set changed while the acquisition ran may hold a copy of
 	// another node's key, whose expiry that node's clock set
 	pre []string
+	// note: which nodes held the key just after Acquire returned (a fake
+	// cluster's KeyLister), for a failed run's timelines
+	note string
 }
 
 // claim records a claim of the holding, on each of its resources.
 func (g *holding) claim(from, to time.Time) {
 	w := g.w
 	if g.rs == nil {
-		w.rec.Add(Interval{Resource: g.r, Holder: w.id, Holding: g.id, Start: from, End: to, Kind: w.kind})
+		w.rec.Add(Interval{Resource: g.r, Holder: w.id, Holding: g.id, Start: from, End: to, Kind: w.kind, Note: g.note})
 		return
 	}
 	for _, x := range g.rs {
@@ -149,6 +152,9 @@ func (w *holder) acquire(ctx context.Context, p *plan) *holding {
 		cfg.won.Store(string(v[:]), true)
 	}
 	g.l, g.end = l, l.Until()
+	if w.kl != nil && g.rs == nil {
+		g.note = keyNote(w.kl, g.r, l)
+	}
 	if h.fired && !g.end.After(h.at) {
 		w.rec.Broke(NoValidity, "holder %d: %q valid until %v after the replies were in", w.id, g.r, g.end.Sub(h.at))
 	}

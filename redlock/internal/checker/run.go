@@ -90,6 +90,7 @@ func Run(cfg Config) (Result, error) {
 	res := Result{Elapsed: elapsed, StoppedByCheck: stopped.Load()}
 	res.KeepAliveEnds, res.KeepAliveLost = checkEnds(obs, rec)
 	res.Report = rec.Check()
+	res.Timelines = timelines(&cfg, res.Report, rec, obs)
 	s.into(&res, store, holders)
 	res.LegacyCounters = legacy.Load()
 	if p := firstErr.Load(); p != nil {
