@@ -292,6 +292,7 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	// marker, read after the lock command on the same connection (rule 4)
 	c.prepWait(w, b, timeout)
 	c.prepMarkers(w, b, resource)
+	c.prepHistory(w, b) // INFO replication on nodes without the flush watch (rule 4)
 
 	w.steady, w.want = 0, c.wantRecord()
 	t1 := mono() // step 1: before the first byte is sent
@@ -299,6 +300,9 @@ func (c *Client) attempt(ctx context.Context, w *worker, resource string, keys [
 	out, err := c.m.Do(ctx, b, pol)
 	hook.At(ctx, hook.AcquireReplied) // the safety checker's client pause; nil outside it
 	t2 := mono()
+	if w.histBad != 0 {
+		c.judgeHistories(w, b)
+	}
 	if c.noteMarkers(w, b, -1) {
 		// off the grant's path: once this attempt is decided
 		defer c.markerWork(ctx, w, resource, s.nodeTimeout)

@@ -109,6 +109,11 @@ type worker struct {
 	cb     *mux.Batch
 	steady uint64
 	want   int64
+	// infoOn: the nodes whose acquisition reads INFO replication after its
+	// MGET (no flush watch); histBad: those whose reply showed another
+	// history than the judged one (set on mux's reader, like steady;
+	// history.go)
+	infoOn, histBad uint64
 	// pend: the observer events of an operation under st.op (its node
 	// errors, the incarnations it judged), delivered by flush once st.op
 	// is released; room for 2N, so that keeping them allocates nothing
@@ -341,10 +346,13 @@ func (c *Client) newWorker() *worker {
 // and that incarnation known. A node whose incarnation is unknown (it
 // refuses INFO) cannot be told failed over, so its counter, which a
 // promoted replica's older copy may have replaced, vouches for nothing
-// (docs/FENCING.md, "Raise first", attack 4b).
+// (docs/FENCING.md, "Raise first", attack 4b). Nor does a node whose
+// history a grant found replaced on a kept connection (history.go): its
+// counters may be an older copy's, under the tag of the set-up's history,
+// until a set-up judges the new one (a failover: stale counters).
 func (w *worker) current(c *Client, i int, a fencedAns) bool {
-	//mutant:fence-unknown-incarnation-counted
-	return !a.stale && w.tags[i] != "" && c.m.Incarnation(i) == w.incs[i]
+	//mutant:fence-unknown-incarnation-counted,fence-history-replaced-counted
+	return !a.stale && w.tags[i] != "" && c.m.Incarnation(i) == w.incs[i] && c.trust.nodes[i].hist.Load() == nil
 }
 
 // grantable reports whether node i's granting reply counts (rules 2 and
@@ -357,7 +365,15 @@ func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 	// a lock command resent (NOSCRIPT's EVAL, a redirect) ran after the
 	// MGET, and after the commands behind it: the marker would not be
 	// evidence read after the grant, nor a fenced raise before its SET
-	if last != w.layout(i) || rs.Redirected(last) || !w.acked(i, rs) {
+	mg := w.layout(i) // the MGET; INFO replication after it on some nodes (history.go)
+	if w.infoOn&(1<<i) != 0 {
+		if last != mg+1 || rs.Redirected(mg) || !c.historyOK(w, i, rs.At(last)) {
+			return false
+		}
+	} else if last != mg {
+		return false
+	}
+	if rs.Redirected(last) || !w.acked(i, rs) {
 		return false
 	}
 	for k := 0; k < w.lockN[i]; k++ {
@@ -365,7 +381,7 @@ func (w *worker) grantable(c *Client, i int, rs mux.Replies) bool {
 			return false
 		}
 	}
-	ok, steady := markerCheck(w.mstate[i], rs.At(last), w.want)
+	ok, steady := markerCheck(w.mstate[i], rs.At(mg), w.want)
 	if steady {
 		w.steady |= 1 << i // noteMarkers passes over it
 	}

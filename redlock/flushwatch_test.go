@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,11 +22,16 @@ import (
 // refused while A's lock is valid, each node quarantined for its flush
 // (ErrDataSetFlushed: after the flush-restore, whose incarnation is
 // unchanged, nothing else tells), and take the lock once the quarantine
-// is over.
+// is over. The -no-watch cases run on nodes that refuse CLIENT TRACKING:
+// nothing is told on the connection, and the replication history each
+// grant reads (INFO replication after the MGET, rule 4's third witness)
+// tells the resync, as a copy (Resync) or as an older copy of its own
+// (ResyncLag); mutants history-unread, history-unchecked. (A restore
+// after FLUSHALL keeps the history: not closed without the watch.)
 func TestFlushWatchResyncOwnCopy(t *testing.T) {
-	for _, how := range []string{"resync-own-copy", "flush-restore"} {
+	for _, how := range []string{"resync-own-copy", "flush-restore", "resync-own-copy-no-watch", "resync-lag-no-watch"} {
 		t.Run(how, func(t *testing.T) {
-			cl := startCluster(t, 5)
+			cl := startClusterWith(t, 5, fakeserver.Config{RefuseTracking: strings.HasSuffix(how, "-no-watch")})
 			addrs := cl.Addrs()
 			ctx := context.Background()
 			const ttl = 3 * time.Second
@@ -48,8 +54,13 @@ func TestFlushWatchResyncOwnCopy(t *testing.T) {
 			require.NoError(t, err)
 			waitAllHold(t, addrs, "unseen", la)
 			for i, cp := range copies {
-				if how == "resync-own-copy" {
+				switch how {
+				case "resync-own-copy", "resync-own-copy-no-watch":
 					cl.Nodes[i].Resync(cp)
+					continue
+				case "resync-lag-no-watch":
+					// its writes since A's grant began lost, the marker kept
+					cl.Nodes[i].ResyncLag(time.Since(la.Until().Add(-ttl)) + time.Millisecond)
 					continue
 				}
 				cl.Nodes[i].Flush()

@@ -63,7 +63,7 @@ func (e *QuarantineError) Error() string {
 	case ErrDataSetReplaced:
 		what = "after its data set was replaced (its marker changed)"
 	case ErrDataSetFlushed:
-		what = "after its data set was flushed or replaced (FLUSHALL, FLUSHDB or a full resync, told on the connection)"
+		what = "after its data set was flushed or replaced (FLUSHALL, FLUSHDB or a full resync, told on the connection or by a new replication history)"
 	case ErrSlotMoved:
 		return "redlock: node " + strconv.Itoa(e.Node) + " (" + e.Addr + ") quarantined for this key: its slot moved between the cluster's shards less than the quarantine ago"
 	case ErrIncarnationUnknown:
@@ -98,6 +98,10 @@ type trust struct {
 	// (mux.Client.LastFlush); as for seen, a reply counts only while the
 	// node's latest is this one
 	flush atomic.Pointer[mux.Flush]
+	// hist is the replication history (master_replid) judged from a
+	// grant's INFO replication on a node without the flush watch, when it
+	// is not the set-up's (history.go); nil: the set-up's (seen.ReplID)
+	hist atomic.Pointer[string]
 	// guarded by trusts.mu
 	prev  incPrev // the last known (INFO answered) incarnation
 	cause error
@@ -290,6 +294,7 @@ func (c *Client) judge(i int, p *mux.Incarnation, w *worker, atStart bool) {
 	case say && unknown:
 		t.unknownSaid = true
 	}
+	t.hist.Store(nil) // the set-up learnt the node's history
 	t.seen.Store(p)
 	ts.mu.Unlock()
 	if say {

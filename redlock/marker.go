@@ -306,7 +306,7 @@ func (c *Client) noteRecordMS(ms int64) {
 	}
 }
 
-// noteMarkers reads every node's MGET, command k of b (-1: its last, as
+// noteMarkers reads every node's MGET, command k of b (-1: the acquisition's, w.layout, as
 // in an acquisition: what arrived before Do returned; w.mstate says whose
 // data set each is),
 // learns the TTL records, and reports whether some node needs work off
@@ -324,7 +324,7 @@ func (c *Client) noteMarkers(w *worker, b *mux.Batch, k int) bool {
 		}
 		at := k
 		if at < 0 {
-			at = b.Commands(i) - 1
+			at = w.layout(i)
 		}
 		m, y, rec, ok := c.readMGET(b, i, at)
 		if !ok {

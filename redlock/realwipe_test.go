@@ -494,32 +494,47 @@ func TestRealRestoreAfterFlush(t *testing.T) {
 // each, with 9.9 s of A's 10 s left (ce15e82). Each node tells its
 // connections of the flush (CLIENT TRACKING's invalidation of every key)
 // ahead of any reply that follows: the client quarantines them
-// (ErrDataSetFlushed).
+// (ErrDataSetFlushed). In resync-own-copy-no-watch the servers refuse
+// HELLO (renamed away, as a proxy or an older server would: RESP2, so no
+// flush is told): the history each grant reads after its MGET (INFO
+// replication, rule 4's third witness) is new after the promotion, and
+// the client quarantines them for that (mutants history-unread,
+// history-unchecked).
 func TestRealDataSetReplacedUnseen(t *testing.T) {
-	for _, how := range []string{"resync-own-copy", "flush-restore"} {
+	for _, how := range []string{"resync-own-copy", "flush-restore", "resync-own-copy-no-watch"} {
 		t.Run(how, func(t *testing.T) {
+			var extra []string
+			if how == "resync-own-copy-no-watch" {
+				extra = []string{"--rename-command", "HELLO", "hello-renamed-away"}
+			}
 			for run := 0; run < realRuns(t); run++ {
-				srv, addrs := startRealFive(t)
+				srv, addrs := startRealFive(t, extra...)
 				ctx := context.Background()
 				const ttl = 10 * time.Second // room to judge on a loaded machine
+				var copies []*redisproc.Server
+				if how != "flush-restore" {
+					// a replica of each of nodes 0-2, detached: its copy lacks
+					// what comes next. Made before the clients: a primary's
+					// first replica starts its backlog, and a new history
+					// (master_replid), which a client without the flush
+					// watch would judge a replacement (the third witness's
+					// one false alarm)
+					for i := 0; i < 3; i++ {
+						cp := redistest.Start(t, redistest.Options{Extra: []string{"--repl-diskless-sync-delay", "0"}})
+						copies = append(copies, cp)
+						replicate(t, cp.Addr, srv[i].Port)
+						rawDo(t, cp.Addr, "REPLICAOF", "NO", "ONE")
+					}
+				}
 				a := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart())
 				obs := &incEvents{}
 				connected := newClient(t, addrs, redlock.WithTTL(ttl), redlock.WithTrustNodesAtStart(), redlock.WithObserver(obs))
 				warm(t, connected)
 				require.Empty(t, connected.Quarantined())
 				mk, _, tk := scripts.MarkerKeys("")
-				var copies []*redisproc.Server
 				var backup [3][2]string
-				for i := 0; i < 3; i++ {
-					if how == "flush-restore" {
-						backup[i] = [2]string{string(rawDo(t, addrs[i], "DUMP", mk).Data), string(rawDo(t, addrs[i], "DUMP", tk).Data)}
-						continue
-					}
-					// a replica of node i, detached: its copy lacks what comes next
-					cp := redistest.Start(t, redistest.Options{Extra: []string{"--repl-diskless-sync-delay", "0"}})
-					copies = append(copies, cp)
-					replicate(t, cp.Addr, srv[i].Port)
-					rawDo(t, cp.Addr, "REPLICAOF", "NO", "ONE")
+				for i := 0; i < 3 && how == "flush-restore"; i++ {
+					backup[i] = [2]string{string(rawDo(t, addrs[i], "DUMP", mk).Data), string(rawDo(t, addrs[i], "DUMP", tk).Data)}
 				}
 				la, err := a.Acquire(ctx, "real:unseen")
 				require.NoError(t, err)

@@ -507,8 +507,26 @@ var mutants = []Mutant{
 	{
 		Name: "fence-unknown-incarnation-counted", Class: "a fenced grant counted on a node that refuses INFO: its failover to an older copy of the counter cannot be told, and a proposal between the copy and the last token is taken", Test: "TestFencingNeedsIncarnation", Short: true, Scripted: true,
 		Edits: []Edit{{"redlock/client.go",
-			"\treturn !a.stale && w.tags[i] != \"\" && c.m.Incarnation(i) == w.incs[i]\n",
-			"\treturn !a.stale && c.m.Incarnation(i) == w.incs[i]\n"}},
+			"\treturn !a.stale && w.tags[i] != \"\" && c.m.Incarnation(i) == w.incs[i] && c.trust.nodes[i].hist.Load() == nil\n",
+			"\treturn !a.stale && c.m.Incarnation(i) == w.incs[i] && c.trust.nodes[i].hist.Load() == nil\n"}},
+	},
+	{
+		Name: "fence-history-replaced-counted", Class: "a fenced grant counted on a node whose history a grant found replaced on a kept connection (no flush watch) before a set-up judged it: its counters may be an older copy's under the old tag (2026-12-01)", Test: "TestFencingHistoryReplaced", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/client.go",
+			"\treturn !a.stale && w.tags[i] != \"\" && c.m.Incarnation(i) == w.incs[i] && c.trust.nodes[i].hist.Load() == nil\n",
+			"\treturn !a.stale && w.tags[i] != \"\" && c.m.Incarnation(i) == w.incs[i]\n"}},
+	},
+	{
+		Name: "history-unread", Class: "no INFO replication after the MGET on a node without the flush watch: a full resync from a former replica of its own, on a kept connection, its marker kept, unseen (2026-12-01)", Test: "TestFlushWatchResyncOwnCopy", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/history.go",
+			"\t\tif p == nil || !p.Known || p.WatchesFlushes || c.m.IsCluster(i) {\n",
+			"\t\tif true || p == nil || !p.Known || p.WatchesFlushes || c.m.IsCluster(i) {\n"}},
+	},
+	{
+		Name: "history-unchecked", Class: "the history a grant's INFO replication shows not compared with the judged one: a resync's new history on a node without the flush watch counted (2026-12-01)", Test: "TestFlushWatchResyncOwnCopy", Short: true, Scripted: true,
+		Edits: []Edit{{"redlock/history.go",
+			"\tif v, ok := replIDOf(r); ok && string(v) == want {\n",
+			"\tif v, ok := replIDOf(r); ok || string(v) == want {\n"}},
 	},
 	{
 		Name: "fence-promoted-exact", Class: "a node first met after its promotion read exact (its counters came by replication): a client that did not see the failover creates the history's member with an unvouched proposal", Test: "TestFencingStrictKept", Short: true, Scripted: true,
