@@ -94,7 +94,9 @@
 // itself, whether or not a connection was set up again; a flush or a full
 // resync is also told by the node on each connection, ahead of the
 // replies after it (CLIENT TRACKING, RESP3), which sees a data set
-// replaced by a copy that keeps its old marker. A node that
+// replaced by a copy that keeps its old marker; on a node that refuses
+// CLIENT TRACKING, each acquisition reads INFO replication after the
+// marker, and a new replication id tells such a resync. A node that
 // restarted, failed over, lost its data set, or is first seen with an
 // uptime below the quarantine does not count towards a grant until the
 // quarantine has passed: the Redis page's delayed restart, enforced by the
