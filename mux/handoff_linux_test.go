@@ -3,11 +3,8 @@
 package mux
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/redmux/redmux/resp"
 )
 
 // handRig is a strayRig whose token holder is delivering (as inside the
@@ -20,18 +17,6 @@ func newHandRig(t *testing.T) *strayRig {
 	r.c.active.Add(1)
 	t.Cleanup(func() { r.c.active.Add(-1) })
 	return r
-}
-
-// handCall starts ECHO after on another goroutine.
-func handCall(r *strayRig) (*Batch, chan error) {
-	b := r.c.NewBatch()
-	b.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.c.Do(context.Background(), b, Policy{Timeout: 10 * time.Second})
-		done <- err
-	}()
-	return b, done
 }
 
 // unsent reports whether the connection holds queued bytes not written.
@@ -76,7 +61,7 @@ func handEnd(t *testing.T, r *strayRig, b *Batch, done chan error) {
 func TestHandOffWrittenAtDeliveryEnd(t *testing.T) {
 	r := newHandRig(t)
 	cn := r.c.conns[0]
-	b, done := handCall(r)
+	b, done := r.echoAfter(10 * time.Second)
 	handed := func() bool {
 		r.d.hmu.Lock()
 		defer r.d.hmu.Unlock()
@@ -104,7 +89,7 @@ func TestHandOffAfterDeliveryEnded(t *testing.T) {
 		r.d.endDelivery() // the holder's delivery ends in the window
 		close(hooked)
 	}
-	b, done := handCall(r)
+	b, done := r.echoAfter(10 * time.Second)
 	select {
 	case <-hooked:
 	case <-time.After(5 * time.Second):

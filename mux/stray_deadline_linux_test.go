@@ -3,12 +3,9 @@
 package mux
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/redmux/redmux/resp"
 )
 
 // TestStrayWaitEndsAtDeadline: enter's wait for a read turn ends at the
@@ -21,13 +18,7 @@ func TestStrayWaitEndsAtDeadline(t *testing.T) {
 	r := newStrayRig(t, nil)
 	r.stray(t, "STRAY!")
 	waitsBefore := r.d.strayWaits.Load()
-	b := r.c.NewBatch()
-	b.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.c.Do(context.Background(), b, Policy{Timeout: 100 * time.Millisecond})
-		done <- err
-	}()
+	b, done := r.echoAfter(100 * time.Millisecond)
 	select {
 	case err := <-done:
 		if err != nil {

@@ -115,18 +115,26 @@ type strayCall struct {
 	slotFirst bool
 }
 
+// echoAfter starts ECHO after on another goroutine, with the policy's
+// timeout (0: none); done gets Do's error.
+func (r *strayRig) echoAfter(timeout time.Duration) (b *Batch, done chan error) {
+	b, done = r.c.NewBatch(), make(chan error, 1)
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
+	go func() {
+		_, err := r.c.Do(context.Background(), b, Policy{Timeout: timeout})
+		done <- err
+	}()
+	return b, done
+}
+
 // call starts ECHO after on another goroutine and waits until it has
 // either queued its command (the defect) or waited for a read turn (enter
 // judging what arrived first).
 func (r *strayRig) call(t *testing.T) *strayCall {
 	t.Helper()
 	waitsBefore := r.d.strayWaits.Load()
-	sc := &strayCall{b: r.c.NewBatch(), done: make(chan error, 1)}
-	sc.b.Add(0, resp.AppendCommand(nil, "ECHO", "after"))
-	go func() {
-		_, err := r.c.Do(context.Background(), sc.b, Policy{})
-		sc.done <- err
-	}()
+	sc := &strayCall{}
+	sc.b, sc.done = r.echoAfter(0)
 	cn := r.c.conns[0]
 	queued := func() bool {
 		cn.mu.Lock()
