@@ -85,20 +85,10 @@ func learnInfo(inc *Incarnation, section int, rep resp.Reply, secrets ...string)
 		}
 		return
 	}
-	data := rep.Data
-	if rep.Type == resp.TypeVerbatim {
-		data = rep.VerbatimText()
-	}
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		line = bytes.TrimRight(line, "\r")
-		k, v, ok := bytes.Cut(line, []byte{':'})
-		if !ok {
+	for data := infoText(rep); len(data) > 0; {
+		var k, v []byte
+		var ok bool
+		if k, v, data, ok = nextInfoField(data); !ok {
 			continue
 		}
 		switch section {
@@ -127,6 +117,42 @@ func learnInfo(inc *Incarnation, section int, rep resp.Reply, secrets ...string)
 			}
 		}
 	}
+}
+
+// infoText is the text of an INFO reply: a bulk string, or RESP3's
+// verbatim string without its format.
+func infoText(rep resp.Reply) []byte {
+	if rep.Type == resp.TypeVerbatim {
+		return rep.VerbatimText()
+	}
+	return rep.Data
+}
+
+// nextInfoField reads the first line of INFO text: its field and value
+// (ok false for a line without ':', such as "# Server") and the rest.
+func nextInfoField(data []byte) (k, v, rest []byte, ok bool) {
+	line := data
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		line, rest = data[:i], data[i+1:]
+	}
+	k, v, ok = bytes.Cut(bytes.TrimRight(line, "\r"), []byte{':'})
+	return k, v, rest, ok
+}
+
+// InfoField returns the value of field in an INFO reply (a bulk or
+// verbatim string of "field:value" lines), aliasing the reply's bytes;
+// ok is false for an error, a null or a reply without the field.
+func InfoField(rep resp.Reply, field string) (v []byte, ok bool) {
+	if rep.IsError() || rep.Null {
+		return nil, false
+	}
+	for data := infoText(rep); len(data) > 0; {
+		var k []byte
+		if k, v, data, ok = nextInfoField(data); ok && string(k) == field {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // finish marks inc known when INFO told the run_id, else unknown.

@@ -62,6 +62,40 @@ func TestLearnInfo(t *testing.T) {
 	}
 }
 
+// InfoField finds a field in either form, exactly (master_replid is not
+// master_replid2), on a last line without its CRLF too; an error, a null
+// or a missing field is not ok. No allocation.
+func TestInfoField(t *testing.T) {
+	parse := func(b []byte) resp.Reply {
+		r, _, err := resp.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	text := "# Replication\r\nrole:master\r\nmaster_replid2:r0\r\nmaster_replid:r1\r\nodd line\r\nlast:x"
+	for _, r := range []resp.Reply{parse(resp.AppendBulkString(nil, text)), parse(resp.AppendVerbatim(nil, "txt", []byte(text)))} {
+		for field, want := range map[string]string{"master_replid": "r1", "master_replid2": "r0", "role": "master", "last": "x"} {
+			if v, ok := InfoField(r, field); !ok || string(v) != want {
+				t.Errorf("%s: %q %v, want %q", field, v, ok, want)
+			}
+		}
+		for _, field := range []string{"master", "odd line", "", "# Replication"} {
+			if v, ok := InfoField(r, field); ok {
+				t.Errorf("%q found: %q", field, v)
+			}
+		}
+		if a := testing.AllocsPerRun(100, func() { _, _ = InfoField(r, "master_replid") }); a != 0 {
+			t.Errorf("%v allocs", a)
+		}
+	}
+	for _, b := range []string{"-ERR master_replid:r1\r\n", "$-1\r\n", "$0\r\n\r\n"} {
+		if v, ok := InfoField(parse([]byte(b)), "master_replid"); ok {
+			t.Errorf("%q: %q found", b, v)
+		}
+	}
+}
+
 // A client with Incarnations learns every node's run_id before its
 // connection carries a command, and a restart's new one on the redial; a
 // node that refuses INFO is set up all the same, its incarnation unknown.

@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"bytes"
-
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/resp"
 )
@@ -64,26 +62,7 @@ func (c *Client) historyOK(w *worker, i int, r resp.Reply) bool {
 // or verbatim string of "field:value" lines); ok false for an error reply
 // or one without it. No allocation.
 func replIDOf(r resp.Reply) (v []byte, ok bool) {
-	if r.IsError() || r.Null {
-		return nil, false
-	}
-	data := r.Data
-	if r.Type == resp.TypeVerbatim {
-		data = r.VerbatimText()
-	}
-	const field = "master_replid:"
-	for len(data) > 0 {
-		line := data
-		if k := bytes.IndexByte(data, '\n'); k >= 0 {
-			line, data = data[:k], data[k+1:]
-		} else {
-			data = nil
-		}
-		if bytes.HasPrefix(line, []byte(field)) {
-			return bytes.TrimRight(line[len(field):], "\r"), true
-		}
-	}
-	return nil, false
+	return mux.InfoField(r, "master_replid")
 }
 
 // judgeHistories judges, off the grant's path, each node whose INFO
