@@ -275,6 +275,26 @@ func TestSafetyRestarts(t *testing.T) {
 	require.Positive(t, res.Extended, "extensions succeeded")
 }
 
+// TestSafetyNoWatch is TestSafetyRestarts with every node refusing CLIENT
+// TRACKING (an ACL without CLIENT, a proxy): no node tells of its flushes
+// on the connection, so a resync from an older copy of a node's own on a
+// kept connection (its marker kept, its last writes lost) is seen only by
+// rule 4's third witness, the INFO replication each acquisition reads
+// there (docs/OPERATIONS.md). Mutant history-unread (no INFO sent) gave
+// an overlap here after 45,329 acquisitions (and 4 in 10,176 in a scratch
+// copy before); TestSafetyRestarts, with two such nodes, did not catch
+// it. Half the main run's count (1,000 at least, for its resyncs): about
+// 15 s per 1,000 acquisitions.
+func TestSafetyNoWatch(t *testing.T) {
+	res, chaos := runSafetyOn(t, restartProfile(safetyTTL), refuseTrackingOn(0, 1, 2, 3, 4), func(cfg *checker.Config) {
+		cfg.TTLs = restartTTLs(safetyTTL)
+		cfg.Acquisitions = max(cfg.Acquisitions/2, min(cfg.Acquisitions, 1000))
+	})
+	require.Positive(t, chaos.Counts.ResyncsOwn.Load(), "resyncs from an older copy of its own")
+	require.Positive(t, chaos.Counts.Wipes.Load(), "wipes")
+	require.Positive(t, res.Extended, "extensions succeeded")
+}
+
 // TestSafetyInfoRefused is TestSafetyRestarts on nodes that refuse INFO
 // all along (a managed service, an ACL without it): no run_id, no uptime,
 // so the client cannot tell a restart from a reconnection. Restarts from
