@@ -136,7 +136,8 @@
 // the reader notes it (Client.LastFlush) before it delivers a reply read
 // after it, which is how redlock sees a data set replaced by a copy that
 // carries its old marker (docs/OPERATIONS.md, rule 4). Other push frames
-// are skipped.
+// are skipped. Where the watch was refused, redlock reads INFO replication
+// instead; InfoField reads one field of such a reply without allocating.
 //
 // # Node URLs and TLS
 //

@@ -70,6 +70,28 @@ func ExampleBatch_Reply() {
 	// {Successes:1 Failures:1 Pending:0 Decided:false}
 }
 
+// Read one field of each node's INFO reply, in either protocol's form,
+// without allocating.
+func ExampleInfoField() {
+	cl, _ := fakeserver.StartCluster(3, fakeserver.Config{})
+	defer cl.Close()
+	c, _ := mux.New(mux.Config{Addrs: cl.Addrs()})
+	defer c.Close()
+
+	b := c.NewBatch()
+	b.Broadcast(resp.AppendCommand(nil, "INFO", "replication"))
+	_, _ = c.Do(context.Background(), b, mux.Policy{Timeout: time.Second})
+	for i := 0; i < b.N(); i++ {
+		r, _ := b.Last(i)
+		role, ok := mux.InfoField(r, "role")
+		fmt.Println(i, string(role), ok)
+	}
+	// Output:
+	// 0 master true
+	// 1 master true
+	// 2 master true
+}
+
 // A node nobody listens on: New succeeds, the node fails at once with
 // ErrNodeDown, and the supervisor keeps redialling it in the background.
 func ExampleNew() {
