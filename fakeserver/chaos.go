@@ -38,7 +38,7 @@ type ChaosProfile struct {
 	MinFault    time.Duration // default 10ms
 	MaxFault    time.Duration // default 60ms
 	MaxImpaired int           // nodes down, blackholed, partitioned or restarting at once; default a minority
-	Every       time.Duration // mean time between new faults; default 20ms
+	Every       time.Duration // mean time between new faults; default DefaultChaosEvery
 
 	// Outside the operator's assumptions (the Redis page's), within the
 	// client's when it quarantines new incarnations (redlock,
@@ -91,6 +91,10 @@ type ChaosProfile struct {
 	FastClocks float64 // nodes 0..N/2 (a majority) run fast at this rate
 }
 
+// DefaultChaosEvery is ChaosProfile.Every's default: the mean time
+// between new faults the 5-node safety runs meet.
+const DefaultChaosEvery = 20 * time.Millisecond
+
 // ChaosCounts counts injected faults by kind.
 type ChaosCounts struct {
 	ReplyDelay, RequestDelay, PartitionRequests, PartitionReplies, Down, Blackhole,
@@ -137,7 +141,7 @@ func NewChaos(cl *Cluster, p ChaosProfile) *Chaos {
 		p.MaxImpaired = (len(cl.Nodes) - 1) / 2
 	}
 	if p.Every <= 0 {
-		p.Every = 20 * time.Millisecond
+		p.Every = DefaultChaosEvery
 	}
 	if p.FailoverLag <= 0 {
 		p.FailoverLag = p.MaxTTL / 4

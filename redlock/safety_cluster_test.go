@@ -83,7 +83,7 @@ func TestSafetyClusterRestarts(t *testing.T) {
 	// 1,099 acquisitions in 12 min here, 220 in 20 min in CI (its
 	// failure). At this pace, beside two burners, 2,013 took 57 s and
 	// 1m21s. Without the rolling pace, 598 and 421 in 2 min.
-	prof.Every = clusterPace(20 * time.Millisecond) // Chaos's default Every
+	prof.Every = clusterPace(fakeserver.DefaultChaosEvery)
 	prof.RollingEvery = clusterPace(prof.RollingEvery)
 	res, chaos := runClusterSafety(t, prof)
 	require.Positive(t, chaos.Counts.RestartNoDelay.Load(), "undelayed restarts")

@@ -37,7 +37,6 @@ const (
 	fenceTest   = "TestSafetyFencing"
 	restartTest = "TestSafetyRestarts"
 	lateExtTest = "TestSafetyLateExtensions"
-	clusterTest = "TestSafetyClusterRestarts"
 	// clusterFailTest: only the faults a shard's marker does not see
 	clusterFailTest = "TestSafetyClusterFailovers"
 )
