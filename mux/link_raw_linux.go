@@ -32,7 +32,7 @@ type rawLink struct {
 func (l *rawLink) write(p []byte) (int, error) {
 	w := 0
 	for w < len(p) {
-		n, err := unix.Write(l.fd, p[w:])
+		n, err := poll.Write(l.fd, p[w:])
 		switch {
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
@@ -53,7 +53,7 @@ func (l *rawLink) read(p []byte) (int, error) {
 		return n, nil
 	}
 	for {
-		n, err := unix.Read(l.fd, p)
+		n, err := poll.Read(l.fd, p)
 		switch {
 		case err == unix.EINTR:
 			continue

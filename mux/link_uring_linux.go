@@ -311,7 +311,7 @@ func (l *uringLink) read(p []byte) (int, error) {
 		// handled, so the order holds) up to the engine's read budget,
 		// rather than one 16 KiB buffer per wait.
 		for {
-			k, err := unix.Read(l.fd, p)
+			k, err := poll.Read(l.fd, p)
 			switch {
 			case err == unix.EINTR:
 				continue

@@ -117,7 +117,7 @@ func (p *Epoll) Del(fd int) {
 // Poke returns the events ready now, without waiting.
 func (p *Epoll) Poke() ([]unix.EpollEvent, error) {
 	for {
-		n, err := unix.EpollWait(p.fd, p.events, 0)
+		n, err := EpollNow(p.fd, p.events)
 		if err == unix.EINTR {
 			continue
 		}
@@ -135,7 +135,7 @@ func (p *Epoll) Poke() ([]unix.EpollEvent, error) {
 // holder's).
 func (p *Epoll) Ready() ([]unix.EpollEvent, error) {
 	for {
-		n, err := unix.EpollWait(p.fd, p.look, 0)
+		n, err := EpollNow(p.fd, p.look)
 		if err == unix.EINTR {
 			continue
 		}
@@ -150,7 +150,7 @@ func (p *Epoll) Ready() ([]unix.EpollEvent, error) {
 // set without blocking; false asks the netpoller to park until the outer
 // set is readable.
 func (p *Epoll) harvest(uintptr) bool {
-	n, err := unix.EpollWait(p.fd, p.events, 0)
+	n, err := EpollNow(p.fd, p.events)
 	switch {
 	case err == unix.EINTR:
 		return false

@@ -169,8 +169,18 @@ func (r *Ring) Submit(wait bool, need int, ns int64) error {
 		argp, argSz = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 	}
 	enters.Add(1)
-	n, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete),
-		uintptr(flags), uintptr(argp), argSz)
+	// A submission that does not wait cannot sleep in the kernel (what
+	// would block is punted to the kernel's workers): it is made without
+	// telling the scheduler, as the epoll transport's reads and writes are
+	// (sys_raw_linux.go); a wait is a blocking call.
+	var n uintptr
+	var e unix.Errno
+	if wait {
+		n, _, e = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(minComplete),
+			uintptr(flags), uintptr(argp), argSz)
+	} else {
+		n, _, e = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), 0, 0, 0, 0)
+	}
 	switch e {
 	case 0:
 		if uint32(n) < toSubmit {
