@@ -13,10 +13,11 @@ import (
 // (RawSyscall: no entersyscall/exitsyscall). None of them waits for data,
 // room or events (at most for a socket's lock, briefly): the socket is
 // non-blocking and EpollNow's timeout is 0, so the P they hold is held as
-// by any running goroutine, for the call's few microseconds. A call the scheduler is told of costs its bookkeeping
-// twice, and while such calls keep coming, the runtime's monitor thread
-// (sysmon) finds a P "in a system call" at most of its checks, so it never
-// backs off from its 20 µs period and takes a context switch each time
+// by any running goroutine, for the call's few microseconds. A call the
+// scheduler is told of costs its bookkeeping twice, and while such calls
+// keep coming, the runtime's monitor thread (sysmon) finds a P "in a
+// system call" at most of its checks, so it never backs off from its
+// 20 µs period and takes a context switch each time
 // (results/cost/README.md, thirteenth session: 0.85x the client CPU per
 // SET at -c 256, half the context switches). Race builds tell the
 // detector which bytes a write read and a read wrote, as x/sys/unix's

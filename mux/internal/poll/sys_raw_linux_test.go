@@ -11,7 +11,7 @@ import (
 
 // TestRawSyscalls: Write, Read and EpollNow on non-blocking descriptors
 // return what x/sys/unix's wrappers would: the bytes moved, EAGAIN where
-// nothing is ready or nothing fits (never a wait), EBADF for a closed
+// nothing is ready or nothing fits (never a wait), EBADF for no
 // descriptor, and the ready events with their tags.
 func TestRawSyscalls(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -19,7 +19,7 @@ func TestRawSyscalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := fds[0], fds[1]
-	defer func() { _ = unix.Close(a) }()
+	defer func() { _ = unix.Close(a); _ = unix.Close(b) }()
 	buf := make([]byte, 64)
 	if n, err := Read(b, buf); err != unix.EAGAIN || n != 0 {
 		t.Fatalf("Read of an empty socket = %d, %v; want 0, EAGAIN", n, err)
@@ -68,8 +68,10 @@ func TestRawSyscalls(t *testing.T) {
 	if total == 0 {
 		t.Fatal("a full socket took nothing")
 	}
-	_ = unix.Close(b)
-	if n, err := Read(b, buf); err != unix.EBADF || n != 0 {
-		t.Fatalf("Read of a closed descriptor = %d, %v; want 0, EBADF", n, err)
+	if n, err := Read(-1, buf); err != unix.EBADF || n != 0 {
+		t.Fatalf("Read of no descriptor = %d, %v; want 0, EBADF", n, err)
+	}
+	if n, err := Write(-1, msg); err != unix.EBADF || n != 0 {
+		t.Fatalf("Write to no descriptor = %d, %v; want 0, EBADF", n, err)
 	}
 }
