@@ -56,7 +56,11 @@ func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, erro
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
 		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(), DirectWait: p.DirectWait,
-		Transport: p.Transport, Incarnations: true, // the lock's quarantine, as in redlock.New
+		Transport: p.Transport,
+		// as redlock.New sets them: the quarantine's input, and a flush or
+		// resync told on the connection (without the watch every
+		// acquisition also reads INFO replication: docs/OPERATIONS.md)
+		Incarnations: true, WatchFlushes: true,
 	})
 	if err != nil {
 		return nil, err

@@ -215,7 +215,10 @@ func distinctServers(m *mux.Client) error {
 // NewWithMux returns a Client over an existing mux client, which must have
 // MuxScripts in its Config.Scripts. Close does not close m. Without
 // mux.Config.Incarnations the Client cannot see restarts and failovers,
-// and quarantines nothing (docs/OPERATIONS.md): turn it on.
+// and quarantines nothing (docs/OPERATIONS.md): turn it on. Turn on
+// mux.Config.WatchFlushes too, as New does: on a node without the flush
+// watch every acquisition also reads INFO replication (rule 4's third
+// witness), which costs each pair client and server CPU.
 func NewWithMux(m *mux.Client, opts ...Option) (*Client, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: nil mux client", ErrBadOption)
