@@ -14,6 +14,7 @@ import (
 	"github.com/redmux/redmux/internal/lockrule"
 	"github.com/redmux/redmux/mux"
 	"github.com/redmux/redmux/redlock/scripts"
+	"github.com/redmux/redmux/resp"
 )
 
 // ValueSize is the length in bytes of a lock value.
@@ -89,6 +90,13 @@ type worker struct {
 	grantSet, grantMulti, fencedOK func(int, mux.Replies) bool
 	// extendOK: an extension's script said 1, and its WAIT was met
 	extendOK func(int, mux.Replies) bool
+	// releaseOK: a release's script answered an integer, kept in relV
+	// with the node's bit in relGot, so that Release counts the nodes
+	// without reading the replies again; relGot is cleared before each
+	// release (the predicate runs only while its call is live)
+	releaseOK func(int, resp.Reply) bool
+	relV      []int64
+	relGot    uint64
 	// waitN: the replica acknowledgements each node's command of this
 	// call waits for (0: no WAIT; prepWait), encoded into wcmd
 	waitN []int
@@ -318,7 +326,7 @@ const startTimeout = 500 * time.Millisecond
 func (c *Client) newWorker() *worker {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (Go 1.24: crashes the program instead)
-	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), tags: make([]string, c.n), ans: make([]fencedAns, c.n), ansOK: make([]bool, c.n), lockN: make([]int, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
+	w := &worker{b: c.m.NewBatch(), rng: rand.NewChaCha8(seed), cmd: make([]byte, 0, 256), nodes: make([]nodeRec, c.n), incs: make([]*mux.Incarnation, c.n), tags: make([]string, c.n), ans: make([]fencedAns, c.n), ansOK: make([]bool, c.n), lockN: make([]int, c.n), relV: make([]int64, c.n), pend: make([]Event, 0, 2*c.n), seen: make([]markerSeen, c.n),
 		anchor: make([]int, c.n), mstate: make([]*markerNode, c.n), mcmd: make([]byte, 0, 128), waitN: make([]int, c.n), wcmd: make([]byte, 0, 32)}
 	w.ids = c.workers.Add(1) << 32 // 2^32 locks per worker before IDs could repeat
 	w.grantSet = func(i int, rs mux.Replies) bool {
@@ -340,6 +348,14 @@ func (c *Client) newWorker() *worker {
 	}
 	w.extendOK = func(i int, rs mux.Replies) bool {
 		return isOne(i, rs.At(0)) && w.acked(i, rs)
+	}
+	w.releaseOK = func(i int, r resp.Reply) bool {
+		v, ok := r.Int()
+		if ok {
+			w.relV[i] = v
+			w.relGot |= 1 << i
+		}
+		return ok
 	}
 	return w
 }

@@ -519,7 +519,8 @@ func (l *Lock) release(ctx context.Context, w *worker) (bool, error) {
 	b.SetKey(l.resource)
 	w.cmd = appendRelease(w.cmd[:0], l.resource, l.keys, l.value[:])
 	b.BroadcastExpect(w.cmd, mux.ExpectInt)
-	_, err := c.m.Do(w.cleanup(ctx), b, mux.Policy{Success: isInt, Timeout: l.nodeTimeout})
+	w.relGot = 0
+	_, err := c.m.Do(w.cleanup(ctx), b, mux.Policy{Success: w.releaseOK, Timeout: l.nodeTimeout})
 	w.dctx.parent = nil
 	t2 := mono()
 	if c.obs != nil {
@@ -539,14 +540,11 @@ func (l *Lock) release(ctx context.Context, w *worker) (bool, error) {
 		want = int64(len(l.keys))
 	}
 	for i := 0; i < c.n; i++ {
-		r, err := b.Last(i)
-		if err != nil {
+		// the integer releaseOK read where the reply was parsed; none for
+		// a node that did not answer, answered an error or anything else
+		if w.relGot&(1<<i) == 0 {
 			failed++
-			continue
-		}
-		if v, ok := r.Int(); !ok {
-			failed++
-		} else if v == want {
+		} else if w.relV[i] == want {
 			released++
 		}
 	}
