@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,12 +51,22 @@ func TestFencingHistoryReplaced(t *testing.T) {
 	}
 	// a resource whose counters the copy did not hold (fh's are stale
 	// now on a majority: docs/FENCING.md, a majority failed over)
+	var last error
 	eventually(t, 30*ttl, func() bool {
 		l, err := c.TryAcquire(ctx, "fh:new", redlock.WithFencing())
 		if err != nil {
+			last = err
 			return false
 		}
 		require.NoError(t, l.Release(ctx))
 		return true
-	}, "no fenced grant after the nodes were set up again")
+	}, "no fenced grant after the nodes were set up again: %v", lazy(func() string {
+		return fmt.Sprintf("the last attempt's error: %v; quarantined: %v", last, c.Quarantined())
+	}))
 }
+
+// lazy is a message part that eventually's Fatalf formats when it fails,
+// not when the call is made: what the condition saw last.
+type lazy func() string
+
+func (f lazy) String() string { return f() }
