@@ -5,9 +5,6 @@ package bench
 import (
 	"context"
 	"testing"
-	"time"
-
-	"github.com/redmux/redmux/fakeserver"
 )
 
 // The mux strategy's worker (redlock on mux plus this package's wrapper)
@@ -16,18 +13,7 @@ import (
 // the fake nodes run in a child process (this test binary, see TestMain);
 // no redis-server is needed and the test never skips.
 func TestMuxWorkerZeroAllocs(t *testing.T) {
-	c, err := fakeserver.StartChild(5, fakeserver.ChildOptions{Args: []string{"-test.run=^$"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p := lockParams{TTL: 10 * time.Second, Timeout: time.Second, DialTimeout: time.Second,
-		DriftFactor: 0.01, DriftFixed: 2 * time.Millisecond, FreshNodes: true}
-	s, err := newMuxStrategy(c.Addrs(), p, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := childMuxStrategy(t, 5, 2)
 	w, err := s.NewWorker(context.Background())
 	if err != nil {
 		t.Fatal(err)
