@@ -52,16 +52,14 @@ func (f *fencedCounter) write(key string, token uint64) bool {
 }
 
 func newMuxStrategy(addrs []string, p lockParams, conns int) (lockStrategy, error) {
-	m, err := mux.New(mux.Config{
+	// what redlock.New's own mux client has (scripts, the restart and
+	// flush watches, its reconnect cap), so the run measures what a
+	// service runs
+	m, err := mux.New(redlock.MuxConfig(mux.Config{
 		Addrs: addrs, Conns: conns, DialTimeout: p.DialTimeout, Timeout: p.Timeout,
 		Username: p.User, Password: p.Password, DB: p.DB, TLS: p.TLS,
-		ClientName: "redmux-bench", Scripts: redlock.MuxScripts(), DirectWait: p.DirectWait,
-		Transport: p.Transport,
-		// as redlock.New sets them: the quarantine's input, and a flush or
-		// resync told on the connection (without the watch every
-		// acquisition also reads INFO replication: docs/OPERATIONS.md)
-		Incarnations: true, WatchFlushes: true,
-	})
+		ClientName: "redmux-bench", DirectWait: p.DirectWait, Transport: p.Transport,
+	}))
 	if err != nil {
 		return nil, err
 	}

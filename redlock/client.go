@@ -154,6 +154,30 @@ func MuxScripts() []mux.Script {
 	return out
 }
 
+// MuxConfig returns cfg completed with what a lock Client needs from its
+// mux client. New builds its mux client from it; a program that builds its
+// own for NewWithMux passes its mux.Config through it, so that the two
+// cannot drift apart. It sets:
+//   - Incarnations: the quarantine's input, restarts and failovers seen
+//     (docs/OPERATIONS.md);
+//   - WatchFlushes: a flush or resync told on the connection (rule 4);
+//     without it every acquisition also reads INFO replication;
+//   - Scripts: MuxScripts added to cfg's own (a script cfg already has,
+//     by SHA, is kept once);
+//   - ReconnectMax: DefaultReconnectMax when cfg leaves it 0, so a node back
+//     from a restart counts again sooner.
+//
+// Everything else is cfg's own, Addrs and Timeout included.
+func MuxConfig(cfg mux.Config) mux.Config {
+	cfg.Incarnations = true
+	cfg.WatchFlushes = true
+	if cfg.ReconnectMax == 0 {
+		cfg.ReconnectMax = DefaultReconnectMax
+	}
+	cfg.Scripts = mergeScripts(cfg.Scripts)
+	return cfg
+}
+
 // New connects to the nodes at addrs (N independent Redis masters, each
 // host:port or a node URL, redis://[[user]:password@]host[:port][/db] or
 // rediss://... for TLS, with the options mux.Config.Addrs documents) and
@@ -168,16 +192,8 @@ func New(addrs []string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := cfg.muxCfg
+	mc := MuxConfig(cfg.muxCfg)
 	mc.Addrs = addrs
-	mc.Incarnations = true // the quarantine's input (docs/OPERATIONS.md)
-	mc.WatchFlushes = true // a flush or resync told on the connection (rule 4)
-	if mc.ReconnectMax == 0 {
-		// a node back from a restart rejoins within this: its keys are
-		// put back and it counts again sooner (mux's default is 2s)
-		mc.ReconnectMax = DefaultReconnectMax
-	}
-	mc.Scripts = mergeScripts(mc.Scripts)
 	if mc.Timeout <= 0 {
 		mc.Timeout = cfg.lock.nodeTimeout
 	}
@@ -220,13 +236,13 @@ func distinctServers(m *mux.Client) error {
 	return nil
 }
 
-// NewWithMux returns a Client over an existing mux client, which must have
-// MuxScripts in its Config.Scripts. Close does not close m. Without
-// mux.Config.Incarnations the Client cannot see restarts and failovers,
-// and quarantines nothing (docs/OPERATIONS.md): turn it on. Turn on
-// mux.Config.WatchFlushes too, as New does: on a node without the flush
-// watch every acquisition also reads INFO replication (rule 4's third
-// witness), which costs each pair client and server CPU.
+// NewWithMux returns a Client over an existing mux client, built from a
+// Config passed through MuxConfig, as New builds its own. Close does not
+// close m. Without MuxScripts in its Config.Scripts, EVALSHA misses;
+// without mux.Config.Incarnations the Client cannot see restarts and
+// failovers, and quarantines nothing (docs/OPERATIONS.md); without
+// mux.Config.WatchFlushes every acquisition also reads INFO replication
+// (rule 4's third witness), which costs each pair client and server CPU.
 func NewWithMux(m *mux.Client, opts ...Option) (*Client, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: nil mux client", ErrBadOption)

@@ -380,3 +380,37 @@ func ExampleWithQuarantine() {
 	// keys put back: 1
 	// release: <nil>
 }
+
+// A program that shares one mux client between the lock and its own
+// commands builds it from a Config passed through MuxConfig, which adds
+// what the lock needs (its scripts, the restart and flush watches).
+func ExampleNewWithMux() {
+	cl, err := fakeserver.StartCluster(3, fakeserver.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cl.Close()
+	m, err := mux.New(redlock.MuxConfig(mux.Config{Addrs: cl.Addrs(), ClientName: "orders"}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close() // the Client's Close leaves m open
+	c, err := redlock.NewWithMux(m, redlock.WithTrustNodesAtStart())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	l, err := c.Acquire(context.Background(), "orders:compaction")
+	if err != nil {
+		fmt.Println("not acquired:", err)
+		return
+	}
+	fmt.Println("tracks restarts:", m.TracksIncarnations())
+	fmt.Println("release:", l.Release(context.Background()))
+	// Output:
+	// tracks restarts: true
+	// release: <nil>
+}

@@ -604,6 +604,31 @@ func TestZeroLock(t *testing.T) {
 	require.Contains(t, l.String(), "not held")
 }
 
+// MuxConfig adds what the lock needs and keeps the rest of the caller's
+// config: its own scripts (a lock script it already lists kept once), its
+// reconnect cap, its addresses and timeout.
+func TestMuxConfig(t *testing.T) {
+	all := redlock.MuxScripts()
+	require.NotEmpty(t, all)
+	c := redlock.MuxConfig(mux.Config{})
+	require.True(t, c.Incarnations)
+	require.True(t, c.WatchFlushes)
+	require.Equal(t, redlock.DefaultReconnectMax, c.ReconnectMax)
+	require.ElementsMatch(t, all, c.Scripts)
+
+	own := mux.Script{Text: "return 1", SHA: "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"}
+	in := mux.Config{
+		Addrs: []string{"127.0.0.1:1"}, Timeout: 7 * time.Millisecond, ReconnectMax: time.Minute,
+		Scripts: []mux.Script{own, all[0]},
+	}
+	c = redlock.MuxConfig(in)
+	require.Equal(t, in.Addrs, c.Addrs)
+	require.Equal(t, in.Timeout, c.Timeout)
+	require.Equal(t, time.Minute, c.ReconnectMax)
+	require.ElementsMatch(t, append([]mux.Script{own}, all...), c.Scripts)
+	require.Len(t, in.Scripts, 2, "the caller's slice is not written")
+}
+
 func TestNewWithMux(t *testing.T) {
 	cl := startCluster(t, 3)
 	m, err := mux.New(mux.Config{Addrs: cl.Addrs(), Scripts: redlock.MuxScripts()})
