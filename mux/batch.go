@@ -55,14 +55,17 @@ type Batch struct {
 // read replies. Replies carry the generation they were sent under; once
 // Do returns, gen moves on and late replies are dropped (abandoned).
 type call struct {
-	gen      uint64
-	live     bool // Do is waiting; replies of this gen are stored
-	pol      Policy
-	res      [][]result
-	got      []int // replies stored per node
-	done     []bool
+	gen  uint64
+	live bool // Do is waiting; replies of this gen are stored
+	pol  Policy
+	// res is every node's results, node i's at nodes[i]; one slice and
+	// one small per-node array, so that the reader's first touch of a
+	// call (store) meets few cache lines the caller wrote on its core
+	res      []result
+	nodes    []nodeCall
 	errs     []error // node-level error (timeout, down, ...)
 	rbuf     []byte  // reply bytes
+	cleared  bool    // Reset (or a Do refused before it began) since the last call: no results
 	active   int
 	open     int
 	succ     int
@@ -70,6 +73,30 @@ type call struct {
 	decided  bool
 	signaled bool
 	panicked *PanicError // Policy.Success panicked: the call's error
+}
+
+// nodeCall is one node's part of a call: its results are
+// res[off : off+n], got of them stored; done once it has them all or
+// failed.
+type nodeCall struct {
+	off, n, got int32
+	done        bool
+}
+
+// results returns node's results in the current call.
+func (cl *call) results(node int) []result {
+	nc := &cl.nodes[node]
+	return cl.res[nc.off : nc.off+nc.n]
+}
+
+// result returns node's k-th result in the last call, or nil when that
+// call had no command k for node or the results were cleared since.
+func (cl *call) result(node, k int) *result {
+	nc := &cl.nodes[node]
+	if cl.cleared || k >= int(nc.n) {
+		return nil
+	}
+	return &cl.res[int(nc.off)+k]
 }
 
 // reply is the stored reply, read through the parse done on arrival.
@@ -94,10 +121,8 @@ func newBatch(n int) *Batch {
 		claims:  make([]*pconn, 0, n),
 		wake:    make(chan struct{}, 1),
 		call: call{
-			res:  make([][]result, n),
-			got:  make([]int, n),
-			done: make([]bool, n),
-			errs: make([]error, n),
+			nodes: make([]nodeCall, n),
+			errs:  make([]error, n),
 		},
 	}
 }
@@ -119,17 +144,10 @@ func (b *Batch) Reset() {
 
 // clearResults drops the results of an earlier call: Do runs it when it
 // returns before starting a call, so no earlier reply is shown as this
-// call's.
-func (b *Batch) clearResults() {
-	b.mu.Lock()
-	cl := &b.call
-	for i := 0; i < b.n; i++ {
-		cl.res[i] = cl.res[i][:0]
-		cl.errs[i] = nil
-	}
-	cl.rbuf = cl.rbuf[:0]
-	b.mu.Unlock()
-}
+// call's. Only the batch's owner reads or writes cleared (the reader side
+// never does, and touches no result once the call has ended), so it
+// takes no lock; the next call's begin resets the results themselves.
+func (b *Batch) clearResults() { b.call.cleared = true }
 
 // SetKey routes the batch: batches with the same key use the same
 // connection to each node, so their commands reach each node in the order
@@ -286,14 +304,13 @@ func (b *Batch) Reply(node, k int) (resp.Reply, error) {
 		return resp.Reply{}, ErrBadBatch
 	}
 	cl := &b.call
-	rs := cl.res[node]
-	if k >= len(rs) || !rs[k].got {
-		if e := cl.errs[node]; e != nil {
+	r := cl.result(node, k)
+	if r == nil || !r.got {
+		if e := cl.errs[node]; e != nil && !cl.cleared {
 			return resp.Reply{}, e
 		}
 		return resp.Reply{}, kindErr(b.kinds, node, ErrNotSent)
 	}
-	r := &rs[k]
 	rep := r.reply(cl.rbuf)
 	if r.isErr {
 		var secrets []string
@@ -320,15 +337,16 @@ func (b *Batch) Err(node int) error {
 		return ErrBadBatch
 	}
 	k := len(b.offs[node])
-	rs := b.call.res[node]
+	cl := &b.call
 	for i := 0; i < k; i++ {
-		if i >= len(rs) || !rs[i].got {
-			if e := b.call.errs[node]; e != nil {
+		r := cl.result(node, i)
+		if r == nil || !r.got {
+			if e := cl.errs[node]; e != nil && !cl.cleared {
 				return e
 			}
 			return kindErr(b.kinds, node, ErrNotSent)
 		}
-		if rs[i].isErr {
+		if r.isErr {
 			_, err := b.Reply(node, i)
 			return err
 		}

@@ -60,16 +60,24 @@ func (b *Batch) begin(p Policy) {
 	cl.active, cl.open, cl.succ, cl.fail = 0, 0, 0, 0
 	cl.decided, cl.signaled = false, false
 	cl.panicked = nil
+	cl.cleared = false
+	total := 0
 	for i := 0; i < b.n; i++ {
-		k := len(b.offs[i])
-		if cap(cl.res[i]) < k {
-			cl.res[i] = make([]result, k)
+		total += len(b.offs[i])
+	}
+	if cap(cl.res) < total {
+		cl.res = make([]result, total)
+	}
+	cl.res = cl.res[:total]
+	clear(cl.res)
+	off := int32(0)
+	for i := 0; i < b.n; i++ {
+		k := int32(len(b.offs[i]))
+		cl.nodes[i] = nodeCall{off: off, n: k, done: k == 0}
+		off += k
+		if cl.errs[i] != nil {
+			cl.errs[i] = nil
 		}
-		cl.res[i] = cl.res[i][:k]
-		clear(cl.res[i])
-		cl.got[i] = 0
-		cl.errs[i] = nil
-		cl.done[i] = k == 0
 		if k > 0 {
 			cl.active++
 			cl.open++
@@ -115,15 +123,16 @@ func (b *Batch) signal() {
 // store records a reply frame, whose parse is sh, for node's command k.
 func (b *Batch) store(node, k int, frame []byte, isErr bool, sh resp.Shape) {
 	cl := &b.call
-	r := &cl.res[node][k]
-	if r.got || cl.done[node] {
+	nc := &cl.nodes[node]
+	r := &cl.res[int(nc.off)+k]
+	if r.got || nc.done {
 		return
 	}
 	off := len(cl.rbuf)
 	cl.rbuf = append(cl.rbuf, frame...)
 	r.off, r.n, r.got, r.isErr, r.shape = off, len(frame), true, isErr, sh
-	cl.got[node]++
-	if cl.got[node] == len(cl.res[node]) {
+	nc.got++
+	if nc.got == nc.n {
 		b.complete(node)
 	}
 }
@@ -131,9 +140,9 @@ func (b *Batch) store(node, k int, frame []byte, isErr bool, sh resp.Shape) {
 // complete records node as finished with every reply in.
 func (b *Batch) complete(node int) {
 	cl := &b.call
-	cl.done[node] = true
+	cl.nodes[node].done = true
 	cl.open--
-	rs := cl.res[node]
+	rs := cl.results(node)
 	ok := true
 	for k := range rs {
 		if rs[k].isErr {
@@ -181,24 +190,24 @@ type Replies struct {
 }
 
 // Len returns how many commands (and replies) the node has.
-func (r Replies) Len() int { return len(r.b.call.res[r.node]) }
+func (r Replies) Len() int { return int(r.b.call.nodes[r.node].n) }
 
 // At returns the reply to the node's command k (0-based).
 func (r Replies) At(k int) resp.Reply {
-	return r.b.call.res[r.node][k].reply(r.b.call.rbuf)
+	return r.b.call.results(r.node)[k].reply(r.b.call.rbuf)
 }
 
 // Redirected reports whether command k was resent after a Redis Cluster
 // MOVED or ASK: its reply came from another primary than the node's
 // other commands' (see the package documentation, Redis Cluster).
-func (r Replies) Redirected(k int) bool { return r.b.call.res[r.node][k].redirected }
+func (r Replies) Redirected(k int) bool { return r.b.call.results(r.node)[k].redirected }
 
 // Resent reports whether command k was sent again after its first reply
 // (a MOVED or ASK followed, or EVALSHA's NOSCRIPT fallback to EVAL): it
 // ran after the node's commands that followed it in the batch, not
 // before them.
 func (r Replies) Resent(k int) bool {
-	res := &r.b.call.res[r.node][k]
+	res := &r.b.call.results(r.node)[k]
 	return res.redirected || res.retried
 }
 
@@ -216,10 +225,10 @@ func (b *Batch) decide() {
 // failNode records a node-level error for node if it is still open.
 func (b *Batch) failNode(node int, err error) {
 	cl := &b.call
-	if cl.done[node] {
+	if cl.nodes[node].done {
 		return
 	}
-	cl.done[node] = true
+	cl.nodes[node].done = true
 	cl.open--
 	cl.fail++
 	cl.errs[node] = err
@@ -236,10 +245,10 @@ func (b *Batch) end(closed bool) Outcome {
 	cl.gen++
 	pending := 0
 	for i := 0; i < b.n; i++ {
-		if cl.done[i] {
+		if cl.nodes[i].done {
 			continue
 		}
-		cl.done[i] = true
+		cl.nodes[i].done = true
 		pending++
 		switch {
 		case cl.decided:

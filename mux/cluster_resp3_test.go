@@ -26,7 +26,7 @@ func clusterDo(c *Client, b *Batch, key string, args ...string) (resp.Reply, boo
 		return resp.Reply{}, false, err
 	}
 	r, err := b.Last(0)
-	return r, err == nil && b.call.res[0][0].redirected, err
+	return r, err == nil && b.call.result(0, 0).redirected, err
 }
 
 // TestRedisClusterRESP3: a cluster node whose connections speak RESP3

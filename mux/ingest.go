@@ -332,13 +332,13 @@ func (l later) take(cn *pconn, b *Batch, gen uint64, buf []byte) {
 // deliverLocked is one reply of deliverRun, with b.mu held and b's call
 // live in s's generation.
 func (cn *pconn) deliverLocked(b *Batch, s slot, f []byte, isErr bool, sh resp.Shape) {
-	cl := &b.call
 	k := int(s.k)
+	r := &b.call.results(cn.node)[k]
 	switch {
-	case isErr && !cl.res[cn.node][k].redirected && cn.c.nodes[cn.node].topo.redirect(cn, b, k, s.gen, f):
-		cl.res[cn.node][k].redirected = true
-	case isErr && !cl.res[cn.node][k].retried && isNoScript(f) && cn.noscript(b, k, s.gen):
-		cl.res[cn.node][k].retried = true
+	case isErr && !r.redirected && cn.c.nodes[cn.node].topo.redirect(cn, b, k, s.gen, f):
+		r.redirected = true
+	case isErr && !r.retried && isNoScript(f) && cn.noscript(b, k, s.gen):
+		r.retried = true
 	default:
 		b.store(cn.node, k, f, isErr, sh)
 	}

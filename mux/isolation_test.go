@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"strconv"
@@ -330,5 +331,52 @@ func TestNoScriptFallbackKeepsExpect(t *testing.T) {
 	h.mu.Unlock()
 	if accepted != 1 {
 		t.Fatalf("%d connections: the fallback's replies broke the connection", accepted)
+	}
+}
+
+// A batch whose commands per node change from call to call (one batch
+// reused with other layouts, as redlock's workers do) reads each node's
+// replies of the call just made, in command order; after Reset and new
+// commands, before Do, it shows none of the last call's.
+func TestBatchLayoutChanges(t *testing.T) {
+	addrs := []string{startHostile(t, nil).addr(), startHostile(t, nil).addr(), startHostile(t, nil).addr()}
+	c := newTestClient(t, addrs, func(cfg *Config) { cfg.Scripts = nil })
+	b := c.NewBatch()
+	layouts := [][]int{{2, 1, 0}, {1, 3, 2}, {0, 0, 4}, {3, 0, 1}, {1, 1, 1}}
+	for round, counts := range layouts {
+		b.Reset()
+		for node, k := range counts {
+			for j := 0; j < k; j++ {
+				b.Add(node, resp.AppendCommand(nil, "ECHO", fmt.Sprintf("r%d-n%d-c%d", round, node, j)))
+			}
+		}
+		for node := range counts { // nothing before Do, whatever the last call had
+			if err := b.Err(node); counts[node] > 0 && !errors.Is(err, ErrNotSent) {
+				t.Fatalf("round %d node %d before Do: %v, want ErrNotSent", round, node, err)
+			}
+		}
+		if _, err := c.Do(context.Background(), b, Policy{}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for node, k := range counts {
+			for j := 0; j < k; j++ {
+				rep, err := b.Reply(node, j)
+				if want := fmt.Sprintf("r%d-n%d-c%d", round, node, j); err != nil || string(rep.Data) != want {
+					t.Fatalf("round %d node %d command %d: %q %v, want %q", round, node, j, rep.Data, err, want)
+				}
+			}
+			if _, err := b.Reply(node, k); !errors.Is(err, ErrBadBatch) {
+				t.Fatalf("round %d node %d: reply %d of %d: %v, want ErrBadBatch", round, node, k, k, err)
+			}
+		}
+	}
+	// more commands added after Do: the call's replies stay, the new
+	// commands have none
+	b.Add(0, resp.AppendCommand(nil, "ECHO", "late"))
+	if _, err := b.Reply(0, 1); !errors.Is(err, ErrNotSent) {
+		t.Fatalf("the late command's reply: %v, want ErrNotSent", err)
+	}
+	if rep, err := b.Reply(0, 0); err != nil || string(rep.Data) != "r4-n0-c0" {
+		t.Fatalf("the call's reply after a late Add: %q %v", rep.Data, err)
 	}
 }

@@ -65,9 +65,9 @@ func TestNoScriptFallbackOverCapOnIdleConnGoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := b.Last(0)
-		if err != nil || string(rep.Data) != v || !b.call.res[0][0].retried || h.evals.Load() != int64(k+1) {
+		if err != nil || string(rep.Data) != v || !b.call.result(0, 0).retried || h.evals.Load() != int64(k+1) {
 			t.Fatalf("call %d: reply %q, err %v, retried %v, %d EVAL sent: want %q by the fallback",
-				k, rep.Data, err, b.call.res[0][0].retried, h.evals.Load(), v)
+				k, rep.Data, err, b.call.result(0, 0).retried, h.evals.Load(), v)
 		}
 	}
 }
@@ -178,9 +178,9 @@ func TestNoScriptFallbackRefusedWhenQueueFull(t *testing.T) {
 	}
 	_, err := b.Last(0)
 	// the SET's reply is the one due: no EVAL, no SCRIPT LOAD queued
-	if q1, n1, _ := queued(c.conns[0]); !isNoScriptErr(err) || b.call.res[0][0].retried || h.evals.Load() != 0 || q1 > q0 || n1 != 1 {
+	if q1, n1, _ := queued(c.conns[0]); !isNoScriptErr(err) || b.call.result(0, 0).retried || h.evals.Load() != 0 || q1 > q0 || n1 != 1 {
 		t.Fatalf("err %v, retried %v, %d EVAL sent, queued %d -> %d bytes, %d replies due: want NOSCRIPT, no fallback queued",
-			err, b.call.res[0][0].retried, h.evals.Load(), q0, q1, n1)
+			err, b.call.result(0, 0).retried, h.evals.Load(), q0, q1, n1)
 	}
 	close(release)
 	select {
@@ -234,8 +234,8 @@ func TestNoScriptFallbackReplyOverMaxReplyBytes(t *testing.T) {
 		}
 		rep, err := b.Last(0)
 		if err == nil {
-			if string(rep.Data) != "small" || !b.call.res[0][0].retried {
-				t.Fatalf("after the redial: %q (retried %v), want small by the fallback", rep.Data, b.call.res[0][0].retried)
+			if string(rep.Data) != "small" || !b.call.result(0, 0).retried {
+				t.Fatalf("after the redial: %q (retried %v), want small by the fallback", rep.Data, b.call.result(0, 0).retried)
 			}
 			return
 		}
