@@ -620,7 +620,7 @@ var mutants = []Mutant{
 		Edits: []Edit{
 			{"mux/ingest.go",
 				"\tif cl.gen == gen && cl.live {\n\t\tfor i, s := range slots {\n\t\t\tif s.k < 0 {",
-				"\tif cl.live {\n\t\tfor i, s := range slots {\n\t\t\tif s.k < 0 || int(s.k) >= len(cl.res[cn.node]) {"},
+				"\tif cl.live {\n\t\tfor i, s := range slots {\n\t\t\tif s.k < 0 || s.k >= cl.nodes[cn.node].n {"},
 			{"mux/ingest.go", "\t\tafter.take(cn, b, gen, buf)\n", "\t\tif cl.gen == gen {\n\t\t\tafter.take(cn, b, gen, buf)\n\t\t}\n"},
 		},
 	},
