@@ -33,11 +33,14 @@ type Batch struct {
 	claims  []*pconn   // Do's claimed writer roles (reused; cap n)
 	bad     error      // set by Add when a command is not exactly one frame
 	scratch []byte
-	route   uint32      // picks the connection to each node (SetKey)
-	slot    uint16      // the key's Redis Cluster slot (SetKey, on a client with a cluster node)
-	keyed   bool        // SetKey was called
-	slotted bool        // made by a client with a node that routes by key slot (a cluster node)
-	kinds   []nodeKinds // the client's per-node errors (nil: bare sentinels)
+	route   uint32 // picks the connection to each node (SetKey)
+	slot    uint16 // the key's Redis Cluster slot (SetKey, on a client with a cluster node)
+	keyed   bool   // SetKey was called
+	// unrouted: made by a client with one connection per node, where
+	// the route picks nothing (SetKey does not hash the key; route is 0)
+	unrouted bool
+	slotted  bool        // made by a client with a node that routes by key slot (a cluster node)
+	kinds    []nodeKinds // the client's per-node errors (nil: bare sentinels)
 
 	// wait is how Do sleeps: the reader side signals wake once the call is
 	// decided; a token holder also signals it when a registered follower's
@@ -107,6 +110,7 @@ func (c *Client) NewBatch() *Batch {
 	b := newBatch(c.n)
 	b.kinds = c.kinds
 	b.slotted = c.slotted
+	b.unrouted = c.cfg.Conns == 1
 	b.shard = uint8(c.batches.Add(1))
 	return b
 }
@@ -154,7 +158,9 @@ func (b *Batch) clearResults() { b.call.cleared = true }
 // their Do calls queued them (a release never overtakes its own acquire on
 // a slow node). With Config.Conns = 1 (the default) every batch shares one
 // connection per node and the key changes nothing. The key is kept across
-// Reset; it is hashed, not stored.
+// Reset; it is hashed, not stored (and not even hashed by a batch of a
+// client with one connection per node: a batch keeps its client's routing,
+// so used on a client with more it sends all its commands on the first).
 //
 // On a Redis Cluster node the key also picks the shard: every command of
 // the batch goes to the primary of the key's slot (KeySlot), so all the
@@ -164,6 +170,9 @@ func (b *Batch) SetKey(key string) {
 	b.keyed = true
 	if b.slotted {
 		b.slot = keySlot(key)
+	}
+	if b.unrouted {
+		return
 	}
 	// FNV-1a: no allocation, good enough to spread keys over a few connections.
 	h := uint32(2166136261)
