@@ -554,9 +554,12 @@ func (ls *loadState) loop(ctx context.Context, wi int) {
 		if ls.cfg.Hold.Kind != "" {
 			hold = ls.cfg.Hold.draw(rng)
 		}
-		began := time.Now()
-		ls.op(ctx, w, rec, key, t0, hold, timer)
-		rec.busyNs.Add(int64(time.Since(began)))
+		began := t0 // closed loop: the operation starts now
+		if open {
+			began = time.Now()
+		}
+		end := ls.op(ctx, w, rec, key, t0, hold, timer)
+		rec.busyNs.Add(int64(end.Sub(began)))
 	}
 }
 
@@ -572,27 +575,25 @@ func keyIndex(wi, k, workers, keys int) int {
 
 // op runs one operation: acquire, and when acquired the extension
 // (acquire-extend-release), the hold (on timer, stopped and drained) and the
-// release.
-func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time, hold time.Duration, timer *time.Timer) {
+// release. It returns when it ended. An acquired operation is recorded once
+// it ended, under one lock of rec: the clock is read once per step.
+func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key string, t0 time.Time, hold time.Duration, timer *time.Timer) time.Time {
 	ok, err := w.Acquire(ctx, key)
 	t1 := time.Now()
-	rec.mu.Lock()
-	switch {
-	case err != nil:
-		rec.errs[ls.cfg.Classify(err)]++
-		rec.failed++
-		rec.record(MFailed, t1.Sub(t0))
+	if err != nil || !ok {
+		rec.mu.Lock()
+		if err != nil {
+			rec.errs[ls.cfg.Classify(err)]++
+			rec.failed++
+			rec.record(MFailed, t1.Sub(t0))
+		} else {
+			rec.notAcq++
+			rec.record(MNotAcquired, t1.Sub(t0))
+		}
 		rec.mu.Unlock()
-		return
-	case !ok:
-		rec.notAcq++
-		rec.record(MNotAcquired, t1.Sub(t0))
-		rec.mu.Unlock()
-		return
+		return t1
 	}
-	rec.acquired++
-	rec.record(MAcquire, t1.Sub(t0))
-	rec.mu.Unlock()
+	t2 := t1
 	if ls.cfg.Workload == WorkloadAcquireExtendRelease {
 		ext, err := w.Extend(ctx)
 		rec.mu.Lock()
@@ -605,17 +606,20 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 			rec.notExt++
 		}
 		rec.mu.Unlock()
+		t2 = time.Now()
 	}
 	if hold > 0 {
 		// Held to its end even when the run is stopped: a hold is bounded
 		// (-hold), and cutting it would skew the last operations.
 		timer.Reset(hold)
 		<-timer.C
+		t2 = time.Now()
 	}
-	t2 := time.Now()
 	err = w.Release(ctx)
 	t3 := time.Now()
 	rec.mu.Lock()
+	rec.acquired++
+	rec.record(MAcquire, t1.Sub(t0))
 	if err != nil {
 		rec.errs["release_"+ls.cfg.Classify(err)]++
 		rec.relFailed++
@@ -625,6 +629,7 @@ func (ls *loadState) op(ctx context.Context, w Worker, rec *workerRec, key strin
 		rec.record(MAcquireRelease, t3.Sub(t0))
 	}
 	rec.mu.Unlock()
+	return t3
 }
 
 // Worker is one benchmark worker's lock client. A worker holds at most one
