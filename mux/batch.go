@@ -7,6 +7,9 @@ import (
 	"github.com/redmux/redmux/resp"
 )
 
+// span is one command's bytes in the batch's buf: buf[off:end].
+type span struct{ off, end int }
+
 // result is one command's reply: its frame (leading attributes included)
 // copied into the batch's reply buffer at [off, off+n), or nothing yet.
 type result struct {
@@ -25,9 +28,12 @@ type result struct {
 // allocation. Replies are copied into the batch as they arrive, so they
 // stay valid until the batch is Reset or used again by Do.
 type Batch struct {
-	n       int
-	cmds    [][]byte   // per node: its commands, concatenated
-	offs    [][]int    // per node: start offset of each command in cmds
+	n int
+	// buf holds every command's bytes once: a broadcast command is
+	// encoded (copied) once and each node's span refers to it.
+	buf     []byte
+	cmds    [][]span   // per node: its commands, in order
+	size    []int      // per node: its commands' bytes
 	exp     [][]Expect // per node: the reply kinds each command expects
 	nshared []int      // per node: its trailing shared commands (AddShared)
 	claims  []*pconn   // Do's claimed writer roles (reused; cap n)
@@ -118,8 +124,8 @@ func (c *Client) NewBatch() *Batch {
 func newBatch(n int) *Batch {
 	return &Batch{
 		n:       n,
-		cmds:    make([][]byte, n),
-		offs:    make([][]int, n),
+		cmds:    make([][]span, n),
+		size:    make([]int, n),
 		exp:     make([][]Expect, n),
 		nshared: make([]int, n),
 		claims:  make([]*pconn, 0, n),
@@ -136,9 +142,10 @@ func (b *Batch) N() int { return b.n }
 
 // Reset drops commands and results and keeps the buffers and the key.
 func (b *Batch) Reset() {
+	b.buf = b.buf[:0]
 	for i := 0; i < b.n; i++ {
 		b.cmds[i] = b.cmds[i][:0]
-		b.offs[i] = b.offs[i][:0]
+		b.size[i] = 0
 		b.exp[i] = b.exp[i][:0]
 		b.nshared[i] = 0
 	}
@@ -202,16 +209,24 @@ func (b *Batch) AddExpect(node int, cmd []byte, e Expect) {
 		b.bad = ErrBadBatch
 		return
 	}
-	b.add(node, cmd, e)
+	b.add(node, b.put(cmd), e)
 }
 
-func (b *Batch) add(node int, cmd []byte, e Expect) {
+// put copies cmd into the batch's buf and returns where it is.
+func (b *Batch) put(cmd []byte) span {
+	off := len(b.buf)
+	b.buf = append(b.buf, cmd...)
+	return span{off, len(b.buf)}
+}
+
+// add appends the command at sp in buf to node's commands.
+func (b *Batch) add(node int, sp span, e Expect) {
 	if b.nshared[node] > 0 {
 		b.bad = ErrBadBatch // a shared command must come last (AddShared)
 	}
-	b.offs[node] = append(b.offs[node], len(b.cmds[node]))
+	b.cmds[node] = append(b.cmds[node], sp)
 	b.exp[node] = append(b.exp[node], e)
-	b.cmds[node] = append(b.cmds[node], cmd...)
+	b.size[node] += sp.end - sp.off
 }
 
 // Broadcast adds the same command to every node (see Add).
@@ -223,8 +238,9 @@ func (b *Batch) BroadcastExpect(cmd []byte, e Expect) {
 		b.bad = ErrBadBatch
 		return
 	}
+	sp := b.put(cmd) // once for every node
 	for i := 0; i < b.n; i++ {
-		b.add(i, cmd, e)
+		b.add(i, sp, e)
 	}
 }
 
@@ -299,7 +315,7 @@ func (b *Batch) Commands(node int) int {
 	if node < 0 || node >= b.n {
 		return 0
 	}
-	return len(b.offs[node])
+	return len(b.cmds[node])
 }
 
 // Reply returns node's k-th reply (0-based) or its error. An error reply
@@ -309,7 +325,7 @@ func (b *Batch) Commands(node int) int {
 // view into the batch, valid until the batch is Reset or reused. Call it
 // after Do has returned, from the goroutine that called Do.
 func (b *Batch) Reply(node, k int) (resp.Reply, error) {
-	if node < 0 || node >= b.n || k < 0 || k >= len(b.offs[node]) {
+	if node < 0 || node >= b.n || k < 0 || k >= len(b.cmds[node]) {
 		return resp.Reply{}, ErrBadBatch
 	}
 	cl := &b.call
@@ -336,7 +352,7 @@ func (b *Batch) Last(node int) (resp.Reply, error) {
 	if node < 0 || node >= b.n {
 		return resp.Reply{}, ErrBadBatch
 	}
-	return b.Reply(node, len(b.offs[node])-1)
+	return b.Reply(node, len(b.cmds[node])-1)
 }
 
 // Err returns nil if every command of node got a non-error reply; else the
@@ -345,7 +361,7 @@ func (b *Batch) Err(node int) error {
 	if node < 0 || node >= b.n {
 		return ErrBadBatch
 	}
-	k := len(b.offs[node])
+	k := len(b.cmds[node])
 	cl := &b.call
 	for i := 0; i < k; i++ {
 		r := cl.result(node, i)
@@ -365,10 +381,6 @@ func (b *Batch) Err(node int) error {
 
 // cmd returns node's k-th command bytes.
 func (b *Batch) cmd(node, k int) []byte {
-	o := b.offs[node]
-	end := len(b.cmds[node])
-	if k+1 < len(o) {
-		end = o[k+1]
-	}
-	return b.cmds[node][o[k]:end]
+	sp := b.cmds[node][k]
+	return b.buf[sp.off:sp.end]
 }

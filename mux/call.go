@@ -63,7 +63,7 @@ func (b *Batch) begin(p Policy) {
 	cl.cleared = false
 	total := 0
 	for i := 0; i < b.n; i++ {
-		total += len(b.offs[i])
+		total += len(b.cmds[i])
 	}
 	if cap(cl.res) < total {
 		cl.res = make([]result, total)
@@ -72,7 +72,7 @@ func (b *Batch) begin(p Policy) {
 	clear(cl.res)
 	off := int32(0)
 	for i := 0; i < b.n; i++ {
-		k := int32(len(b.offs[i]))
+		k := int32(len(b.cmds[i]))
 		cl.nodes[i] = nodeCall{off: off, n: k, done: k == 0}
 		off += k
 		if cl.errs[i] != nil {

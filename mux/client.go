@@ -199,7 +199,7 @@ func (c *Client) Do(ctx context.Context, b *Batch, p Policy) (Outcome, error) {
 	var full uint64 // nodes passed over (MaxNodes is 64)
 	for pass := 0; pass < 2; pass++ {
 		for i := 0; i < c.n; i++ {
-			if len(b.offs[i]) == 0 || (pass == 1 && full&(1<<i) == 0) {
+			if len(b.cmds[i]) == 0 || (pass == 1 && full&(1<<i) == 0) {
 				continue
 			}
 			var err error
@@ -305,7 +305,7 @@ func (c *Client) check(ctx context.Context, b *Batch, p Policy) error {
 		return ErrBadBatch
 	}
 	for i := 0; i < b.n; i++ {
-		if len(b.offs[i]) > 0 {
+		if len(b.cmds[i]) > 0 {
 			return nil
 		}
 	}

@@ -80,7 +80,7 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 			cn.mu.Unlock()
 			return false, cn.c.nodes[cn.node].downErr.Load()
 		}
-		full := cn.full(len(cmds), len(b.offs[cn.node]))
+		full := cn.full(b.size[cn.node], len(cmds))
 		if full == nil {
 			break
 		}
@@ -110,12 +110,12 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 		}
 		cn.mu.Lock()
 	}
-	n, end := b.unshared(cn.node)
+	n := b.unshared(cn.node)
 	for k, e := range b.exp[cn.node][:n] {
 		cn.q.push(slot{b: b, gen: gen, k: int32(k), exp: e, at: deadline})
+		cn.wq = append(cn.wq, b.buf[cmds[k].off:cmds[k].end]...)
 	}
-	cn.wq = append(cn.wq, cmds[:end]...)
-	for k := n; k < len(b.offs[cn.node]); k++ {
+	for k := n; k < len(cmds); k++ {
 		cn.share(b, gen, k, deadline) // sent at the next take (writeLocked)
 	}
 	if !cn.writing {

@@ -285,7 +285,7 @@ func testLargeBatch(t *testing.T, c *Client) int {
 			}
 		}
 	}
-	return len(b.cmds[0])
+	return b.size[0]
 }
 
 func runCore(t *testing.T, c *Client) {

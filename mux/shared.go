@@ -58,7 +58,7 @@ func (b *Batch) AddShared(node int, cmd []byte, e Expect) {
 		b.bad = ErrBadBatch
 		return
 	}
-	b.addShared(node, cmd, e)
+	b.addShared(node, b.put(cmd), e)
 }
 
 // BroadcastShared is AddShared for every node.
@@ -67,27 +67,22 @@ func (b *Batch) BroadcastShared(cmd []byte, e Expect) {
 		b.bad = ErrBadBatch
 		return
 	}
+	sp := b.put(cmd) // once for every node
 	for i := 0; i < b.n; i++ {
-		b.addShared(i, cmd, e)
+		b.addShared(i, sp, e)
 	}
 }
 
-func (b *Batch) addShared(node int, cmd []byte, e Expect) {
+func (b *Batch) addShared(node int, sp span, e Expect) {
 	n := b.nshared[node]
 	b.nshared[node] = 0 // add refuses a command after a shared one
-	b.add(node, cmd, e)
+	b.add(node, sp, e)
 	b.nshared[node] = n + 1
 }
 
 // unshared is how many of node's commands in b are sent as they are (the
-// shared ones, trailing, are not), and where their bytes end.
-func (b *Batch) unshared(node int) (n, end int) {
-	n = len(b.offs[node]) - b.nshared[node]
-	if n == len(b.offs[node]) {
-		return n, len(b.cmds[node])
-	}
-	return n, b.offs[node][n]
-}
+// shared ones, trailing, are not).
+func (b *Batch) unshared(node int) int { return len(b.cmds[node]) - b.nshared[node] }
 
 // share subscribes command k of b (call generation gen) to the connection's
 // pending group of the same bytes and Expect, made if there is none. mu
