@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by ceiling.sh, fenced.sh and device.sh: 5 local servers
+# Sourced by ceiling.sh, fenced.sh, device.sh and inturn.sh: 5 local servers
 # (local_servers) and the servers' pipelined ceiling for a lock's commands,
 # on the nodes whose ports are in the array "ports".
 
@@ -36,6 +36,19 @@ stop_local() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
+}
+
+# load_release: loads the lock's release script (the check-and-delete
+# redis-benchmark runs by EVALSHA) on every node in "ports" and sets "sha".
+load_release() {
+	local p release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
+	for p in "${ports[@]}"; do sha=$(redis-cli -p "$p" SCRIPT LOAD "$release"); done
+}
+
+# flush_all: FLUSHALL on every node in "ports".
+flush_all() {
+	local p
+	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
 }
 
 # median: the median of the numbers on stdin, one per line.

@@ -30,15 +30,12 @@ trap stop_local EXIT
 
 local_servers "$tmp" ceiling.sh
 corehop_setup "$tmp"
-release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
-for p in "${ports[@]}"; do
-	sha=$(redis-cli -p "$p" SCRIPT LOAD "$release")
-done
+load_release
 
 printf '%-6s %9s %9s %9s %9s %11s %15s %15s %9s %13s %7s\n' round set/s rel/s ceiling mux/s mux/ceiling "rb us/10cmd" "mux us/pair" mux/rb "harness us/op" "hop ns"
 for r in $(seq "$rounds"); do
 	read -r set_rate rel_rate ceiling rb_us10 < <(ceiling_round "$sha" "$n")
-	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+	flush_all
 	hop=$(corehop)
 	"$bin" -nodes "$nodes" -fresh-nodes -strategy mux -c "$c" -d "$dur" -out "$tmp/rm" -force -quiet "$@" >/dev/null
 	read -r mux_ops mux_cpu harness < <(python3 -c '
@@ -47,7 +44,7 @@ s = json.load(open(sys.argv[1]))["strategies"][0]
 print(s["ops_per_sec"], s["cpu_us_per_op"], s.get("harness_cpu_us_per_op", 0))' "$tmp/rm/summary.json")
 	awk -v r="$r" -v a="$set_rate" -v b="$rel_rate" -v ce="$ceiling" -v m="$mux_ops" -v rb="$rb_us10" -v mc="$mux_cpu" -v h="$harness" -v hop="$hop" \
 		'BEGIN {printf "%-6s %9.0f %9.0f %9.0f %9.0f %11.2f %15.2f %15.2f %9.2f %13.2f %7s\n", r, a, b, ce, m, m/ce, rb, mc, mc/rb, h, hop}' | tee -a "$tmp/rows"
-	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+	flush_all
 done
 printf '%-6s' median
 w=(0 0 9 9 9 9 11 15 15 9 13 7)

@@ -41,9 +41,7 @@ for a in "${addrs[@]}"; do ports+=("${a##*:}"); done
 	redis-server --version
 } | tee "$out/machine.txt"
 
-release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
-sha=""
-for p in "${ports[@]}"; do sha=$(redis-cli -p "$p" SCRIPT LOAD "$release"); done
+load_release
 
 # 1. floor
 p0=${ports[0]}
@@ -59,7 +57,7 @@ done | tee "$out/floor.txt"
 want ceiling && for r in $(seq "$rounds"); do
 	read -r s e c u < <(ceiling_round "$sha" "${CEIL_N:-1000000}")
 	echo "ceiling $r set/s $s rel/s $e pairs/s $c rb_us_per_10cmd $u"
-	for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done
+	flush_all
 done | tee "$out/ceiling.txt"
 
 run() { # NAME BINARY FLAG...: one redmux-bench mux run

@@ -24,16 +24,12 @@ trap stop_local EXIT
 
 local_servers "$tmp" inturn.sh
 corehop_setup "$tmp" >/dev/null
-release='if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end'
-for p in "${ports[@]}"; do
-	sha=$(redis-cli -p "$p" SCRIPT LOAD "$release")
-done
-flush() { for p in "${ports[@]}"; do redis-cli -p "$p" FLUSHALL >/dev/null; done; }
+load_release
 
 printf '%-5s %-16s %11s %6s %9s %11s %7s\n' round binary "rb us/10cmd" "hop ns" pairs/s "mux us/pair" mux/rb
 for r in $(seq "$rounds"); do
 	read -r _ _ _ rb < <(ceiling_round "$sha" "${CEILING_N:-200000}")
-	flush
+	flush_all
 	for i in $(seq 0 $((${#bins[@]} - 1))); do
 		b=${bins[$(((i + r) % ${#bins[@]}))]}
 		hop=$(corehop)
@@ -44,6 +40,6 @@ s = json.load(open(sys.argv[1]))["strategies"][0]
 print(s["ops_per_sec"], s["cpu_us_per_op"])' "$tmp/rm/summary.json")
 		awk -v r="$r" -v b="$(basename "$b")" -v rb="$rb" -v h="$hop" -v o="$ops" -v m="$cpu" \
 			'BEGIN {printf "%-5s %-16s %11.2f %6s %9.0f %11.2f %7.3f\n", r, b, rb, h, o, m, m/rb}'
-		flush
+		flush_all
 	done
 done
