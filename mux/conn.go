@@ -113,7 +113,7 @@ func (cn *pconn) send(b *Batch, gen uint64, deadline int64, done <-chan struct{}
 	n := b.unshared(cn.node)
 	for k, e := range b.exp[cn.node][:n] {
 		cn.q.push(slot{b: b, gen: gen, k: int32(k), exp: e, at: deadline})
-		cn.wq = append(cn.wq, b.buf[cmds[k].off:cmds[k].end]...)
+		cn.wq = append(cn.wq, b.cmd(cn.node, k)...)
 	}
 	for k := n; k < len(cmds); k++ {
 		cn.share(b, gen, k, deadline) // sent at the next take (writeLocked)
